@@ -1,0 +1,9 @@
+//! Overspill keeps AI agents' oversized tool outputs out of their context windows, durably.
+//!
+//! - [`limits`]: the pure reduction engine (truncate, spill, summarize by size bands).
+//! - [`read`]: the bounded `read_tool_result` read-back.
+//! - [`api`]: the request and response forms shared by the CLI and the activities.
+
+pub mod api;
+pub mod limits;
+pub mod read;

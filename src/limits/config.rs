@@ -1,0 +1,426 @@
+//! The configuration: size bands, actions with `then` fallbacks, per-tool overrides, units.
+//!
+//! One JSON form serves the CLI, activity inputs and worker defaults. Missing fields take the
+//! reference's defaults; unknown fields and out-of-range numbers are errors naming the field.
+//!
+//! ```
+//! use overspill::limits::{Action, Limits};
+//!
+//! let limits = Limits::from_json(r#"{"bands":[{"over":5000,"action":{"type":"truncate"}}]}"#)?;
+//! assert!(matches!(limits.bands[0].action, Action::Truncate(ref t) if t.max_chars == 4000));
+//! assert_eq!(Limits::default().bands[0].over, 10_000);
+//! # Ok::<(), overspill::limits::ConfigError>(())
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+/// The reference's default band threshold, in characters.
+pub const DEFAULT_THRESHOLD: i64 = 10_000;
+
+/// The reference's summary prompt; must contain `{tool_name}` and `{output}`.
+pub const DEFAULT_SUMMARY_PROMPT: &str = "The following output from the `{tool_name}` tool is too large to keep in full. Summarize it so the summary carries everything needed to keep working: concrete values, identifiers, errors, and structure. Respond ONLY with the summary, no preamble.\n\n<output>\n{output}\n</output>";
+
+/// The read-back tool's default name, as the spill marker names it.
+pub const DEFAULT_READ_TOOL_NAME: &str = "read_tool_result";
+
+/// A configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The JSON does not parse, or a field has the wrong type or is unknown.
+    #[error("invalid limits configuration at `{path}`: {message}")]
+    Json {
+        /// Where in the document (`bands[0].action.max_chars`).
+        path: String,
+        /// What is wrong there.
+        message: String,
+    },
+    /// A field has a value out of range.
+    #[error("invalid limits configuration at `{path}`: {message}")]
+    Invalid {
+        /// The field.
+        path: String,
+        /// The reference's message where it has one (`Band.over must be non-negative.`).
+        message: String,
+    },
+}
+
+impl ConfigError {
+    /// The configuration path of the offending field.
+    pub fn path(&self) -> &str {
+        match self {
+            Self::Json { path, .. } | Self::Invalid { path, .. } => path,
+        }
+    }
+}
+
+/// Everything that decides how tool returns are reduced.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// Size bands; the band with the largest threshold met wins (first listed among equals).
+    pub bands: Vec<Band>,
+    /// Band lists that replace `bands` for the named tools.
+    pub per_tool: BTreeMap<String, Vec<Band>>,
+    /// Which tools are reduced at all.
+    pub tool_filter: ToolFilter,
+    /// Measure thresholds in estimated tokens (`chars / 4`, or `tokenizer`) instead of chars.
+    pub over_tokens: bool,
+    /// Strip ANSI escape sequences from text before measuring and reducing.
+    pub strip_ansi: bool,
+    /// How structured (JSON) returns are rendered to text; `None` is compact JSON.
+    pub serializer: Option<SerializerKind>,
+    /// Summarize prompt template with `{tool_name}` and `{output}` (Python `str.format` style).
+    pub summary_prompt: String,
+    /// The read-back tool's name as the model sees it, named in the spill marker.
+    pub read_tool_name: String,
+    /// A custom token counter for `over_tokens` (library use only; not part of the JSON form).
+    #[serde(skip)]
+    pub tokenizer: Option<Tokenizer>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            bands: vec![Band {
+                over: DEFAULT_THRESHOLD,
+                action: Action::Spill(Spill {
+                    then: Some(Box::new(Action::Truncate(Truncate::default()))),
+                    ..Spill::default()
+                }),
+            }],
+            per_tool: BTreeMap::new(),
+            tool_filter: ToolFilter::All,
+            over_tokens: false,
+            strip_ansi: false,
+            serializer: None,
+            summary_prompt: DEFAULT_SUMMARY_PROMPT.to_owned(),
+            read_tool_name: DEFAULT_READ_TOOL_NAME.to_owned(),
+            tokenizer: None,
+        }
+    }
+}
+
+impl fmt::Debug for Limits {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Limits")
+            .field("bands", &self.bands)
+            .field("per_tool", &self.per_tool)
+            .field("tool_filter", &self.tool_filter)
+            .field("over_tokens", &self.over_tokens)
+            .field("strip_ansi", &self.strip_ansi)
+            .field("serializer", &self.serializer)
+            .field("tokenizer", &self.tokenizer.as_ref().map(|_| "custom"))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Limits {
+    /// Parse and validate the JSON form.
+    pub fn from_json(json: &str) -> Result<Self, ConfigError> {
+        let de = &mut serde_json::Deserializer::from_str(json);
+        let limits: Self = serde_path_to_error::deserialize(de).map_err(|e| ConfigError::Json {
+            path: e.path().to_string(),
+            message: e.inner().to_string(),
+        })?;
+        limits.validate()?;
+        Ok(limits)
+    }
+
+    /// Parse and validate an already-parsed JSON value (an activity input's `config`).
+    pub fn from_value(value: serde_json::Value) -> Result<Self, ConfigError> {
+        let limits: Self =
+            serde_path_to_error::deserialize(value).map_err(|e| ConfigError::Json {
+                path: e.path().to_string(),
+                message: e.inner().to_string(),
+            })?;
+        limits.validate()?;
+        Ok(limits)
+    }
+
+    /// The canonical JSON form.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Check every range rule, naming the offending field.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        validate_bands(&self.bands, "bands")?;
+        for (tool, bands) in &self.per_tool {
+            validate_bands(bands, &format!("per_tool.{tool}"))?;
+        }
+        let uses_summarize = self.bands.iter().chain(self.per_tool.values().flatten());
+        if uses_summarize.clone().any(|b| b.action.can_summarize()) {
+            check_prompt(&self.summary_prompt)?;
+        }
+        Ok(())
+    }
+
+    /// The band list that applies to `tool_name` (`per_tool` replaces, never merges).
+    pub fn bands_for(&self, tool_name: &str) -> &[Band] {
+        self.per_tool.get(tool_name).unwrap_or(&self.bands)
+    }
+
+    /// Merge a later configuration into this one, as the reference merges two capabilities with
+    /// the same id: bands concatenated, a later band replacing an earlier one at the same `over`.
+    pub fn merge(mut self, later: Limits) -> Self {
+        let mut merged: Vec<Band> = Vec::with_capacity(self.bands.len() + later.bands.len());
+        for band in self.bands.into_iter().chain(later.bands) {
+            match merged.iter_mut().find(|b| b.over == band.over) {
+                Some(slot) => *slot = band,
+                None => merged.push(band),
+            }
+        }
+        merged.sort_by(|a, b| b.over.cmp(&a.over));
+        self.bands = merged;
+        self.per_tool.extend(later.per_tool);
+        self
+    }
+}
+
+fn validate_bands(bands: &[Band], path: &str) -> Result<(), ConfigError> {
+    for (i, band) in bands.iter().enumerate() {
+        if band.over < 0 {
+            return Err(ConfigError::Invalid {
+                path: format!("{path}[{i}].over"),
+                message: "Band.over must be non-negative.".into(),
+            });
+        }
+        band.action.validate(&format!("{path}[{i}].action"))?;
+    }
+    Ok(())
+}
+
+/// Check a summary prompt template: `{tool_name}` and `{output}` present, no other fields.
+fn check_prompt(template: &str) -> Result<(), ConfigError> {
+    let invalid = |message: String| ConfigError::Invalid {
+        path: "summary_prompt".into(),
+        message,
+    };
+    let fields = crate::limits::prompt::fields(template).map_err(invalid)?;
+    for needed in ["tool_name", "output"] {
+        if !fields.iter().any(|f| f == needed) {
+            return Err(invalid(format!(
+                "the summary prompt must contain {{{needed}}}."
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// One size band: when a return's measured size reaches `over`, `action` runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Band {
+    /// Inclusive threshold, in chars (or tokens with `over_tokens`; bytes for binary returns).
+    pub over: i64,
+    /// What to do with a return in this band.
+    pub action: Action,
+}
+
+/// What a band does to a return. Every action but Passthrough has a `then` fallback.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Action {
+    /// Leave the return untouched.
+    Passthrough,
+    /// Clamp the text to a character budget (lossy, free).
+    Truncate(Truncate),
+    /// Store the full payload and hand the model a handle and a preview (lossless).
+    Spill(Spill),
+    /// Replace the text with a model-written summary (lossy, one model call).
+    Summarize(Summarize),
+}
+
+impl Action {
+    /// The action's fallback, if any.
+    pub fn then(&self) -> Option<&Action> {
+        match self {
+            Self::Passthrough => None,
+            Self::Truncate(t) => t.then.as_deref(),
+            Self::Spill(s) => s.then.as_deref(),
+            Self::Summarize(s) => s.then.as_deref(),
+        }
+    }
+
+    /// The action's name as the reference logs it (`Truncate`, `Spill`, …).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Passthrough => "Passthrough",
+            Self::Truncate(_) => "Truncate",
+            Self::Spill(_) => "Spill",
+            Self::Summarize(_) => "Summarize",
+        }
+    }
+
+    /// Whether this action or any fallback in its chain spills.
+    pub fn can_spill(&self) -> bool {
+        matches!(self, Self::Spill(_)) || self.then().is_some_and(Action::can_spill)
+    }
+
+    /// Whether this action or any fallback in its chain summarizes.
+    pub fn can_summarize(&self) -> bool {
+        matches!(self, Self::Summarize(_)) || self.then().is_some_and(Action::can_summarize)
+    }
+
+    fn validate(&self, path: &str) -> Result<(), ConfigError> {
+        match self {
+            Self::Truncate(t) if t.keep_tail_lines < 0 => {
+                return Err(ConfigError::Invalid {
+                    path: format!("{path}.keep_tail_lines"),
+                    message: "keep_tail_lines must be non-negative.".into(),
+                });
+            }
+            Self::Spill(s) if s.preview_chars < 0 => {
+                return Err(ConfigError::Invalid {
+                    path: format!("{path}.preview_chars"),
+                    message: "preview_chars must be non-negative.".into(),
+                });
+            }
+            _ => {}
+        }
+        match self.then() {
+            Some(then) => then.validate(&format!("{path}.then")),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Clamp text to `max_chars` (marker included).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Truncate {
+    /// Which ends to keep.
+    pub strategy: TruncationStrategy,
+    /// The budget in chars, marker included; `<= 0` gives empty text.
+    pub max_chars: i64,
+    /// Reserve this many complete final lines before spending the rest of the budget.
+    pub keep_tail_lines: i64,
+    /// Fallback for a binary return.
+    pub then: Option<Box<Action>>,
+}
+
+impl Default for Truncate {
+    fn default() -> Self {
+        Self {
+            strategy: TruncationStrategy::HeadTail,
+            max_chars: 4_000,
+            keep_tail_lines: 0,
+            then: None,
+        }
+    }
+}
+
+/// Which part of an oversized text Truncate keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TruncationStrategy {
+    /// The beginning (headers, schemas).
+    Head,
+    /// The end (build and test output, where errors land last).
+    Tail,
+    /// Both ends, 2:3, eliding the middle.
+    #[default]
+    HeadTail,
+}
+
+/// Persist the payload and show a preview.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Spill {
+    /// The preview's content budget in chars (header and omission marker add to it).
+    pub preview_chars: i64,
+    /// Fallback when the store cannot take the write.
+    pub then: Option<Box<Action>>,
+}
+
+impl Default for Spill {
+    fn default() -> Self {
+        Self {
+            preview_chars: 1_000,
+            then: None,
+        }
+    }
+}
+
+/// Summarize the text with one model call.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Summarize {
+    /// Model override; `None` uses the summarizer's default model.
+    pub model: Option<String>,
+    /// Fallback for a binary return or a failed model call.
+    pub then: Option<Box<Action>>,
+}
+
+/// Which tools the limits apply to.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ToolFilter {
+    /// Every tool.
+    #[default]
+    All,
+    /// Only the named tools.
+    Names(Vec<String>),
+}
+
+impl ToolFilter {
+    /// Whether `tool_name` is reduced.
+    pub fn matches(&self, tool_name: &str) -> bool {
+        match self {
+            Self::All => true,
+            Self::Names(names) => names.iter().any(|n| n == tool_name),
+        }
+    }
+}
+
+impl Serialize for ToolFilter {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::All => s.serialize_str("all"),
+            Self::Names(names) => names.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolFilter {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            One(String),
+            Many(Vec<String>),
+        }
+        match Form::deserialize(d).map_err(|_| {
+            serde::de::Error::custom("expected \"all\", a tool name or a list of tool names")
+        })? {
+            Form::One(s) if s == "all" => Ok(Self::All),
+            Form::One(name) => Ok(Self::Names(vec![name])),
+            Form::Many(names) => Ok(Self::Names(names)),
+        }
+    }
+}
+
+/// The serializer presets for structured returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SerializerKind {
+    /// `to_json(v, indent=2)`: one field per line.
+    IndentedJson,
+    /// One compact record per line for lists; `indented_json` for anything else.
+    JsonLines,
+}
+
+/// A custom token counter, `text -> tokens`.
+#[derive(Clone)]
+pub struct Tokenizer(pub Arc<dyn Fn(&str) -> u64 + Send + Sync>);
+
+impl Tokenizer {
+    /// Wrap a counting function.
+    pub fn new(count: impl Fn(&str) -> u64 + Send + Sync + 'static) -> Self {
+        Self(Arc::new(count))
+    }
+}

@@ -1,0 +1,541 @@
+//! The pipeline: exemptions, filter, units, measure, band, action chain, assembly (SPEC §1, §4).
+
+use std::borrow::Cow;
+
+use base64::Engine as _;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::config::{Action, Limits};
+use super::effects::{SpillStore, StoreError, SummarizeError, Summarizer, SummaryRequest, Usage};
+use super::{ansi, bands, measure, preview, prompt, pyfmt, serialize, truncate};
+
+/// Tool kinds whose returns are never reduced: the read-back tool's own pages, and core's
+/// capability-load / tool-search returns (core reads them back from history).
+pub const EXEMPT_TOOL_KINDS: [&str; 3] = [
+    "tool_output_limits.read_tool_result",
+    "capability-load",
+    "tool-search",
+];
+
+/// The handle suffix of a ToolReturn's `content`.
+pub const CONTENT_SUFFIX: &str = ".content";
+
+/// Which call produced a return: names the tool and derives the spill key.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ToolCall {
+    /// The tool's name as the model called it.
+    pub tool_name: String,
+    /// The tool's kind, for exemptions (`tool_output_limits.read_tool_result`, …).
+    pub tool_kind: Option<String>,
+    /// The agent run; `run` when absent.
+    pub run_id: Option<String>,
+    /// The model's tool call id; `call` when absent.
+    pub tool_call_id: Option<String>,
+    /// The tool call's retry (a new attempt by the model), never an activity attempt.
+    pub retry: u32,
+}
+
+impl ToolCall {
+    /// The spill key, `{run_id}/{tool_call_id}.{retry}{suffix}`, exactly as the reference builds it.
+    ///
+    /// ```
+    /// let call = overspill::limits::ToolCall {
+    ///     run_id: Some("run-1".into()),
+    ///     tool_call_id: Some("call-1".into()),
+    ///     ..Default::default()
+    /// };
+    /// assert_eq!(call.spill_key(""), "run-1/call-1.0");
+    /// assert_eq!(overspill::limits::ToolCall::default().spill_key(".content"), "run/call.0.content");
+    /// ```
+    pub fn spill_key(&self, suffix: &str) -> String {
+        let run = self
+            .run_id
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .unwrap_or("run");
+        let call = (self.tool_call_id.as_deref())
+            .filter(|s| !s.is_empty())
+            .unwrap_or("call");
+        format!("{run}/{call}.{}{suffix}", self.retry)
+    }
+}
+
+/// A tool's return value: text, structured JSON, or raw bytes.
+///
+/// JSON form: `{"text": "…"}`, `{"json": …}` or `{"bytes_b64": "…"}` (standard base64). Inside
+/// `json`, an object `{"$bytes_b64": "…"}` stands for a bytes leaf (Python `bytes`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolOutput {
+    /// A string return (never serialized).
+    Text(String),
+    /// A structured return, rendered by the serializer when a band triggers.
+    Json(Value),
+    /// A binary return (measured in bytes, spilled verbatim, never truncated).
+    Bytes(Bytes),
+}
+
+impl ToolOutput {
+    /// The text, if this is a text output.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Self::Text(text) => Some(text),
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for ToolOutput {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(1))?;
+        match self {
+            Self::Text(text) => map.serialize_entry("text", text)?,
+            Self::Json(value) => map.serialize_entry("json", value)?,
+            Self::Bytes(data) => map.serialize_entry(
+                "bytes_b64",
+                &base64::engine::general_purpose::STANDARD.encode(data),
+            )?,
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolOutput {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "snake_case", deny_unknown_fields)]
+        enum Form {
+            Text(String),
+            Json(Value),
+            BytesB64(String),
+        }
+        Ok(match Form::deserialize(d)? {
+            Form::Text(text) => Self::Text(text),
+            Form::Json(value) => Self::Json(value),
+            Form::BytesB64(b64) => Self::Bytes(
+                base64::engine::general_purpose::STANDARD
+                    .decode(b64.as_bytes())
+                    .map_err(|e| serde::de::Error::custom(format!("bytes_b64: {e}")))?
+                    .into(),
+            ),
+        })
+    }
+}
+
+/// A tool's result: a bare return value, or a ToolReturn envelope with `content` and `metadata`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult {
+    /// The return value.
+    pub return_value: ToolOutput,
+    /// The envelope's model-visible `content` (a string, a list of parts, anything).
+    pub content: Option<Value>,
+    /// The envelope's app-side metadata.
+    pub metadata: Option<Value>,
+    /// Whether the result is a ToolReturn envelope (as opposed to a bare value).
+    pub envelope: bool,
+}
+
+impl ToolResult {
+    /// A bare return value.
+    pub fn bare(return_value: ToolOutput) -> Self {
+        Self {
+            return_value,
+            content: None,
+            metadata: None,
+            envelope: false,
+        }
+    }
+}
+
+/// What happened to one part of a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReductionKind {
+    /// Left as it was.
+    #[default]
+    Passthrough,
+    /// Clamped by Truncate.
+    Truncated,
+    /// Stored; the model got a handle and a preview.
+    Spilled,
+    /// Replaced by a summary.
+    Summarized,
+}
+
+/// A reduced result, as the model will see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reduced {
+    /// What happened to the return value.
+    pub kind: ReductionKind,
+    /// What happened to the envelope's text content.
+    pub content_kind: ReductionKind,
+    /// The (possibly replaced) return value.
+    pub return_value: ToolOutput,
+    /// The (possibly replaced) content.
+    pub content: Option<Value>,
+    /// The metadata, with `overflow_handle` / `overflow_bytes` / `overflow_content_handle` added
+    /// when something spilled.
+    pub metadata: Option<Value>,
+    /// Whether the result is an envelope (a bare value that spilled becomes one).
+    pub envelope: bool,
+    /// Model usage of any summaries.
+    pub usage: Usage,
+}
+
+impl Reduced {
+    /// The result untouched.
+    fn original(result: ToolResult) -> Self {
+        Self {
+            kind: ReductionKind::Passthrough,
+            content_kind: ReductionKind::Passthrough,
+            return_value: result.return_value,
+            content: result.content,
+            metadata: result.metadata,
+            envelope: result.envelope,
+            usage: Usage::default(),
+        }
+    }
+
+    /// Whether anything was reduced.
+    pub fn changed(&self) -> bool {
+        self.kind != ReductionKind::Passthrough || self.content_kind != ReductionKind::Passthrough
+    }
+
+    /// The spill handle of the return value, if it spilled.
+    pub fn overflow_handle(&self) -> Option<&str> {
+        self.metadata.as_ref()?.get("overflow_handle")?.as_str()
+    }
+}
+
+/// One measurable part of a result (the return value, or the envelope's text content).
+///
+/// Borrows the output where it can: clamping a 100 MB string copies only what is kept.
+#[derive(Debug, Clone)]
+pub struct Unit<'a> {
+    text: Option<Cow<'a, str>>,
+    binary: Bytes,
+    /// The top-level shape sketch of a structured value (empty otherwise).
+    pub sketch: String,
+}
+
+impl<'a> Unit<'a> {
+    /// Build the unit for an output: serialize structured values, strip ANSI if asked.
+    pub fn new(output: &'a ToolOutput, limits: &Limits) -> Self {
+        match output {
+            ToolOutput::Bytes(data) => Self {
+                text: None,
+                binary: data.clone(),
+                sketch: String::new(),
+            },
+            ToolOutput::Text(text) => Self::from_text(Cow::Borrowed(text), String::new(), limits),
+            ToolOutput::Json(value) => Self::from_text(
+                Cow::Owned(serialize::render(value, limits.serializer)),
+                preview::shape_sketch(value),
+                limits,
+            ),
+        }
+    }
+
+    fn from_text(text: Cow<'a, str>, sketch: String, limits: &Limits) -> Self {
+        let text = match (limits.strip_ansi, text) {
+            (true, Cow::Borrowed(t)) => ansi::strip_ansi(t),
+            (true, Cow::Owned(t)) => Cow::Owned(ansi::strip_ansi(&t).into_owned()),
+            (false, t) => t,
+        };
+        Self {
+            text: Some(text),
+            binary: Bytes::new(),
+            sketch,
+        }
+    }
+
+    /// The text, or `None` for a binary unit.
+    pub fn text(&self) -> Option<&str> {
+        self.text.as_deref()
+    }
+
+    /// The binary payload's length (0 for text).
+    pub fn binary_len(&self) -> u64 {
+        self.binary.len() as u64
+    }
+
+    /// What a spill stores: the UTF-8 of the text, or the binary payload.
+    pub fn data(&self) -> Bytes {
+        match &self.text {
+            Some(text) => Bytes::copy_from_slice(text.as_bytes()),
+            None => self.binary.clone(),
+        }
+    }
+}
+
+/// The outcome of applying an action chain to one unit.
+#[derive(Debug, Default)]
+struct Applied {
+    replacement: Option<String>,
+    handle: Option<String>,
+    /// `overflow_bytes`: UTF-8 bytes of the spilled text, or the binary length.
+    spilled_bytes: u64,
+    kind: ReductionKind,
+    usage: Usage,
+}
+
+/// Reduce one tool result under `limits`, spilling to `store` and summarizing with `summarizer`.
+///
+/// Never fails: a store or model error runs the action's `then` (logged at WARN), and with no
+/// `then` the output passes through unreduced.
+///
+/// ```
+/// use overspill::limits::{reduce, Limits, MemoryStore, NoSummarizer, ToolCall, ToolOutput, ToolResult};
+///
+/// # futures::executor::block_on(async {
+/// let store = MemoryStore::new();
+/// let call = ToolCall { tool_name: "cat".into(), run_id: Some("r".into()), tool_call_id: Some("c".into()), ..Default::default() };
+/// let big = ToolResult::bare(ToolOutput::Text("x".repeat(20_000)));
+/// let reduced = reduce(&Limits::default(), &call, big, &store, &NoSummarizer).await;
+/// assert_eq!(reduced.overflow_handle(), Some("r/c.0"));
+/// assert!(reduced.return_value.as_text().unwrap().starts_with("[Tool output too large (20,000 chars); stored to handle 'r/c.0'."));
+/// # });
+/// ```
+pub async fn reduce<S: SpillStore, M: Summarizer>(
+    limits: &Limits,
+    call: &ToolCall,
+    result: ToolResult,
+    store: &S,
+    summarizer: &M,
+) -> Reduced {
+    if call
+        .tool_kind
+        .as_deref()
+        .is_some_and(|kind| EXEMPT_TOOL_KINDS.contains(&kind))
+        || !limits.tool_filter.matches(&call.tool_name)
+    {
+        return Reduced::original(result);
+    }
+    let bands = limits.bands_for(&call.tool_name);
+
+    let value = {
+        let unit = Unit::new(&result.return_value, limits);
+        match bands::select(bands, measure::size(&unit, limits)) {
+            Some(action) => apply(action, &unit, limits, call, "", store, summarizer).await,
+            None => Applied::default(),
+        }
+    };
+
+    let content = match &result.content {
+        Some(Value::String(text)) => {
+            let unit = Unit::from_text(Cow::Borrowed(text), String::new(), limits);
+            match bands::select(bands, measure::size(&unit, limits)) {
+                Some(action) => {
+                    apply(
+                        action,
+                        &unit,
+                        limits,
+                        call,
+                        CONTENT_SUFFIX,
+                        store,
+                        summarizer,
+                    )
+                    .await
+                }
+                None => Applied::default(),
+            }
+        }
+        Some(Value::Array(parts)) => {
+            warn_on_large_parts(parts, bands, limits, call);
+            Applied::default()
+        }
+        _ => Applied::default(),
+    };
+
+    if value.replacement.is_none() && content.replacement.is_none() {
+        return Reduced::original(result);
+    }
+    assemble(result, value, content)
+}
+
+/// Multimodal content is never reduced; the reference warns when it would have been.
+fn warn_on_large_parts(parts: &[Value], bands: &[super::Band], limits: &Limits, call: &ToolCall) {
+    let text: String = parts.iter().filter_map(Value::as_str).collect();
+    let unit = Unit::from_text(Cow::Owned(text), String::new(), limits);
+    if let Some(action) = bands::select(bands, measure::size(&unit, limits))
+        && !matches!(action, Action::Passthrough)
+    {
+        tracing::warn!(
+            "ToolOutputLimits: tool {} returned large non-text content ({} parts); leaving it unreduced.",
+            pyfmt::repr(&call.tool_name),
+            parts.len()
+        );
+    }
+}
+
+fn assemble(result: ToolResult, value: Applied, content: Applied) -> Reduced {
+    let usage = {
+        let mut usage = value.usage;
+        usage += content.usage;
+        usage
+    };
+    let spilled = value.handle.is_some() || content.handle.is_some();
+    let envelope = result.envelope || value.handle.is_some();
+    let return_value = match value.replacement {
+        Some(text) => ToolOutput::Text(text),
+        None => result.return_value,
+    };
+    let new_content = match content.replacement {
+        Some(text) => Some(Value::String(text)),
+        None => result.content,
+    };
+    let metadata = if spilled {
+        Some(with_handles(
+            result.metadata,
+            value.handle.map(|h| (h, value.spilled_bytes)),
+            content.handle,
+        ))
+    } else {
+        result.metadata
+    };
+    Reduced {
+        kind: value.kind,
+        content_kind: content.kind,
+        return_value,
+        content: new_content,
+        metadata,
+        envelope,
+        usage,
+    }
+}
+
+/// Metadata after a spill (SPEC §10): existing mapping copied (keys stringified), a non-mapping
+/// kept under `original_metadata`, then the overflow keys.
+fn with_handles(
+    existing: Option<Value>,
+    value: Option<(String, u64)>,
+    content_handle: Option<String>,
+) -> Value {
+    let mut meta = match existing {
+        Some(Value::Object(map)) => map,
+        Some(Value::Null) | None => Map::new(),
+        Some(other) => Map::from_iter([("original_metadata".to_owned(), other)]),
+    };
+    if let Some((handle, bytes)) = value {
+        meta.insert("overflow_handle".into(), Value::String(handle));
+        meta.insert("overflow_bytes".into(), Value::from(bytes));
+    }
+    if let Some(handle) = content_handle {
+        meta.insert("overflow_content_handle".into(), Value::String(handle));
+    }
+    Value::Object(meta)
+}
+
+/// Apply `action` to `unit`, descending the `then` chain on failure (SPEC §4).
+async fn apply<S: SpillStore, M: Summarizer>(
+    action: &Action,
+    unit: &Unit<'_>,
+    limits: &Limits,
+    call: &ToolCall,
+    suffix: &str,
+    store: &S,
+    summarizer: &M,
+) -> Applied {
+    let mut usage = Usage::default();
+    let mut current = Some(action);
+    while let Some(action) = current {
+        match action {
+            Action::Passthrough => break,
+            Action::Truncate(t) => match unit.text() {
+                Some(text) => {
+                    let keep = t.keep_tail_lines.max(0) as usize;
+                    return Applied {
+                        replacement: Some(truncate::truncate_text(
+                            text,
+                            t.max_chars,
+                            t.strategy,
+                            keep,
+                        )),
+                        kind: ReductionKind::Truncated,
+                        usage,
+                        ..Applied::default()
+                    };
+                }
+                None => current = t.then.as_deref(),
+            },
+            Action::Spill(s) => {
+                let key = call.spill_key(suffix);
+                let data = unit.data();
+                let spilled_bytes = data.len() as u64;
+                match store.write(&key, data).await {
+                    Ok(handle) => {
+                        let text = preview::spill_message(unit, &handle, s.preview_chars, limits);
+                        return Applied {
+                            replacement: Some(text),
+                            handle: Some(handle),
+                            spilled_bytes,
+                            kind: ReductionKind::Spilled,
+                            usage,
+                        };
+                    }
+                    Err(error) => {
+                        warn_fallback("Spilling", call, &error_type(&error), action.then());
+                        tracing::debug!(%error, "spill write failed");
+                        current = s.then.as_deref();
+                    }
+                }
+            }
+            Action::Summarize(s) => {
+                let Some(text) = unit.text() else {
+                    current = s.then.as_deref();
+                    continue;
+                };
+                let rendered = prompt::render(&limits.summary_prompt, &call.tool_name, text);
+                let request = SummaryRequest {
+                    tool_name: &call.tool_name,
+                    output: text,
+                    prompt: &rendered,
+                    model: s.model.as_deref(),
+                };
+                match summarizer.summarize(request).await {
+                    Ok(summary) => {
+                        usage += summary.usage;
+                        return Applied {
+                            replacement: Some(pyfmt::py_strip(&summary.text).to_owned()),
+                            kind: ReductionKind::Summarized,
+                            usage,
+                            ..Applied::default()
+                        };
+                    }
+                    Err(error) => {
+                        warn_fallback("Summarizing", call, &summarize_type(&error), action.then());
+                        tracing::debug!(%error, "summary failed");
+                        current = s.then.as_deref();
+                    }
+                }
+            }
+        }
+    }
+    Applied {
+        usage,
+        ..Applied::default()
+    }
+}
+
+fn error_type(error: &StoreError) -> String {
+    error.type_name().to_owned()
+}
+
+fn summarize_type(error: &SummarizeError) -> String {
+    error.type_name().to_owned()
+}
+
+/// The reference's fallback warning:
+/// `Spilling output of tool 'x' failed (Timeout); falling back to Truncate`.
+fn warn_fallback(verb: &str, call: &ToolCall, error_type: &str, then: Option<&Action>) {
+    let next = then.map_or("the unreduced output", Action::name);
+    tracing::warn!(
+        target: "overspill::limits",
+        error_type,
+        "{verb} output of tool {} failed ({error_type}); falling back to {next}",
+        pyfmt::repr(&call.tool_name)
+    );
+}

@@ -1,0 +1,146 @@
+//! Truncation to a char budget, marker included, with `keep_tail_lines` (SPEC §5).
+//!
+//! Chars are code points. Slicing walks from the nearer end, so clamping a 100 MB text costs one
+//! char count and two short walks, never a copy of the text.
+
+use super::config::TruncationStrategy;
+use super::pyfmt::thousands;
+
+/// The first `n` chars of `text` (all of it when shorter).
+pub fn head_chars(text: &str, n: usize) -> &str {
+    match text.char_indices().nth(n) {
+        Some((i, _)) => &text[..i],
+        None => text,
+    }
+}
+
+/// The last `n` chars of `text` (all of it when shorter; none for `n = 0`).
+pub fn tail_chars(text: &str, n: usize) -> &str {
+    if n == 0 {
+        return "";
+    }
+    match text.char_indices().nth_back(n - 1) {
+        Some((i, _)) => &text[i..],
+        None => text,
+    }
+}
+
+/// Clamp `text` to `max_chars` chars (marker included) with `strategy`, reserving the final
+/// `keep_tail_lines` lines when they fit.
+///
+/// ```
+/// use overspill::limits::{truncate::truncate_text, TruncationStrategy::*};
+/// let text = "x".repeat(100);
+/// assert_eq!(truncate_text(&text, 0, Head, 0), "");
+/// assert_eq!(truncate_text("short", 10, Tail, 0), "short");
+/// let out = truncate_text(&text, 60, Tail, 0);
+/// assert_eq!(out, format!("[... output truncated, showing last 14 chars]\n{}", "x".repeat(14)));
+/// ```
+pub fn truncate_text(
+    text: &str,
+    max_chars: i64,
+    strategy: TruncationStrategy,
+    keep_tail_lines: usize,
+) -> String {
+    if max_chars <= 0 {
+        return String::new();
+    }
+    let max = usize::try_from(max_chars).unwrap_or(usize::MAX);
+    let total = text.chars().count();
+    if total <= max {
+        return text.to_owned();
+    }
+    let reserved = if keep_tail_lines > 0 {
+        text[tail_line_start(text, keep_tail_lines)..]
+            .chars()
+            .count()
+    } else {
+        0
+    };
+    if reserved > max {
+        return truncate_tail(text, max);
+    }
+    if reserved == max {
+        return tail_chars(text, max).to_owned();
+    }
+    match strategy {
+        TruncationStrategy::Tail => {
+            let out = truncate_tail(text, max);
+            if reserved > 0 && !out.ends_with(tail_chars(text, reserved)) {
+                tail_chars(text, max).to_owned()
+            } else {
+                out
+            }
+        }
+        TruncationStrategy::Head => head_and_tail(text, total, max, 5, reserved),
+        TruncationStrategy::HeadTail => head_and_tail(text, total, max, 2, reserved),
+    }
+}
+
+/// The byte offset where the final `k` lines start (LF-separated; a terminating LF does not start
+/// a line; 0 when the text has `k` lines or fewer).
+fn tail_line_start(text: &str, k: usize) -> usize {
+    let bytes = text.as_bytes();
+    let mut end = bytes.len() - usize::from(text.ends_with('\n'));
+    for _ in 0..k {
+        match memchr::memrchr(b'\n', &bytes[..end]) {
+            Some(i) => end = i,
+            None => return 0,
+        }
+    }
+    end + 1
+}
+
+fn tail_marker(n: usize) -> String {
+    format!("[... output truncated, showing last {n} chars]\n")
+}
+
+/// The shared tail clamp: a marker naming how many chars follow, then that many final chars.
+pub fn truncate_tail(text: &str, max: usize) -> String {
+    let mut keep = max.saturating_sub(tail_marker(max).len());
+    if keep + 1 + tail_marker(keep + 1).len() <= max {
+        keep += 1;
+    }
+    if keep == 0 {
+        return tail_chars(text, max).to_owned();
+    }
+    tail_marker(keep) + tail_chars(text, keep)
+}
+
+/// Keep a head (`share`/5 of the content budget) and a tail (the rest, ending with the
+/// `reserved` chars), with the largest budget whose marker still fits.
+fn head_and_tail(text: &str, total: usize, max: usize, share: usize, reserved: usize) -> String {
+    let head_only = share == 5 && reserved == 0;
+    let marker_for = |retained: usize, head: usize| {
+        if head_only {
+            format!(
+                "\n\n[truncated: showing first {} of {} chars]",
+                thousands(retained as u64),
+                thousands(total as u64)
+            )
+        } else {
+            format!(
+                "\n\n[truncated: {} chars omitted from the middle; showing first {} + last {} of {} chars]\n\n",
+                thousands((total - retained) as u64),
+                thousands(head as u64),
+                thousands((retained - head) as u64),
+                thousands(total as u64)
+            )
+        }
+    };
+    let fitting = (reserved.max(1)..=max).rev().find_map(|retained| {
+        let head = (retained - reserved) * share / 5;
+        let marker = marker_for(retained, head);
+        (retained + marker.len() <= max).then_some((retained, head, marker))
+    });
+    let (retained, head, marker) = match fitting {
+        Some(found) => found,
+        None if reserved > 0 => return tail_chars(text, max).to_owned(),
+        None => (max, max * share / 5, String::new()),
+    };
+    let mut out = String::with_capacity(max * 4);
+    out.push_str(head_chars(text, head));
+    out.push_str(&marker);
+    out.push_str(tail_chars(text, retained - head));
+    out
+}

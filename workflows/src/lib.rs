@@ -1,0 +1,1 @@
+//! Rust workflows for Overspill.
