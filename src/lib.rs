@@ -7,3 +7,4 @@
 pub mod api;
 pub mod limits;
 pub mod read;
+pub mod store;

@@ -1,1 +1,7 @@
-fn main() {}
+//! `overspill`: reduce tool outputs, read spills back, and serve the Temporal activities.
+
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
+}

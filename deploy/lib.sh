@@ -1,0 +1,32 @@
+# Shared helpers for the deploy scripts. Source it; do not run it.
+# Everything lands under .deploy/ in the project: nothing is installed system-wide.
+set -euo pipefail
+OVERSPILL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+DEPLOY_DIR="${OVERSPILL_DEPLOY_DIR:-$OVERSPILL_ROOT/.deploy}"
+VENV="$DEPLOY_DIR/venv"
+mkdir -p "$DEPLOY_DIR"
+
+# Create the project venv and install the pinned requirements (idempotent, quiet).
+ensure_venv() {
+  if [ ! -x "$VENV/bin/python" ]; then
+    python3 -m venv "$VENV"
+  fi
+  local stamp="$VENV/.requirements.sha"
+  local want
+  want="$(sha256sum "$OVERSPILL_ROOT/deploy/requirements.txt" | cut -d' ' -f1)"
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$OVERSPILL_ROOT/deploy/requirements.txt"
+    echo "$want" > "$stamp"
+  fi
+}
+
+# Wait until a command succeeds, up to $2 seconds.
+wait_for() {
+  local what="$1" seconds="$2"; shift 2
+  for _ in $(seq 1 $((seconds * 5))); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 0.2
+  done
+  echo "deploy: $what did not become ready within ${seconds}s" >&2
+  return 1
+}

@@ -1,0 +1,65 @@
+//! The `overspill` command line: one binary, one subcommand per job.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod dev;
+mod read;
+mod reduce;
+mod spills;
+mod worker;
+
+/// Keep AI agents' oversized tool outputs out of their context windows, durably.
+#[derive(Debug, Parser)]
+#[command(name = "overspill", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Reduce one tool output and print what the model sees.
+    Reduce(reduce::Args),
+    /// Page back into a spill, exactly as read_tool_result returns it.
+    Read(read::Args),
+    /// List or garbage-collect spills.
+    #[command(subcommand)]
+    Spills(spills::Command),
+    /// Serve the tool_output_limits.* activities on a Temporal task queue.
+    Worker(worker::Args),
+    /// Start a Temporal dev server, a local store and the worker, and run a demo.
+    Dev(dev::Args),
+}
+
+/// Parse the arguments and run the subcommand on a tokio runtime.
+pub(crate) fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("overspill: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Reduce(args) => reduce::run(args).await,
+            Command::Read(args) => read::run(args).await,
+            Command::Spills(cmd) => spills::run(cmd).await,
+            Command::Worker(args) => worker::run(args).await,
+            Command::Dev(args) => dev::run(args).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("overspill: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A subcommand's failure, printed as `overspill: <message>`.
+pub(crate) type CliResult = Result<ExitCode, Box<dyn std::error::Error>>;

@@ -1,0 +1,1 @@
+//! Integration tests against real services: one test binary, one module per area.
