@@ -1,0 +1,83 @@
+//! `overspill reduce`: one tool output in, what the model sees out.
+
+use std::io::{Read as _, Write as _};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use overspill::api::{ReduceRequest, ReduceResponse};
+use overspill::limits::{self, Limits, NoSummarizer, ToolCall, ToolOutput, ToolResult};
+use overspill::store::Store;
+
+use super::CliResult;
+
+/// Reduce a JSON request (`--request`), or a raw text output from stdin (`--tool`).
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["request", "tool"])))]
+pub(crate) struct Args {
+    /// A reduce request as JSON (`-` for stdin); prints the JSON response.
+    #[arg(long, value_name = "FILE|-")]
+    request: Option<PathBuf>,
+    /// The tool's name; the output is read from stdin as text and the model-visible text printed.
+    #[arg(long, value_name = "NAME")]
+    tool: Option<String>,
+    /// Limits configuration (JSON) for `--tool`, and the default for requests without `config`.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The agent run id (spill key's first segment).
+    #[arg(long)]
+    run_id: Option<String>,
+    /// The tool call id.
+    #[arg(long)]
+    call_id: Option<String>,
+    /// The tool call's retry.
+    #[arg(long, default_value_t = 0)]
+    retry: u32,
+    /// Where spills go: `file:///path`, `s3://bucket/prefix`, `memory://` (default: a private
+    /// directory under the system temp dir).
+    #[arg(long, env = "OVERSPILL_STORE", value_name = "URL")]
+    store: Option<String>,
+}
+
+pub(crate) async fn run(args: Args) -> CliResult {
+    let defaults = match &args.config {
+        Some(path) => Limits::from_json(&std::fs::read_to_string(path)?)?,
+        None => Limits::default(),
+    };
+    let store = Store::open(args.store.as_deref())?;
+    let mut stdout = std::io::stdout().lock();
+    if let Some(path) = &args.request {
+        let request: ReduceRequest = serde_json::from_str(&read_input(path)?)?;
+        let limits = request.limits(&defaults)?;
+        let call = request.call();
+        let reduced =
+            limits::reduce(&limits, &call, request.into_result(), &store, &NoSummarizer).await;
+        serde_json::to_writer(&mut stdout, &ReduceResponse::from(reduced))?;
+        writeln!(stdout)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut text = String::new();
+    std::io::stdin().read_to_string(&mut text)?;
+    let call = ToolCall {
+        tool_name: args.tool.unwrap_or_default(),
+        run_id: args.run_id,
+        tool_call_id: args.call_id,
+        retry: args.retry,
+        ..ToolCall::default()
+    };
+    let result = ToolResult::bare(ToolOutput::Text(text));
+    let reduced = limits::reduce(&defaults, &call, result, &store, &NoSummarizer).await;
+    if let ToolOutput::Text(text) = &reduced.return_value {
+        stdout.write_all(text.as_bytes())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn read_input(path: &PathBuf) -> std::io::Result<String> {
+    if path.as_os_str() == "-" {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s)?;
+        Ok(s)
+    } else {
+        std::fs::read_to_string(path)
+    }
+}
