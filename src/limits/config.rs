@@ -168,15 +168,10 @@ impl Limits {
     /// Merge a later configuration into this one, as the reference merges two capabilities with
     /// the same id: bands concatenated, a later band replacing an earlier one at the same `over`.
     pub fn merge(mut self, later: Limits) -> Self {
-        let mut merged: Vec<Band> = Vec::with_capacity(self.bands.len() + later.bands.len());
-        for band in self.bands.into_iter().chain(later.bands) {
-            match merged.iter_mut().find(|b| b.over == band.over) {
-                Some(slot) => *slot = band,
-                None => merged.push(band),
-            }
-        }
-        merged.sort_by(|a, b| b.over.cmp(&a.over));
-        self.bands = merged;
+        let stated: Vec<i64> = later.bands.iter().map(|b| b.over).collect();
+        self.bands.retain(|b| !stated.contains(&b.over));
+        self.bands.extend(later.bands);
+        self.bands.sort_by(|a, b| b.over.cmp(&a.over));
         self.per_tool.extend(later.per_tool);
         self
     }

@@ -1,1 +1,2 @@
 //! Integration tests against real services: one test binary, one module per area.
+mod golden;
