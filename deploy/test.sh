@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The README's test command: install and start every real service the tests need (SeaweedFS,
+# the Temporal dev server), build once (debug), run every test, and stop the services again.
+# Works on a fresh machine: everything it installs goes under .deploy/.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$OVERSPILL_ROOT"
+
+ensure_venv
+started=()
+cleanup() {
+  for svc in "${started[@]}"; do "$OVERSPILL_ROOT/deploy/$svc.sh" stop || true; done
+}
+trap cleanup EXIT
+
+for svc in seaweedfs temporal; do
+  if [ -x "deploy/$svc.sh" ]; then
+    "deploy/$svc.sh" start
+    started+=("$svc")
+    # shellcheck disable=SC1090
+    source "$DEPLOY_DIR/$svc.env"
+  fi
+done
+
+export PATH="$VENV/bin:$PATH"
+cargo build --workspace --all-targets
+cargo test --workspace --no-fail-fast "$@"
