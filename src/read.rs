@@ -408,3 +408,130 @@ impl LineIndex {
         Some(Self { entries })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Python's `str.splitlines()` over the lossy decoding, written the slow, obvious way.
+    fn py_splitlines(data: &[u8]) -> Vec<String> {
+        let text = String::from_utf8_lossy(data);
+        let mut lines = Vec::new();
+        let mut line = String::new();
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\r' => {
+                    if chars.peek() == Some(&'\n') {
+                        chars.next();
+                    }
+                    lines.push(std::mem::take(&mut line));
+                }
+                '\n' | '\x0b' | '\x0c' | '\x1c' | '\x1d' | '\x1e' | '\u{85}' | '\u{2028}'
+                | '\u{2029}' => lines.push(std::mem::take(&mut line)),
+                c => line.push(c),
+            }
+        }
+        if !line.is_empty() {
+            lines.push(line);
+        }
+        lines
+    }
+
+    fn payload() -> impl Strategy<Value = Vec<u8>> {
+        let piece = prop_oneof![
+            Just(b"\n".to_vec()),
+            Just(b"\r\n".to_vec()),
+            Just(b"\r".to_vec()),
+            Just("\u{85}\u{2028}\u{2029}\x0b\x1d".as_bytes().to_vec()),
+            Just(vec![0xe2, 0x80]),
+            Just(vec![0xc2]),
+            Just(vec![0xff]),
+            "[a-z ]{0,12}".prop_map(String::into_bytes),
+            "\\PC{0,6}".prop_map(String::into_bytes),
+        ];
+        prop::collection::vec(piece, 0..40).prop_map(|v| v.concat())
+    }
+
+    fn page(data: &[u8], offset: i64, limit: i64, pattern: Option<&str>) -> String {
+        let request = ReadRequest {
+            handle: "h".into(),
+            offset,
+            limit,
+            pattern: pattern.map(str::to_owned),
+            ..ReadRequest::default()
+        };
+        read_page(data, &request).expect("valid arguments")
+    }
+
+    #[test]
+    fn bad_arguments_are_model_retries() {
+        let bad_offset = ReadRequest {
+            offset: -1,
+            ..ReadRequest::default()
+        };
+        assert_eq!(
+            read_page(b"", &bad_offset),
+            Err(ReadError::ModelRetry("`offset` must be >= 0."))
+        );
+        let bad_limit = ReadRequest {
+            limit: 0,
+            ..ReadRequest::default()
+        };
+        assert_eq!(
+            read_page(b"", &bad_limit),
+            Err(ReadError::ModelRetry("`limit` must be >= 1."))
+        );
+    }
+
+    #[test]
+    fn body_is_capped_at_fifty_thousand_chars() {
+        let data = "é".repeat(60_000);
+        let out = page(data.as_bytes(), 0, 10, None);
+        assert!(out.starts_with("[handle 'h': 1 matching line(s); showing 1, output capped]\n"));
+        assert_eq!(
+            out.split_once('\n').map(|(_, b)| b.chars().count()),
+            Some(MAX_READ_CHARS)
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn lines_follow_python_splitlines(data in payload()) {
+            let ours: Vec<String> = split_lines(&data)
+                .map(|r| String::from_utf8_lossy(&data[r]).into_owned())
+                .collect();
+            prop_assert_eq!(ours, py_splitlines(&data));
+            let index = LineIndex::build(&data);
+            prop_assert_eq!(index.len(), py_splitlines(&data).len());
+            prop_assert_eq!(LineIndex::from_bytes(&index.to_bytes()), Some(index));
+        }
+
+        #[test]
+        fn pages_concatenate_back(data in payload(), limit in 1i64..7) {
+            let lines = py_splitlines(&data);
+            let mut got = Vec::new();
+            let mut offset = 0;
+            while offset < lines.len() as i64 {
+                let out = page(&data, offset, limit, None);
+                let body = out.split_once('\n').map_or("", |(_, b)| b);
+                let shown = (lines.len() as i64 - offset).min(limit) as usize;
+                let mut window: Vec<String> = body.split('\n').map(str::to_owned).collect();
+                window.resize(shown, String::new());
+                got.extend(window);
+                offset += limit;
+            }
+            prop_assert_eq!(got, lines);
+        }
+
+        #[test]
+        fn pattern_keeps_exactly_the_matching_lines(data in payload(), pattern in "[a-c]{1,2}|\u{fffd}") {
+            let expected: Vec<String> = py_splitlines(&data).into_iter().filter(|l| l.contains(&pattern)).collect();
+            let out = page(&data, 0, 1_000, Some(&pattern));
+            let header = format!("[handle 'h': {} matching line(s); showing {}]", expected.len(), expected.len());
+            let want = if expected.join("\n").is_empty() { header } else { format!("{header}\n{}", expected.join("\n")) };
+            prop_assert_eq!(out, want);
+        }
+    }
+}

@@ -25,3 +25,27 @@ pub fn strip_ansi(text: &str) -> Cow<'_, str> {
     }
     ANSI.replace_all(text, "")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::strip_ansi;
+
+    #[test]
+    fn strips_what_the_reference_strips() {
+        assert_eq!(strip_ansi("\x1b[1;32mok\x1b[0m"), "ok");
+        assert_eq!(strip_ansi("\x1b]0;title\x07text"), "text");
+        assert_eq!(strip_ansi("a\x1bMb"), "ab");
+        assert_eq!(strip_ansi("no escapes"), "no escapes");
+    }
+
+    #[test]
+    fn closes_the_reference_gaps() {
+        assert_eq!(strip_ansi("\x1b[?25lhidden\x1b[?25h"), "hidden");
+        assert_eq!(strip_ansi("\x1b(Bplain\x1b)0"), "plain");
+        assert_eq!(
+            strip_ansi("\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\"),
+            "link"
+        );
+        assert_eq!(strip_ansi("\x1b[2~key"), "key");
+    }
+}

@@ -419,3 +419,92 @@ impl Tokenizer {
         Self(Arc::new(count))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_json_form_is_the_reference_default() {
+        let json = r#"{"bands":[{"over":10000,"action":{"type":"spill","preview_chars":1000,"then":{"type":"truncate","strategy":"head_tail","max_chars":4000,"keep_tail_lines":0}}}],"per_tool":{},"tool_filter":"all","over_tokens":false,"strip_ansi":false,"serializer":null}"#;
+        let parsed = Limits::from_json(json).expect("the documented form parses");
+        assert_eq!(parsed.bands, Limits::default().bands);
+        assert_eq!(
+            Limits::from_json("{}").expect("empty").bands,
+            Limits::default().bands
+        );
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let unknown = Limits::from_json(
+            r#"{"bands":[{"over":1,"action":{"type":"truncate","max_char":5}}]}"#,
+        );
+        assert_eq!(
+            unknown.expect_err("unknown field").path(),
+            "bands[0].action"
+        );
+        let negative =
+            Limits::from_json(r#"{"bands":[{"over":-1,"action":{"type":"passthrough"}}]}"#);
+        let err = negative.expect_err("negative over");
+        assert_eq!(err.path(), "bands[0].over");
+        assert!(err.to_string().contains("Band.over must be non-negative."));
+        let keep = Limits::from_json(
+            r#"{"per_tool":{"sh":[{"over":1,"action":{"type":"spill","then":{"type":"truncate","keep_tail_lines":-2}}}]}}"#,
+        );
+        assert_eq!(
+            keep.expect_err("negative keep").path(),
+            "per_tool.sh[0].action.then.keep_tail_lines"
+        );
+        assert!(Limits::from_json(r#"{"tool_filter":7}"#).is_err());
+        assert!(Limits::from_json(r#"{"serializer":"yaml"}"#).is_err());
+    }
+
+    #[test]
+    fn summary_prompt_needs_both_fields() {
+        let bad = r#"{"bands":[{"over":1,"action":{"type":"summarize"}}],"summary_prompt":"only {output}"}"#;
+        assert_eq!(
+            Limits::from_json(bad)
+                .expect_err("missing tool_name")
+                .path(),
+            "summary_prompt"
+        );
+        let good = r#"{"bands":[{"over":1,"action":{"type":"summarize"}}],"summary_prompt":"{tool_name}: {output} {{x}}"}"#;
+        assert!(Limits::from_json(good).is_ok());
+    }
+
+    #[test]
+    fn merge_lets_the_later_band_win_a_shared_threshold() {
+        let band = |over, max_chars| Band {
+            over,
+            action: Action::Truncate(Truncate {
+                max_chars,
+                ..Truncate::default()
+            }),
+        };
+        let earlier = Limits {
+            bands: vec![band(10, 1), band(20, 2)],
+            ..Limits::default()
+        };
+        let later = Limits {
+            bands: vec![band(10, 3), band(10, 4)],
+            ..Limits::default()
+        };
+        assert_eq!(
+            earlier.merge(later).bands,
+            vec![band(20, 2), band(10, 3), band(10, 4)]
+        );
+    }
+
+    #[test]
+    fn tool_filter_forms() {
+        let names: ToolFilter = serde_json::from_str(r#"["a","b"]"#).expect("list");
+        assert!(names.matches("a") && !names.matches("c"));
+        let one: ToolFilter = serde_json::from_str(r#""a""#).expect("name");
+        assert_eq!(one, ToolFilter::Names(vec!["a".into()]));
+        assert_eq!(
+            serde_json::to_string(&ToolFilter::All).expect("ser"),
+            r#""all""#
+        );
+    }
+}

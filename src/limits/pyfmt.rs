@@ -96,3 +96,26 @@ fn is_py_space(c: char) -> bool {
 pub fn py_strip(s: &str) -> &str {
     s.trim_matches(is_py_space)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repr_matches_python() {
+        assert_eq!(repr(""), "''");
+        assert_eq!(repr("a'b\"c"), "'a\\'b\"c'");
+        assert_eq!(repr("tab\there\\"), "'tab\\there\\\\'");
+        assert_eq!(
+            repr("é🙂\u{a0}\u{200b}\u{10ffff}"),
+            "'é🙂\\xa0\\u200b\\U0010ffff'"
+        );
+    }
+
+    #[test]
+    fn thousands_and_strip() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(py_strip("\x1c\n summary \u{85}"), "summary");
+    }
+}

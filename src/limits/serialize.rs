@@ -4,8 +4,6 @@
 //! (`{"$bytes_b64": "…"}`) render as the text they decode to, or, when any of them is not UTF-8,
 //! every bytes leaf as URL-safe base64 with padding (decided per record for `json_lines`).
 
-use std::io;
-
 use base64::Engine as _;
 use serde::Serialize;
 use serde_json::Value;
@@ -64,7 +62,7 @@ pub fn indented(value: &Value) -> String {
 fn write<F: Formatter>(value: &Value, formatter: F) -> String {
     let value = resolve_bytes(value);
     let mut out = Vec::new();
-    let mut ser = serde_json::Serializer::with_formatter(&mut out, PyFloats(formatter));
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, formatter);
     // Serializing a `Value` into a Vec cannot fail.
     let _ = value.serialize(&mut ser);
     String::from_utf8(out).unwrap_or_default()
@@ -116,59 +114,53 @@ fn resolve_bytes(value: &Value) -> std::borrow::Cow<'_, Value> {
     std::borrow::Cow::Owned(replace(value, as_base64))
 }
 
-/// pydantic-core's float style: shortest round-trip digits, `1e+20` / `1e-7` exponents.
-struct PyFloats<F>(F);
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
 
-impl<F: Formatter> Formatter for PyFloats<F> {
-    fn write_f64<W: ?Sized + io::Write>(&mut self, writer: &mut W, value: f64) -> io::Result<()> {
-        let mut buf = Vec::new();
-        self.0.write_f64(&mut buf, value)?;
-        match buf.iter().position(|&b| b == b'e') {
-            Some(e) if buf.get(e + 1) != Some(&b'-') => {
-                writer.write_all(&buf[..=e])?;
-                writer.write_all(b"+")?;
-                writer.write_all(&buf[e + 1..])
-            }
-            _ => writer.write_all(&buf),
-        }
+    #[test]
+    fn floats_render_as_pydantic_core_does() {
+        // Recorded from pydantic_core.to_json on the same list.
+        assert_eq!(
+            compact(&json!([
+                1.0,
+                2.5,
+                1e20,
+                1e-7,
+                1e16,
+                1e15,
+                0.1,
+                123456789.123,
+                1e-5,
+                5e-324
+            ])),
+            "[1.0,2.5,1e+20,1e-7,1e+16,1000000000000000.0,0.1,123456789.123,0.00001,5e-324]"
+        );
     }
 
-    fn begin_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.begin_array(w)
+    #[test]
+    fn separators_are_escaped_only_by_the_presets() {
+        let v = json!({"s": "a\u{2028}b"});
+        assert_eq!(render(&v, None), "{\"s\":\"a\u{2028}b\"}");
+        assert_eq!(
+            render(&v, Some(SerializerKind::IndentedJson)),
+            "{\n  \"s\": \"a\\u2028b\"\n}"
+        );
     }
-    fn end_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.end_array(w)
-    }
-    fn begin_array_value<W: ?Sized + io::Write>(
-        &mut self,
-        w: &mut W,
-        first: bool,
-    ) -> io::Result<()> {
-        self.0.begin_array_value(w, first)
-    }
-    fn end_array_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.end_array_value(w)
-    }
-    fn begin_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.begin_object(w)
-    }
-    fn end_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.end_object(w)
-    }
-    fn begin_object_key<W: ?Sized + io::Write>(
-        &mut self,
-        w: &mut W,
-        first: bool,
-    ) -> io::Result<()> {
-        self.0.begin_object_key(w, first)
-    }
-    fn end_object_key<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.end_object_key(w)
-    }
-    fn begin_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.begin_object_value(w)
-    }
-    fn end_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.end_object_value(w)
+
+    #[test]
+    fn bytes_leaves_switch_to_urlsafe_base64_together() {
+        let leaf = |b: &[u8]| json!({ BYTES_LEAF_KEY: base64::engine::general_purpose::STANDARD.encode(b) });
+        assert_eq!(compact(&json!([leaf(b"ok")])), r#"["ok"]"#);
+        assert_eq!(
+            compact(&json!([leaf(b"ok"), leaf(b"\xff\x00")])),
+            r#"["b2s=","_wA="]"#
+        );
+        let lines = render(
+            &json!([leaf(b"ok"), leaf(b"\xff")]),
+            Some(SerializerKind::JsonLines),
+        );
+        assert_eq!(lines, "\"ok\"\n\"_w==\"");
     }
 }

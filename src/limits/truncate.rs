@@ -144,3 +144,88 @@ fn head_and_tail(text: &str, total: usize, max: usize, share: usize, reserved: u
     out.push_str(tail_chars(text, retained - head));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use TruncationStrategy::{Head, HeadTail, Tail};
+    use proptest::prelude::*;
+
+    #[test]
+    fn tail_marker_counts_exactly_what_follows() {
+        let text = "a".repeat(10_000);
+        let out = truncate_text(&text, 4_000, Tail, 0);
+        assert!(out.starts_with("[... output truncated, showing last 3952 chars]\n"));
+        assert_eq!(out.chars().count(), 4_000);
+    }
+
+    #[test]
+    fn head_tail_splits_content_two_to_three() {
+        let text: String = std::iter::repeat_n('漢', 1_000).collect();
+        let out = truncate_text(&text, 200, HeadTail, 0);
+        assert!(out.contains(
+            "[truncated: 893 chars omitted from the middle; showing first 42 + last 65 of 1,000 chars]"
+        ));
+        // No room for a marker: a bare 2:3 split.
+        let digits: String = (0..100)
+            .map(|i| char::from(b'0' + (i % 10) as u8))
+            .collect();
+        assert_eq!(
+            truncate_text(&digits, 10, HeadTail, 0),
+            "0123456789"[..4].to_owned() + "456789"
+        );
+    }
+
+    #[test]
+    fn head_marker_names_first_chars() {
+        let out = truncate_text(&"h".repeat(5_000), 100, Head, 0);
+        assert_eq!(
+            out,
+            format!(
+                "{}\n\n[truncated: showing first 54 of 5,000 chars]",
+                "h".repeat(54)
+            )
+        );
+    }
+
+    #[test]
+    fn keep_tail_lines_counts_blank_final_line_and_keeps_crlf() {
+        let text = format!("{}\nstatus=ok\r\n\n", "x".repeat(300));
+        assert_eq!(&text[tail_line_start(&text, 2)..], "status=ok\r\n\n");
+        let out = truncate_text(&text, 150, Head, 2);
+        assert!(out.ends_with("status=ok\r\n\n"), "{out:?}");
+        assert!(out.chars().count() <= 150);
+    }
+
+    #[test]
+    fn keep_tail_lines_larger_than_budget_falls_back_to_tail() {
+        let text = format!("{}\n{}", "a".repeat(50), "b".repeat(500));
+        let out = truncate_text(&text, 100, Head, 1);
+        assert!(out.starts_with("[... output truncated, showing last "));
+    }
+
+    proptest! {
+        #[test]
+        fn never_exceeds_budget(
+            text in "\\PC{0,400}|(\\PC{0,20}\n){0,40}",
+            max in -5i64..500,
+            keep in prop_oneof![0usize..5, Just(usize::MAX)],
+            strategy in prop_oneof![Just(Head), Just(Tail), Just(HeadTail)],
+        ) {
+            let out = truncate_text(&text, max, strategy, keep);
+            prop_assert!(out.chars().count() as i64 <= max.max(0));
+            if text.chars().count() as i64 <= max {
+                prop_assert_eq!(out, text);
+            }
+        }
+
+        #[test]
+        fn kept_parts_are_true_prefix_and_suffix(text in "\\PC{401,900}", max in 120i64..400) {
+            let out = truncate_text(&text, max, HeadTail, 0);
+            let (head, rest) = out.split_once("\n\n[truncated: ").expect("marker fits");
+            let tail = rest.split_once(" chars]\n\n").map(|(_, t)| t).expect("marker ends");
+            prop_assert!(text.starts_with(head));
+            prop_assert!(text.ends_with(tail));
+        }
+    }
+}
