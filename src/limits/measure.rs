@@ -23,8 +23,8 @@ pub fn size(unit: &Unit<'_>, limits: &Limits) -> u64 {
         None => unit.binary_len(),
         Some(text) if limits.over_tokens => match &limits.tokenizer {
             Some(tokenizer) => (tokenizer.0)(text),
-            None => heuristic_tokens(text),
+            None => unit.chars() / CHARS_PER_TOKEN,
         },
-        Some(text) => chars(text),
+        Some(_) => unit.chars(),
     }
 }

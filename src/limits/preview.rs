@@ -57,7 +57,7 @@ pub fn spill_message(unit: &Unit<'_>, handle: &str, preview_chars: i64, limits: 
             )
         }
         Some(text) => {
-            let chars = measure::chars(text);
+            let chars = unit.chars();
             let size = if limits.over_tokens {
                 format!("{} tokens", thousands(chars / measure::CHARS_PER_TOKEN))
             } else {

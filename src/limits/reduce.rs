@@ -216,6 +216,8 @@ impl Reduced {
 #[derive(Debug, Clone)]
 pub struct Unit<'a> {
     text: Option<Cow<'a, str>>,
+    /// The text's length in chars, counted once on first use (a 100 MB count is not free).
+    chars: std::sync::OnceLock<u64>,
     binary: Bytes,
     /// The top-level shape sketch of a structured value (empty otherwise).
     pub sketch: String,
@@ -227,6 +229,7 @@ impl<'a> Unit<'a> {
         match output {
             ToolOutput::Bytes(data) => Self {
                 text: None,
+                chars: std::sync::OnceLock::new(),
                 binary: data.clone(),
                 sketch: String::new(),
             },
@@ -247,6 +250,7 @@ impl<'a> Unit<'a> {
         };
         Self {
             text: Some(text),
+            chars: std::sync::OnceLock::new(),
             binary: Bytes::new(),
             sketch,
         }
@@ -255,6 +259,13 @@ impl<'a> Unit<'a> {
     /// The text, or `None` for a binary unit.
     pub fn text(&self) -> Option<&str> {
         self.text.as_deref()
+    }
+
+    /// The text's length in chars (Python `len(str)`; 0 for binary).
+    pub fn chars(&self) -> u64 {
+        *self
+            .chars
+            .get_or_init(|| self.text().map_or(0, super::measure::chars))
     }
 
     /// The binary payload's length (0 for text).
@@ -448,8 +459,9 @@ async fn apply<S: SpillStore, M: Summarizer>(
                 Some(text) => {
                     let keep = t.keep_tail_lines.max(0) as usize;
                     return Applied {
-                        replacement: Some(truncate::truncate_text(
+                        replacement: Some(truncate::truncate_counted(
                             text,
+                            unit.chars() as usize,
                             t.max_chars,
                             t.strategy,
                             keep,
@@ -538,4 +550,20 @@ fn warn_fallback(verb: &str, call: &ToolCall, error_type: &str, then: Option<&Ac
         "{verb} output of tool {} failed ({error_type}); falling back to {next}",
         pyfmt::repr(&call.tool_name)
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::{MemoryStore, NoSummarizer};
+
+    /// Activities run `reduce` on tokio's multi-threaded runtime: its future must stay `Send`.
+    #[test]
+    fn reduce_future_is_send() {
+        fn assert_send<T: Send>(_: &T) {}
+        let (limits, call, store) = (Limits::default(), ToolCall::default(), MemoryStore::new());
+        let result = ToolResult::bare(ToolOutput::Text(String::new()));
+        let future = reduce(&limits, &call, result, &store, &NoSummarizer);
+        assert_send(&future);
+    }
 }

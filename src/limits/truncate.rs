@@ -42,11 +42,27 @@ pub fn truncate_text(
     strategy: TruncationStrategy,
     keep_tail_lines: usize,
 ) -> String {
+    truncate_counted(
+        text,
+        text.chars().count(),
+        max_chars,
+        strategy,
+        keep_tail_lines,
+    )
+}
+
+/// [`truncate_text`] for a text whose length in chars (`total`) is already known.
+pub fn truncate_counted(
+    text: &str,
+    total: usize,
+    max_chars: i64,
+    strategy: TruncationStrategy,
+    keep_tail_lines: usize,
+) -> String {
     if max_chars <= 0 {
         return String::new();
     }
     let max = usize::try_from(max_chars).unwrap_or(usize::MAX);
-    let total = text.chars().count();
     if total <= max {
         return text.to_owned();
     }
