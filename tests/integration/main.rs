@@ -1,2 +1,3 @@
 //! Integration tests against real services: one test binary, one module per area.
+mod cli;
 mod golden;

@@ -1,0 +1,104 @@
+//! The `overspill reduce` / `overspill read` command line, as a person and a program use it.
+
+use std::io::Write as _;
+use std::process::{Command, Output, Stdio};
+
+fn overspill(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_overspill"))
+        .args(args)
+        .env_remove("OVERSPILL_STORE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the overspill binary starts");
+    child
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(stdin)
+        .expect("stdin is written");
+    child.wait_with_output().expect("overspill finishes")
+}
+
+fn text(out: &[u8]) -> String {
+    String::from_utf8(out.to_vec()).expect("UTF-8 output")
+}
+
+#[test]
+fn reduce_spills_and_read_pages_back_across_processes() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let store = format!("file://{}", dir.path().display());
+    let log: String = (0..2_000).map(|i| format!("line {i}: ok\n")).collect();
+    let reduced = overspill(
+        &["reduce", "--tool", "run_command", "--run-id", "run-1", "--call-id", "call-1", "--store", &store],
+        log.as_bytes(),
+    );
+    assert!(reduced.status.success(), "{}", text(&reduced.stderr));
+    let shown = text(&reduced.stdout);
+    assert!(
+        shown.starts_with(&format!(
+            "[Tool output too large ({} chars); stored to handle 'run-1/call-1.0'. Read it with read_tool_result(handle='run-1/call-1.0', offset=0, limit=200, from_end=False, pattern=None).]\nline 0: ok\n",
+            overspill::limits::pyfmt::thousands(log.len() as u64)
+        )),
+        "{shown}"
+    );
+
+    let page = overspill(&["read", "run-1/call-1.0", "--offset", "10", "--limit", "2", "--store", &store], b"");
+    assert!(page.status.success(), "{}", text(&page.stderr));
+    assert_eq!(
+        text(&page.stdout),
+        "[handle 'run-1/call-1.0': 2,000 matching line(s); showing 2]\nline 10: ok\nline 11: ok"
+    );
+
+    let found = overspill(&["read", "run-1/call-1.0", "--pattern", "line 1999", "--store", &store], b"");
+    assert_eq!(
+        text(&found.stdout),
+        "[handle 'run-1/call-1.0': 1 matching line(s); showing 1]\nline 1999: ok"
+    );
+}
+
+#[test]
+fn read_refuses_unknown_and_escaping_handles_with_the_reference_text() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let store = format!("file://{}", dir.path().display());
+    for handle in ["nope/none.0", "../../etc/passwd", "/etc/passwd"] {
+        let out = overspill(&["read", handle, "--store", &store], b"");
+        assert!(out.status.success());
+        assert_eq!(text(&out.stdout), overspill::read::no_stored_result(handle));
+    }
+}
+
+#[test]
+fn read_bad_arguments_exit_2_with_the_model_retry_message() {
+    let out = overspill(&["read", "run/call.0", "--offset", "-1", "--store", "memory://"], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(text(&out.stderr), "`offset` must be >= 0.\n");
+    let out = overspill(&["read", "run/call.0", "--limit", "0", "--store", "memory://"], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(text(&out.stderr), "`limit` must be >= 1.\n");
+}
+
+#[test]
+fn reduce_request_json_round_trip() {
+    let request = serde_json::json!({
+        "tool_name": "cat",
+        "run_id": "r",
+        "tool_call_id": "c",
+        "output": {"text": "x".repeat(50)},
+        "metadata": {"source": "cat"},
+        "config": {"bands": [{"over": 10, "action": {"type": "truncate", "strategy": "head", "max_chars": 20}}]}
+    });
+    let out = overspill(&["reduce", "--request", "-", "--store", "memory://"], request.to_string().as_bytes());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let response: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON response");
+    assert_eq!(response["kind"], "truncated");
+    assert_eq!(response["return_value"]["text"], "x".repeat(20));
+    assert_eq!(response["metadata"], serde_json::json!({"source": "cat"}));
+    assert_eq!(response["envelope"], true);
+
+    let bad = serde_json::json!({"tool_name": "cat", "output": {"text": "x"}, "config": {"bands": [{"over": -1, "action": {"type": "passthrough"}}]}});
+    let out = overspill(&["reduce", "--request", "-", "--store", "memory://"], bad.to_string().as_bytes());
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("bands[0].over"), "{}", text(&out.stderr));
+}
