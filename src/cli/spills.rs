@@ -1,14 +1,151 @@
-//! `overspill spills ls|gc` (stub: the store issue fills it in).
+//! `overspill spills ls|gc`: list spills, and delete the ones older than a cutoff.
+//!
+//! Both work on every store URL (S3-compatible, local, memory) from a full recursive listing;
+//! for production S3, a bucket lifecycle rule on the `tool_output_limits/` prefix does the same
+//! job without a cron (see the README).
+
+use std::io::Write as _;
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime};
+
+use overspill::store::{SpillInfo, Store, StoreOptions};
 
 use super::CliResult;
 
 /// Spill housekeeping.
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum Command {
-    /// List spills.
-    Ls,
+    /// List spills: handle, size in bytes, age.
+    Ls {
+        /// Only the spills of this agent run.
+        #[arg(long, value_name = "RUN_ID")]
+        run: Option<String>,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Delete spills (and their line indexes) last written longer ago than `--older-than`.
+    Gc {
+        /// The age cutoff, e.g. `6h`, `2days`, `30m`.
+        #[arg(long, value_name = "AGE", value_parser = humantime::parse_duration)]
+        older_than: Duration,
+        /// Only print what would be deleted.
+        #[arg(long)]
+        dry_run: bool,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
 }
 
-pub(crate) async fn run(_cmd: Command) -> CliResult {
-    Err("`spills` is not implemented yet".into())
+/// Which store, and how to reach it.
+#[derive(Debug, clap::Args)]
+pub(crate) struct StoreArgs {
+    /// The store (see `overspill reduce --help`).
+    #[arg(long, env = "OVERSPILL_STORE", value_name = "URL")]
+    store: Option<String>,
+    /// S3 endpoint (default: `AWS_ENDPOINT_URL`).
+    #[arg(long, value_name = "URL")]
+    endpoint: Option<String>,
+    /// S3 region (default: `AWS_REGION`, else us-east-1).
+    #[arg(long)]
+    region: Option<String>,
+    /// Allow a plain-HTTP endpoint (default: `AWS_ALLOW_HTTP`).
+    #[arg(long)]
+    allow_http: bool,
+    /// Per-call timeout, e.g. `5s`.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    timeout: Option<Duration>,
+}
+
+impl StoreArgs {
+    fn open(&self) -> Result<Store, overspill::limits::StoreError> {
+        let mut options = StoreOptions::new();
+        if let Some(endpoint) = &self.endpoint {
+            options = options.with_endpoint(endpoint);
+        }
+        if let Some(region) = &self.region {
+            options = options.with_region(region);
+        }
+        if self.allow_http {
+            options = options.with_allow_http(true);
+        }
+        if let Some(timeout) = self.timeout {
+            options = options.with_timeout(timeout);
+        }
+        Store::open_with(self.store.as_deref(), options)
+    }
+}
+
+pub(crate) async fn run(cmd: Command) -> CliResult {
+    let now = SystemTime::now();
+    let mut out = std::io::stdout().lock();
+    match cmd {
+        Command::Ls { run, store } => {
+            let spills = store.open()?.list(run.as_deref()).await?;
+            print_table(&mut out, &spills, now, None)?;
+        }
+        Command::Gc {
+            older_than,
+            dry_run,
+            store,
+        } => {
+            let report = store.open()?.gc(older_than, dry_run).await?;
+            let verb = if dry_run { "would remove" } else { "removed" };
+            print_table(&mut out, &report.removed, now, Some(verb))?;
+            let bytes: u64 = report.removed.iter().map(|s| s.size).sum();
+            writeln!(
+                out,
+                "{verb} {} spill(s), {bytes} bytes, older than {}; kept {}{}",
+                report.removed.len(),
+                humantime::format_duration(older_than),
+                report.kept,
+                if dry_run {
+                    String::new()
+                } else {
+                    format!(
+                        " ({} object(s) deleted, indexes included)",
+                        report.deleted_objects
+                    )
+                }
+            )?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `HANDLE  BYTES  AGE` columns (with a leading action column for gc).
+fn print_table(
+    out: &mut impl std::io::Write,
+    spills: &[SpillInfo],
+    now: SystemTime,
+    action: Option<&str>,
+) -> std::io::Result<()> {
+    let rows: Vec<(String, String, String)> = spills
+        .iter()
+        .map(|s| {
+            let age = now
+                .duration_since(s.last_modified)
+                .unwrap_or_default()
+                .as_secs();
+            let age = humantime::format_duration(Duration::from_secs(age)).to_string();
+            (s.handle.clone(), s.size.to_string(), age)
+        })
+        .collect();
+    if rows.is_empty() && action.is_some() {
+        return Ok(());
+    }
+    let width = |f: fn(&(String, String, String)) -> &String, title: &str| {
+        rows.iter()
+            .map(|r| f(r).len())
+            .max()
+            .unwrap_or(0)
+            .max(title.len())
+    };
+    let (h, b) = (width(|r| &r.0, "HANDLE"), width(|r| &r.1, "BYTES"));
+    let lead = action.map(|v| format!("{v:<12} ")).unwrap_or_default();
+    let blank = " ".repeat(lead.len());
+    writeln!(out, "{blank}{:<h$}  {:>b$}  AGE", "HANDLE", "BYTES")?;
+    for (handle, bytes, age) in rows {
+        writeln!(out, "{lead}{handle:<h$}  {bytes:>b$}  {age}")?;
+    }
+    Ok(())
 }

@@ -1,28 +1,725 @@
-//! Spill storage (stub until the store issue lands: memory only).
+//! Spill storage over [`object_store`]: one [`Store`] for S3-compatible servers, GCS, Azure, a
+//! local directory and memory, chosen by URL.
+//!
+//! - `s3://bucket/prefix`: endpoint, region, credentials and `allow_http` from the usual `AWS_*`
+//!   variables (`AWS_ENDPOINT_URL`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+//!   `AWS_ALLOW_HTTP`), URL query parameters (`?endpoint=…&region=…&allow_http=true`) or
+//!   [`StoreOptions`]; path-style requests, so self-hosted servers (SeaweedFS, MinIO) work.
+//! - `gs://bucket/prefix`, `az://container/prefix`: object_store's own environment variables.
+//! - `file:///path`: a local directory with the reference LocalFileStore's security model
+//!   (root `0700`, owned by the effective user, not a symlink, targets confined to the root).
+//!   `None` is `<system temp dir>/overspill-<euid>`.
+//! - `memory://`: in-process (clones of one [`Store`] share it).
+//!
+//! A spill's object lives at `{prefix}/tool_output_limits/{sanitized handle}` and its
+//! [`LineIndex`] beside it at `… .idx`, so that [`read_tool_result`](crate::read::read_tool_result)
+//! serves a page by offset with one ranged read. Writes are overwrites (atomic: a reader or a
+//! concurrent writer never sees a torn object); payloads above the multipart threshold upload
+//! in parts without copying. Every call is bounded by a deadline.
+//!
+//! ```
+//! use bytes::Bytes;
+//! use overspill::limits::SpillStore;
+//! use overspill::store::Store;
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let store = Store::open(Some("memory://"))?;
+//! let handle = store.write("run-1/call 1.0", Bytes::from_static(b"a\nb\n")).await?;
+//! assert_eq!(handle, "run-1/call 1.0");
+//! assert_eq!(store.read(&handle).await?, "a\nb\n");
+//! assert!(store.read("../etc/passwd").await.unwrap_err().is_unknown_handle());
+//! # Ok::<(), overspill::limits::StoreError>(())
+//! # }).unwrap();
+//! ```
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
+use futures::{StreamExt as _, TryStreamExt as _};
+use object_store::local::LocalFileSystem;
+use object_store::path::Path;
+use object_store::{GetOptions, ObjectMeta, ObjectStore, PutMultipartOptions, PutOptions};
 
-use crate::limits::{MemoryStore, SpillStore, StoreError};
+use crate::limits::{SpillStore, StoreError};
+use crate::read::LineIndex;
 
-/// The spill store chosen by URL.
-#[derive(Debug, Default)]
+mod backend;
+mod cache;
+mod key;
+mod local;
+mod url;
+
+pub use key::{INDEX_SUFFIX, NAMESPACE, Refusal, check_handle, sanitize_key, sanitize_segment};
+pub use url::UrlError;
+
+use cache::IndexCache;
+use local::LocalRoot;
+use url::StoreUrl;
+
+/// Payloads smaller than this have their index built inline rather than on a blocking thread.
+const INLINE_INDEX_BYTES: usize = 256 * 1024;
+
+/// How a [`Store`] talks to its backend. Defaults are documented on each setter.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    timeout: Duration,
+    min_throughput: u64,
+    connect_timeout: Duration,
+    max_retries: usize,
+    multipart_threshold: usize,
+    part_size: usize,
+    part_concurrency: usize,
+    index_cache_bytes: usize,
+    endpoint: Option<String>,
+    region: Option<String>,
+    allow_http: Option<bool>,
+    credentials: Option<(String, String)>,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(5),
+            min_throughput: 8 << 20,
+            connect_timeout: Duration::from_secs(2),
+            max_retries: 2,
+            multipart_threshold: 16 << 20,
+            part_size: 8 << 20,
+            part_concurrency: 4,
+            index_cache_bytes: 64 << 20,
+            endpoint: None,
+            region: None,
+            allow_http: None,
+            credentials: None,
+        }
+    }
+}
+
+impl StoreOptions {
+    /// Options with the defaults below.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The per-call deadline (default 5 s), also the HTTP read-inactivity timeout and the retry
+    /// budget. Transfers get `bytes / min_throughput` on top.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The slowest transfer rate a deadline allows for, in bytes a second (default 8 MiB/s).
+    pub fn with_min_throughput(mut self, bytes_per_second: u64) -> Self {
+        self.min_throughput = bytes_per_second.max(1);
+        self
+    }
+
+    /// The TCP/TLS connect timeout (default 2 s).
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Retries of a failed request inside one call (default 2, backoff 100 ms doubling to 1 s).
+    pub fn with_max_retries(mut self, retries: usize) -> Self {
+        self.max_retries = retries;
+        self
+    }
+
+    /// Upload payloads of at least `threshold` bytes (default 16 MiB) in `part_size` parts
+    /// (default 8 MiB, at least 5 MiB for S3), `concurrency` at a time (default 4).
+    pub fn with_multipart(
+        mut self,
+        threshold: usize,
+        part_size: usize,
+        concurrency: usize,
+    ) -> Self {
+        self.multipart_threshold = threshold;
+        self.part_size = part_size.max(1);
+        self.part_concurrency = concurrency.max(1);
+        self
+    }
+
+    /// Bytes of line indexes kept in memory per store (default 64 MiB; 0 disables the cache).
+    pub fn with_index_cache_bytes(mut self, bytes: usize) -> Self {
+        self.index_cache_bytes = bytes;
+        self
+    }
+
+    /// The S3/Azure endpoint (default: `AWS_ENDPOINT_URL`, the URL's `endpoint`, or the cloud).
+    pub fn with_endpoint(mut self, endpoint: impl Into<String>) -> Self {
+        self.endpoint = Some(endpoint.into());
+        self
+    }
+
+    /// The S3 region (default: `AWS_REGION`, the URL's `region`, or `us-east-1`).
+    pub fn with_region(mut self, region: impl Into<String>) -> Self {
+        self.region = Some(region.into());
+        self
+    }
+
+    /// Allow plain-HTTP endpoints (default: `AWS_ALLOW_HTTP`, the URL's `allow_http`, or no).
+    pub fn with_allow_http(mut self, allow: bool) -> Self {
+        self.allow_http = Some(allow);
+        self
+    }
+
+    /// S3 credentials (default: `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` or the instance's).
+    pub fn with_credentials(mut self, access_key_id: &str, secret_access_key: &str) -> Self {
+        self.credentials = Some((access_key_id.to_owned(), secret_access_key.to_owned()));
+        self
+    }
+
+    /// The deadline for a call moving `bytes`.
+    fn deadline(&self, bytes: u64) -> Duration {
+        self.timeout + Duration::from_secs_f64(bytes as f64 / self.min_throughput as f64)
+    }
+}
+
+/// The spill store chosen by URL. Cheap to clone; clones share the backend and the index cache.
+#[derive(Debug, Clone)]
 pub struct Store {
-    inner: MemoryStore,
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    url: String,
+    backend: Backend,
+    /// `{prefix}/tool_output_limits`, relative to the backend's root.
+    base: Path,
+    options: StoreOptions,
+    cache: IndexCache,
+}
+
+#[derive(Debug)]
+enum Backend {
+    Object(Arc<dyn ObjectStore>),
+    /// Built on first use, once the root exists and passed its checks.
+    Local {
+        root: LocalRoot,
+        fs: OnceLock<Arc<dyn ObjectStore>>,
+    },
+}
+
+/// One stored spill, as `overspill spills ls` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpillInfo {
+    /// The sanitized handle (readable as a handle: sanitizing is idempotent).
+    pub handle: String,
+    /// The payload's size in bytes.
+    pub size: u64,
+    /// When the payload was last written.
+    pub last_modified: SystemTime,
+}
+
+/// What a garbage collection removed (or would remove, on a dry run).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GcReport {
+    /// The spills removed, oldest first.
+    pub removed: Vec<SpillInfo>,
+    /// Spills newer than the cutoff, kept.
+    pub kept: usize,
+    /// Objects deleted, line indexes included (0 on a dry run).
+    pub deleted_objects: usize,
 }
 
 impl Store {
-    /// Open the store at `url` (`None`: the local default).
+    /// Open the store at `url` (`None`: the local default) with default [`StoreOptions`].
     pub fn open(url: Option<&str>) -> Result<Self, StoreError> {
-        let _ = url;
-        Ok(Self::default())
+        Self::open_with(url, StoreOptions::default())
+    }
+
+    /// Open the store at `url` (`None`: the local default) with `options`.
+    pub fn open_with(url: Option<&str>, options: StoreOptions) -> Result<Self, StoreError> {
+        let parsed = match url {
+            None => StoreUrl::Local {
+                root: local::default_root(),
+            },
+            Some(raw) => StoreUrl::parse(raw).map_err(|e| StoreError::Backend(Box::new(e)))?,
+        };
+        let (backend, prefix, shown) = match parsed {
+            StoreUrl::Local { root } => (
+                local_backend(root.clone()),
+                Path::default(),
+                root_url(&root),
+            ),
+            StoreUrl::Object {
+                scheme,
+                url,
+                prefix,
+                endpoint,
+                region,
+                allow_http,
+            } => {
+                let store = backend::build(
+                    scheme,
+                    &url,
+                    endpoint.as_deref(),
+                    region.as_deref(),
+                    allow_http,
+                    &options,
+                )
+                .map_err(|e| StoreError::Backend(Box::new(e)))?;
+                (Backend::Object(store), prefix, url)
+            }
+        };
+        Ok(Self {
+            inner: Arc::new(Inner {
+                url: shown,
+                backend,
+                base: prefix.join(NAMESPACE),
+                cache: IndexCache::new(options.index_cache_bytes),
+                options,
+            }),
+        })
+    }
+
+    /// The store's URL (without query parameters).
+    pub fn url(&self) -> &str {
+        &self.inner.url
+    }
+
+    /// The object path a handle resolves to, relative to the backend's root (bucket or
+    /// directory), or why it is refused.
+    pub fn object_path(&self, handle: &str) -> Result<String, StoreError> {
+        self.locate(handle).map(|p| p.to_string())
+    }
+
+    /// The spills stored (for one run when `run` is given), in path order.
+    pub async fn list(&self, run: Option<&str>) -> Result<Vec<SpillInfo>, StoreError> {
+        let prefix = match run {
+            None => self.inner.base.clone(),
+            Some(run) => key::segments(run)
+                .iter()
+                .fold(self.inner.base.clone(), |p, s| p.join(s.as_ref())),
+        };
+        let metas = self.list_objects(&prefix).await?;
+        Ok(metas
+            .iter()
+            .filter(|m| !m.location.as_ref().ends_with(INDEX_SUFFIX))
+            .map(|m| self.info(m))
+            .collect())
+    }
+
+    /// Delete the spills (and their line indexes) last written more than `older_than` ago.
+    ///
+    /// Lists every object under the store's namespace (no delimiter listings), so it works the
+    /// same on S3-compatible servers and local directories. An index goes with its payload; an
+    /// index whose payload is gone goes once it is older than the cutoff.
+    pub async fn gc(&self, older_than: Duration, dry_run: bool) -> Result<GcReport, StoreError> {
+        let cutoff = SystemTime::now()
+            .checked_sub(older_than)
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        let metas = self.list_objects(&self.inner.base).await?;
+        let present: HashSet<&str> = metas.iter().map(|m| m.location.as_ref()).collect();
+        let mut report = GcReport::default();
+        let mut doomed: Vec<Path> = Vec::new();
+        for meta in &metas {
+            let path = meta.location.as_ref();
+            let old = SystemTime::from(meta.last_modified) < cutoff;
+            match path.strip_suffix(INDEX_SUFFIX) {
+                Some(payload) => {
+                    if old && !present.contains(payload) {
+                        doomed.push(meta.location.clone());
+                    }
+                }
+                None if old => {
+                    report.removed.push(self.info(meta));
+                    doomed.push(meta.location.clone());
+                    let index = format!("{path}{INDEX_SUFFIX}");
+                    if present.contains(index.as_str()) {
+                        doomed.push(Path::from(index));
+                    }
+                }
+                None => report.kept += 1,
+            }
+        }
+        report.removed.sort_by_key(|s| s.last_modified);
+        if dry_run || doomed.is_empty() {
+            return Ok(report);
+        }
+        let (fs, local_root) = match &self.inner.backend {
+            Backend::Object(store) => (store.clone(), None),
+            Backend::Local { root, .. } => {
+                root.check()?;
+                (self.local_fs(root)?, Some(root))
+            }
+        };
+        if let Some(root) = local_root {
+            // Never delete through a symlink that leads out of the root.
+            doomed.retain(|p| root.confine(p.as_ref(), p.as_ref()).is_ok());
+        }
+        let count = doomed.len();
+        let locations = futures::stream::iter(doomed.clone().into_iter().map(Ok)).boxed();
+        let deleted: Vec<Path> = fs
+            .delete_stream(locations)
+            .try_collect()
+            .await
+            .map_err(|e| self.map_error(e, "", self.inner.options.timeout))?;
+        report.deleted_objects = deleted.len().min(count);
+        if let Some(root) = local_root {
+            prune_empty_dirs(root.path(), &doomed, &self.inner.base);
+        }
+        Ok(report)
+    }
+
+    fn info(&self, meta: &ObjectMeta) -> SpillInfo {
+        let handle = meta
+            .location
+            .prefix_match(&self.inner.base)
+            .map(|parts| {
+                parts
+                    .map(|p| p.as_ref().to_owned())
+                    .collect::<Vec<_>>()
+                    .join("/")
+            })
+            .unwrap_or_else(|| meta.location.to_string());
+        SpillInfo {
+            handle,
+            size: meta.size,
+            last_modified: SystemTime::from(meta.last_modified),
+        }
+    }
+
+    async fn list_objects(&self, prefix: &Path) -> Result<Vec<ObjectMeta>, StoreError> {
+        let fs = match &self.inner.backend {
+            Backend::Object(store) => store.clone(),
+            Backend::Local { root, .. } => match root.check() {
+                Ok(()) => self.local_fs(root)?,
+                Err(StoreError::NotFound { .. }) => return Ok(Vec::new()),
+                Err(e) => return Err(e),
+            },
+        };
+        fs.list(Some(prefix))
+            .try_collect()
+            .await
+            .map_err(|e| self.map_error(e, "", self.inner.options.timeout))
+    }
+
+    /// The object path of `handle`, or why it is refused.
+    fn locate(&self, handle: &str) -> Result<Path, StoreError> {
+        check_handle(handle).map_err(|_| StoreError::OutsideStore {
+            handle: handle.to_owned(),
+        })?;
+        Ok(key::segments(handle)
+            .iter()
+            .fold(self.inner.base.clone(), |p, s| p.join(s.as_ref())))
+    }
+
+    fn local_fs(&self, root: &LocalRoot) -> Result<Arc<dyn ObjectStore>, StoreError> {
+        let Backend::Local { fs, .. } = &self.inner.backend else {
+            unreachable!("local_fs is only called for a local backend")
+        };
+        if let Some(fs) = fs.get() {
+            return Ok(fs.clone());
+        }
+        let built: Arc<dyn ObjectStore> = Arc::new(
+            LocalFileSystem::new_with_prefix(root.path())
+                .map_err(|e| StoreError::Backend(Box::new(e)))?,
+        );
+        Ok(fs.get_or_init(|| built).clone())
+    }
+
+    /// The backend and object path for a read of `handle`, after the local root checks.
+    fn for_read(&self, handle: &str) -> Result<(Arc<dyn ObjectStore>, Path), StoreError> {
+        let path = self.locate(handle)?;
+        match &self.inner.backend {
+            Backend::Object(store) => Ok((store.clone(), path)),
+            Backend::Local { root, .. } => {
+                root.check()?;
+                root.confine(path.as_ref(), handle)?;
+                Ok((self.local_fs(root)?, path))
+            }
+        }
+    }
+
+    /// The backend and object path for a write of `key`, after creating and checking the root.
+    fn for_write(&self, key: &str) -> Result<(Arc<dyn ObjectStore>, Path), StoreError> {
+        let path = self.locate(key)?;
+        match &self.inner.backend {
+            Backend::Object(store) => Ok((store.clone(), path)),
+            Backend::Local { root, .. } => {
+                root.ensure()?;
+                Ok((self.local_fs(root)?, path))
+            }
+        }
+    }
+
+    fn map_error(&self, error: object_store::Error, handle: &str, after: Duration) -> StoreError {
+        match error {
+            object_store::Error::NotFound { .. } => StoreError::NotFound {
+                handle: handle.to_owned(),
+            },
+            e if is_timeout(&e) => StoreError::Timeout(after),
+            e => StoreError::Backend(Box::new(e)),
+        }
+    }
+
+    /// Run `call` within the deadline for `bytes`.
+    async fn bounded<T>(
+        &self,
+        bytes: u64,
+        call: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let deadline = self.inner.options.deadline(bytes);
+        tokio::time::timeout(deadline, call)
+            .await
+            .unwrap_or(Err(StoreError::Timeout(deadline)))
+    }
+
+    async fn put(
+        &self,
+        fs: &Arc<dyn ObjectStore>,
+        path: &Path,
+        data: Bytes,
+        key: &str,
+    ) -> Result<(), StoreError> {
+        let options = &self.inner.options;
+        let multipart = matches!(self.inner.backend, Backend::Object(_))
+            && data.len() >= options.multipart_threshold
+            && data.len() > options.part_size;
+        let result = if multipart {
+            put_multipart(fs.as_ref(), path, data, options).await
+        } else {
+            fs.put_opts(path, data.into(), PutOptions::default())
+                .await
+                .map(|_| ())
+        };
+        result.map_err(|e| self.map_error(e, key, options.timeout))
+    }
+
+    async fn get(
+        &self,
+        fs: &Arc<dyn ObjectStore>,
+        path: &Path,
+        options: GetOptions,
+        handle: &str,
+    ) -> Result<Bytes, StoreError> {
+        let timeout = self.inner.options.timeout;
+        let result = self
+            .bounded(0, async {
+                fs.get_opts(path, options)
+                    .await
+                    .map_err(|e| self.map_error(e, handle, timeout))
+            })
+            .await?;
+        let size = result.range.end - result.range.start;
+        self.bounded(size, async {
+            result
+                .bytes()
+                .await
+                .map_err(|e| self.map_error(e, handle, timeout))
+        })
+        .await
+    }
+
+    /// Store `index` beside `path` and cache it; a failure only costs later readers a rebuild.
+    async fn put_index(&self, fs: &Arc<dyn ObjectStore>, path: &Path, index: Arc<LineIndex>) {
+        let bytes = Bytes::from(index.to_bytes());
+        let location = index_path(path);
+        let written = self
+            .bounded(bytes.len() as u64, async {
+                fs.put_opts(&location, bytes.into(), PutOptions::default())
+                    .await
+                    .map_err(|e| self.map_error(e, "", self.inner.options.timeout))
+            })
+            .await;
+        if let Err(e) = written {
+            tracing::warn!(
+                target: "overspill::store",
+                error_type = e.type_name(),
+                "could not store the line index of {path}: {e}"
+            );
+        }
+        self.inner.cache.put(path.as_ref(), index);
+    }
+
+    /// The stored index of `path` if it matches a payload of `size` bytes.
+    async fn stored_index(
+        &self,
+        fs: &Arc<dyn ObjectStore>,
+        path: &Path,
+        size: u64,
+    ) -> Result<Option<LineIndex>, StoreError> {
+        let location = index_path(path);
+        if let Backend::Local { root, .. } = &self.inner.backend
+            && root.confine(location.as_ref(), location.as_ref()).is_err()
+        {
+            return Ok(None);
+        }
+        match self.get(fs, &location, GetOptions::default(), "").await {
+            Ok(bytes) => Ok(LineIndex::from_bytes(&bytes).filter(|ix| index_fits(ix, size))),
+            Err(StoreError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn local_backend(root: PathBuf) -> Backend {
+    Backend::Local {
+        root: LocalRoot::new(root),
+        fs: OnceLock::new(),
+    }
+}
+
+fn root_url(root: &std::path::Path) -> String {
+    ::url::Url::from_directory_path(root)
+        .map(|u| u.to_string())
+        .unwrap_or_else(|()| root.display().to_string())
+}
+
+fn index_path(path: &Path) -> Path {
+    Path::from(format!("{path}{INDEX_SUFFIX}"))
+}
+
+/// Whether `index` can describe a payload of `size` bytes (its last line ends 0–3 bytes
+/// before the end: the final line break).
+fn index_fits(index: &LineIndex, size: u64) -> bool {
+    if index.is_empty() {
+        return size == 0;
+    }
+    let last = index.byte_range(index.len() - 1..index.len(), u64::MAX);
+    last.end <= size && size - last.end <= 3
+}
+
+fn build_index_inline(data: &Bytes) -> Option<LineIndex> {
+    (data.len() < INLINE_INDEX_BYTES).then(|| LineIndex::build(data))
+}
+
+async fn build_index(data: Bytes) -> Result<LineIndex, StoreError> {
+    if let Some(index) = build_index_inline(&data) {
+        return Ok(index);
+    }
+    tokio::task::spawn_blocking(move || LineIndex::build(&data))
+        .await
+        .map_err(|e| StoreError::Backend(Box::new(e)))
+}
+
+/// Upload `data` in parts (zero-copy slices), a few at a time; abort the upload on failure.
+async fn put_multipart(
+    fs: &dyn ObjectStore,
+    path: &Path,
+    data: Bytes,
+    options: &StoreOptions,
+) -> object_store::Result<()> {
+    let mut upload = fs
+        .put_multipart_opts(path, PutMultipartOptions::default())
+        .await?;
+    let parts: Vec<Bytes> = (0..data.len())
+        .step_by(options.part_size)
+        .map(|start| data.slice(start..(start + options.part_size).min(data.len())))
+        .collect();
+    let sent: object_store::Result<()> = futures::stream::iter(parts)
+        .map(|part| upload.put_part(part.into()))
+        .buffer_unordered(options.part_concurrency)
+        .try_collect()
+        .await;
+    match sent {
+        Ok(()) => upload.complete().await.map(|_| ()),
+        Err(e) => {
+            if let Err(abort) = upload.abort().await {
+                tracing::debug!(target: "overspill::store", "aborting a multipart upload failed: {abort}");
+            }
+            Err(e)
+        }
+    }
+}
+
+/// Whether an object_store error is, somewhere in its chain, an HTTP timeout.
+fn is_timeout(error: &object_store::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        if let Some(http) = e.downcast_ref::<object_store::client::HttpError>()
+            && http.kind() == object_store::client::HttpErrorKind::Timeout
+        {
+            return true;
+        }
+        source = e.source();
+    }
+    false
+}
+
+/// After a local GC, remove directories left empty (never the namespace directory itself).
+fn prune_empty_dirs(root: &std::path::Path, deleted: &[Path], base: &Path) {
+    let stop = root.join(base.as_ref());
+    for path in deleted {
+        let mut dir = root.join(path.as_ref());
+        while dir.pop() && dir.starts_with(&stop) && dir != stop {
+            if std::fs::remove_dir(&dir).is_err() {
+                break;
+            }
+        }
     }
 }
 
 impl SpillStore for Store {
     async fn write(&self, key: &str, data: Bytes) -> Result<String, StoreError> {
-        self.inner.write(key, data).await
+        let (fs, path) = self.for_write(key)?;
+        let len = data.len() as u64;
+        let index = build_index(data.clone());
+        let (stored, index) =
+            futures::join!(self.bounded(len, self.put(&fs, &path, data, key)), index);
+        stored?;
+        match index {
+            Ok(index) => self.put_index(&fs, &path, Arc::new(index)).await,
+            Err(e) => {
+                self.inner.cache.remove(path.as_ref());
+                tracing::warn!(target: "overspill::store", "could not index {path}: {e}");
+            }
+        }
+        tracing::debug!(target: "overspill::store", bytes = len, "spilled {key:?} to {path}");
+        Ok(key.to_owned())
     }
+
     async fn read(&self, handle: &str) -> Result<Bytes, StoreError> {
-        self.inner.read(handle).await
+        let (fs, path) = self.for_read(handle)?;
+        self.get(&fs, &path, GetOptions::default(), handle).await
+    }
+
+    async fn len(&self, handle: &str) -> Result<u64, StoreError> {
+        let (fs, path) = self.for_read(handle)?;
+        let timeout = self.inner.options.timeout;
+        self.bounded(0, async {
+            fs.get_opts(&path, GetOptions::new().with_head(true))
+                .await
+                .map(|r| r.meta.size)
+                .map_err(|e| self.map_error(e, handle, timeout))
+        })
+        .await
+    }
+
+    async fn read_range(&self, handle: &str, range: Range<u64>) -> Result<Bytes, StoreError> {
+        let (fs, path) = self.for_read(handle)?;
+        if range.start >= range.end {
+            return Ok(Bytes::new());
+        }
+        let options = GetOptions::new().with_range(Some(range));
+        self.get(&fs, &path, options, handle).await
+    }
+
+    async fn line_index(&self, handle: &str) -> Result<Option<LineIndex>, StoreError> {
+        let (fs, path) = self.for_read(handle)?;
+        if let Some(index) = self.inner.cache.get(path.as_ref()) {
+            return Ok(Some((*index).clone()));
+        }
+        let size = self.len(handle).await?;
+        if let Some(index) = self.stored_index(&fs, &path, size).await? {
+            self.inner.cache.put(path.as_ref(), Arc::new(index.clone()));
+            return Ok(Some(index));
+        }
+        // No index (an older writer, or a crash between payload and index): build it once.
+        let data = self.get(&fs, &path, GetOptions::default(), handle).await?;
+        let index = build_index(data).await?;
+        self.put_index(&fs, &path, Arc::new(index.clone())).await;
+        Ok(Some(index))
     }
 }
+
+#[cfg(test)]
+mod tests;

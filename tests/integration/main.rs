@@ -1,3 +1,4 @@
 //! Integration tests against real services: one test binary, one module per area.
 mod cli;
 mod golden;
+mod store;

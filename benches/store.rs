@@ -1,0 +1,2 @@
+//! Store throughput benchmark (filled in below).
+fn main() {}

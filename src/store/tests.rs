@@ -1,0 +1,304 @@
+//! Store tests over object_store's in-memory and local backends.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::*;
+use crate::limits::{SpillStore, StoreError};
+use crate::read::{ReadRequest, read_tool_result};
+
+fn text(lines: usize) -> Bytes {
+    Bytes::from(
+        (0..lines)
+            .map(|i| format!("line {i}\n"))
+            .collect::<String>(),
+    )
+}
+
+fn assert_send<T: Send>(_: &T) {}
+
+#[tokio::test]
+async fn futures_are_send_and_store_is_shareable() {
+    fn shareable<T: Clone + Send + Sync + std::fmt::Debug + 'static>() {}
+    shareable::<Store>();
+    let store = Store::open(Some("memory://")).unwrap();
+    let write = store.write("r/c.0", Bytes::new());
+    assert_send(&write);
+    write.await.unwrap();
+    assert_send(&store.read("r/c.0"));
+    assert_send(&store.len("r/c.0"));
+    assert_send(&store.read_range("r/c.0", 0..1));
+    assert_send(&store.line_index("r/c.0"));
+    assert_send(&store.list(None));
+    assert_send(&store.gc(Duration::ZERO, true));
+}
+
+#[tokio::test]
+async fn memory_round_trip_overwrite_and_ranges() {
+    let store = Store::open(Some("memory://p")).unwrap();
+    assert_eq!(
+        store.object_path("run-1/call 1.0").unwrap(),
+        "p/tool_output_limits/run-1/call_1.0"
+    );
+    let handle = store.write("run-1/call 1.0", text(3)).await.unwrap();
+    assert_eq!(handle, "run-1/call 1.0");
+    assert_eq!(store.read(&handle).await.unwrap(), text(3));
+    // An overwrite with the same bytes changes nothing; with other bytes it replaces.
+    store.write(&handle, text(3)).await.unwrap();
+    assert_eq!(store.read(&handle).await.unwrap(), text(3));
+    store.write(&handle, text(5)).await.unwrap();
+    assert_eq!(store.len(&handle).await.unwrap(), text(5).len() as u64);
+    assert_eq!(store.read_range(&handle, 7..13).await.unwrap(), "line 1");
+    assert_eq!(store.read_range(&handle, 3..3).await.unwrap(), "");
+    let index = store.line_index(&handle).await.unwrap().unwrap();
+    assert_eq!(index, LineIndex::build(&text(5)));
+    // The sanitized form of a handle reads the same spill.
+    assert_eq!(store.read("run-1/call_1.0").await.unwrap(), text(5));
+}
+
+#[tokio::test]
+async fn clones_share_a_memory_store_and_opens_do_not() {
+    let store = Store::open(Some("memory://")).unwrap();
+    store.clone().write("r/c.0", text(1)).await.unwrap();
+    assert_eq!(store.read("r/c.0").await.unwrap(), text(1));
+    let other = Store::open(Some("memory://")).unwrap();
+    assert!(matches!(
+        other.read("r/c.0").await,
+        Err(StoreError::NotFound { .. })
+    ));
+}
+
+#[tokio::test]
+async fn refuses_escaping_handles() {
+    let store = Store::open(Some("memory://")).unwrap();
+    store.write("r/c.0", text(2)).await.unwrap();
+    for handle in [
+        "../r/c.0",
+        "r/../r/c.0",
+        "/r/c.0",
+        "%2e%2e/r/c.0",
+        "r%2Fc.0",
+        "s3://spills/tool_output_limits/r/c.0",
+        "r/c.0.idx",
+    ] {
+        let err = store.read(handle).await.unwrap_err();
+        assert!(
+            matches!(err, StoreError::OutsideStore { .. }),
+            "{handle}: {err:?}"
+        );
+        assert!(err.is_unknown_handle());
+        let page = read_tool_result(
+            &store,
+            &ReadRequest {
+                handle: handle.into(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        assert!(
+            page.starts_with("[No stored tool result for handle "),
+            "{page}"
+        );
+    }
+    // A key the store would refuse to read is not written either (the engine falls back).
+    assert!(matches!(
+        store.write("../x.0", text(1)).await,
+        Err(StoreError::OutsideStore { .. })
+    ));
+}
+
+#[tokio::test]
+async fn pages_through_the_index() {
+    let store = Store::open(Some("memory://")).unwrap();
+    store.write("r/c.0", text(1000)).await.unwrap();
+    let request = ReadRequest {
+        handle: "r/c.0".into(),
+        offset: 10,
+        limit: 2,
+        ..Default::default()
+    };
+    let page = read_tool_result(&store, &request).await.unwrap();
+    assert_eq!(
+        page,
+        "[handle 'r/c.0': 1,000 matching line(s); showing 2]\nline 10\nline 11"
+    );
+    assert_eq!(page, crate::read::read_page(&text(1000), &request).unwrap());
+}
+
+#[tokio::test]
+async fn rebuilds_a_missing_or_stale_index() {
+    let store = Store::open_with(
+        Some("memory://"),
+        StoreOptions::new().with_index_cache_bytes(0),
+    )
+    .unwrap();
+    store.write("r/c.0", text(4)).await.unwrap();
+    let Backend::Object(fs) = &store.inner.backend else {
+        unreachable!()
+    };
+    let path = store.locate("r/c.0").unwrap();
+    // A payload rewritten behind the store's back: the old index no longer fits.
+    fs.put_opts(&path, text(9).into(), PutOptions::default())
+        .await
+        .unwrap();
+    let index = store.line_index("r/c.0").await.unwrap().unwrap();
+    assert_eq!(index, LineIndex::build(&text(9)));
+    // No index at all.
+    fs.put_opts(&path, text(7).into(), PutOptions::default())
+        .await
+        .unwrap();
+    use object_store::ObjectStoreExt as _;
+    fs.delete(&index_path(&path)).await.unwrap();
+    let index = store.line_index("r/c.0").await.unwrap().unwrap();
+    assert_eq!(index, LineIndex::build(&text(7)));
+}
+
+#[test]
+fn index_fit_check() {
+    assert!(index_fits(&LineIndex::build(b""), 0));
+    assert!(!index_fits(&LineIndex::build(b""), 3));
+    assert!(index_fits(&LineIndex::build(b"a\r\nb\r\n"), 6));
+    assert!(index_fits(&LineIndex::build(b"a\nb"), 3));
+    assert!(!index_fits(&LineIndex::build(b"a\nb"), 30));
+    assert!(!index_fits(&LineIndex::build(b"a\nbcd"), 3));
+}
+
+#[tokio::test]
+async fn multipart_uploads_reassemble() {
+    let store = Store::open_with(
+        Some("memory://"),
+        StoreOptions::new().with_multipart(10, 7, 3),
+    )
+    .unwrap();
+    let data = text(50);
+    store.write("r/big.0", data.clone()).await.unwrap();
+    assert_eq!(store.read("r/big.0").await.unwrap(), data);
+}
+
+#[tokio::test]
+async fn lists_and_collects_garbage() {
+    let store = Store::open(Some("memory://")).unwrap();
+    store.write("run-1/a.0", text(1)).await.unwrap();
+    store.write("run-1/b.0", text(2)).await.unwrap();
+    store.write("run-10/c.0", text(3)).await.unwrap();
+    let all = store.list(None).await.unwrap();
+    let handles: Vec<_> = all.iter().map(|s| s.handle.as_str()).collect();
+    assert_eq!(handles, ["run-1/a.0", "run-1/b.0", "run-10/c.0"]);
+    assert_eq!(all[1].size, text(2).len() as u64);
+    assert_eq!(store.list(Some("run-1")).await.unwrap().len(), 2);
+    let report = store.gc(Duration::from_secs(3600), false).await.unwrap();
+    assert_eq!((report.removed.len(), report.kept), (0, 3));
+    let report = store.gc(Duration::ZERO, true).await.unwrap();
+    assert_eq!((report.removed.len(), report.deleted_objects), (3, 0));
+    assert_eq!(store.list(None).await.unwrap().len(), 3);
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let report = store.gc(Duration::ZERO, false).await.unwrap();
+    assert_eq!((report.removed.len(), report.deleted_objects), (3, 6));
+    assert!(store.list(None).await.unwrap().is_empty());
+}
+
+#[cfg(unix)]
+mod local {
+    use std::os::unix::fs::{PermissionsExt as _, symlink};
+
+    use super::*;
+
+    fn open(dir: &std::path::Path) -> Store {
+        let url = ::url::Url::from_directory_path(dir).unwrap();
+        Store::open(Some(url.as_str())).unwrap()
+    }
+
+    #[tokio::test]
+    async fn writes_under_a_private_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("spills");
+        let store = open(&root);
+        // Nothing exists before the first write: a read is simply unknown.
+        assert!(store.read("r/c.0").await.unwrap_err().is_unknown_handle());
+        assert!(store.list(None).await.unwrap().is_empty());
+        store.write("run 1/c.0", text(3)).await.unwrap();
+        let mode = std::fs::metadata(&root).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        let file = root.join("tool_output_limits/run_1/c.0");
+        assert_eq!(std::fs::read(&file).unwrap(), text(3));
+        assert!(root.join("tool_output_limits/run_1/c.0.idx").exists());
+        assert_eq!(store.read("run 1/c.0").await.unwrap(), text(3));
+        store.write("run 1/c.0", text(4)).await.unwrap();
+        assert_eq!(store.read("run 1/c.0").await.unwrap(), text(4));
+        assert_eq!(store.read_range("run 1/c.0", 0..6).await.unwrap(), "line 0");
+    }
+
+    #[tokio::test]
+    async fn refuses_symlinks_out_of_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("spills");
+        let store = open(&root);
+        store.write("r/c.0", text(1)).await.unwrap();
+        std::fs::write(dir.path().join("secret"), "top secret\n").unwrap();
+        symlink(
+            dir.path().join("secret"),
+            root.join("tool_output_limits/r/evil.0"),
+        )
+        .unwrap();
+        let err = store.read("r/evil.0").await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "Handle 'r/evil.0' resolves outside the store root."
+        );
+        let page = read_tool_result(
+            &store,
+            &ReadRequest {
+                handle: "r/evil.0".into(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        assert_eq!(page, crate::read::no_stored_result("r/evil.0"));
+        // GC never deletes through the link.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        store.gc(Duration::ZERO, false).await.unwrap();
+        assert!(dir.path().join("secret").exists());
+        assert!(!root.join("tool_output_limits/r/c.0").exists());
+    }
+
+    #[tokio::test]
+    async fn refuses_a_symlinked_root() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("real")).unwrap();
+        symlink(dir.path().join("real"), dir.path().join("link")).unwrap();
+        let store = open(&dir.path().join("link"));
+        let err = store.write("r/c.0", text(1)).await.unwrap_err();
+        assert!(matches!(err, StoreError::PermissionDenied(_)));
+        assert!(
+            err.to_string()
+                .ends_with("is a symbolic link; refusing to use it.")
+        );
+        assert!(store.read("r/c.0").await.unwrap_err().is_unknown_handle());
+    }
+
+    #[tokio::test]
+    async fn gc_prunes_emptied_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("spills");
+        let store = open(&root);
+        store.write("r/x/c.0", text(1)).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let report = store.gc(Duration::ZERO, false).await.unwrap();
+        assert_eq!(report.deleted_objects, 2);
+        assert!(!root.join("tool_output_limits/r").exists());
+        assert!(root.join("tool_output_limits").exists());
+    }
+
+    #[test]
+    fn default_root_is_per_user() {
+        let store = Store::open(None).unwrap();
+        assert!(
+            store
+                .url()
+                .ends_with(&format!("/overspill-{}/", super::super::local::euid()))
+        );
+    }
+}
