@@ -8,3 +8,4 @@ pub mod api;
 pub mod limits;
 pub mod read;
 pub mod store;
+pub mod summarize;

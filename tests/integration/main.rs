@@ -2,3 +2,5 @@
 mod cli;
 mod golden;
 mod store;
+mod openai_server;
+mod summarize;

@@ -1,0 +1,599 @@
+//! Outputs larger than the model's context: summarize line-bounded chunks, then the summaries.
+//!
+//! Progress is a plain serializable value ([`ChunkProgress`]) handed out after every finished
+//! chunk, so an activity can heartbeat it and a retried attempt can resume from the last
+//! finished chunk: no chunk is summarized twice.
+
+use serde::{Deserialize, Serialize};
+
+use crate::limits::prompt::render;
+use crate::limits::pyfmt::py_strip;
+use crate::limits::{
+    DEFAULT_SUMMARY_PROMPT, SummarizeError, Summarizer, Summary, SummaryRequest, Usage,
+};
+
+/// Environment variable for the model's context size in tokens (sets [`ChunkBudget`]).
+pub const ENV_CONTEXT_TOKENS: &str = "OVERSPILL_MODEL_CONTEXT_TOKENS";
+
+/// How many levels of summaries-of-summaries are made before the last one is sent as it is.
+const MAX_LEVELS: u32 = 4;
+
+/// Between the summaries of two chunks when they are summarized together.
+const JOIN: &str = "\n\n";
+
+/// The most output one model call may carry, in characters (Unicode scalar values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChunkBudget {
+    /// Characters of tool output per call; larger outputs are chunked.
+    pub max_chars: usize,
+}
+
+impl ChunkBudget {
+    /// The context assumed when none is configured: 128k tokens (current OpenAI models).
+    pub const DEFAULT_CONTEXT_TOKENS: u64 = 128_000;
+    /// Tokens kept free for the prompt template, the system message and the summary itself.
+    pub const RESERVED_TOKENS: u64 = 4_096;
+    /// Characters per token assumed when converting (conservative: code and JSON run near 3).
+    pub const CHARS_PER_TOKEN: u64 = 3;
+
+    /// A budget of `max_chars` characters (at least 1).
+    pub fn chars(max_chars: usize) -> Self {
+        Self {
+            max_chars: max_chars.max(1),
+        }
+    }
+
+    /// The budget for a model with a context of `tokens`: `(tokens - 4096) * 3` characters, at
+    /// least 1,000.
+    pub fn from_context_tokens(tokens: u64) -> Self {
+        let usable = tokens.saturating_sub(Self::RESERVED_TOKENS) * Self::CHARS_PER_TOKEN;
+        Self::chars(usize::try_from(usable).unwrap_or(usize::MAX).max(1_000))
+    }
+
+    /// The budget from [`ENV_CONTEXT_TOKENS`], else the default.
+    pub fn from_env() -> Result<Self, super::Error> {
+        match std::env::var(ENV_CONTEXT_TOKENS) {
+            Ok(value) if !value.trim().is_empty() => value
+                .trim()
+                .parse::<u64>()
+                .map(Self::from_context_tokens)
+                .map_err(|_| {
+                    super::Error::NotConfigured(format!(
+                        "{ENV_CONTEXT_TOKENS}={value:?} is not a token count"
+                    ))
+                }),
+            _ => Ok(Self::default()),
+        }
+    }
+}
+
+impl Default for ChunkBudget {
+    fn default() -> Self {
+        Self::from_context_tokens(Self::DEFAULT_CONTEXT_TOKENS)
+    }
+}
+
+/// How far a chunked summary got: heartbeat it after each chunk, pass it back to resume.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ChunkProgress {
+    /// 0 while summarizing chunks of the output; 1 while summarizing chunks of the joined
+    /// level-0 summaries (when those are still over budget); and so on.
+    pub level: u32,
+    /// How many chunks this level has.
+    pub chunks: usize,
+    /// The stripped summaries of this level's finished chunks, in order.
+    pub done: Vec<String>,
+    /// The text chunked at this level when `level > 0` (the joined summaries of the level below).
+    pub source: Option<String>,
+    /// What every call so far cost, including calls of earlier attempts.
+    pub usage: Usage,
+}
+
+/// Anything that makes one summary with one model call, with its own error type.
+///
+/// [`OpenAiSummarizer`](super::OpenAiSummarizer) implements it with the rich
+/// [`Error`](super::Error) (its `retry_after()` is what an activity needs).
+#[allow(async_fn_in_trait)]
+pub trait SummaryModel {
+    /// Why a call failed.
+    type Error;
+
+    /// One summary of `request.prompt` (no stripping).
+    async fn complete(&self, request: SummaryRequest<'_>) -> Result<Summary, Self::Error>;
+}
+
+impl<T: SummaryModel> SummaryModel for &T {
+    type Error = T::Error;
+
+    async fn complete(&self, request: SummaryRequest<'_>) -> Result<Summary, T::Error> {
+        (**self).complete(request).await
+    }
+}
+
+/// Summarize `request`, chunking when its output is over `budget`.
+///
+/// An output within budget is one call with `request` exactly as given. A larger one is split on
+/// line boundaries into chunks of at most `budget.max_chars` characters (a longer line is cut);
+/// each chunk is summarized with the same prompt around it, and the stripped summaries, joined by
+/// a blank line, are summarized once more (chunked again while still over budget, up to 4
+/// levels). `on_chunk` runs after every finished chunk with the progress so far; pass the last
+/// one back as `resume` and only the unfinished chunks are summarized. A `resume` that does not
+/// fit this request and budget is ignored. The summary's usage is the total of every call, those
+/// of earlier attempts included.
+///
+/// The per-chunk prompt is `request.prompt` with the output replaced by the chunk, when the
+/// output occurs in the prompt exactly once; otherwise the default template is used.
+pub async fn summarize_chunked<M: SummaryModel, F>(
+    model: &M,
+    request: SummaryRequest<'_>,
+    budget: ChunkBudget,
+    resume: Option<ChunkProgress>,
+    mut on_chunk: impl FnMut(&ChunkProgress) -> F,
+) -> Result<Summary, M::Error>
+where
+    F: Future<Output = ()>,
+{
+    let max = budget.max_chars.max(1);
+    let mut progress = resume
+        .filter(|p| fits(p, request.output, max))
+        .unwrap_or_default();
+    if progress.level == 0 && !over(request.output, max) {
+        return model.complete(request).await;
+    }
+    let frame = Frame::of(request);
+    loop {
+        let source = progress.source.take();
+        let text = source.as_deref().unwrap_or(request.output);
+        if !over(text, max) || progress.level >= MAX_LEVELS {
+            let prompt = frame.prompt(text);
+            let mut summary = model.complete(frame.request(&prompt, text)).await?;
+            let mut usage = progress.usage;
+            usage += summary.usage;
+            summary.usage = usage;
+            return Ok(summary);
+        }
+        let chunks = split_lines(text, max);
+        progress.chunks = chunks.len();
+        progress.source = source.clone();
+        for chunk in chunks.iter().skip(progress.done.len()) {
+            let prompt = frame.prompt(chunk);
+            let summary = model.complete(frame.request(&prompt, chunk)).await?;
+            progress.done.push(py_strip(&summary.text).to_owned());
+            progress.usage += summary.usage;
+            on_chunk(&progress).await;
+        }
+        let joined = progress.done.join(JOIN);
+        let shrank = joined.len() < text.len();
+        progress = ChunkProgress {
+            level: if shrank {
+                progress.level + 1
+            } else {
+                MAX_LEVELS
+            },
+            chunks: 0,
+            done: Vec::new(),
+            source: Some(joined),
+            usage: progress.usage,
+        };
+    }
+}
+
+/// Whether `resume` belongs to this output and budget.
+fn fits(resume: &ChunkProgress, output: &str, max: usize) -> bool {
+    let text = match (resume.level, resume.source.as_deref()) {
+        (0, None) => output,
+        (level, Some(source)) if level > 0 => source,
+        _ => return false,
+    };
+    let chunks = split_lines(text, max).len();
+    let fits = resume.chunks == chunks && resume.done.len() <= chunks && over(text, max);
+    if !fits {
+        tracing::warn!(
+            target: "overspill::summarize",
+            level = resume.level,
+            chunks = resume.chunks,
+            done = resume.done.len(),
+            "chunk progress does not match this output; starting over"
+        );
+    }
+    fits
+}
+
+fn over(text: &str, max: usize) -> bool {
+    // Cheap first: a text of at most `max` bytes has at most `max` characters.
+    text.len() > max && text.chars().count() > max
+}
+
+/// Split `text` into chunks of at most `max` characters, at line ends; a line longer than `max`
+/// is cut into `max`-character pieces. Concatenated, the chunks are `text`.
+pub fn split_lines(text: &str, max: usize) -> Vec<&str> {
+    let max = max.max(1);
+    let mut chunks = Vec::new();
+    let (mut start, mut count, mut pos) = (0usize, 0usize, 0usize);
+    for line in text.split_inclusive('\n') {
+        let n = line.chars().count();
+        if count > 0 && count + n > max {
+            chunks.push(&text[start..pos]);
+            start = pos;
+            count = 0;
+        }
+        if n > max {
+            for (i, _) in line.char_indices() {
+                if count == max {
+                    chunks.push(&text[start..pos + i]);
+                    start = pos + i;
+                    count = 0;
+                }
+                count += 1;
+            }
+        } else {
+            count += n;
+        }
+        pos += line.len();
+    }
+    if pos > start {
+        chunks.push(&text[start..pos]);
+    }
+    chunks
+}
+
+/// The prompt around the output: what comes before and after it.
+struct Frame<'a> {
+    request: SummaryRequest<'a>,
+    around: Option<(&'a str, &'a str)>,
+}
+
+impl<'a> Frame<'a> {
+    fn of(request: SummaryRequest<'a>) -> Self {
+        let (prompt, output) = (request.prompt, request.output);
+        let around = (!output.is_empty())
+            .then(|| memchr::memmem::find(prompt.as_bytes(), output.as_bytes()))
+            .flatten()
+            .filter(|&at| {
+                let next = at + 1;
+                prompt.len() < next + output.len()
+                    || memchr::memmem::find(&prompt.as_bytes()[next..], output.as_bytes()).is_none()
+            })
+            .map(|at| (&prompt[..at], &prompt[at + output.len()..]));
+        Self { request, around }
+    }
+
+    fn prompt(&self, text: &str) -> String {
+        match self.around {
+            Some((before, after)) => [before, text, after].concat(),
+            None => render(DEFAULT_SUMMARY_PROMPT, self.request.tool_name, text),
+        }
+    }
+
+    fn request<'b>(&self, prompt: &'b str, output: &'b str) -> SummaryRequest<'b>
+    where
+        'a: 'b,
+    {
+        SummaryRequest {
+            tool_name: self.request.tool_name,
+            output,
+            prompt,
+            model: self.request.model,
+        }
+    }
+}
+
+/// A [`Summarizer`] that chunks outputs over its budget (no resume): for
+/// [`limits::reduce`](crate::limits::reduce) outside Temporal, such as the CLI.
+#[derive(Debug, Clone)]
+pub struct Chunked<M> {
+    model: M,
+    budget: ChunkBudget,
+}
+
+impl<M> Chunked<M> {
+    /// Chunk `model`'s calls at `budget`.
+    pub fn new(model: M, budget: ChunkBudget) -> Self {
+        Self { model, budget }
+    }
+
+    /// The wrapped model.
+    pub fn model(&self) -> &M {
+        &self.model
+    }
+}
+
+impl<M> Summarizer for Chunked<M>
+where
+    M: SummaryModel,
+    M::Error: Into<SummarizeError>,
+{
+    async fn summarize(&self, request: SummaryRequest<'_>) -> Result<Summary, SummarizeError> {
+        summarize_chunked(&self.model, request, self.budget, None, |_| async {})
+            .await
+            .map_err(Into::into)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::limits::prompt::render;
+
+    /// Echoes a summary naming the call and counts tokens as characters; fails on request.
+    #[derive(Default)]
+    struct Fake {
+        prompts: Mutex<Vec<String>>,
+        fail_at: Option<usize>,
+    }
+
+    impl Fake {
+        fn prompts(&self) -> Vec<String> {
+            self.prompts.lock().map(|p| p.clone()).unwrap_or_default()
+        }
+    }
+
+    impl SummaryModel for Fake {
+        type Error = SummarizeError;
+
+        async fn complete(&self, request: SummaryRequest<'_>) -> Result<Summary, SummarizeError> {
+            let n = {
+                let mut prompts = self
+                    .prompts
+                    .lock()
+                    .map_err(|_| SummarizeError::NotConfigured)?;
+                prompts.push(request.prompt.to_owned());
+                prompts.len()
+            };
+            if self.fail_at == Some(n) {
+                return Err(SummarizeError::Unavailable("killed".into()));
+            }
+            let first = request.output.lines().next().unwrap_or("");
+            Ok(Summary {
+                text: format!(
+                    "  s{n}:{}  \n",
+                    first.get(..first.len().min(6)).unwrap_or("")
+                ),
+                usage: Usage {
+                    requests: 1,
+                    input_tokens: request.prompt.chars().count() as u64,
+                    output_tokens: 1,
+                },
+            })
+        }
+    }
+
+    fn lines(n: usize) -> String {
+        (0..n).map(|i| format!("line {i:03}\n")).collect()
+    }
+
+    #[test]
+    fn splits_on_line_ends() {
+        let text = lines(10); // 9 chars a line
+        let chunks = split_lines(&text, 20);
+        assert_eq!(chunks.len(), 5);
+        assert!(
+            chunks
+                .iter()
+                .all(|c| c.chars().count() <= 20 && c.ends_with('\n'))
+        );
+        assert_eq!(chunks.concat(), text);
+        assert_eq!(split_lines("abc", 10), vec!["abc"]);
+        assert!(split_lines("", 10).is_empty());
+    }
+
+    #[test]
+    fn cuts_long_lines_at_char_boundaries() {
+        let text = format!("ab\n{}\ncd", "é".repeat(25));
+        let chunks = split_lines(&text, 10);
+        assert_eq!(chunks.concat(), text);
+        assert!(chunks.iter().all(|c| c.chars().count() <= 10), "{chunks:?}");
+        assert_eq!(chunks[0], "ab\n");
+        assert_eq!(split_lines("abcdef", 1).len(), 6);
+        assert_eq!(split_lines("abc", 0), vec!["a", "b", "c"]);
+    }
+
+    fn request<'a>(output: &'a str, prompt: &'a str) -> SummaryRequest<'a> {
+        SummaryRequest {
+            tool_name: "grep",
+            output,
+            prompt,
+            model: Some("m"),
+        }
+    }
+
+    #[tokio::test]
+    async fn within_budget_is_one_unchanged_call() {
+        let fake = Fake::default();
+        let output = lines(3);
+        let prompt = render(DEFAULT_SUMMARY_PROMPT, "grep", &output);
+        let summary = summarize_chunked(
+            &fake,
+            request(&output, &prompt),
+            ChunkBudget::chars(1_000),
+            None,
+            |_| async {},
+        )
+        .await
+        .expect("a summary");
+        assert_eq!(fake.prompts(), vec![prompt]);
+        assert_eq!(summary.text, "  s1:line 0  \n");
+        assert_eq!(summary.usage.requests, 1);
+    }
+
+    #[tokio::test]
+    async fn chunks_then_summarizes_the_summaries() {
+        let fake = Fake::default();
+        let output = lines(40); // 360 chars
+        let prompt = render("T={tool_name} <{output}> end", "grep", &output);
+        let mut seen = Vec::new();
+        let summary = summarize_chunked(
+            &fake,
+            request(&output, &prompt),
+            ChunkBudget::chars(100),
+            None,
+            |p: &ChunkProgress| {
+                seen.push(p.clone());
+                async {}
+            },
+        )
+        .await
+        .expect("a summary");
+        let prompts = fake.prompts();
+        assert_eq!(prompts.len(), 5, "4 chunks and the final");
+        assert_eq!(prompts[0], format!("T=grep <{}> end", lines(11)));
+        assert_eq!(seen.len(), 4);
+        assert_eq!(
+            seen[3].done,
+            ["s1:line 0", "s2:line 0", "s3:line 0", "s4:line 0"]
+        );
+        assert_eq!(
+            prompts[4],
+            "T=grep <s1:line 0\n\ns2:line 0\n\ns3:line 0\n\ns4:line 0> end"
+        );
+        assert_eq!(summary.text, "  s5:s1:lin  \n");
+        assert_eq!(summary.usage.requests, 5);
+        let input: u64 = prompts.iter().map(|p| p.chars().count() as u64).sum();
+        assert_eq!(summary.usage.input_tokens, input);
+    }
+
+    #[tokio::test]
+    async fn resumes_after_the_last_finished_chunk() {
+        let output = lines(40);
+        let prompt = render(DEFAULT_SUMMARY_PROMPT, "grep", &output);
+        let budget = ChunkBudget::chars(100);
+        let killed = Fake {
+            fail_at: Some(3),
+            ..Fake::default()
+        };
+        let mut last = None;
+        let err = summarize_chunked(
+            &killed,
+            request(&output, &prompt),
+            budget,
+            None,
+            |p: &ChunkProgress| {
+                last = Some(p.clone());
+                async {}
+            },
+        )
+        .await;
+        assert!(err.is_err());
+        let last = last.expect("progress after two chunks");
+        assert_eq!(last.done.len(), 2);
+        let json = serde_json::to_string(&last).unwrap_or_default();
+        let back: ChunkProgress = serde_json::from_str(&json).unwrap_or_default();
+        assert_eq!(back, last);
+
+        let fresh = Fake::default();
+        let summary = summarize_chunked(
+            &fresh,
+            request(&output, &prompt),
+            budget,
+            Some(back),
+            |_| async {},
+        )
+        .await
+        .expect("a summary");
+        let prompts = fresh.prompts();
+        assert_eq!(prompts.len(), 3, "chunks 3 and 4, then the final");
+        let chunks = split_lines(&output, 100);
+        assert!(prompts[0].contains(chunks[2]) && !prompts[0].contains(chunks[1]));
+        assert!(prompts[2].contains("s1:line 0\n\ns2:line 0\n\ns1:line 0\n\ns2:line 0"));
+        assert_eq!(summary.usage.requests, 2 + 3);
+    }
+
+    #[tokio::test]
+    async fn a_foreign_resume_is_ignored() {
+        let output = lines(40);
+        let prompt = render(DEFAULT_SUMMARY_PROMPT, "grep", &output);
+        let foreign = ChunkProgress {
+            chunks: 9,
+            done: vec!["x".into()],
+            ..ChunkProgress::default()
+        };
+        let fake = Fake::default();
+        summarize_chunked(
+            &fake,
+            request(&output, &prompt),
+            ChunkBudget::chars(100),
+            Some(foreign),
+            |_| async {},
+        )
+        .await
+        .expect("a summary");
+        assert_eq!(fake.prompts().len(), 5);
+    }
+
+    #[tokio::test]
+    async fn summaries_over_budget_are_chunked_again() {
+        let output = lines(200); // 1800 chars, 18 chunks of 100; 18 summaries of ~9 chars
+        let prompt = render(DEFAULT_SUMMARY_PROMPT, "grep", &output);
+        let fake = Fake::default();
+        let summary = summarize_chunked(
+            &fake,
+            request(&output, &prompt),
+            ChunkBudget::chars(100),
+            None,
+            |_| async {},
+        )
+        .await
+        .expect("a summary");
+        // 18 chunks → 18 summaries joined (~200 chars) → 2 or more chunks → final.
+        let n = fake.prompts().len();
+        assert!(n > 18 + 1, "{n}");
+        assert_eq!(summary.usage.requests, n as u64);
+    }
+
+    #[tokio::test]
+    async fn falls_back_to_the_default_template_when_the_output_is_not_unique() {
+        let output = "ab\n".repeat(50);
+        let prompt = format!("{output}{output}");
+        let fake = Fake::default();
+        summarize_chunked(
+            &fake,
+            request(&output, &prompt),
+            ChunkBudget::chars(60),
+            None,
+            |_| async {},
+        )
+        .await
+        .expect("a summary");
+        assert!(fake.prompts()[0].starts_with("The following output from the `grep` tool"));
+    }
+
+    #[tokio::test]
+    async fn runs_in_a_spawned_task() {
+        // The activity's future must be Send, heartbeat closure included.
+        let handle = tokio::spawn(async {
+            let fake = std::sync::Arc::new(Fake::default());
+            let beats = std::sync::Arc::new(Mutex::new(0usize));
+            let output = lines(40);
+            let prompt = render(DEFAULT_SUMMARY_PROMPT, "grep", &output);
+            summarize_chunked(
+                &*fake,
+                request(&output, &prompt),
+                ChunkBudget::chars(100),
+                None,
+                |p: &ChunkProgress| {
+                    let done = p.done.len();
+                    let beats = &beats;
+                    async move {
+                        tokio::task::yield_now().await;
+                        if let Ok(mut n) = beats.lock() {
+                            *n = done;
+                        }
+                    }
+                },
+            )
+            .await
+            .map(|s| s.usage.requests)
+        });
+        assert_eq!(handle.await.ok().and_then(Result::ok), Some(5));
+    }
+
+    #[test]
+    fn budgets() {
+        assert_eq!(ChunkBudget::from_context_tokens(8_192).max_chars, 4_096 * 3);
+        assert_eq!(ChunkBudget::from_context_tokens(10).max_chars, 1_000);
+        assert_eq!(ChunkBudget::default().max_chars, (128_000 - 4_096) * 3);
+    }
+}

@@ -1,0 +1,466 @@
+//! [`OpenAiSummarizer`]: one chat-completions call per summary, with a builder in the
+//! `object_store` style.
+
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+use reqwest::StatusCode;
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use url::Url;
+
+use super::wire::{self, ChatRequest};
+use super::{Error, SummaryModel};
+use crate::limits::{SummarizeError, Summarizer, Summary, SummaryRequest};
+
+/// Environment variable naming the endpoint's base URL.
+pub const ENV_URL: &str = "OVERSPILL_MODEL_URL";
+/// Environment variable holding the API key (sent as `Authorization: Bearer …`).
+pub const ENV_API_KEY: &str = "OVERSPILL_MODEL_API_KEY";
+/// Environment variable naming the default model.
+pub const ENV_MODEL: &str = "OVERSPILL_MODEL";
+/// Environment variable for the per-request timeout (humantime: `90s`, `2m`).
+pub const ENV_TIMEOUT: &str = "OVERSPILL_MODEL_TIMEOUT";
+
+/// The default per-request timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// The default connect timeout.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default longest wait between two in-process retries.
+pub const DEFAULT_MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
+
+/// A secret that prints as `[redacted]`.
+#[derive(Clone, Default)]
+struct Secret(Option<String>);
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(_) => f.write_str("Some([redacted])"),
+            None => f.write_str("None"),
+        }
+    }
+}
+
+impl Secret {
+    /// `text` with every occurrence of the secret replaced, for server messages that echo it.
+    fn redact(&self, text: String) -> String {
+        match self.0.as_deref() {
+            Some(key) if !key.is_empty() && text.contains(key) => text.replace(key, "[redacted]"),
+            _ => text,
+        }
+    }
+}
+
+/// Builds an [`OpenAiSummarizer`].
+///
+/// ```
+/// use std::time::Duration;
+/// use overspill::summarize::OpenAiSummarizer;
+///
+/// let summarizer = OpenAiSummarizer::new("http://localhost:11434")
+///     .with_model("qwen2.5:7b")
+///     .with_timeout(Duration::from_secs(60))
+///     .build()?;
+/// assert_eq!(summarizer.endpoint().as_str(), "http://localhost:11434/v1/chat/completions");
+/// # Ok::<(), overspill::summarize::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct OpenAiSummarizerBuilder {
+    url: Option<String>,
+    api_key: Secret,
+    model: Option<String>,
+    timeout: Duration,
+    connect_timeout: Duration,
+    max_retries: u32,
+    max_retry_delay: Duration,
+}
+
+impl Default for OpenAiSummarizerBuilder {
+    fn default() -> Self {
+        Self {
+            url: None,
+            api_key: Secret::default(),
+            model: None,
+            timeout: DEFAULT_TIMEOUT,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            max_retries: 0,
+            max_retry_delay: DEFAULT_MAX_RETRY_DELAY,
+        }
+    }
+}
+
+impl OpenAiSummarizerBuilder {
+    /// A builder with nothing set; [`OpenAiSummarizer::new`] and [`OpenAiSummarizer::from_env`]
+    /// are the usual starts.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The endpoint's base URL.
+    ///
+    /// The rule: a URL without a path (`http://localhost:8000`) gets `/v1`; a URL with a path is
+    /// the API root as given, like the OpenAI SDKs' `base_url` (`https://api.openai.com/v1`,
+    /// `https://host/openai/v1beta`); `/chat/completions` is appended unless the path already
+    /// ends with it.
+    pub fn with_url(mut self, url: impl Into<String>) -> Self {
+        self.url = Some(url.into());
+        self
+    }
+
+    /// The API key, sent as `Authorization: Bearer <key>`. Never printed.
+    pub fn with_api_key(mut self, api_key: impl Into<String>) -> Self {
+        self.api_key = Secret(Some(api_key.into()).filter(|k| !k.is_empty()));
+        self
+    }
+
+    /// The default model, used when the Summarize action names none.
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into()).filter(|m| !m.is_empty());
+        self
+    }
+
+    /// The timeout of one request, connection to last byte (default 120 s).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The connect timeout (default 10 s).
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// In-process retries of an [`Error::Unavailable`] reply (default 0: under Temporal the
+    /// activity's retry policy retries, journaled). Each retry waits the server's `Retry-After`,
+    /// or 1 s, 2 s, 4 s … without one; a `Retry-After` above [`with_max_retry_delay`] ends the
+    /// retries and returns the error with its delay.
+    ///
+    /// [`with_max_retry_delay`]: Self::with_max_retry_delay
+    pub fn with_max_retries(mut self, retries: u32) -> Self {
+        self.max_retries = retries;
+        self
+    }
+
+    /// The longest in-process wait between two retries (default 30 s).
+    pub fn with_max_retry_delay(mut self, delay: Duration) -> Self {
+        self.max_retry_delay = delay;
+        self
+    }
+
+    /// Read [`ENV_URL`], [`ENV_API_KEY`], [`ENV_MODEL`] and [`ENV_TIMEOUT`] into unset fields.
+    pub fn with_env(mut self) -> Result<Self, Error> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        if self.url.is_none() {
+            self.url = var(ENV_URL);
+        }
+        if self.api_key.0.is_none() {
+            self.api_key = Secret(var(ENV_API_KEY));
+        }
+        if self.model.is_none() {
+            self.model = var(ENV_MODEL);
+        }
+        if let Some(timeout) = var(ENV_TIMEOUT) {
+            self.timeout = humantime::parse_duration(timeout.trim()).map_err(|e| {
+                Error::NotConfigured(format!("{ENV_TIMEOUT}={timeout:?} is not a duration: {e}"))
+            })?;
+        }
+        Ok(self)
+    }
+
+    /// Build the summarizer; fails on a missing or unusable URL.
+    pub fn build(self) -> Result<OpenAiSummarizer, Error> {
+        let raw = self
+            .url
+            .ok_or_else(|| Error::NotConfigured(format!("no endpoint URL (set {ENV_URL})")))?;
+        let endpoint = endpoint(&raw)?;
+        let client = reqwest::Client::builder()
+            .timeout(self.timeout)
+            .connect_timeout(self.connect_timeout)
+            .user_agent(concat!("overspill/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| Error::NotConfigured(format!("HTTP client: {}", e.without_url())))?;
+        let auth = match self.api_key.0.as_deref() {
+            Some(key) => {
+                let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                    Error::NotConfigured("the API key has characters a header cannot carry".into())
+                })?;
+                value.set_sensitive(true);
+                Some(value)
+            }
+            None => None,
+        };
+        Ok(OpenAiSummarizer {
+            client,
+            endpoint,
+            auth,
+            api_key: self.api_key,
+            model: self.model,
+            timeout: self.timeout,
+            max_retries: self.max_retries,
+            max_retry_delay: self.max_retry_delay,
+        })
+    }
+}
+
+/// The chat-completions URL for a base URL (see [`OpenAiSummarizerBuilder::with_url`]).
+fn endpoint(raw: &str) -> Result<Url, Error> {
+    let invalid = |why: String| Error::NotConfigured(format!("model URL: {why}"));
+    let mut url = Url::parse(raw.trim()).map_err(|e| invalid(e.to_string()))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(invalid(format!("unsupported scheme {:?}", url.scheme())));
+    }
+    let path = url.path().trim_end_matches('/').to_owned();
+    let path = if path.ends_with("/chat/completions") {
+        path
+    } else if path.is_empty() {
+        "/v1/chat/completions".to_owned()
+    } else {
+        format!("{path}/chat/completions")
+    };
+    url.set_path(&path);
+    Ok(url)
+}
+
+/// `url` with any password in its userinfo replaced, for printing.
+fn without_password(url: &Url) -> Url {
+    let mut shown = url.clone();
+    if shown.password().is_some() {
+        let _ = shown.set_password(Some("redacted"));
+    }
+    shown
+}
+
+/// A summarizer for any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, Ollama,
+/// llama.cpp server, LiteLLM and most gateways).
+///
+/// One `POST {base}/chat/completions` per summary, with the system message
+/// [`SYSTEM_PROMPT`](super::SYSTEM_PROMPT) and the rendered prompt as the user message. Cheap
+/// to clone (the HTTP client is shared). `Debug` and every error text leave the API key out.
+#[derive(Clone)]
+pub struct OpenAiSummarizer {
+    client: reqwest::Client,
+    endpoint: Url,
+    auth: Option<HeaderValue>,
+    api_key: Secret,
+    model: Option<String>,
+    timeout: Duration,
+    max_retries: u32,
+    max_retry_delay: Duration,
+}
+
+impl fmt::Debug for OpenAiSummarizer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiSummarizer")
+            .field("endpoint", &without_password(&self.endpoint).as_str())
+            .field("api_key", &self.api_key)
+            .field("model", &self.model)
+            .field("timeout", &self.timeout)
+            .field("max_retries", &self.max_retries)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAiSummarizer {
+    /// A builder for the endpoint at `base_url` (see [`OpenAiSummarizerBuilder::with_url`]).
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(base_url: impl Into<String>) -> OpenAiSummarizerBuilder {
+        OpenAiSummarizerBuilder::new().with_url(base_url)
+    }
+
+    /// A builder from [`ENV_URL`], [`ENV_API_KEY`], [`ENV_MODEL`] and [`ENV_TIMEOUT`].
+    pub fn from_env() -> Result<OpenAiSummarizerBuilder, Error> {
+        OpenAiSummarizerBuilder::new().with_env()
+    }
+
+    /// The chat-completions URL requests go to.
+    pub fn endpoint(&self) -> &Url {
+        &self.endpoint
+    }
+
+    /// The default model, if one is configured.
+    pub fn model(&self) -> Option<&str> {
+        self.model.as_deref()
+    }
+
+    /// The per-request timeout.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Summarize with retries of [`Error::Unavailable`] as configured, returning the rich error.
+    ///
+    /// Uses `request.prompt` as the user message and `request.model`, else the default model.
+    pub async fn complete(&self, request: SummaryRequest<'_>) -> Result<Summary, Error> {
+        let mut attempt = 0u32;
+        loop {
+            match self.complete_once(request).await {
+                Err(error) if error.is_retryable() && attempt < self.max_retries => {
+                    let delay = error
+                        .retry_after()
+                        .unwrap_or_else(|| Duration::from_secs(1u64 << attempt.min(5)));
+                    if delay > self.max_retry_delay {
+                        return Err(error);
+                    }
+                    attempt += 1;
+                    tracing::info!(
+                        target: "overspill::summarize",
+                        error_type = error.type_name(),
+                        status = error.status(),
+                        ?delay,
+                        attempt,
+                        "model unavailable; retrying"
+                    );
+                    tokio::time::sleep(delay).await;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    /// One HTTP request, no retry.
+    pub async fn complete_once(&self, request: SummaryRequest<'_>) -> Result<Summary, Error> {
+        let model = request.model.or(self.model.as_deref()).ok_or_else(|| {
+            Error::NotConfigured(format!(
+                "no model named (set {ENV_MODEL} or the Summarize action's model)"
+            ))
+        })?;
+        let body = serde_json::to_vec(&ChatRequest::new(model, request.prompt))
+            .map_err(|e| Error::Malformed(format!("request body: {e}")))?;
+        let mut http = self
+            .client
+            .post(self.endpoint.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .body(body);
+        if let Some(auth) = &self.auth {
+            http = http.header(AUTHORIZATION, auth.clone());
+        }
+        let reply = http.send().await.map_err(|e| self.transport(e))?;
+        let status = reply.status();
+        let retry_after = wire::retry_after(reply.headers(), SystemTime::now());
+        let body = reply.bytes().await.map_err(|e| self.transport(e))?;
+        if status.is_success() {
+            return wire::parse_reply(&body).map_err(|e| match e {
+                Error::Malformed(m) => Error::Malformed(self.api_key.redact(m)),
+                other => other,
+            });
+        }
+        let message = self.api_key.redact(wire::error_message(&body));
+        if status == StatusCode::TOO_MANY_REQUESTS
+            || status.is_server_error()
+            || status == StatusCode::REQUEST_TIMEOUT
+        {
+            Err(Error::Unavailable {
+                status: Some(status.as_u16()),
+                message,
+                retry_after,
+            })
+        } else {
+            Err(Error::Rejected {
+                status: status.as_u16(),
+                message,
+            })
+        }
+    }
+
+    /// A transport failure, without the URL (it may carry credentials) or the key.
+    fn transport(&self, error: reqwest::Error) -> Error {
+        if error.is_timeout() {
+            return Error::Timeout(self.timeout);
+        }
+        let error = error.without_url();
+        let mut text = error.to_string();
+        let mut cause = std::error::Error::source(&error);
+        while let Some(inner) = cause {
+            text.push_str(": ");
+            text.push_str(&inner.to_string());
+            cause = inner.source();
+        }
+        Error::Unavailable {
+            status: None,
+            message: self.api_key.redact(text),
+            retry_after: None,
+        }
+    }
+}
+
+impl SummaryModel for OpenAiSummarizer {
+    type Error = Error;
+
+    async fn complete(&self, request: SummaryRequest<'_>) -> Result<Summary, Error> {
+        OpenAiSummarizer::complete(self, request).await
+    }
+}
+
+impl Summarizer for OpenAiSummarizer {
+    async fn summarize(&self, request: SummaryRequest<'_>) -> Result<Summary, SummarizeError> {
+        Ok(OpenAiSummarizer::complete(self, request).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url_of(base: &str) -> String {
+        endpoint(base)
+            .map(String::from)
+            .unwrap_or_else(|e| e.to_string())
+    }
+
+    #[test]
+    fn base_url_rule() {
+        assert_eq!(
+            url_of("http://localhost:8000"),
+            "http://localhost:8000/v1/chat/completions"
+        );
+        assert_eq!(
+            url_of("http://localhost:8000/"),
+            "http://localhost:8000/v1/chat/completions"
+        );
+        assert_eq!(
+            url_of("https://api.openai.com/v1"),
+            "https://api.openai.com/v1/chat/completions"
+        );
+        assert_eq!(
+            url_of("https://api.openai.com/v1/"),
+            "https://api.openai.com/v1/chat/completions"
+        );
+        assert_eq!(
+            url_of("https://example.com/v1beta/openai/"),
+            "https://example.com/v1beta/openai/chat/completions"
+        );
+        assert_eq!(
+            url_of("http://gw:4000/v1/chat/completions"),
+            "http://gw:4000/v1/chat/completions"
+        );
+        assert!(url_of("ftp://x").contains("unsupported scheme"));
+        assert!(url_of("not a url").contains("model URL"));
+    }
+
+    #[test]
+    fn debug_hides_the_key() {
+        let builder = OpenAiSummarizer::new("http://localhost:1")
+            .with_api_key("sk-secret-123")
+            .with_model("m");
+        assert!(!format!("{builder:?}").contains("sk-secret-123"));
+        assert!(format!("{builder:?}").contains("[redacted]"));
+        let summarizer = builder.build().expect("a summarizer");
+        let debug = format!("{summarizer:?}");
+        assert!(!debug.contains("sk-secret-123"), "{debug}");
+        assert!(debug.contains("http://localhost:1/v1/chat/completions"));
+    }
+
+    #[test]
+    fn redacts_echoed_keys() {
+        let key = Secret(Some("sk-abc".into()));
+        assert_eq!(key.redact("bad key sk-abc!".into()), "bad key [redacted]!");
+        assert_eq!(Secret(None).redact("x".into()), "x");
+    }
+
+    #[test]
+    fn missing_url_is_not_configured() {
+        let error = OpenAiSummarizerBuilder::new().build().err();
+        assert!(matches!(error, Some(Error::NotConfigured(_))));
+    }
+}

@@ -1,0 +1,604 @@
+//! The summarizer client against a local OpenAI-compatible server: the exact request, stripping
+//! and usage through `limits::reduce`, retries and `Retry-After`, fallbacks, key hygiene, and
+//! chunked summaries resumed after a killed run.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use overspill::limits::{
+    self, DEFAULT_SUMMARY_PROMPT, Limits, MemoryStore, ReductionKind, ToolCall, ToolOutput,
+    ToolResult, Usage,
+};
+use overspill::summarize::{
+    ChunkBudget, ChunkProgress, Chunked, Error, OpenAiSummarizer, SYSTEM_PROMPT, split_lines,
+    summarize_chunked,
+};
+
+use crate::openai_server::{FakeOpenAi, Reply};
+
+const KEY: &str = "sk-test-0123456789abcdef";
+
+fn summarizer(server: &FakeOpenAi) -> OpenAiSummarizer {
+    OpenAiSummarizer::new(server.base())
+        .with_api_key(KEY)
+        .with_model("test-model")
+        .build()
+        .expect("a summarizer")
+}
+
+/// Summarize anything over 100 chars, with `then` as the fallback.
+fn limits(then: Option<&str>) -> Limits {
+    let then = then.map_or(String::new(), |t| format!(r#", "then": {t}"#));
+    Limits::from_json(&format!(
+        r#"{{"bands": [{{"over": 100, "action": {{"type": "summarize"{then}}}}}]}}"#
+    ))
+    .expect("a valid configuration")
+}
+
+const TRUNCATE: &str = r#"{"type": "truncate", "max_chars": 60}"#;
+
+fn call(tool: &str) -> ToolCall {
+    ToolCall {
+        tool_name: tool.into(),
+        run_id: Some("run-1".into()),
+        tool_call_id: Some("call-1".into()),
+        ..ToolCall::default()
+    }
+}
+
+fn text(output: &str) -> ToolResult {
+    ToolResult::bare(ToolOutput::Text(output.to_owned()))
+}
+
+fn numbered(lines: usize) -> String {
+    (0..lines).map(|i| format!("row {i:04}: ok\n")).collect()
+}
+
+/// Captures the `tracing` output of the current thread (tests run on a current-thread runtime).
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if let Ok(mut all) = self.0.lock() {
+            all.extend_from_slice(buf);
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Logs {
+    fn capture(&self) -> tracing::subscriber::DefaultGuard {
+        let logs = self.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_max_level(tracing::Level::DEBUG)
+            .with_writer(move || logs.clone())
+            .finish();
+        tracing::subscriber::set_default(subscriber)
+    }
+
+    fn text(&self) -> String {
+        self.0
+            .lock()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
+    }
+}
+
+#[tokio::test]
+async fn sends_the_reference_prompt_and_strips_the_summary() {
+    let server = FakeOpenAi::start(Some(KEY)).await;
+    server.script([Reply::summary(
+        "\n\n  The build failed at step 3.\t \n",
+        321,
+        9,
+    )]);
+    let output = numbered(20);
+    let reduced = limits::reduce(
+        &limits(None),
+        &call("run_build"),
+        text(&output),
+        &MemoryStore::new(),
+        &summarizer(&server),
+    )
+    .await;
+
+    assert_eq!(reduced.kind, ReductionKind::Summarized);
+    assert_eq!(
+        reduced.return_value,
+        ToolOutput::Text("The build failed at step 3.".into())
+    );
+    assert_eq!(
+        reduced.usage,
+        Usage {
+            requests: 1,
+            input_tokens: 321,
+            output_tokens: 9
+        }
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let sent = &requests[0];
+    assert_eq!(
+        sent.authorization.as_deref(),
+        Some(&*format!("Bearer {KEY}"))
+    );
+    assert_eq!(sent.model(), "test-model");
+    let expected = format!(
+        "The following output from the `run_build` tool is too large to keep in full. Summarize it so the summary carries everything needed to keep working: concrete values, identifiers, errors, and structure. Respond ONLY with the summary, no preamble.\n\n<output>\n{output}\n</output>"
+    );
+    assert_eq!(
+        sent.body,
+        serde_json::json!({
+            "model": "test-model",
+            "messages": [
+                {"role": "system", "content": "You summarize oversized tool output."},
+                {"role": "user", "content": expected},
+            ],
+        })
+    );
+    assert_eq!(sent.message("system"), SYSTEM_PROMPT);
+}
+
+#[tokio::test]
+async fn a_custom_prompt_and_the_actions_model_are_sent() {
+    let server = FakeOpenAi::start(None).await;
+    let limits = Limits::from_json(
+        r#"{"summary_prompt": "Tool {tool_name} said:\n{output}\n{{keep braces}}",
+            "bands": [{"over": 10, "action": {"type": "summarize", "model": "big-model"}}]}"#,
+    )
+    .expect("a valid configuration");
+    let no_key = OpenAiSummarizer::new(format!("{}/v1/", server.base()))
+        .build()
+        .expect("a summarizer");
+    let reduced = limits::reduce(
+        &limits,
+        &call("ls"),
+        text("a.txt\nb.txt\nc.txt\n"),
+        &MemoryStore::new(),
+        &no_key,
+    )
+    .await;
+    assert_eq!(reduced.kind, ReductionKind::Summarized);
+    let sent = &server.requests()[0];
+    assert_eq!(sent.model(), "big-model");
+    assert_eq!(sent.authorization, None);
+    assert_eq!(
+        sent.prompt(),
+        "Tool ls said:\na.txt\nb.txt\nc.txt\n\n{keep braces}"
+    );
+    let summary = reduced.return_value.as_text().unwrap_or_default();
+    assert_eq!(
+        summary,
+        format!("Summary of {} characters.", sent.prompt().chars().count())
+    );
+}
+
+#[tokio::test]
+async fn a_prompt_without_output_is_invalid_config() {
+    let error = Limits::from_json(
+        r#"{"summary_prompt": "Summarize {tool_name}",
+            "bands": [{"over": 10, "action": {"type": "summarize"}}]}"#,
+    )
+    .expect_err("rejected");
+    assert_eq!(error.path(), "summary_prompt");
+    assert!(error.to_string().contains("{output}"), "{error}");
+}
+
+#[tokio::test]
+async fn usage_adds_up_over_value_and_content() {
+    let server = FakeOpenAi::start(Some(KEY)).await;
+    server.script([Reply::summary("one", 100, 5), Reply::summary("two", 40, 2)]);
+    let mut result = text(&numbered(20));
+    result.content = Some(serde_json::Value::String(numbered(15)));
+    result.envelope = true;
+    let reduced = limits::reduce(
+        &limits(None),
+        &call("t"),
+        result,
+        &MemoryStore::new(),
+        &summarizer(&server),
+    )
+    .await;
+    assert_eq!(reduced.content_kind, ReductionKind::Summarized);
+    assert_eq!(
+        reduced.usage,
+        Usage {
+            requests: 2,
+            input_tokens: 140,
+            output_tokens: 7
+        }
+    );
+}
+
+#[tokio::test]
+async fn too_many_requests_honours_retry_after() {
+    let server = FakeOpenAi::start(Some(KEY)).await;
+    let busy = || {
+        Reply::error(429, "Rate limit reached for requests", "requests").header("retry-after", "1")
+    };
+    server.script([busy()]);
+    let request = limits::SummaryRequest {
+        tool_name: "t",
+        output: "x",
+        prompt: "summarize x",
+        model: None,
+    };
+
+    // No in-process retry (the activity's way): the error carries the delay.
+    let error = summarizer(&server)
+        .complete(request)
+        .await
+        .expect_err("a 429");
+    assert!(error.is_retryable());
+    assert_eq!(error.status(), Some(429));
+    assert_eq!(error.retry_after(), Some(Duration::from_secs(1)));
+    assert_eq!(error.type_name(), "Unavailable");
+
+    // In-process retries wait the delay, then succeed.
+    server.script([busy()]);
+    let retrying = OpenAiSummarizer::new(server.base())
+        .with_api_key(KEY)
+        .with_model("test-model")
+        .with_max_retries(2)
+        .build()
+        .expect("a summarizer");
+    let started = Instant::now();
+    let summary = retrying.complete(request).await.expect("a summary");
+    assert!(
+        started.elapsed() >= Duration::from_millis(950),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(summary.usage.requests, 1, "only answered requests count");
+    assert_eq!(server.requests().len(), 3);
+
+    // A delay above the cap is not waited out in-process.
+    server.script([Reply::error(429, "slow down", "requests").header("retry-after", "120")]);
+    let error = retrying.complete(request).await.expect_err("a 429");
+    assert_eq!(error.retry_after(), Some(Duration::from_secs(120)));
+}
+
+#[tokio::test]
+async fn a_server_error_then_success() {
+    let server = FakeOpenAi::start(Some(KEY)).await;
+    server.script([Reply::error(500, "The server had an error", "server_error")]);
+    let retrying = OpenAiSummarizer::new(server.base())
+        .with_api_key(KEY)
+        .with_model("test-model")
+        .with_max_retries(1)
+        .build()
+        .expect("a summarizer");
+    let reduced = limits::reduce(
+        &limits(Some(TRUNCATE)),
+        &call("t"),
+        text(&numbered(20)),
+        &MemoryStore::new(),
+        &retrying,
+    )
+    .await;
+    assert_eq!(reduced.kind, ReductionKind::Summarized);
+    assert_eq!(server.requests().len(), 2);
+
+    // Without retries, a 503 is retryable for the activity, and `reduce` falls back.
+    server.script([Reply::error(503, "overloaded", "server_error").header("retry-after", "2")]);
+    let error = summarizer(&server)
+        .complete(limits::SummaryRequest {
+            tool_name: "t",
+            output: "x",
+            prompt: "p",
+            model: None,
+        })
+        .await
+        .expect_err("a 503");
+    assert!(error.is_retryable());
+    assert_eq!(error.retry_after(), Some(Duration::from_secs(2)));
+}
+
+#[tokio::test]
+async fn a_bad_request_falls_back_to_then_with_a_warning() {
+    let server = FakeOpenAi::start(Some(KEY)).await;
+    server.script([Reply::error(
+        400,
+        "This model's maximum context length is 8192 tokens.",
+        "invalid_request_error",
+    )]);
+    let logs = Logs::default();
+    let _guard = logs.capture();
+    let reduced = limits::reduce(
+        &limits(Some(TRUNCATE)),
+        &call("cat"),
+        text(&numbered(20)),
+        &MemoryStore::new(),
+        &summarizer(&server),
+    )
+    .await;
+    assert_eq!(reduced.kind, ReductionKind::Truncated);
+    assert!(
+        reduced
+            .return_value
+            .as_text()
+            .unwrap_or_default()
+            .chars()
+            .count()
+            <= 60
+    );
+    assert_eq!(reduced.usage, Usage::default());
+    let logs = logs.text();
+    assert!(
+        logs.contains("WARN")
+            && logs.contains(
+                "Summarizing output of tool 'cat' failed (Rejected); falling back to Truncate"
+            ),
+        "{logs}"
+    );
+    assert!(!logs.contains(KEY));
+}
+
+#[tokio::test]
+async fn without_then_the_output_passes_through() {
+    let server = FakeOpenAi::start(Some(KEY)).await;
+    server.script([Reply::error(
+        404,
+        "The model `nope` does not exist",
+        "invalid_request_error",
+    )]);
+    let output = numbered(20);
+    let reduced = limits::reduce(
+        &limits(None),
+        &call("cat"),
+        text(&output),
+        &MemoryStore::new(),
+        &summarizer(&server),
+    )
+    .await;
+    assert!(!reduced.changed());
+    assert_eq!(reduced.return_value, ToolOutput::Text(output));
+}
+
+#[tokio::test]
+async fn a_timeout_falls_back() {
+    let server = FakeOpenAi::with_default(None, |r| {
+        FakeOpenAi::describe(r).delayed(Duration::from_secs(5))
+    })
+    .await;
+    let slow = OpenAiSummarizer::new(server.base())
+        .with_model("m")
+        .with_timeout(Duration::from_millis(300))
+        .with_max_retries(3)
+        .build()
+        .expect("a summarizer");
+    let started = Instant::now();
+    let reduced = limits::reduce(
+        &limits(Some(TRUNCATE)),
+        &call("cat"),
+        text(&numbered(20)),
+        &MemoryStore::new(),
+        &slow,
+    )
+    .await;
+    assert_eq!(reduced.kind, ReductionKind::Truncated);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "a timeout is not retried"
+    );
+    let error = slow
+        .complete(limits::SummaryRequest {
+            tool_name: "t",
+            output: "x",
+            prompt: "p",
+            model: None,
+        })
+        .await
+        .expect_err("a timeout");
+    assert!(matches!(error, Error::Timeout(d) if d == Duration::from_millis(300)));
+    assert!(!error.is_retryable());
+}
+
+#[tokio::test]
+async fn malformed_replies_fall_back() {
+    let server = FakeOpenAi::start(None).await;
+    server.script([
+        Reply::raw(200, "<html>gateway</html>"),
+        Reply::raw(200, r#"{"choices": []}"#),
+    ]);
+    let client = OpenAiSummarizer::new(server.base())
+        .with_model("m")
+        .build()
+        .expect("a summarizer");
+    for _ in 0..2 {
+        let logs = Logs::default();
+        let _guard = logs.capture();
+        let reduced = limits::reduce(
+            &limits(Some(TRUNCATE)),
+            &call("cat"),
+            text(&numbered(20)),
+            &MemoryStore::new(),
+            &client,
+        )
+        .await;
+        assert_eq!(reduced.kind, ReductionKind::Truncated);
+        assert!(
+            logs.text().contains("failed (Malformed)"),
+            "{}",
+            logs.text()
+        );
+    }
+}
+
+#[tokio::test]
+async fn binary_output_goes_to_then_without_a_call() {
+    let server = FakeOpenAi::start(None).await;
+    let store = MemoryStore::new();
+    let reduced = limits::reduce(
+        &limits(Some(r#"{"type": "spill"}"#)),
+        &call("screenshot"),
+        ToolResult::bare(ToolOutput::Bytes(vec![0u8; 500].into())),
+        &store,
+        &summarizer(&server),
+    )
+    .await;
+    assert_eq!(reduced.kind, ReductionKind::Spilled);
+    assert_eq!(store.handles(), ["run-1/call-1.0"]);
+    assert!(server.requests().is_empty());
+}
+
+#[tokio::test]
+async fn the_api_key_never_shows() {
+    let server = FakeOpenAi::start(Some("sk-the-right-key")).await;
+    let wrong = summarizer(&server);
+    assert!(!format!("{wrong:?}").contains(KEY));
+    let request = limits::SummaryRequest {
+        tool_name: "t",
+        output: "x",
+        prompt: "p",
+        model: None,
+    };
+    let error = wrong.complete(request).await.expect_err("a 401");
+    assert!(
+        matches!(error, Error::Rejected { status: 401, .. }),
+        "{error:?}"
+    );
+    assert!(!error.to_string().contains(KEY), "{error}");
+    assert!(!format!("{error:?}").contains(KEY));
+    assert!(error.to_string().contains("[redacted]"), "{error}");
+    let engine_error = limits::SummarizeError::from(error);
+    assert!(!engine_error.to_string().contains(KEY));
+
+    // A refused connection, with the key in the URL's userinfo too.
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+        listener.local_addr().expect("an address").port()
+    };
+    let unreachable = OpenAiSummarizer::new(format!("http://user:{KEY}@127.0.0.1:{port}"))
+        .with_api_key(KEY)
+        .with_model("m")
+        .build()
+        .expect("a summarizer");
+    let error = unreachable.complete(request).await.expect_err("no server");
+    assert!(error.is_retryable(), "{error:?}");
+    assert!(!error.to_string().contains(KEY), "{error}");
+    assert!(!format!("{error:?}").contains(KEY), "{error:?}");
+}
+
+#[tokio::test]
+async fn chunked_through_reduce_adds_up_usage() {
+    let server = FakeOpenAi::start(Some(KEY)).await;
+    let client = summarizer(&server);
+    let chunked = Chunked::new(&client, ChunkBudget::chars(300));
+    let output = numbered(60); // 780 chars: chunks of 23, 23 and 14 lines
+    let reduced = limits::reduce(
+        &limits(None),
+        &call("cat"),
+        text(&output),
+        &MemoryStore::new(),
+        &chunked,
+    )
+    .await;
+    assert_eq!(reduced.kind, ReductionKind::Summarized);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4, "3 chunks and the summary of summaries");
+    assert_eq!(reduced.usage.requests, 4);
+    for (sent, chunk) in requests.iter().zip(split_lines(&output, 300)) {
+        assert_eq!(
+            sent.prompt(),
+            limits::prompt::render(DEFAULT_SUMMARY_PROMPT, "cat", chunk)
+        );
+    }
+    let last = requests[3].prompt();
+    assert!(last.contains(" characters.\n\nSummary of "), "{last}");
+}
+
+#[tokio::test]
+async fn a_killed_run_resumes_from_the_last_finished_chunk() {
+    // The third request hangs, and the run is killed once two chunks are done.
+    let server = FakeOpenAi::start(Some(KEY)).await;
+    server.script([
+        Reply::summary("first part", 10, 2),
+        Reply::summary("second part", 10, 2),
+        Reply::summary("never seen", 10, 2).delayed(Duration::from_secs(30)),
+    ]);
+    let client = summarizer(&server);
+    let output = numbered(100); // 1300 chars: 4 chunks of 23 lines and one of 8
+    let prompt = limits::prompt::render(DEFAULT_SUMMARY_PROMPT, "cat", &output);
+    let budget = ChunkBudget::chars(300);
+    let chunks = split_lines(&output, 300);
+    assert_eq!(chunks.len(), 5);
+
+    let (beats, mut heard) = tokio::sync::mpsc::unbounded_channel::<ChunkProgress>();
+    let run = {
+        let (client, output, prompt) = (client.clone(), output.clone(), prompt.clone());
+        tokio::spawn(async move {
+            let request = limits::SummaryRequest {
+                tool_name: "cat",
+                output: &output,
+                prompt: &prompt,
+                model: None,
+            };
+            summarize_chunked(&client, request, budget, None, |p: &ChunkProgress| {
+                let _ = beats.send(p.clone());
+                async {}
+            })
+            .await
+        })
+    };
+    let mut last = None;
+    while let Some(progress) = heard.recv().await {
+        let done = progress.done.len();
+        last = Some(progress);
+        if done == 2 {
+            run.abort();
+            break;
+        }
+    }
+    let _ = run.await;
+    let last = last.expect("two heartbeats");
+    assert_eq!(last.done, ["first part", "second part"]);
+    // The heartbeat crosses Temporal as JSON.
+    let resumed: ChunkProgress =
+        serde_json::from_value(serde_json::to_value(&last).unwrap_or_default())
+            .expect("progress round-trips");
+
+    let request = limits::SummaryRequest {
+        tool_name: "cat",
+        output: &output,
+        prompt: &prompt,
+        model: None,
+    };
+    let summary = summarize_chunked(&client, request, budget, Some(resumed), |_| async {})
+        .await
+        .expect("a summary");
+
+    let prompts: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.prompt().to_owned())
+        .collect();
+    assert_eq!(
+        prompts.len(),
+        3 + 3 + 1,
+        "3 before the kill, chunks 3..5, the final"
+    );
+    let chunk_prompt = |i: usize| limits::prompt::render(DEFAULT_SUMMARY_PROMPT, "cat", chunks[i]);
+    for (i, sent) in [1, 1, 2, 1, 1].into_iter().enumerate() {
+        let count = prompts.iter().filter(|p| **p == chunk_prompt(i)).count();
+        assert_eq!(count, sent, "chunk {i}");
+    }
+    // Chunk 3 was sent twice but summarized once: its first request never answered.
+    let last_prompt = &prompts[6];
+    assert!(
+        last_prompt.contains("first part\n\nsecond part\n\nSummary of"),
+        "{last_prompt}"
+    );
+    assert_eq!(summary.usage.requests, 2 + 3 + 1);
+    assert!(
+        summary.text.trim().starts_with("Summary of"),
+        "{}",
+        summary.text
+    );
+}
