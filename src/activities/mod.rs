@@ -1,0 +1,310 @@
+//! The Temporal activities, registered under the names other languages call:
+//!
+//! | name | request → response |
+//! |---|---|
+//! | [`REDUCE`] `tool_output_limits.reduce` | [`ReduceRequest`] → [`ReduceResponse`] |
+//! | [`SPILL`] `tool_output_limits.spill` | [`SpillRequest`] → [`SpillResponse`] |
+//! | [`SUMMARIZE`] `tool_output_limits.summarize` | [`SummarizeRequest`] → [`SummarizeResponse`] |
+//! | [`READ_TOOL_RESULT`] `tool_output_limits.read_tool_result` | [`ReadRequest`] → model-visible text |
+//!
+//! Keys come from the request's `run_id` / `tool_call_id` / `retry` (`run_id` defaults to the
+//! calling workflow's run id), never from the activity attempt: a retry, a crash after the write
+//! or a replay writes the same key again and returns the same handle. Failures are typed (see
+//! [`errors`]).
+
+pub mod errors;
+mod guard;
+pub use guard::guarded;
+pub mod metrics;
+pub mod payload;
+pub mod proto;
+mod registered;
+pub mod summarizer;
+pub mod types;
+
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+
+use crate::api::{ReduceRequest, ReduceResponse};
+use crate::limits::{
+    self, Action, Limits, ReductionKind, SpillStore, StoreError, SummarizeError, Summarizer,
+    Summary, SummaryRequest, ToolOutput, Unit, preview, prompt, pyfmt,
+};
+use crate::read::{self, ReadOutcomeError, ReadRequest};
+use crate::store::Store;
+pub use errors::Failure;
+pub use metrics::Metrics;
+pub use payload::{Encoding, Incoming, Outgoing};
+pub use summarizer::{ActivitySummarizer, SharedSummarizer};
+pub use types::{ReadResponse, SpillRequest, SpillResponse, SummarizeRequest, SummarizeResponse};
+
+/// The reduce activity's name.
+pub const REDUCE: &str = "tool_output_limits.reduce";
+/// The spill activity's name.
+pub const SPILL: &str = "tool_output_limits.spill";
+/// The summarize activity's name.
+pub const SUMMARIZE: &str = "tool_output_limits.summarize";
+/// The read-back activity's name.
+pub const READ_TOOL_RESULT: &str = "tool_output_limits.read_tool_result";
+/// The default task queue.
+pub const DEFAULT_TASK_QUEUE: &str = "tool-output-limits";
+
+/// The `tool_output_limits.*` activities over one store, one summarizer and default limits.
+#[derive(Debug, Clone)]
+pub struct OverspillActivities {
+    store: Arc<Store>,
+    limits: Arc<Limits>,
+    summarizer: SharedSummarizer,
+    metrics: Metrics,
+}
+
+impl OverspillActivities {
+    /// Activities over `store` with the reference's default limits and no model.
+    pub fn new(store: Arc<Store>) -> Self {
+        Self {
+            store,
+            limits: Arc::new(Limits::default()),
+            summarizer: SharedSummarizer::default(),
+            metrics: Metrics::default(),
+        }
+    }
+
+    /// Use `limits` for requests that carry no `config`.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = Arc::new(limits);
+        self
+    }
+
+    /// Summarize with `summarizer`.
+    pub fn with_summarizer(mut self, summarizer: SharedSummarizer) -> Self {
+        self.summarizer = summarizer;
+        self
+    }
+
+    /// Count reductions, spills and fallbacks in `metrics`.
+    pub fn with_metrics(mut self, metrics: Metrics) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// The store the activities spill to.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// Reduce one tool result (the body of [`REDUCE`], without Temporal).
+    ///
+    /// `workflow_run_id` fills a missing `run_id`. Errors are the typed activity failures.
+    pub async fn reduce_request(
+        &self,
+        mut request: ReduceRequest,
+        workflow_run_id: Option<&str>,
+    ) -> Result<ReduceResponse, Failure> {
+        let limits = request
+            .limits(&self.limits)
+            .map_err(|e| Failure::invalid_config(&e))?;
+        if request.tool_name.is_empty() {
+            return Err(Failure::invalid_input("tool_name", "must not be empty"));
+        }
+        if request.run_id.as_deref().is_none_or(str::is_empty) {
+            request.run_id = workflow_run_id.map(str::to_owned);
+        }
+        let call = request.call();
+        let result = request.into_result();
+        let probe = (result.return_value.clone(), result.content.clone());
+        let store = Watched::new(self.store.as_ref());
+        let summarizer = Watched::new(&self.summarizer);
+        let reduced = limits::reduce(&limits, &call, result, &store, &summarizer).await;
+
+        let failure = store.failure().or_else(|| summarizer.failure());
+        if let Some(failure) = failure {
+            self.metrics.fallback();
+            if exhausted_without_then(&limits, &call.tool_name, &probe, &reduced) {
+                return Err(failure);
+            }
+        }
+        self.metrics.reduced(reduced.kind);
+        if reduced.content_kind != ReductionKind::Passthrough {
+            self.metrics.reduced(reduced.content_kind);
+        }
+        if reduced.kind == ReductionKind::Spilled {
+            let bytes = reduced
+                .metadata
+                .as_ref()
+                .and_then(|m| m.get("overflow_bytes"))
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(0);
+            self.metrics.spilled(bytes);
+        }
+        Ok(reduced.into())
+    }
+
+    /// Spill one payload (the body of [`SPILL`], without Temporal).
+    pub async fn spill_request(
+        &self,
+        mut request: SpillRequest,
+        workflow_run_id: Option<&str>,
+    ) -> Result<SpillResponse, Failure> {
+        let limits = match request.config.take() {
+            Some(config) => Limits::from_value(config).map_err(|e| Failure::invalid_config(&e))?,
+            None => (*self.limits).clone(),
+        };
+        if !matches!(request.suffix.as_str(), "" | limits::CONTENT_SUFFIX) {
+            return Err(Failure::invalid_input(
+                "suffix",
+                "must be \"\" or \".content\"",
+            ));
+        }
+        if request.preview_chars < 0 {
+            return Err(Failure::invalid_input(
+                "preview_chars",
+                "preview_chars must be non-negative.",
+            ));
+        }
+        if request.run_id.as_deref().is_none_or(str::is_empty) {
+            request.run_id = workflow_run_id.map(str::to_owned);
+        }
+        let key = match request.key.take().filter(|k| !k.is_empty()) {
+            Some(key) => key,
+            None => request.call().spill_key(&request.suffix),
+        };
+        let unit = Unit::new(&request.output, &limits);
+        let data = unit.data();
+        let bytes = data.len() as u64;
+        let handle = self
+            .store
+            .write(&key, data)
+            .await
+            .map_err(|e| Failure::store(&e))?;
+        self.metrics.spilled(bytes);
+        Ok(SpillResponse {
+            preview: preview::spill_message(&unit, &handle, request.preview_chars, &limits),
+            shape: unit.sketch.clone(),
+            handle,
+            overflow_bytes: bytes,
+        })
+    }
+
+    /// Summarize one text (the body of [`SUMMARIZE`], without Temporal).
+    pub async fn summarize_request(
+        &self,
+        request: SummarizeRequest,
+    ) -> Result<SummarizeResponse, Failure> {
+        let template = request
+            .prompt
+            .as_deref()
+            .unwrap_or(&self.limits.summary_prompt);
+        prompt::fields(template).map_err(|e| Failure::invalid_input("prompt", e))?;
+        let rendered = prompt::render(template, &request.tool_name, &request.output);
+        let summary = self
+            .summarizer
+            .summarize(SummaryRequest {
+                tool_name: &request.tool_name,
+                output: &request.output,
+                prompt: &rendered,
+                model: request.model.as_deref(),
+            })
+            .await
+            .map_err(|e| Failure::model(&e))?;
+        self.metrics.reduced(ReductionKind::Summarized);
+        Ok(SummarizeResponse {
+            summary: pyfmt::py_strip(&summary.text).to_owned(),
+            usage: summary.usage,
+        })
+    }
+
+    /// Read a page back (the body of [`READ_TOOL_RESULT`], without Temporal).
+    pub async fn read_request(&self, request: ReadRequest) -> Result<ReadResponse, Failure> {
+        match read::read_tool_result(self.store.as_ref(), &request).await {
+            Ok(text) => Ok(ReadResponse(text)),
+            Err(ReadOutcomeError::Retry(retry)) => Err(Failure::model_retry(retry.to_string())),
+            Err(ReadOutcomeError::Store(e)) => Err(Failure::store(&e)),
+        }
+    }
+}
+
+/// Whether a failed store or model call left a unit unreduced because its action chain ran out
+/// (no `then`), as opposed to an explicit `Passthrough` fallback or a successful `then`.
+fn exhausted_without_then(
+    limits: &Limits,
+    tool_name: &str,
+    probe: &(ToolOutput, Option<serde_json::Value>),
+    reduced: &limits::Reduced,
+) -> bool {
+    let bands = limits.bands_for(tool_name);
+    let chain_exhausted = |output: &ToolOutput| {
+        let unit = Unit::new(output, limits);
+        limits::bands::select(bands, limits::measure::size(&unit, limits))
+            .is_some_and(|action| !ends_in_passthrough(action))
+    };
+    let value_stuck = reduced.kind == ReductionKind::Passthrough && chain_exhausted(&probe.0);
+    let content_stuck = reduced.content_kind == ReductionKind::Passthrough
+        && match &probe.1 {
+            Some(serde_json::Value::String(text)) => {
+                chain_exhausted(&ToolOutput::Text(text.clone()))
+            }
+            _ => false,
+        };
+    value_stuck || content_stuck
+}
+
+fn ends_in_passthrough(action: &Action) -> bool {
+    match action.then() {
+        Some(next) => ends_in_passthrough(next),
+        None => matches!(action, Action::Passthrough),
+    }
+}
+
+/// A store or summarizer that remembers its first failure, so the activity can tell a reduction
+/// that fell back from one that ran out of fallbacks.
+struct Watched<'a, T> {
+    inner: &'a T,
+    failure: Mutex<Option<Failure>>,
+}
+
+impl<'a, T> Watched<'a, T> {
+    fn new(inner: &'a T) -> Self {
+        Self {
+            inner,
+            failure: Mutex::new(None),
+        }
+    }
+
+    fn note(&self, failure: Failure) {
+        let mut slot = self.failure.lock().unwrap_or_else(|p| p.into_inner());
+        slot.get_or_insert(failure);
+    }
+
+    fn failure(&self) -> Option<Failure> {
+        self.failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+impl<T: SpillStore> SpillStore for Watched<'_, T> {
+    async fn write(&self, key: &str, data: Bytes) -> Result<String, StoreError> {
+        let result = self.inner.write(key, data).await;
+        if let Err(e) = &result {
+            self.note(Failure::store(e));
+        }
+        result
+    }
+    async fn read(&self, handle: &str) -> Result<Bytes, StoreError> {
+        self.inner.read(handle).await
+    }
+}
+
+impl<T: Summarizer> Summarizer for Watched<'_, T> {
+    async fn summarize(&self, request: SummaryRequest<'_>) -> Result<Summary, SummarizeError> {
+        let result = self.inner.summarize(request).await;
+        if let Err(e) = &result
+            && !matches!(e, SummarizeError::NotConfigured)
+        {
+            self.note(Failure::model(e));
+        }
+        result
+    }
+}

@@ -1,0 +1,78 @@
+//! The `#[activities]` registration: thin Temporal wrappers over [`OverspillActivities`]'s bodies.
+// The macro adds an undocumented associated constant per activity.
+#![allow(missing_docs)]
+
+use std::sync::Arc;
+
+use temporalio_macros::activities;
+use temporalio_sdk::activities::{ActivityContext, ActivityError};
+
+use super::types::{
+    ReadResponse, SpillRequest, SpillResponse, SummarizeRequest, SummarizeResponse,
+};
+use super::{Failure, Incoming, Outgoing, OverspillActivities, guard};
+use crate::api::{ReduceRequest, ReduceResponse};
+use crate::read::ReadRequest;
+
+#[activities]
+impl OverspillActivities {
+    /// `tool_output_limits.reduce`: measure, pick the band, truncate / spill / summarize.
+    #[activity(name = "tool_output_limits.reduce")]
+    pub async fn reduce(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: Incoming<ReduceRequest>,
+    ) -> Result<Outgoing<ReduceResponse>, ActivityError> {
+        let (request, encoding) = input.decode().map_err(Failure::into_activity_error)?;
+        let run_id = ctx.info().workflow_run_id.clone();
+        let work = self.reduce_request(request, run_id.as_deref());
+        let response = guard::guarded(&ctx, work)
+            .await?
+            .map_err(Failure::into_activity_error)?;
+        Ok(Outgoing::new(response, encoding))
+    }
+
+    /// `tool_output_limits.spill`: persist a payload under its key; handle, preview and shape.
+    #[activity(name = "tool_output_limits.spill")]
+    pub async fn spill(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: Incoming<SpillRequest>,
+    ) -> Result<Outgoing<SpillResponse>, ActivityError> {
+        let (request, encoding) = input.decode().map_err(Failure::into_activity_error)?;
+        let run_id = ctx.info().workflow_run_id.clone();
+        let work = self.spill_request(request, run_id.as_deref());
+        let response = guard::guarded(&ctx, work)
+            .await?
+            .map_err(Failure::into_activity_error)?;
+        Ok(Outgoing::new(response, encoding))
+    }
+
+    /// `tool_output_limits.summarize`: one model call; summary and usage.
+    #[activity(name = "tool_output_limits.summarize")]
+    pub async fn summarize(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: Incoming<SummarizeRequest>,
+    ) -> Result<Outgoing<SummarizeResponse>, ActivityError> {
+        let (request, encoding) = input.decode().map_err(Failure::into_activity_error)?;
+        let response = guard::guarded(&ctx, self.summarize_request(request))
+            .await?
+            .map_err(Failure::into_activity_error)?;
+        Ok(Outgoing::new(response, encoding))
+    }
+
+    /// `tool_output_limits.read_tool_result`: the bounded read-back, from any worker.
+    #[activity(name = "tool_output_limits.read_tool_result")]
+    pub async fn read_tool_result(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: Incoming<ReadRequest>,
+    ) -> Result<Outgoing<ReadResponse>, ActivityError> {
+        let (request, encoding) = input.decode().map_err(Failure::into_activity_error)?;
+        let response = guard::guarded(&ctx, self.read_request(request))
+            .await?
+            .map_err(Failure::into_activity_error)?;
+        Ok(Outgoing::new(response, encoding))
+    }
+}

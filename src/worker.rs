@@ -1,0 +1,323 @@
+//! The Temporal side of the worker: connection, task queue, concurrency, metrics and graceful
+//! shutdown. `overspill worker` and `overspill dev` are thin CLIs over this module.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), overspill::worker::WorkerError> {
+//! use std::sync::Arc;
+//! use overspill::activities::OverspillActivities;
+//! use overspill::worker::{Connect, WorkerSettings};
+//!
+//! let runtime = overspill::worker::runtime(None)?;
+//! let client = Connect::new("127.0.0.1:7233").client().await?;
+//! let store = Arc::new(overspill::store::Store::open(Some("memory://")).map_err(overspill::worker::WorkerError::setup)?);
+//! let acts = OverspillActivities::new(store).with_metrics(runtime.metrics.clone());
+//! let mut worker = WorkerSettings::default().build(&runtime, client, acts, |_| Ok(()))?;
+//! worker.run().await.map_err(overspill::worker::WorkerError::setup)?;
+//! # Ok(()) }
+//! ```
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use temporalio_client::{
+    Client, ClientOptions, ClientTlsOptions, Connection, ConnectionOptions, TlsOptions,
+};
+use temporalio_common::telemetry::metrics::CoreMeter;
+use temporalio_common::telemetry::{
+    PrometheusExporterOptions, TelemetryOptions, start_prometheus_metric_exporter,
+};
+use temporalio_sdk::runtime::RuntimeOptions;
+use temporalio_sdk::runtime::worker_tuner::{FixedSizeSlotSupplier, TunerHolder};
+use temporalio_sdk::{Runtime, Worker, WorkerOptions};
+
+use crate::activities::{DEFAULT_TASK_QUEUE, Metrics, OverspillActivities};
+
+/// Why the worker could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorkerError {
+    /// The Temporal server could not be reached or refused the connection.
+    #[error("cannot connect to Temporal at {address}: {source}")]
+    Connect {
+        /// The address tried.
+        address: String,
+        /// Why.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A setting, file or the SDK refused the configuration.
+    #[error("{0}")]
+    Setup(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl WorkerError {
+    /// Wrap any setup error.
+    pub fn setup(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self::Setup(e.into())
+    }
+}
+
+/// How to reach the Temporal server.
+#[derive(Debug, Clone, Default)]
+pub struct Connect {
+    /// `host:port` or a URL (`http://…`, `https://…`).
+    pub address: String,
+    /// The namespace (default `default`).
+    pub namespace: Option<String>,
+    /// An API key (Temporal Cloud); implies TLS.
+    pub api_key: Option<String>,
+    /// PEM client certificate for mTLS.
+    pub tls_cert: Option<PathBuf>,
+    /// PEM client key for mTLS.
+    pub tls_key: Option<PathBuf>,
+    /// PEM CA certificate of the server (default: the system roots).
+    pub tls_ca: Option<PathBuf>,
+    /// A custom identity (default `{pid}@{hostname}`).
+    pub identity: Option<String>,
+}
+
+impl Connect {
+    /// Connect to `address` with no TLS.
+    pub fn new(address: impl Into<String>) -> Self {
+        Self {
+            address: address.into(),
+            ..Self::default()
+        }
+    }
+
+    fn tls(&self) -> bool {
+        self.api_key.is_some()
+            || self.tls_cert.is_some()
+            || self.tls_ca.is_some()
+            || self.address.starts_with("https://")
+    }
+
+    /// The server URL.
+    pub fn url(&self) -> Result<url::Url, WorkerError> {
+        let address = if self.address.contains("://") {
+            self.address.clone()
+        } else if self.tls() {
+            format!("https://{}", self.address)
+        } else {
+            format!("http://{}", self.address)
+        };
+        url::Url::parse(&address).map_err(|e| WorkerError::Connect {
+            address: self.address.clone(),
+            source: Box::new(e),
+        })
+    }
+
+    /// Open a client.
+    pub async fn client(&self) -> Result<Client, WorkerError> {
+        let read = |p: &PathBuf| {
+            std::fs::read(p)
+                .map_err(|e| WorkerError::setup(format!("cannot read {}: {e}", p.display())))
+        };
+        let tls = if self.tls() {
+            let client_tls_options = match (&self.tls_cert, &self.tls_key) {
+                (Some(cert), Some(key)) => Some(
+                    ClientTlsOptions::builder()
+                        .client_cert(read(cert)?)
+                        .client_private_key(read(key)?)
+                        .build(),
+                ),
+                (None, None) => None,
+                _ => {
+                    return Err(WorkerError::setup(
+                        "--tls-cert and --tls-key must be given together",
+                    ));
+                }
+            };
+            Some(
+                TlsOptions::builder()
+                    .maybe_server_root_ca_cert(self.tls_ca.as_ref().map(read).transpose()?)
+                    .maybe_client_tls_options(client_tls_options)
+                    .build(),
+            )
+        } else {
+            None
+        };
+        let options = ConnectionOptions::new(self.url()?)
+            .maybe_tls_options(tls)
+            .maybe_api_key(self.api_key.clone())
+            .maybe_identity(self.identity.clone())
+            .build();
+        let connection = Connection::connect(options)
+            .await
+            .map_err(|e| WorkerError::Connect {
+                address: self.address.clone(),
+                source: Box::new(e),
+            })?;
+        let namespace = self.namespace.clone().unwrap_or_else(|| "default".into());
+        Client::new(connection, ClientOptions::new(namespace).build()).map_err(WorkerError::setup)
+    }
+}
+
+/// The SDK runtime with Overspill's metrics (exported with the SDK's on one Prometheus endpoint).
+pub struct WorkerRuntime {
+    /// The SDK runtime.
+    pub runtime: Runtime,
+    /// Overspill's counters (no-op without a metrics address).
+    pub metrics: Metrics,
+    /// Where the Prometheus endpoint listens, if any.
+    pub metrics_addr: Option<SocketAddr>,
+}
+
+impl std::ops::Deref for WorkerRuntime {
+    type Target = Runtime;
+    fn deref(&self) -> &Runtime {
+        &self.runtime
+    }
+}
+
+/// A runtime on the current tokio runtime; with `metrics_addr`, a Prometheus endpoint there
+/// (`/metrics`) serving the SDK's metrics and Overspill's.
+pub fn runtime(metrics_addr: Option<SocketAddr>) -> Result<WorkerRuntime, WorkerError> {
+    let (telemetry, metrics, bound) = match metrics_addr {
+        Some(addr) => {
+            let server = start_prometheus_metric_exporter(
+                PrometheusExporterOptions::builder()
+                    .socket_addr(addr)
+                    .build(),
+            )
+            .map_err(|e| WorkerError::setup(format!("cannot serve metrics on {addr}: {e}")))?;
+            let meter: Arc<dyn CoreMeter> = server.meter.clone();
+            let telemetry = TelemetryOptions::builder().metrics(meter.clone()).build();
+            (telemetry, Metrics::new(&meter), Some(server.bound_addr))
+        }
+        None => (TelemetryOptions::default(), Metrics::default(), None),
+    };
+    let options = RuntimeOptions::builder()
+        .telemetry_options(telemetry)
+        .build()
+        .map_err(WorkerError::setup)?;
+    let runtime = Runtime::from_current_tokio(options).map_err(WorkerError::setup)?;
+    Ok(WorkerRuntime {
+        runtime,
+        metrics,
+        metrics_addr: bound,
+    })
+}
+
+/// What one worker serves.
+#[derive(Debug, Clone)]
+pub struct WorkerSettings {
+    /// The task queue (default `tool-output-limits`).
+    pub task_queue: String,
+    /// Activity tasks run at once (default 100).
+    pub max_concurrent_activities: usize,
+    /// Workflow tasks run at once (default 100).
+    pub max_concurrent_workflow_tasks: usize,
+    /// How long a shutdown waits for running activities before cancelling them.
+    pub graceful_shutdown: std::time::Duration,
+}
+
+impl Default for WorkerSettings {
+    fn default() -> Self {
+        Self {
+            task_queue: DEFAULT_TASK_QUEUE.into(),
+            max_concurrent_activities: 100,
+            max_concurrent_workflow_tasks: 100,
+            graceful_shutdown: std::time::Duration::from_secs(30),
+        }
+    }
+}
+
+impl WorkerSettings {
+    /// A worker serving `activities`; `extend` may register workflows or interceptors.
+    pub fn build(
+        &self,
+        runtime: &Runtime,
+        client: Client,
+        activities: OverspillActivities,
+        extend: impl FnOnce(&mut WorkerOptions) -> Result<(), WorkerError>,
+    ) -> Result<Worker, WorkerError> {
+        let tuner = TunerHolder::builder()
+            .workflow_task_slot_supplier(FixedSizeSlotSupplier::new(
+                self.max_concurrent_workflow_tasks.max(2),
+            ))
+            .activity_task_slot_supplier(FixedSizeSlotSupplier::new(
+                self.max_concurrent_activities.max(1),
+            ))
+            .local_activity_task_slot_supplier(FixedSizeSlotSupplier::new(
+                self.max_concurrent_activities.max(1),
+            ))
+            .nexus_task_slot_supplier(FixedSizeSlotSupplier::new(1))
+            .build();
+        let mut options = WorkerOptions::new(self.task_queue.clone())
+            .tuner(tuner)
+            .graceful_shutdown_period(self.graceful_shutdown)
+            .register_activities(activities)
+            .build();
+        extend(&mut options)?;
+        Worker::new(runtime, client, options).map_err(WorkerError::setup)
+    }
+}
+
+/// Run `worker` until it fails or `stop` resolves; then shut down gracefully (polls stop at once,
+/// running activities get the graceful period).
+pub async fn run_until(
+    worker: &mut Worker,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<(), WorkerError> {
+    use futures::future::{Either, select};
+    let shutdown = worker.shutdown_handle();
+    let run = std::pin::pin!(worker.run());
+    let stop = std::pin::pin!(stop);
+    let result = match select(run, stop).await {
+        Either::Left((result, _)) => result,
+        Either::Right(((), run)) => {
+            tracing::info!("shutting down: finishing running activities");
+            shutdown();
+            run.await
+        }
+    };
+    result.map_err(WorkerError::setup)
+}
+
+/// Resolves on SIGTERM or Ctrl-C (SIGINT).
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = match signal(SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Log format for [`init_logging`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Install the `tracing` subscriber: `RUST_LOG` filters (default `info`), to stderr.
+pub fn init_logging(format: LogFormat) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}

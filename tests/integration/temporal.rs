@@ -1,0 +1,540 @@
+//! The activities, worker and workflows against a real Temporal dev server.
+//!
+//! The server comes from `deploy/temporal.sh` (`TEMPORAL_ADDRESS` from `.deploy/temporal.env`);
+//! when `TEMPORAL_ADDRESS` is unset the tests run that script themselves. Every test runs its own
+//! in-process worker on its own task queue, so the tests run concurrently against one server.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use overspill::activities::OverspillActivities;
+use overspill::store::Store;
+use overspill::worker::{Connect, WorkerSettings};
+use overspill::workflows::{AgentLoop, AgentLoopInput, ExampleTools, ReduceToolOutput};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use temporalio_client::{Client, WorkflowGetResultOptions, WorkflowStartOptions};
+use temporalio_common::UntypedActivity;
+use temporalio_common::data_converters::RawValue;
+use temporalio_common::error::ApplicationFailure;
+use temporalio_common::protos::temporal::api::common::v1::Payload;
+use temporalio_common::protos::temporal::api::failure::v1::failure::FailureInfo;
+use temporalio_macros::{workflow, workflow_methods};
+use temporalio_sdk::activities::ActivityError;
+use temporalio_sdk::interceptors::{
+    ActivityInboundInterceptor, ExecuteActivityInput, ExecuteActivityOutput, Next,
+};
+use temporalio_sdk::{WorkflowContext, WorkflowResult};
+
+/// `TEMPORAL_ADDRESS`, starting the dev server with `deploy/temporal.sh` if it is unset.
+pub(crate) fn temporal_address() -> String {
+    if let Ok(address) = std::env::var("TEMPORAL_ADDRESS") {
+        return address;
+    }
+    static STARTED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    STARTED
+        .get_or_init(|| {
+            let root = env!("CARGO_MANIFEST_DIR");
+            let status = std::process::Command::new(format!("{root}/deploy/temporal.sh"))
+                .status()
+                .expect("run deploy/temporal.sh");
+            assert!(status.success(), "deploy/temporal.sh failed");
+            let env = std::fs::read_to_string(format!("{root}/.deploy/temporal.env"))
+                .expect("read .deploy/temporal.env");
+            env.lines()
+                .find_map(|l| l.strip_prefix("export TEMPORAL_ADDRESS="))
+                .expect("TEMPORAL_ADDRESS in temporal.env")
+                .trim()
+                .to_owned()
+        })
+        .clone()
+}
+
+/// A unique name for this process and purpose.
+pub(crate) fn unique(what: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{what}-{}-{nanos:08x}", std::process::id())
+}
+
+/// Probe results: what an activity call returned or how it failed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Outcome {
+    ok: Option<Value>,
+    error_type: Option<String>,
+    non_retryable: bool,
+    message: String,
+    retry_state: i32,
+}
+
+/// One activity call by name with a `json/plain` input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Probe {
+    activity: String,
+    input: Value,
+}
+
+/// Calls activities by name (as another language would) and reports outcomes as data.
+#[workflow]
+#[derive(Default)]
+pub(crate) struct ProbeWorkflow;
+
+#[workflow_methods]
+impl ProbeWorkflow {
+    #[run(name = "OverspillProbe")]
+    pub(crate) async fn run(
+        ctx: &mut WorkflowContext<Self>,
+        probes: Vec<Probe>,
+    ) -> WorkflowResult<Vec<Outcome>> {
+        let mut outcomes = Vec::new();
+        for probe in probes {
+            let payload = Payload {
+                metadata: HashMap::from([("encoding".to_owned(), b"json/plain".to_vec())]),
+                data: serde_json::to_vec(&probe.input).unwrap_or_default(),
+                external_payloads: vec![],
+            };
+            let result = ctx
+                .execute_activity(
+                    UntypedActivity::new(probe.activity),
+                    RawValue::new(vec![payload]),
+                    overspill::workflows::activity_options(),
+                )
+                .await;
+            outcomes.push(match result {
+                Ok(raw) => Outcome {
+                    ok: raw
+                        .payloads
+                        .first()
+                        .and_then(|p| serde_json::from_slice(&p.data).ok()),
+                    ..Outcome::default()
+                },
+                Err(e) => {
+                    let mut outcome = Outcome {
+                        message: e.to_string(),
+                        ..Outcome::default()
+                    };
+                    if let Some(failure) = e.failure() {
+                        if let Some(FailureInfo::ActivityFailureInfo(info)) = &failure.failure_info
+                        {
+                            outcome.retry_state = info.retry_state;
+                        }
+                        if let Some(cause) = &failure.cause {
+                            outcome.message = cause.message.clone();
+                            if let Some(FailureInfo::ApplicationFailureInfo(info)) =
+                                &cause.failure_info
+                            {
+                                outcome.error_type = Some(info.r#type.clone());
+                                outcome.non_retryable = info.non_retryable;
+                            }
+                        }
+                    }
+                    outcome
+                }
+            });
+        }
+        Ok(outcomes)
+    }
+}
+
+/// Fails the first attempt of a spill for tool `flaky` *after* the write succeeded, as a worker
+/// crash right after the write would.
+struct FailAfterWrite;
+
+impl ActivityInboundInterceptor for FailAfterWrite {
+    fn execute_activity<'a>(
+        &'a self,
+        input: ExecuteActivityInput,
+        next: Next<'a, ExecuteActivityInput, ExecuteActivityOutput<'a>>,
+    ) -> ExecuteActivityOutput<'a> {
+        let info = input.activity_info();
+        let inject = info.activity_type == overspill::activities::SPILL
+            && info.attempt == 1
+            && info
+                .workflow_id
+                .as_deref()
+                .is_some_and(|id| id.starts_with("flaky-"));
+        Box::pin(async move {
+            let out = next.run(input).await;
+            if inject && out.is_ok() {
+                return Err(ActivityError::application(ApplicationFailure::new(
+                    "injected failure after the write",
+                )));
+            }
+            out
+        })
+    }
+}
+
+/// A worker on its own task queue over a `file://` store in a temp dir, serving the activities,
+/// the Rust workflows, the example tools and the probe workflow.
+pub(crate) struct TestWorker {
+    pub(crate) client: Client,
+    pub(crate) task_queue: String,
+    pub(crate) store: Arc<Store>,
+    _dir: tempfile::TempDir,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl TestWorker {
+    pub(crate) async fn start(name: &str) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = format!("file://{}", dir.path().display());
+        let store = Arc::new(Store::open(Some(&url)).expect("open store"));
+        let task_queue = unique(name);
+        let address = temporal_address();
+        let client = Connect::new(address.clone())
+            .client()
+            .await
+            .expect("connect to Temporal");
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+        let thread_store = store.clone();
+        let thread_queue = task_queue.clone();
+        // The worker is not Send: it runs on its own thread and runtime.
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let runtime = overspill::worker::runtime(None).expect("sdk runtime");
+                let client = Connect::new(address).client().await.expect("connect");
+                let activities = OverspillActivities::new(thread_store);
+                let tools = ExampleTools::new(activities.clone());
+                let settings = WorkerSettings {
+                    task_queue: thread_queue,
+                    graceful_shutdown: Duration::from_secs(1),
+                    ..WorkerSettings::default()
+                };
+                let mut worker = settings
+                    .build(&runtime, client, activities, |o| {
+                        overspill::workflows::register(o)?;
+                        o.register_activities(tools);
+                        o.activity_inbound_interceptor(FailAfterWrite);
+                        o.register_workflow::<ProbeWorkflow>()
+                            .map_err(overspill::worker::WorkerError::setup)?;
+                        Ok(())
+                    })
+                    .expect("build worker");
+                let _ = ready_tx.send(());
+                let stop = async {
+                    let _ = stop_rx.await;
+                };
+                overspill::worker::run_until(&mut worker, stop)
+                    .await
+                    .expect("worker run");
+            });
+        });
+        let _ = ready_rx.recv_timeout(Duration::from_secs(30));
+        Self {
+            client,
+            task_queue,
+            store,
+            _dir: dir,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// Start `W` with `input` under `workflow_id` and wait for its result.
+    pub(crate) async fn run<W, I, O>(
+        &self,
+        run: W,
+        input: I,
+        workflow_id: &str,
+    ) -> Result<O, String>
+    where
+        W: temporalio_common::HasWorkflowDefinition<Input = I, Output = O>,
+        I: temporalio_common::data_converters::TemporalSerializable + Send + 'static,
+        O: temporalio_common::data_converters::TemporalDeserializable + Send + 'static,
+    {
+        let handle = self
+            .client
+            .start_workflow(
+                run,
+                input,
+                WorkflowStartOptions::new(self.task_queue.clone(), workflow_id.to_owned())
+                    .execution_timeout(Duration::from_secs(120))
+                    .build(),
+            )
+            .await
+            .map_err(|e| format!("start: {e}"))?;
+        handle
+            .get_result(WorkflowGetResultOptions::default())
+            .await
+            .map_err(|e| format!("{e:?}"))
+    }
+
+    pub(crate) async fn probe(&self, probes: Vec<Probe>) -> Vec<Outcome> {
+        let id = unique("probe");
+        self.run(ProbeWorkflow::run, probes, &id)
+            .await
+            .expect("probe workflow")
+    }
+}
+
+impl Drop for TestWorker {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn probe(activity: &str, input: Value) -> Probe {
+    Probe {
+        activity: activity.into(),
+        input,
+    }
+}
+
+fn big(n: usize) -> String {
+    (0..n)
+        .map(|i| format!("line {i:06} of the tool output\n"))
+        .collect()
+}
+
+/// Every activity by name from a Rust workflow, `json/plain` in and out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn activities_called_by_name_from_a_rust_workflow() {
+    let w = TestWorker::start("acts").await;
+    let text = big(1_000); // 31,000 chars: over the default 10,000 band
+    let out = w
+        .probe(vec![
+            probe(
+                "tool_output_limits.reduce",
+                json!({"tool_name": "cat", "run_id": "run-1", "tool_call_id": "call-1",
+                       "output": {"text": text}}),
+            ),
+            probe(
+                "tool_output_limits.read_tool_result",
+                json!({"handle": "run-1/call-1.0", "offset": 0, "limit": 2}),
+            ),
+            probe(
+                "tool_output_limits.spill",
+                json!({"tool_name": "cat", "tool_call_id": "call-2", "output": {"json": {"rows": [1, 2], "ok": true}}}),
+            ),
+            probe(
+                "tool_output_limits.summarize",
+                json!({"tool_name": "cat", "output": "hello"}),
+            ),
+            probe(
+                "tool_output_limits.reduce",
+                json!({"tool_name": "cat", "output": {"text": "small"}}),
+            ),
+        ])
+        .await;
+
+    let reduced = out[0].ok.as_ref().expect("reduce ok");
+    assert_eq!(reduced["kind"], "spilled");
+    assert_eq!(reduced["metadata"]["overflow_handle"], "run-1/call-1.0");
+    assert_eq!(reduced["metadata"]["overflow_bytes"], 31_000);
+    let visible = reduced["return_value"]["text"].as_str().expect("text");
+    assert!(
+        visible.starts_with("[Tool output too large (31,000 chars); stored to handle 'run-1/call-1.0'. Read it with read_tool_result(handle='run-1/call-1.0', offset=0, limit=200, from_end=False, pattern=None).]\n"),
+        "{visible}"
+    );
+    assert_eq!(
+        out[1].ok,
+        Some(json!(
+            "[handle 'run-1/call-1.0': 1,000 matching line(s); showing 2]\nline 000000 of the tool output\nline 000001 of the tool output"
+        ))
+    );
+    let spilled = out[2].ok.as_ref().expect("spill ok");
+    // No run_id in the request: the calling workflow's run id keys the spill.
+    let handle = spilled["handle"].as_str().expect("handle");
+    assert!(handle.ends_with("/call-2.0"), "{handle}");
+    assert_ne!(handle, "run/call-2.0");
+    assert_eq!(spilled["shape"], "{'rows': list, 'ok': bool}");
+    // No model configured: summarize fails without retries.
+    assert_eq!(
+        out[3].error_type.as_deref(),
+        Some("ModelRejected"),
+        "{:?}",
+        out[3]
+    );
+    assert!(out[3].non_retryable);
+    assert_eq!(
+        out[4].ok.as_ref().map(|r| &r["kind"]),
+        Some(&json!("passthrough"))
+    );
+    assert_eq!(
+        out[4].ok.as_ref().map(|r| &r["return_value"]),
+        Some(&json!({"text": "small"}))
+    );
+    let listed = w.store.list(None).await.expect("list");
+    assert_eq!(listed.len(), 2, "{listed:?}");
+}
+
+/// Invalid config and input fail fast: non-retryable, typed, naming the field; bad read
+/// arguments are a non-retryable ModelRetry with the reference's message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_config_and_input_fail_without_retries() {
+    let w = TestWorker::start("invalid").await;
+    let started = std::time::Instant::now();
+    let out = w
+        .probe(vec![
+            probe(
+                "tool_output_limits.reduce",
+                json!({"tool_name": "cat", "output": {"text": "x"},
+                       "config": {"bands": [{"over": -1, "action": {"type": "truncate"}}]}}),
+            ),
+            probe(
+                "tool_output_limits.reduce",
+                json!({"tool_name": "cat", "output": {"text": "x"},
+                       "config": {"bands": [{"over": 1, "action": {"type": "truncate", "max_chars": "ten"}}]}}),
+            ),
+            probe("tool_output_limits.reduce", json!({"tool_name": "cat"})),
+            probe(
+                "tool_output_limits.reduce",
+                json!({"tool_name": "cat", "output": {"text": "x"}, "bogus": 1}),
+            ),
+            probe(
+                "tool_output_limits.read_tool_result",
+                json!({"handle": "run/call.0", "offset": -1}),
+            ),
+            probe(
+                "tool_output_limits.read_tool_result",
+                json!({"handle": "run/call.0", "limit": 0}),
+            ),
+            probe(
+                "tool_output_limits.read_tool_result",
+                json!({"handle": "../etc/passwd"}),
+            ),
+        ])
+        .await;
+    assert!(started.elapsed() < Duration::from_secs(20), "retried?");
+    for o in &out[..6] {
+        assert!(o.non_retryable, "{o:?}");
+        // RETRY_STATE_NON_RETRYABLE_FAILURE
+        assert_eq!(o.retry_state, 2, "{o:?}");
+    }
+    assert_eq!(out[0].error_type.as_deref(), Some("InvalidConfig"));
+    assert!(
+        out[0].message.contains("config.bands[0].over"),
+        "{}",
+        out[0].message
+    );
+    assert!(out[0].message.contains("Band.over must be non-negative."));
+    assert_eq!(out[1].error_type.as_deref(), Some("InvalidConfig"));
+    // serde cannot see inside the internally tagged `action`: the path stops there.
+    assert!(
+        out[1].message.contains("config.bands[0].action"),
+        "{}",
+        out[1].message
+    );
+    assert_eq!(out[2].error_type.as_deref(), Some("InvalidInput"));
+    assert!(out[2].message.contains("output"), "{}", out[2].message);
+    assert_eq!(out[3].error_type.as_deref(), Some("InvalidInput"));
+    assert!(out[3].message.contains("bogus"), "{}", out[3].message);
+    assert_eq!(out[4].error_type.as_deref(), Some("ModelRetry"));
+    assert_eq!(out[4].message, "`offset` must be >= 0.");
+    assert_eq!(out[5].error_type.as_deref(), Some("ModelRetry"));
+    assert_eq!(out[5].message, "`limit` must be >= 1.");
+    let refused = out[6]
+        .ok
+        .as_ref()
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    assert!(
+        refused.starts_with("[No stored tool result for handle '../etc/passwd'."),
+        "{refused}"
+    );
+}
+
+/// A spill whose first attempt fails after the write is retried: same handle, one object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_after_write_gives_the_same_handle_and_one_object() {
+    let w = TestWorker::start("flaky").await;
+    let id = unique("flaky-wf");
+    let request = json!({"tool_name": "cat", "tool_call_id": "call-9",
+        "output": {"text": big(500)}, "config": {"bands": [{"over": 100, "action": {"type": "spill"}}]}});
+    let request: overspill::api::ReduceRequest = serde_json::from_value(request).expect("request");
+    let response = w
+        .run(ReduceToolOutput::run, request, &id)
+        .await
+        .expect("ReduceToolOutput completes");
+    let handle = response.metadata.as_ref().expect("metadata")["overflow_handle"]
+        .as_str()
+        .expect("handle")
+        .to_owned();
+    assert!(handle.ends_with("/call-9.0"), "{handle}");
+    let listed = w.store.list(None).await.expect("list");
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0].size, 15_500);
+    // The history shows the injected failure and the retry.
+    let events = w
+        .client
+        .get_workflow_handle::<ReduceToolOutput>(id.clone())
+        .fetch_history(Default::default())
+        .into_events()
+        .await
+        .expect("history");
+    let attempts: Vec<i32> = events
+        .iter()
+        .filter_map(|e| match &e.attributes {
+            Some(temporalio_common::protos::temporal::api::history::v1::history_event::Attributes::ActivityTaskStartedEventAttributes(a)) => Some(a.attempt),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        attempts,
+        vec![2],
+        "the started event records the last attempt"
+    );
+}
+
+/// The agent loop: the self-reducing tool keeps megabytes out of history; read-back works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_loop_keeps_large_outputs_out_of_history() {
+    let w = TestWorker::start("agent").await;
+    let id = unique("agent");
+    let out = w
+        .run(
+            AgentLoop::run,
+            AgentLoopInput {
+                log_lines: 50_000,
+                file_lines: 500,
+                config: None,
+            },
+            &id,
+        )
+        .await
+        .expect("agent loop");
+    assert_eq!(out.turns.len(), 3);
+    let handle = format!("{id}/call-1.0");
+    assert_eq!(out.turns[0].handle.as_deref(), Some(handle.as_str()));
+    assert!(
+        out.turns[0]
+            .model_visible
+            .starts_with("[Tool output too large (")
+    );
+    assert!(
+        out.turns[1].model_visible.starts_with(&format!(
+            "[handle '{handle}': 50 matching line(s); showing 5]\nERROR step"
+        )),
+        "{}",
+        out.turns[1].model_visible
+    );
+    assert_eq!(
+        out.turns[2].handle.as_deref(),
+        Some(format!("{id}/call-3.0").as_str())
+    );
+    let history = w
+        .client
+        .get_workflow_handle::<AgentLoop>(id)
+        .fetch_history(Default::default())
+        .into_events()
+        .await
+        .expect("history");
+    let size: usize = history.iter().map(prost::Message::encoded_len).sum();
+    assert!(size < 200_000, "history is {size} bytes");
+}

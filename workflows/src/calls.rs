@@ -1,0 +1,130 @@
+//! How workflow code calls Overspill's activities: typed definitions by name, default options,
+//! and engine adapters ([`ActivityStore`], [`ActivitySummarizer`]) that turn the engine's spill
+//! and summarize into activity calls.
+// The macro adds an undocumented associated constant per activity definition.
+#![allow(missing_docs)]
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use temporalio_common::RetryPolicy;
+use temporalio_macros::activity_definitions;
+use temporalio_sdk::activities::ActivityError;
+use temporalio_sdk::{ActivityOptions, WorkflowContext};
+
+use crate::activities::types::{SpillRequest, SpillResponse, SummarizeRequest, SummarizeResponse};
+use crate::api::{ReduceRequest, ReduceResponse};
+use crate::limits::{
+    SpillStore, StoreError, SummarizeError, Summarizer, Summary, SummaryRequest, ToolOutput,
+};
+use crate::read::ReadRequest;
+
+/// The `tool_output_limits.*` activities, as workflow code calls them (`json/plain`).
+pub struct Overspill;
+
+#[activity_definitions]
+impl Overspill {
+    /// `tool_output_limits.reduce`.
+    #[activity(name = "tool_output_limits.reduce")]
+    pub fn reduce(_request: ReduceRequest) -> Result<ReduceResponse, ActivityError> {
+        unimplemented!()
+    }
+
+    /// `tool_output_limits.spill`.
+    #[activity(name = "tool_output_limits.spill")]
+    pub fn spill(_request: SpillRequest) -> Result<SpillResponse, ActivityError> {
+        unimplemented!()
+    }
+
+    /// `tool_output_limits.summarize`.
+    #[activity(name = "tool_output_limits.summarize")]
+    pub fn summarize(_request: SummarizeRequest) -> Result<SummarizeResponse, ActivityError> {
+        unimplemented!()
+    }
+
+    /// `tool_output_limits.read_tool_result`.
+    #[activity(name = "tool_output_limits.read_tool_result")]
+    pub fn read_tool_result(_request: ReadRequest) -> Result<String, ActivityError> {
+        unimplemented!()
+    }
+}
+
+/// Options for Overspill's activities: 60 s per attempt, 2 minutes in all, 10 s heartbeats,
+/// backoff from 200 ms. A store outage that outlasts them fails the call, and the engine runs the
+/// action's `then`.
+pub fn activity_options() -> ActivityOptions {
+    ActivityOptions::with_start_to_close_timeout(Duration::from_secs(60))
+        .schedule_to_start_timeout(Duration::from_secs(120))
+        .heartbeat_timeout(Duration::from_secs(10))
+        .retry_policy(
+            RetryPolicy::builder()
+                .initial_interval(Duration::from_millis(200))
+                .backoff_coefficient(2.0)
+                .maximum_interval(Duration::from_secs(10))
+                .maximum_attempts(5)
+                .build(),
+        )
+        .build()
+}
+
+/// The engine's spill store inside workflow code: every write is a `tool_output_limits.spill`
+/// activity keyed by the engine's key, so the handle is journaled and a replay reuses it.
+pub(crate) struct ActivityStore<'a, W> {
+    pub(crate) ctx: &'a WorkflowContext<W>,
+    pub(crate) tool_name: &'a str,
+}
+
+impl<W> SpillStore for ActivityStore<'_, W> {
+    async fn write(&self, key: &str, data: Bytes) -> Result<String, StoreError> {
+        let output = match String::from_utf8(data.to_vec()) {
+            Ok(text) => ToolOutput::Text(text),
+            Err(_) => ToolOutput::Bytes(data),
+        };
+        let request = SpillRequest {
+            tool_name: self.tool_name.to_owned(),
+            run_id: None,
+            tool_call_id: None,
+            retry: 0,
+            suffix: String::new(),
+            key: Some(key.to_owned()),
+            output,
+            preview_chars: 0,
+            config: None,
+        };
+        self.ctx
+            .execute_activity(Overspill::spill, request, activity_options())
+            .await
+            .map(|response| response.handle)
+            .map_err(|e| StoreError::Backend(e.to_string().into()))
+    }
+
+    async fn read(&self, handle: &str) -> Result<Bytes, StoreError> {
+        Err(StoreError::NotFound {
+            handle: handle.to_owned(),
+        })
+    }
+}
+
+/// The engine's summarizer inside workflow code: one `tool_output_limits.summarize` activity.
+pub(crate) struct ActivitySummarizer<'a, W> {
+    pub(crate) ctx: &'a WorkflowContext<W>,
+}
+
+impl<W> Summarizer for ActivitySummarizer<'_, W> {
+    async fn summarize(&self, request: SummaryRequest<'_>) -> Result<Summary, SummarizeError> {
+        let request = SummarizeRequest {
+            tool_name: request.tool_name.to_owned(),
+            output: request.output.to_owned(),
+            model: request.model.map(str::to_owned),
+            prompt: None,
+        };
+        self.ctx
+            .execute_activity(Overspill::summarize, request, activity_options())
+            .await
+            .map(|r| Summary {
+                text: r.summary,
+                usage: r.usage,
+            })
+            .map_err(|e| SummarizeError::Unavailable(e.to_string()))
+    }
+}

@@ -1,0 +1,48 @@
+//! `ReduceToolOutput`: the reduce pipeline as a workflow, startable as a child from any language.
+// The workflow macros add an undocumented associated constant.
+#![allow(missing_docs)]
+
+use temporalio_common::error::ApplicationFailure;
+use temporalio_macros::{workflow, workflow_methods};
+use temporalio_sdk::{WorkflowContext, WorkflowResult};
+
+use super::calls::{ActivityStore, ActivitySummarizer};
+use crate::api::{ReduceRequest, ReduceResponse};
+use crate::limits::{self, Limits};
+
+/// Reduce one tool result: measure, band and truncate in workflow code (deterministic, no
+/// activity), spill and summarize through activities. Input and output are the
+/// `tool_output_limits.reduce` JSON; `run_id` defaults to this workflow's run id.
+#[workflow]
+#[derive(Default)]
+pub struct ReduceToolOutput;
+
+#[workflow_methods]
+impl ReduceToolOutput {
+    /// Run the reduction.
+    #[run(name = "ReduceToolOutput")]
+    pub async fn run(
+        ctx: &mut WorkflowContext<Self>,
+        mut request: ReduceRequest,
+    ) -> WorkflowResult<ReduceResponse> {
+        let limits = request.limits(&Limits::default()).map_err(|e| {
+            ApplicationFailure::builder(Box::new(e))
+                .type_name("InvalidConfig".to_owned())
+                .non_retryable(true)
+                .build()
+        })?;
+        if request.run_id.as_deref().is_none_or(str::is_empty) {
+            request.run_id = Some(ctx.run_id().to_owned());
+        }
+        let call = request.call();
+        let ctx: &WorkflowContext<Self> = ctx;
+        let store = ActivityStore {
+            ctx,
+            tool_name: &call.tool_name,
+        };
+        let summarizer = ActivitySummarizer { ctx };
+        let reduced =
+            limits::reduce(&limits, &call, request.into_result(), &store, &summarizer).await;
+        Ok(reduced.into())
+    }
+}

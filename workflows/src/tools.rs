@@ -1,0 +1,108 @@
+//! Example tool activities for [`super::AgentLoop`]. `generate_logs` reduces its own output
+//! inside the activity, so the multi-megabyte text never enters workflow history; `list_files`
+//! returns its output as is and the workflow passes it through `tool_output_limits.reduce`.
+// The macro adds an undocumented associated constant per activity.
+#![allow(missing_docs)]
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use temporalio_macros::activities;
+use temporalio_sdk::activities::{ActivityContext, ActivityError};
+
+use crate::activities::{Failure, OverspillActivities};
+use crate::api::{ReduceRequest, ReduceResponse};
+use crate::limits::ToolOutput;
+
+/// A tool call from the scripted model.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ToolRequest {
+    /// The agent run (spill key's first segment).
+    pub run_id: Option<String>,
+    /// The model's tool call id.
+    pub tool_call_id: Option<String>,
+    /// The tool call's retry.
+    pub retry: u32,
+    /// How many lines of output to produce.
+    pub lines: u64,
+    /// Limits for the self-reduction (default: the worker's).
+    pub config: Option<Value>,
+}
+
+/// The example tools, reducing through `overspill`.
+#[derive(Debug, Clone)]
+pub struct ExampleTools {
+    overspill: OverspillActivities,
+}
+
+impl ExampleTools {
+    /// Tools that reduce their outputs with `overspill`.
+    pub fn new(overspill: OverspillActivities) -> Self {
+        Self { overspill }
+    }
+}
+
+/// A deterministic build log of `lines` lines, with an `ERROR` every 997 lines.
+pub fn build_log(lines: u64) -> String {
+    let mut out = String::with_capacity(lines as usize * 64);
+    for i in 0..lines {
+        let level = if i % 997 == 996 { "ERROR" } else { "INFO " };
+        let _ = writeln!(
+            out,
+            "{level} step {i:>8}: compiled unit {:08x} in {:>4} ms",
+            i.wrapping_mul(2_654_435_761) & 0xffff_ffff,
+            (i * 37) % 1000
+        );
+    }
+    out
+}
+
+#[activities]
+impl ExampleTools {
+    /// `overspill.example.generate_logs`: a multi-megabyte build log, reduced before returning.
+    #[activity(name = "overspill.example.generate_logs")]
+    pub async fn generate_logs(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        request: ToolRequest,
+    ) -> Result<ReduceResponse, ActivityError> {
+        let text = build_log(request.lines);
+        let reduce = ReduceRequest {
+            tool_name: "generate_logs".into(),
+            tool_kind: None,
+            run_id: request.run_id,
+            tool_call_id: request.tool_call_id,
+            retry: request.retry,
+            output: ToolOutput::Text(text),
+            content: None,
+            metadata: None,
+            envelope: false,
+            config: request.config,
+        };
+        let run_id = ctx.info().workflow_run_id.clone();
+        let work = self.overspill.reduce_request(reduce, run_id.as_deref());
+        crate::activities::guarded(&ctx, work)
+            .await?
+            .map_err(Failure::into_activity_error)
+    }
+
+    /// `overspill.example.list_files`: a directory listing, returned unreduced.
+    #[activity(name = "overspill.example.list_files")]
+    pub async fn list_files(
+        _ctx: ActivityContext,
+        request: ToolRequest,
+    ) -> Result<String, ActivityError> {
+        let mut out = String::new();
+        for i in 0..request.lines {
+            let _ = writeln!(
+                out,
+                "src/module_{i:05}/lib.rs\t{} bytes",
+                (i * 7919) % 100_000
+            );
+        }
+        Ok(out)
+    }
+}
