@@ -117,10 +117,27 @@ impl<T: SummaryModel> SummaryModel for &T {
 /// line boundaries into chunks of at most `budget.max_chars` characters (a longer line is cut);
 /// each chunk is summarized with the same prompt around it, and the stripped summaries, joined by
 /// a blank line, are summarized once more (chunked again while still over budget, up to 4
-/// levels). `on_chunk` runs after every finished chunk with the progress so far; pass the last
-/// one back as `resume` and only the unfinished chunks are summarized. A `resume` that does not
+/// levels). `on_chunk` runs after every finished chunk with the progress so far, and the future
+/// it returns is awaited before the next chunk (an activity records its heartbeat there); pass
+/// the last progress back as `resume` and only the unfinished chunks are summarized. A `resume` that does not
 /// fit this request and budget is ignored. The summary's usage is the total of every call, those
 /// of earlier attempts included.
+///
+/// `on_chunk` gets a reference and returns a future that borrows none of it (clone what the future
+/// needs): unlike an async closure, that keeps the whole future `Send` for an activity.
+///
+/// ```
+/// # use overspill::limits::SummaryRequest;
+/// # use overspill::summarize::{summarize_chunked, ChunkBudget, ChunkProgress};
+/// # async fn heartbeat(_: ChunkProgress) {}
+/// # async fn run(model: &overspill::summarize::OpenAiSummarizer, request: SummaryRequest<'_>,
+/// #     resume: Option<ChunkProgress>) -> Result<(), overspill::summarize::Error> {
+/// let _summary = summarize_chunked(model, request, ChunkBudget::default(), resume, |progress| {
+///     heartbeat(progress.clone())
+/// })
+/// .await?;
+/// # Ok(()) }
+/// ```
 ///
 /// The per-chunk prompt is `request.prompt` with the output replaced by the chunk, when the
 /// output occurs in the prompt exactly once; otherwise the default template is used.

@@ -73,6 +73,7 @@ pub struct OpenAiSummarizerBuilder {
     connect_timeout: Duration,
     max_retries: u32,
     max_retry_delay: Duration,
+    invalid: Option<String>,
 }
 
 impl Default for OpenAiSummarizerBuilder {
@@ -85,6 +86,7 @@ impl Default for OpenAiSummarizerBuilder {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             max_retries: 0,
             max_retry_delay: DEFAULT_MAX_RETRY_DELAY,
+            invalid: None,
         }
     }
 }
@@ -148,8 +150,9 @@ impl OpenAiSummarizerBuilder {
         self
     }
 
-    /// Read [`ENV_URL`], [`ENV_API_KEY`], [`ENV_MODEL`] and [`ENV_TIMEOUT`] into unset fields.
-    pub fn with_env(mut self) -> Result<Self, Error> {
+    /// Read [`ENV_URL`], [`ENV_API_KEY`], [`ENV_MODEL`] and [`ENV_TIMEOUT`] into unset fields. An
+    /// unparsable timeout is reported by [`build`](Self::build).
+    pub fn with_env(mut self) -> Self {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         if self.url.is_none() {
             self.url = var(ENV_URL);
@@ -161,15 +164,22 @@ impl OpenAiSummarizerBuilder {
             self.model = var(ENV_MODEL);
         }
         if let Some(timeout) = var(ENV_TIMEOUT) {
-            self.timeout = humantime::parse_duration(timeout.trim()).map_err(|e| {
-                Error::NotConfigured(format!("{ENV_TIMEOUT}={timeout:?} is not a duration: {e}"))
-            })?;
+            match humantime::parse_duration(timeout.trim()) {
+                Ok(timeout) => self.timeout = timeout,
+                Err(e) => {
+                    self.invalid =
+                        Some(format!("{ENV_TIMEOUT}={timeout:?} is not a duration: {e}"));
+                }
+            }
         }
-        Ok(self)
+        self
     }
 
     /// Build the summarizer; fails on a missing or unusable URL.
     pub fn build(self) -> Result<OpenAiSummarizer, Error> {
+        if let Some(invalid) = self.invalid {
+            return Err(Error::NotConfigured(invalid));
+        }
         let raw = self
             .url
             .ok_or_else(|| Error::NotConfigured(format!("no endpoint URL (set {ENV_URL})")))?;
@@ -269,7 +279,7 @@ impl OpenAiSummarizer {
     }
 
     /// A builder from [`ENV_URL`], [`ENV_API_KEY`], [`ENV_MODEL`] and [`ENV_TIMEOUT`].
-    pub fn from_env() -> Result<OpenAiSummarizerBuilder, Error> {
+    pub fn from_env() -> OpenAiSummarizerBuilder {
         OpenAiSummarizerBuilder::new().with_env()
     }
 
@@ -456,6 +466,32 @@ mod tests {
         let key = Secret(Some("sk-abc".into()));
         assert_eq!(key.redact("bad key sk-abc!".into()), "bad key [redacted]!");
         assert_eq!(Secret(None).redact("x".into()), "x");
+    }
+
+    /// Activities run on a multi-threaded runtime: every future handed to them must be `Send`.
+    #[test]
+    fn futures_are_send() {
+        fn send<T: Send>(_: &T) {}
+        let summarizer = OpenAiSummarizer::new("http://localhost:1")
+            .build()
+            .expect("a summarizer");
+        let request = SummaryRequest {
+            tool_name: "t",
+            output: "o",
+            prompt: "p",
+            model: None,
+        };
+        send(&Summarizer::summarize(&summarizer, request));
+        let chunked = super::super::Chunked::new(&summarizer, super::super::ChunkBudget::default());
+        send(&Summarizer::summarize(&chunked, request));
+        let shared = std::sync::Arc::new(summarizer.clone());
+        send(&super::super::summarize_chunked(
+            &*shared,
+            request,
+            super::super::ChunkBudget::default(),
+            None,
+            |_| async {},
+        ));
     }
 
     #[test]
