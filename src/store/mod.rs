@@ -17,6 +17,19 @@
 //! concurrent writer never sees a torn object); payloads above the multipart threshold upload
 //! in parts without copying. Every call is bounded by a deadline.
 //!
+//! # Retention
+//!
+//! `overspill spills gc --older-than 6h` ([`Store::gc`]) deletes old spills on any backend from a
+//! full listing. In production on S3, a bucket lifecycle rule does the same without a cron:
+//! expire objects under `<prefix>/tool_output_limits/` after a day (S3 counts whole days):
+//!
+//! ```json
+//! {"Rules": [{"ID": "overspill-spills", "Status": "Enabled",
+//!   "Filter": {"Prefix": "tool_output_limits/"}, "Expiration": {"Days": 1},
+//!   "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1}}]}
+//! ```
+//! (`aws s3api put-bucket-lifecycle-configuration --bucket spills --lifecycle-configuration file://rule.json`).
+//!
 //! ```
 //! use bytes::Bytes;
 //! use overspill::limits::SpillStore;
@@ -346,9 +359,9 @@ impl Store {
         }
         let (fs, local_root) = match &self.inner.backend {
             Backend::Object(store) => (store.clone(), None),
-            Backend::Local { root, .. } => {
+            Backend::Local { root, fs } => {
                 root.check()?;
-                (self.local_fs(root)?, Some(root))
+                (local_fs(root, fs)?, Some(root))
             }
         };
         if let Some(root) = local_root {
@@ -390,8 +403,8 @@ impl Store {
     async fn list_objects(&self, prefix: &Path) -> Result<Vec<ObjectMeta>, StoreError> {
         let fs = match &self.inner.backend {
             Backend::Object(store) => store.clone(),
-            Backend::Local { root, .. } => match root.check() {
-                Ok(()) => self.local_fs(root)?,
+            Backend::Local { root, fs } => match root.check() {
+                Ok(()) => local_fs(root, fs)?,
                 Err(StoreError::NotFound { .. }) => return Ok(Vec::new()),
                 Err(e) => return Err(e),
             },
@@ -412,29 +425,15 @@ impl Store {
             .fold(self.inner.base.clone(), |p, s| p.join(s.as_ref())))
     }
 
-    fn local_fs(&self, root: &LocalRoot) -> Result<Arc<dyn ObjectStore>, StoreError> {
-        let Backend::Local { fs, .. } = &self.inner.backend else {
-            unreachable!("local_fs is only called for a local backend")
-        };
-        if let Some(fs) = fs.get() {
-            return Ok(fs.clone());
-        }
-        let built: Arc<dyn ObjectStore> = Arc::new(
-            LocalFileSystem::new_with_prefix(root.path())
-                .map_err(|e| StoreError::Backend(Box::new(e)))?,
-        );
-        Ok(fs.get_or_init(|| built).clone())
-    }
-
     /// The backend and object path for a read of `handle`, after the local root checks.
     fn for_read(&self, handle: &str) -> Result<(Arc<dyn ObjectStore>, Path), StoreError> {
         let path = self.locate(handle)?;
         match &self.inner.backend {
             Backend::Object(store) => Ok((store.clone(), path)),
-            Backend::Local { root, .. } => {
+            Backend::Local { root, fs } => {
                 root.check()?;
                 root.confine(path.as_ref(), handle)?;
-                Ok((self.local_fs(root)?, path))
+                Ok((local_fs(root, fs)?, path))
             }
         }
     }
@@ -444,9 +443,9 @@ impl Store {
         let path = self.locate(key)?;
         match &self.inner.backend {
             Backend::Object(store) => Ok((store.clone(), path)),
-            Backend::Local { root, .. } => {
+            Backend::Local { root, fs } => {
                 root.ensure()?;
-                Ok((self.local_fs(root)?, path))
+                Ok((local_fs(root, fs)?, path))
             }
         }
     }
@@ -519,33 +518,30 @@ impl Store {
         .await
     }
 
-    /// Store `index` beside `path` and cache it; a failure only costs later readers a rebuild.
-    async fn put_index(&self, fs: &Arc<dyn ObjectStore>, path: &Path, index: Arc<LineIndex>) {
+    /// Store `index` beside `path` and cache it.
+    async fn put_index(
+        &self,
+        fs: &Arc<dyn ObjectStore>,
+        path: &Path,
+        index: Arc<LineIndex>,
+    ) -> Result<(), StoreError> {
         let bytes = Bytes::from(index.to_bytes());
         let location = index_path(path);
-        let written = self
-            .bounded(bytes.len() as u64, async {
-                fs.put_opts(&location, bytes.into(), PutOptions::default())
-                    .await
-                    .map_err(|e| self.map_error(e, "", self.inner.options.timeout))
-            })
-            .await;
-        if let Err(e) = written {
-            tracing::warn!(
-                target: "overspill::store",
-                error_type = e.type_name(),
-                "could not store the line index of {path}: {e}"
-            );
-        }
+        self.bounded(bytes.len() as u64, async {
+            fs.put_opts(&location, bytes.into(), PutOptions::default())
+                .await
+                .map_err(|e| self.map_error(e, "", self.inner.options.timeout))
+        })
+        .await?;
         self.inner.cache.put(path.as_ref(), index);
+        Ok(())
     }
 
-    /// The stored index of `path` if it matches a payload of `size` bytes.
+    /// The index stored beside `path`, if there is a well-formed one.
     async fn stored_index(
         &self,
         fs: &Arc<dyn ObjectStore>,
         path: &Path,
-        size: u64,
     ) -> Result<Option<LineIndex>, StoreError> {
         let location = index_path(path);
         if let Backend::Local { root, .. } = &self.inner.backend
@@ -554,7 +550,7 @@ impl Store {
             return Ok(None);
         }
         match self.get(fs, &location, GetOptions::default(), "").await {
-            Ok(bytes) => Ok(LineIndex::from_bytes(&bytes).filter(|ix| index_fits(ix, size))),
+            Ok(bytes) => Ok(LineIndex::from_bytes(&bytes)),
             Err(StoreError::NotFound { .. }) => Ok(None),
             Err(e) => Err(e),
         }
@@ -566,6 +562,21 @@ fn local_backend(root: PathBuf) -> Backend {
         root: LocalRoot::new(root),
         fs: OnceLock::new(),
     }
+}
+
+/// The local backend, built on first use (its root must exist by then).
+fn local_fs(
+    root: &LocalRoot,
+    cell: &OnceLock<Arc<dyn ObjectStore>>,
+) -> Result<Arc<dyn ObjectStore>, StoreError> {
+    if let Some(fs) = cell.get() {
+        return Ok(fs.clone());
+    }
+    let built: Arc<dyn ObjectStore> = Arc::new(
+        LocalFileSystem::new_with_prefix(root.path())
+            .map_err(|e| StoreError::Backend(Box::new(e)))?,
+    );
+    Ok(cell.get_or_init(|| built).clone())
 }
 
 fn root_url(root: &std::path::Path) -> String {
@@ -662,16 +673,25 @@ impl SpillStore for Store {
     async fn write(&self, key: &str, data: Bytes) -> Result<String, StoreError> {
         let (fs, path) = self.for_write(key)?;
         let len = data.len() as u64;
-        let index = build_index(data.clone());
-        let (stored, index) =
-            futures::join!(self.bounded(len, self.put(&fs, &path, data, key)), index);
-        stored?;
-        match index {
-            Ok(index) => self.put_index(&fs, &path, Arc::new(index)).await,
-            Err(e) => {
-                self.inner.cache.remove(path.as_ref());
-                tracing::warn!(target: "overspill::store", "could not index {path}: {e}");
-            }
+        // The payload uploads while its index is built and stored beside it.
+        let to_index = data.clone();
+        let indexed = async {
+            let index = build_index(to_index).await?;
+            self.put_index(&fs, &path, Arc::new(index)).await
+        };
+        let (stored, indexed) =
+            futures::join!(self.bounded(len, self.put(&fs, &path, data, key)), indexed);
+        if let Err(e) = stored {
+            self.inner.cache.remove(path.as_ref());
+            return Err(e);
+        }
+        if let Err(e) = indexed {
+            // The spill stands; a later page rebuilds the index from the payload.
+            tracing::warn!(
+                target: "overspill::store",
+                error_type = e.type_name(),
+                "could not store the line index of {path}: {e}"
+            );
         }
         tracing::debug!(target: "overspill::store", bytes = len, "spilled {key:?} to {path}");
         Ok(key.to_owned())
@@ -708,16 +728,21 @@ impl SpillStore for Store {
         if let Some(index) = self.inner.cache.get(path.as_ref()) {
             return Ok(Some((*index).clone()));
         }
-        let size = self.len(handle).await?;
-        if let Some(index) = self.stored_index(&fs, &path, size).await? {
+        // The payload's size and the stored index, in parallel: a cold page costs one round trip.
+        let (size, stored) = futures::join!(self.len(handle), self.stored_index(&fs, &path));
+        let size = size?;
+        if let Some(index) = stored?.filter(|ix| index_fits(ix, size)) {
             self.inner.cache.put(path.as_ref(), Arc::new(index.clone()));
             return Ok(Some(index));
         }
         // No index (an older writer, or a crash between payload and index): build it once.
         let data = self.get(&fs, &path, GetOptions::default(), handle).await?;
-        let index = build_index(data).await?;
-        self.put_index(&fs, &path, Arc::new(index.clone())).await;
-        Ok(Some(index))
+        let index = Arc::new(build_index(data).await?);
+        if let Err(e) = self.put_index(&fs, &path, index.clone()).await {
+            tracing::debug!(target: "overspill::store", "could not store the line index of {path}: {e}");
+            self.inner.cache.put(path.as_ref(), index.clone());
+        }
+        Ok(Some((*index).clone()))
     }
 }
 
