@@ -5,8 +5,8 @@ use std::time::Duration;
 use super::{ChunkBudget, Error, OpenAiSummarizer};
 
 /// The model flags: `--model-url`, `--model-api-key`, `--model`, `--model-timeout`,
-/// `--model-context-tokens`, each with its `OVERSPILL_MODEL*` variable.
-#[derive(Debug, Clone, Default, clap::Args)]
+/// `--model-max-retries`, `--model-context-tokens`, each with its `OVERSPILL_MODEL*` variable.
+#[derive(Clone, Default, clap::Args)]
 pub struct ModelArgs {
     /// Base URL of an OpenAI-compatible chat-completions endpoint (`https://api.openai.com/v1`,
     /// `http://localhost:11434` for Ollama, `http://localhost:8000/v1` for vLLM). Without it,
@@ -27,6 +27,15 @@ pub struct ModelArgs {
     /// Timeout of one model request.
     #[arg(long = "model-timeout", env = "OVERSPILL_MODEL_TIMEOUT", value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "120s")]
     pub timeout: Duration,
+    /// In-process retries of a 429, 5xx or connection failure, waiting `Retry-After` (as the
+    /// OpenAI SDKs do by default); a Temporal activity retries beyond these.
+    #[arg(
+        long = "model-max-retries",
+        env = "OVERSPILL_MODEL_MAX_RETRIES",
+        value_name = "N",
+        default_value_t = 2
+    )]
+    pub max_retries: u32,
     /// The model's context in tokens; larger outputs are summarized in chunks.
     #[arg(
         long = "model-context-tokens",
@@ -37,13 +46,28 @@ pub struct ModelArgs {
     pub context_tokens: u64,
 }
 
+impl std::fmt::Debug for ModelArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelArgs")
+            .field("url", &self.url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .field("model", &self.model)
+            .field("timeout", &self.timeout)
+            .field("max_retries", &self.max_retries)
+            .field("context_tokens", &self.context_tokens)
+            .finish()
+    }
+}
+
 impl ModelArgs {
     /// The summarizer, or `None` when no URL is given.
     pub fn summarizer(&self) -> Result<Option<OpenAiSummarizer>, Error> {
         let Some(url) = &self.url else {
             return Ok(None);
         };
-        let mut builder = OpenAiSummarizer::new(url.clone()).with_timeout(self.timeout);
+        let mut builder = OpenAiSummarizer::new(url.clone())
+            .with_timeout(self.timeout)
+            .with_max_retries(self.max_retries);
         if let Some(key) = &self.api_key {
             builder = builder.with_api_key(key.clone());
         }
@@ -56,5 +80,46 @@ impl ModelArgs {
     /// The chunk budget for the configured context.
     pub fn budget(&self) -> ChunkBudget {
         ChunkBudget::from_context_tokens(self.context_tokens)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        model: ModelArgs,
+    }
+
+    #[test]
+    fn flags_build_a_summarizer() {
+        let cli = Cli::try_parse_from([
+            "x",
+            "--model-url",
+            "http://localhost:8000/v1",
+            "--model-api-key",
+            "sk-flag-secret",
+            "--model",
+            "qwen",
+            "--model-timeout",
+            "45s",
+            "--model-context-tokens",
+            "8192",
+        ])
+        .expect("flags parse");
+        assert!(!format!("{cli:?}").contains("sk-flag-secret"));
+        assert_eq!(cli.model.max_retries, 2);
+        assert_eq!(cli.model.budget(), ChunkBudget::from_context_tokens(8192));
+        let summarizer = cli.model.summarizer().ok().flatten().expect("a summarizer");
+        assert_eq!(
+            summarizer.endpoint().as_str(),
+            "http://localhost:8000/v1/chat/completions"
+        );
+        assert_eq!(summarizer.model(), Some("qwen"));
+        assert_eq!(summarizer.timeout(), Duration::from_secs(45));
     }
 }
