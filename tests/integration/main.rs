@@ -2,6 +2,7 @@
 mod cli;
 mod golden;
 mod openai_server;
+mod pydantic_ai;
 mod store;
 mod summarize;
 mod temporal;

@@ -1,0 +1,421 @@
+"""End to end: a pydantic-ai agent on Temporal delegates its spills and summaries to Overspill.
+
+Real pieces only: the Temporal dev server (`TEMPORAL_ADDRESS`), SeaweedFS (`OVERSPILL_TEST_S3_URL`
+and the `AWS_*` variables, from `deploy/seaweedfs.sh`), the `overspill worker` binary
+(`OVERSPILL_BIN`), pydantic-ai-slim 2.62 with `TemporalDurability`, pydantic-ai-harness 0.62's
+`ToolOutputLimits`, and a local OpenAI-compatible model endpoint that counts its calls.
+The example agent (`workflows/python/examples/log_agent.py`) runs in worker subprocesses, so a
+test can SIGKILL one mid-run.
+
+`tests/integration/pydantic_ai.rs` runs this file under `cargo test`; by hand:
+`OVERSPILL_BIN=target/debug/overspill .deploy/venv/bin/python -m pytest tests/python -v`
+after `source .deploy/seaweedfs.env .deploy/temporal.env`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE_SRC = ROOT / 'workflows' / 'python' / 'src'
+EXAMPLES = ROOT / 'workflows' / 'python' / 'examples'
+REQUIRED = ('TEMPORAL_ADDRESS', 'OVERSPILL_TEST_S3_URL', 'AWS_ENDPOINT_URL', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'OVERSPILL_BIN')
+SPILL_LINES = 1_000  # ≈ 60,000 chars: over the 20,000-char spill band
+SUMMARY_LINES = 150  # ≈ 9,000 chars: in the 5,000-char summarize band
+
+
+# --- the local model endpoint -----------------------------------------------------------------
+
+
+@dataclass
+class ModelEndpoint:
+    """An OpenAI chat-completions endpoint on loopback that answers with a fixed-form summary."""
+
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    server: ThreadingHTTPServer | None = None
+
+    @staticmethod
+    def summary_for(prompt: str) -> str:
+        errors = prompt.count(' ERROR ')
+        return f'  The build log has {errors} ERROR lines; the first is line 00013.  \n'
+
+    def start(self) -> str:
+        endpoint = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                body = json.loads(self.rfile.read(int(self.headers.get('Content-Length', 0))))
+                if self.path != '/v1/chat/completions':
+                    self.send_error(404)
+                    return
+                endpoint.requests.append({'body': body, 'authorization': self.headers.get('Authorization')})
+                prompt = body['messages'][-1]['content']
+                reply = {
+                    'id': f'chatcmpl-{len(endpoint.requests)}',
+                    'object': 'chat.completion',
+                    'created': int(time.time()),
+                    'model': body.get('model', 'unknown'),
+                    'choices': [
+                        {
+                            'index': 0,
+                            'message': {'role': 'assistant', 'content': endpoint.summary_for(prompt)},
+                            'finish_reason': 'stop',
+                        }
+                    ],
+                    'usage': {'prompt_tokens': len(prompt) // 4, 'completion_tokens': 17, 'total_tokens': len(prompt) // 4 + 17},
+                }
+                data = json.dumps(reply).encode()
+                self.send_response(200)
+                self.send_header('Content-Type', 'application/json')
+                self.send_header('Content-Length', str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return f'http://127.0.0.1:{self.server.server_address[1]}/v1'
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+
+
+# --- processes ----------------------------------------------------------------------------------
+
+
+class Process:
+    """A subprocess with its output in a file, ready once a line appears in it."""
+
+    def __init__(self, name: str, args: list[str], env: dict[str, str], log_dir: Path, cwd: Path = ROOT) -> None:
+        self.name = name
+        self.log = log_dir / f'{name}.log'
+        self._file = self.log.open('wb')
+        self.proc = subprocess.Popen(args, env=env, cwd=cwd, stdout=self._file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def wait_for(self, text: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in self.output():
+                return
+            if self.proc.poll() is not None:
+                raise AssertionError(f'{self.name} exited with {self.proc.returncode}:\n{self.output()[-4000:]}')
+            time.sleep(0.1)
+        raise AssertionError(f'{self.name} did not print {text!r} within {timeout}s:\n{self.output()[-4000:]}')
+
+    def output(self) -> str:
+        return self.log.read_text(errors='replace')
+
+    def kill(self) -> None:
+        """SIGKILL: no graceful shutdown, as a crashed host would stop."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+        self._file.close()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._file.close()
+
+
+@dataclass
+class Stack:
+    """Everything the tests share: queues, the store URL, the model endpoint, the Overspill worker."""
+
+    env: dict[str, str]
+    store_url: str
+    model: ModelEndpoint
+    overspill: Process
+    log_dir: Path
+    agent_module: ModuleType
+    workers: list[Process] = field(default_factory=list)
+
+    def start_agent_worker(self, name: str, **extra_env: str) -> Process:
+        env = {**self.env, **extra_env}
+        worker = Process(name, [sys.executable, str(EXAMPLES / 'run_worker.py')], env, self.log_dir, cwd=EXAMPLES)
+        self.workers.append(worker)
+        worker.wait_for('log agent worker polling')
+        return worker
+
+    def stop_workers(self) -> None:
+        """Stop every agent worker (each test starts its own, on the shared queue)."""
+        for worker in self.workers:
+            worker.stop()
+        self.workers.clear()
+
+    def bucket_keys(self, run_id: str) -> list[str]:
+        """The object keys under the run's folder (`{prefix}/tool_output_limits/{run}/`)."""
+        store = self.agent_module.store
+        prefix = store.object_key(run_id) + '/'
+        client = store._client()
+        listed = client.list_objects_v2(Bucket=store.bucket, Prefix=prefix)
+        return sorted(o['Key'] for o in listed.get('Contents', []))
+
+    def get_object(self, handle: str) -> bytes:
+        store = self.agent_module.store
+        return store._client().get_object(Bucket=store.bucket, Key=store.object_key(handle))['Body'].read()
+
+
+@pytest.fixture(scope='module')
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    missing = [name for name in REQUIRED if not os.environ.get(name)]
+    assert not missing, (
+        f'the pydantic-ai end-to-end test needs {missing}: source .deploy/seaweedfs.env and '
+        '.deploy/temporal.env and set OVERSPILL_BIN (tests/integration/pydantic_ai.rs does)'
+    )
+    tag = f'{os.getpid()}-{uuid.uuid4().hex[:8]}'
+    store_url = f'{os.environ["OVERSPILL_TEST_S3_URL"].rstrip("/")}/e2e-pydantic-ai-{tag}'
+    log_dir = tmp_path_factory.mktemp('logs')
+    model = ModelEndpoint()
+    model_url = model.start()
+    env = {
+        **os.environ,
+        'PYTHONPATH': os.pathsep.join([str(PACKAGE_SRC), str(EXAMPLES), os.environ.get('PYTHONPATH', '')]),
+        'OVERSPILL_STORE': store_url,
+        'OVERSPILL_TASK_QUEUE': f'tool-output-limits-e2e-{tag}',
+        'LOG_AGENT_TASK_QUEUE': f'log-agent-e2e-{tag}',
+        'LOG_AGENT_HEARTBEAT_SECONDS': '2',
+        'OVERSPILL_MODEL_URL': model_url,
+        'OVERSPILL_MODEL': 'fake-summarizer',
+        'OVERSPILL_MODEL_API_KEY': 'test-key',
+        'AWS_ALLOW_HTTP': 'true',
+    }
+    env.pop('LOG_AGENT_PAUSE_FILE', None)
+    overspill = Process(
+        'overspill-worker',
+        [os.environ['OVERSPILL_BIN'], 'worker', '--store', store_url, '--task-queue', env['OVERSPILL_TASK_QUEUE']],
+        env,
+        log_dir,
+    )
+    # This process imports the example agent too (to compare with LocalFileStore, to replay):
+    # with the workers' configuration, so its workflow definition matches theirs.
+    os.environ.update({k: env[k] for k in ('OVERSPILL_STORE', 'OVERSPILL_TASK_QUEUE', 'LOG_AGENT_TASK_QUEUE', 'LOG_AGENT_HEARTBEAT_SECONDS')})
+    for path in (str(PACKAGE_SRC), str(EXAMPLES)):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    agent_module = importlib.import_module('log_agent')
+    stack = Stack(env=env, store_url=store_url, model=model, overspill=overspill, log_dir=log_dir, agent_module=agent_module)
+    try:
+        overspill.wait_for('overspill worker started')
+        yield stack
+    finally:
+        stack.stop_workers()
+        overspill.stop()
+        model.stop()
+        print(f'\n--- overspill worker log (tail) ---\n{overspill.output()[-3000:]}')
+
+
+@pytest.fixture(autouse=True)
+def _own_workers(stack: Stack) -> Iterator[None]:
+    """Each test polls the agent queue with its own workers only."""
+    yield
+    stack.stop_workers()
+
+
+# --- Temporal helpers ---------------------------------------------------------------------------
+
+
+async def _client() -> Any:
+    from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
+    from temporalio.client import Client
+
+    return await Client.connect(
+        os.environ['TEMPORAL_ADDRESS'], namespace=os.environ.get('TEMPORAL_NAMESPACE', 'default'), plugins=[PydanticAIPlugin()]
+    )
+
+
+def _activity_results(history: Any, name: str) -> tuple[int, list[Any]]:
+    """How often activity `name` was scheduled in `history`, and its decoded results."""
+    scheduled: dict[int, str] = {}
+    results: list[Any] = []
+    for event in history.events:
+        if event.HasField('activity_task_scheduled_event_attributes'):
+            scheduled[event.event_id] = event.activity_task_scheduled_event_attributes.activity_type.name
+        elif event.HasField('activity_task_completed_event_attributes'):
+            attributes = event.activity_task_completed_event_attributes
+            if scheduled.get(attributes.scheduled_event_id) == name:
+                results.append(json.loads(attributes.result.payloads[0].data))
+    return sum(1 for n in scheduled.values() if n == name), results
+
+
+async def _start(stack: Stack, lines: int) -> Any:
+    client = await _client()
+    return await client.start_workflow(
+        stack.agent_module.LogAgentWorkflow.run,
+        f'fetch the build log, {lines} lines',
+        id=f'log-agent-e2e-{uuid.uuid4()}',
+        task_queue=stack.env['LOG_AGENT_TASK_QUEUE'],
+    )
+
+
+def _wait_for_file(path: Path, stack: Stack, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            logs = '\n'.join(f'--- {w.name} ---\n{w.output()[-3000:]}' for w in stack.workers)
+            raise AssertionError(f'the run never reached the pause point {path}\n{logs}')
+        time.sleep(0.1)
+
+
+def _spill_page(data: bytes, handle: str, **kwargs: Any) -> str:
+    """What the harness's own `read_tool_result` returns for `data` (its `_read_slice`)."""
+    from pydantic_ai_harness.tool_output_limits._capability import _read_slice  # pyright: ignore[reportPrivateUsage]
+
+    async def read(_: str) -> bytes:
+        return data
+
+    args = {'offset': 0, 'limit': 200, 'from_end': False, 'pattern': None, **kwargs}
+    return asyncio.run(_read_slice(read, handle, args['offset'], args['limit'], args['from_end'], args['pattern']))
+
+
+# --- the tests ----------------------------------------------------------------------------------
+
+
+def test_spill_goes_to_overspill_and_matches_local_file_store(stack: Stack, tmp_path: Path) -> None:
+    """The model sees the harness's marker, the object is in the bucket, read_tool_result pages it
+    back, and everything the model saw is identical to a run with the harness's LocalFileStore."""
+    from pydantic_ai_harness.tool_output_limits import LocalFileStore
+
+    stack.start_agent_worker('agent-worker-spill')
+
+    async def run() -> tuple[Any, Any]:
+        handle = await _start(stack, SPILL_LINES)
+        report = await handle.result()
+        return report, await handle.fetch_history()
+
+    report, history = asyncio.run(run())
+    seen = json.loads(report.output)
+    log = stack.agent_module.build_log(SPILL_LINES)
+    key = f'{report.run_id}/call-log.0'
+
+    # The harness's spill marker, naming the handle the spill activity returned.
+    spills, results = _activity_results(history, 'tool_output_limits.spill')
+    assert spills == 1 and len(results) == 1
+    handle = results[0]['handle']
+    assert handle == key, 'the handle is the harness key, as LocalFileStore returns it'
+    assert seen[0].startswith(f'[Tool output too large ({len(log):,} chars); stored to handle {handle!r}.')
+    assert f'read_tool_result(handle={handle!r}, offset=0, limit=200' in seen[0]
+
+    # The object, byte for byte, under tool_output_limits/ in the bucket.
+    assert stack.get_object(handle) == log.encode()
+    assert stack.agent_module.store.object_key(handle).split('/')[-3] == 'tool_output_limits'
+
+    # read_tool_result ran in its activity, read the bucket, and returned the right page.
+    assert seen[1] == _spill_page(log.encode(), handle, limit=5, pattern='ERROR')
+    assert seen[1].startswith(f'[handle {handle!r}: 11 matching line(s); showing 5]\n00013 ERROR')
+
+    # The same agent with the harness's own LocalFileStore, same run id: the same text, everywhere.
+    local_agent = stack.agent_module.build_agent('log_agent_local', store=LocalFileStore(base_dir=tmp_path / 'spills'))
+    local = local_agent.run_sync(f'fetch the build log, {SPILL_LINES} lines', run_id=report.run_id)
+    assert local.output == report.output
+    assert (tmp_path / 'spills').joinpath(*stack.agent_module.store.object_key(handle).split('/')[-2:]).read_bytes() == log.encode()
+
+
+def test_killed_agent_worker_resumes_with_the_same_handle(stack: Stack, tmp_path: Path) -> None:
+    """SIGKILL the agent's worker after the spill; a new worker finishes the run by replaying it:
+    the same handle, one spill activity, one object."""
+    pause = tmp_path / 'paused'
+    first = stack.start_agent_worker('agent-worker-doomed', LOG_AGENT_PAUSE_FILE=str(pause))
+
+    async def start() -> Any:
+        return await _start(stack, SPILL_LINES)
+
+    handle = asyncio.run(start())
+    _wait_for_file(pause, stack)
+
+    async def history() -> Any:
+        client = await _client()
+        return await client.get_workflow_handle(handle.id).fetch_history()
+
+    spills, results = _activity_results(asyncio.run(history()), 'tool_output_limits.spill')
+    assert spills == 1 and len(results) == 1, 'the spill ran before the kill'
+    before = results[0]['handle']
+    run_id = before.split('/')[0]
+    assert stack.bucket_keys(run_id) == [stack.agent_module.store.object_key(before), stack.agent_module.store.object_key(before) + '.idx']
+
+    first.kill()
+    stack.start_agent_worker('agent-worker-recovered', LOG_AGENT_PAUSE_FILE=str(pause))
+
+    async def finish() -> tuple[Any, Any]:
+        client = await _client()
+        wf = client.get_workflow_handle_for(stack.agent_module.LogAgentWorkflow.run, handle.id)
+        return await asyncio.wait_for(wf.result(), 120), await wf.fetch_history()
+
+    report, final_history = asyncio.run(finish())
+    seen = json.loads(report.output)
+    assert report.run_id == run_id, 'the agent run id survived the replay'
+    assert f'stored to handle {before!r}.' in seen[0]
+    assert seen[1].startswith(f'[handle {before!r}: 11 matching line(s)')
+    spills, results = _activity_results(final_history, 'tool_output_limits.spill')
+    assert spills == 1 and [r['handle'] for r in results] == [before], 'no second spill on replay'
+    assert [k for k in stack.bucket_keys(run_id) if not k.endswith('.idx')] == [stack.agent_module.store.object_key(before)]
+
+
+def test_summarize_band_calls_the_model_once_across_replays(stack: Stack, tmp_path: Path) -> None:
+    """A summarize band returns the summary from the model endpoint, and neither a replay on a new
+    worker (after a SIGKILL) nor a replay of the recorded history calls the model again."""
+    from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
+    from temporalio.worker import Replayer
+
+    pause = tmp_path / 'paused'
+    calls_before = len(stack.model.requests)
+    first = stack.start_agent_worker('agent-worker-summarize', LOG_AGENT_PAUSE_FILE=str(pause))
+
+    async def start() -> Any:
+        return await _start(stack, SUMMARY_LINES)
+
+    handle = asyncio.run(start())
+    _wait_for_file(pause, stack)
+    assert len(stack.model.requests) == calls_before + 1, 'one summary before the kill'
+    first.kill()
+    stack.start_agent_worker('agent-worker-summarize-recovered', LOG_AGENT_PAUSE_FILE=str(pause))
+
+    async def finish() -> tuple[Any, Any]:
+        client = await _client()
+        wf = client.get_workflow_handle_for(stack.agent_module.LogAgentWorkflow.run, handle.id)
+        return await asyncio.wait_for(wf.result(), 120), await wf.fetch_history()
+
+    report, history = asyncio.run(finish())
+    log = stack.agent_module.build_log(SUMMARY_LINES)
+    request = stack.model.requests[calls_before]
+    prompt = request['body']['messages'][-1]['content']
+    expected = ModelEndpoint.summary_for(prompt).strip()
+    assert json.loads(report.output) == [expected], 'the model saw the summary, stripped'
+    assert f'<output>\n{log}\n</output>' in prompt and 'the `fetch_build_log` tool' in prompt
+    assert request['body']['model'] == 'fake-summarizer'
+    assert request['authorization'] == 'Bearer test-key'
+    summaries, results = _activity_results(history, 'tool_output_limits.summarize')
+    assert summaries == 1 and results[0]['summary'] == expected
+
+    async def replay() -> None:
+        replayer = Replayer(workflows=[stack.agent_module.LogAgentWorkflow], plugins=[PydanticAIPlugin()])
+        await replayer.replay_workflow(history)
+
+    asyncio.run(replay())
+    assert len(stack.model.requests) == calls_before + 1, 'replays never call the model again'

@@ -1,0 +1,164 @@
+"""An example pydantic-ai agent on Temporal whose oversized tool outputs go through Overspill.
+
+The agent has one tool, `fetch_build_log`, that returns a build log of any length, and a scripted
+`FunctionModel` standing in for an LLM (so the example runs without an API key):
+
+1. it asks for the log (the user prompt names the line count: `fetch the build log, 2000 lines`);
+2. when the tool return it sees is a spill marker, it pages back the `ERROR` lines with the
+   harness's `read_tool_result` tool;
+3. it answers with every tool return it saw, verbatim, as a JSON list -- which makes the
+   model-visible text easy to compare with other runs.
+
+ToolOutputLimits bands: 20,000 chars or more spill to Overspill's S3 store (falling back to a
+truncation); 5,000 or more are summarized by Overspill's model (falling back to a truncation).
+
+Run it against `overspill dev` (or any Temporal server plus `overspill worker --store s3://…`):
+`python run_worker.py` in one terminal, `python run_agent.py 2000` in another. Configuration comes
+from the same variables the Overspill worker reads: `TEMPORAL_ADDRESS`, `OVERSPILL_STORE`,
+`OVERSPILL_TASK_QUEUE`, plus `LOG_AGENT_TASK_QUEUE` for this agent's own worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from pydantic_ai import Agent
+from pydantic_ai.durable_exec.temporal import PydanticAIWorkflow, TemporalDurability
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai_harness.tool_output_limits import (
+    Band,
+    OverflowStore,
+    Spill,
+    Summarize,
+    ToolOutputLimits,
+    Truncate,
+)
+from temporalio import workflow
+
+from overspill_pydantic_ai import DEFAULT_TASK_QUEUE, OverspillStore, OverspillSummarizer
+
+AGENT_NAME = 'log_agent'
+WORKFLOW_TASK_QUEUE = os.environ.get('LOG_AGENT_TASK_QUEUE', 'log-agent')
+OVERSPILL_TASK_QUEUE = os.environ.get('OVERSPILL_TASK_QUEUE', DEFAULT_TASK_QUEUE)
+STORE_URL = os.environ.get('OVERSPILL_STORE', 's3://spills')
+PAUSE_FILE_ENV = 'LOG_AGENT_PAUSE_FILE'
+"""Test hook: when set, the model's first attempt at answering a `fetch_build_log` return creates
+this file and then hangs, so a test can kill the worker at a known point of the run."""
+
+_MARKER = re.compile(r"stored to handle ('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")")
+
+
+def build_log(lines: int) -> str:
+    """A deterministic build log: one `ERROR` line in every 97, the rest `INFO`."""
+    out = []
+    for i in range(lines):
+        level = 'ERROR' if i % 97 == 13 else 'INFO'
+        out.append(f'{i:05d} {level:<5} step={i % 7} target=//pkg/module_{i % 31}:test elapsed={i * 37 % 1000}ms\n')
+    return ''.join(out)
+
+
+async def fetch_build_log(lines: int) -> str:
+    """Return the last build's log, `lines` lines long."""
+    return build_log(lines)
+
+
+def _seen_returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
+    return [p for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)]
+
+
+async def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """The scripted model: fetch the log, page back a spill's ERROR lines, report what it saw."""
+    returns = _seen_returns(messages)
+    if not returns:
+        prompt = str(messages[0].parts[-1].content) if isinstance(messages[0], ModelRequest) else ''
+        lines = int(m.group(1)) if (m := re.search(r'(\d+) lines', prompt)) else 100
+        call = ToolCallPart('fetch_build_log', {'lines': lines}, tool_call_id='call-log')
+        return ModelResponse(parts=[call])
+    last = returns[-1]
+    if last.tool_name == 'fetch_build_log':
+        await _maybe_pause()
+        marker = _MARKER.search(last.model_response_str())
+        if marker is not None:
+            handle = _unrepr(marker.group(1))
+            args = {'handle': handle, 'offset': 0, 'limit': 5, 'from_end': False, 'pattern': 'ERROR'}
+            return ModelResponse(parts=[ToolCallPart('read_tool_result', args, tool_call_id='call-read')])
+    seen = [p.model_response_str() for p in returns]
+    return ModelResponse(parts=[TextPart(json.dumps(seen))])
+
+
+def _unrepr(quoted: str) -> str:
+    """The string a Python `repr()` in a spill marker stands for."""
+    import ast
+
+    value = ast.literal_eval(quoted)
+    assert isinstance(value, str)
+    return value
+
+
+async def _maybe_pause() -> None:
+    pause = os.environ.get(PAUSE_FILE_ENV)
+    if pause and not Path(pause).exists():
+        Path(pause).write_text('paused\n')
+        await asyncio.sleep(3600)
+
+
+def build_agent(
+    name: str = AGENT_NAME,
+    *,
+    store: OverflowStore | None = None,
+    summarize_task_queue: str = OVERSPILL_TASK_QUEUE,
+    heartbeat_timeout: timedelta = timedelta(seconds=30),
+) -> Agent[None, str]:
+    """The example agent, spilling to `store` (default: Overspill at `OVERSPILL_STORE`)."""
+    limits = ToolOutputLimits(
+        bands=[
+            Band(over=20_000, action=Spill(then=Truncate())),
+            Band(over=5_000, action=Summarize(summarize=OverspillSummarizer(task_queue=summarize_task_queue), then=Truncate())),
+        ],
+        store=store or OverspillStore(STORE_URL, task_queue=OVERSPILL_TASK_QUEUE),
+    )
+    durability = TemporalDurability(
+        activity_config={'start_to_close_timeout': timedelta(seconds=60), 'heartbeat_timeout': heartbeat_timeout},
+    )
+    return Agent(
+        FunctionModel(script, model_name='scripted'),
+        name=name,
+        tools=[fetch_build_log],
+        capabilities=[limits, durability],
+    )
+
+
+store = OverspillStore(STORE_URL, task_queue=OVERSPILL_TASK_QUEUE)
+"""The agent's spill store: Overspill's, reached through its task queue and its bucket."""
+
+agent = build_agent(store=store, heartbeat_timeout=timedelta(seconds=float(os.environ.get('LOG_AGENT_HEARTBEAT_SECONDS', '30'))))
+
+
+@dataclass
+class RunReport:
+    """What a run of the workflow returns."""
+
+    output: str
+    """The model's final answer (the JSON list of the tool returns it saw)."""
+    run_id: str
+    """The agent run's id: the first segment of every spill handle."""
+
+
+@workflow.defn
+class LogAgentWorkflow(PydanticAIWorkflow):
+    """Runs the example agent on one prompt."""
+
+    __pydantic_ai_agents__ = [agent]
+
+    @workflow.run
+    async def run(self, prompt: str) -> RunReport:
+        result = await agent.run(prompt)
+        return RunReport(output=result.output, run_id=result.run_id)
+

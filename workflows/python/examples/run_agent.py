@@ -1,0 +1,41 @@
+"""Run the example agent once: `python run_agent.py [LINES]` (default 2000 lines: a spill).
+
+Prints the agent run id and every tool return the model saw. 2000 lines (≈ 90,000 chars) spill
+to Overspill and are paged back with `read_tool_result`; 200 lines (≈ 9,000 chars) are summarized
+by Overspill's model; 50 lines pass through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import uuid
+
+from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
+from temporalio.client import Client
+
+from log_agent import WORKFLOW_TASK_QUEUE, LogAgentWorkflow
+
+
+async def main(lines: int) -> None:
+    client = await Client.connect(
+        os.environ.get('TEMPORAL_ADDRESS', '127.0.0.1:7233'),
+        namespace=os.environ.get('TEMPORAL_NAMESPACE', 'default'),
+        plugins=[PydanticAIPlugin()],
+    )
+    report = await client.execute_workflow(
+        LogAgentWorkflow.run,
+        f'fetch the build log, {lines} lines',
+        id=f'log-agent-{uuid.uuid4()}',
+        task_queue=WORKFLOW_TASK_QUEUE,
+    )
+    print(f'agent run {report.run_id}')
+    for seen in json.loads(report.output):
+        print('---')
+        print(seen)
+
+
+if __name__ == '__main__':
+    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 2000))

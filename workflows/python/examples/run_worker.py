@@ -1,0 +1,37 @@
+"""Serve the example agent's workflow and activities (`python run_worker.py`) until Ctrl-C.
+
+The Overspill worker (`overspill dev`, or `overspill worker --store s3://…`) must run beside it:
+this worker runs the agent; Overspill runs the spills, summaries and reads it delegates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from log_agent import WORKFLOW_TASK_QUEUE, LogAgentWorkflow, store
+
+
+async def main() -> None:
+    client = await Client.connect(
+        os.environ.get('TEMPORAL_ADDRESS', '127.0.0.1:7233'),
+        namespace=os.environ.get('TEMPORAL_NAMESPACE', 'default'),
+        plugins=[PydanticAIPlugin()],
+    )
+    worker = Worker(
+        client,
+        task_queue=WORKFLOW_TASK_QUEUE,
+        workflows=[LogAgentWorkflow],
+        # Only needed when `read_tool_result` runs in workflow code; harmless otherwise.
+        activities=[store.read_activity()],
+    )
+    print(f'log agent worker polling {WORKFLOW_TASK_QUEUE!r}', flush=True)
+    await worker.run()
+
+
+if __name__ == '__main__':
+    asyncio.run(main())

@@ -1,0 +1,50 @@
+"""Delegate pydantic-ai-harness ToolOutputLimits' spills and summaries to an Overspill worker.
+
+An agent on Temporal (pydantic-ai's `TemporalDurability`) that uses `ToolOutputLimits` keeps its
+spills in a local directory by default: other workers cannot see them and the writes are not
+journaled. With this package the spills go through Overspill, a Temporal worker that stores them
+in S3-compatible storage, and summaries through Overspill's model endpoint:
+
+```python
+from overspill_pydantic_ai import OverspillStore, OverspillSummarizer
+from pydantic_ai_harness.tool_output_limits import Band, Spill, Summarize, ToolOutputLimits, Truncate
+
+limits = ToolOutputLimits(
+    bands=[Band(over=50_000, action=Spill(then=Truncate())),
+           Band(over=10_000, action=Summarize(summarize=OverspillSummarizer(), then=Truncate()))],
+    store=OverspillStore('s3://spills'),
+)
+```
+
+- `OverspillStore`: the `OverflowStore` (spill through `tool_output_limits.spill`, read from the
+  bucket or, in workflow code, through `OverspillStore.read_activity()`).
+- `OverspillSummarizer`: the `Summarize(summarize=...)` callable (`tool_output_limits.summarize`).
+
+The model sees exactly the text it would see with the harness's `LocalFileStore`: the harness
+still builds every marker and preview; Overspill only stores and summarizes.
+"""
+
+from overspill_pydantic_ai._keys import NAMESPACE, sanitize_key
+from overspill_pydantic_ai._store import (
+    DEFAULT_TASK_QUEUE,
+    READ_ACTIVITY,
+    SPILL_ACTIVITY,
+    OverspillStore,
+    SpillError,
+    SpillReadError,
+)
+from overspill_pydantic_ai._summarize import SUMMARIZE_ACTIVITY, OverspillSummarizer, SummarizeError
+
+__all__ = [
+    'DEFAULT_TASK_QUEUE',
+    'NAMESPACE',
+    'READ_ACTIVITY',
+    'SPILL_ACTIVITY',
+    'SUMMARIZE_ACTIVITY',
+    'OverspillStore',
+    'OverspillSummarizer',
+    'SpillError',
+    'SpillReadError',
+    'SummarizeError',
+    'sanitize_key',
+]

@@ -1,0 +1,94 @@
+"""Overspill's key scheme: store URLs, handle checks and object keys (as `src/store/` does it).
+
+A handle is the harness's spill key, unsanitized (`{run_id}/{tool_call_id}.{retry}[.content]`),
+exactly as pydantic-ai-harness's `LocalFileStore` returns it. Its object lives at
+`{prefix}/tool_output_limits/{sanitized segments}` in the bucket, where segments are sanitized
+like the harness's `_safe_segment`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlsplit
+
+NAMESPACE = 'tool_output_limits'
+"""The folder every spill lives under, inside the store URL's own prefix."""
+
+INDEX_SUFFIX = '.idx'
+"""The suffix of the line index Overspill writes beside each spill (never a spill itself)."""
+
+_UNSAFE = re.compile(r'[^A-Za-z0-9._-]+')
+_PERCENT_ESCAPE = re.compile(r'%[0-9A-Fa-f]{2}')
+
+
+@dataclass(frozen=True)
+class StoreLocation:
+    """Where an `s3://bucket/prefix` store URL keeps spills, and how to reach the server."""
+
+    bucket: str
+    prefix: str
+    endpoint_url: str | None = None
+    region: str | None = None
+
+    @classmethod
+    def parse(cls, url: str) -> StoreLocation:
+        """Parse `s3://bucket[/prefix][?endpoint=…&region=…]`, the form `overspill worker --store` takes.
+
+        Endpoint and region default to the usual `AWS_ENDPOINT_URL` / `AWS_REGION` variables when
+        the client is built, as the Overspill worker does. `allow_http` is accepted and ignored
+        (boto3 follows the endpoint's scheme).
+        """
+        parts = urlsplit(url)
+        if parts.scheme not in ('s3', 's3a'):
+            raise ValueError(f'unsupported store URL {url!r}: OverspillStore reads s3:// stores')
+        if not parts.netloc:
+            raise ValueError(f'store URL {url!r} names no bucket')
+        segments = [s for s in parts.path.split('/') if s]
+        if any(s in ('.', '..') for s in segments):
+            raise ValueError(f'store URL {url!r} has an invalid prefix')
+        endpoint = region = None
+        for key, value in parse_qsl(parts.query, keep_blank_values=True):
+            if key == 'endpoint':
+                endpoint = value
+            elif key == 'region':
+                region = value
+            elif key != 'allow_http':
+                raise ValueError(f'store URL {url!r}: unknown parameter {key!r}')
+        return cls(bucket=parts.netloc, prefix='/'.join(segments), endpoint_url=endpoint, region=region)
+
+    def object_key(self, handle: str) -> str:
+        """The object key of `handle` inside the bucket."""
+        return '/'.join([*([self.prefix] if self.prefix else []), NAMESPACE, sanitize_key(handle)])
+
+
+def sanitize_segment(segment: str) -> str:
+    """One key segment made safe, as the harness's `_safe_segment` and Overspill do it."""
+    cleaned = _UNSAFE.sub('_', segment)
+    return '_' if cleaned in ('', '.', '..') else cleaned
+
+
+def sanitize_key(key: str) -> str:
+    """`key`'s sanitized segments joined by `/` (`run-1/../call 1.0` → `run-1/_/call_1.0`)."""
+    return '/'.join([sanitize_segment(part) for part in key.split('/') if part] or ['_'])
+
+
+def refusal(handle: str) -> str | None:
+    """Why Overspill refuses to resolve `handle` (absolute, traversal, …), or `None`.
+
+    The same checks as `overspill::store::check_handle`, so a read from Python answers exactly
+    when a read through the worker would.
+    """
+    if handle.startswith(('/', '\\')) or (len(handle) >= 2 and handle[0].isascii() and handle[0].isalpha() and handle[1] == ':'):
+        return 'absolute path'
+    if '://' in handle:
+        return 'foreign prefix'
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in handle):
+        return 'control character'
+    if '\\' in handle or any(s in ('.', '..') for s in handle.split('/')):
+        return 'path traversal'
+    if _PERCENT_ESCAPE.search(handle):
+        return 'percent-encoded escape'
+    if handle.endswith(INDEX_SUFFIX):
+        return 'index object'
+    return None

@@ -1,0 +1,212 @@
+"""`OverspillStore`: a pydantic-ai-harness `OverflowStore` backed by an Overspill worker."""
+
+from __future__ import annotations
+
+import base64
+import os
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import anyio.to_thread
+from temporalio import activity, workflow
+
+from overspill_pydantic_ai._activity import execute_activity
+from overspill_pydantic_ai._keys import StoreLocation, refusal
+
+SPILL_ACTIVITY = 'tool_output_limits.spill'
+"""The Overspill activity that persists a payload under its key."""
+
+DEFAULT_TASK_QUEUE = 'tool-output-limits'
+"""The task queue an Overspill worker polls by default."""
+
+READ_ACTIVITY = 'overspill.read_spill'
+"""The default name of the Python read activity (see `OverspillStore.read_activity`)."""
+
+
+class SpillError(Exception):
+    """The Overspill worker answered a spill with something other than the payload's handle."""
+
+
+class SpillReadError(Exception):
+    """The store could not be asked for a spill (a transient failure, not an unknown handle).
+
+    Deliberately not an `OSError`: the harness turns an `OSError` into its "No stored tool result"
+    answer, which would tell the model a spill is gone when the store was merely unreachable.
+    Raised inside the `read_tool_result` tool activity, it fails the activity so Temporal retries it.
+    """
+
+
+@dataclass
+class OverspillStore:
+    """Spill ToolOutputLimits payloads through Overspill: journaled writes, shared S3 reads.
+
+    Pass it as `ToolOutputLimits(store=OverspillStore('s3://spills'))` on an agent that runs on
+    Temporal (`TemporalDurability`). The URL is the one the Overspill worker was started with
+    (`overspill worker --store s3://spills`).
+
+    - `write(key, data)` in workflow code (where ToolOutputLimits' `after_tool_execute` runs)
+      executes `tool_output_limits.spill` on Overspill's task queue and returns the handle from its
+      result: the write is journaled, a replay returns the recorded handle without writing again,
+      and a write retried after a crash overwrites the same object. Outside a workflow (a plain
+      `agent.run()`), it puts the object into the bucket directly, under the same key.
+    - `read(handle)` outside workflow code, which includes the activity in which the harness runs
+      its `read_tool_result` tool, reads the object straight from the bucket. In workflow code
+      (when `read_tool_result` is configured to run in the workflow) it executes the Python
+      activity `read_activity()` returns, which the agent's worker must register; the whole
+      payload then enters the workflow history on every read.
+
+    Handles are the harness's keys, unchanged (`{run_id}/{tool_call_id}.{retry}[.content]`), so
+    they are identical to the handles `LocalFileStore` produces. Objects live at
+    `{prefix}/tool_output_limits/{sanitized handle}` in the bucket.
+
+    S3 endpoint, region and credentials come from the URL's `?endpoint=…&region=…` or the usual
+    `AWS_ENDPOINT_URL`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` variables, as
+    for the worker; pass `s3_client` to use a boto3 client of your own.
+    """
+
+    url: str
+    """The Overspill worker's store URL, `s3://bucket[/prefix]`."""
+
+    task_queue: str = DEFAULT_TASK_QUEUE
+    """The task queue the Overspill worker polls."""
+
+    spill_timeout: timedelta = timedelta(minutes=2)
+    """`schedule_to_close_timeout` of a spill, retries included. When it passes, the spill fails
+    and ToolOutputLimits runs the band's `then` (logging a WARNING) instead of hanging the run."""
+
+    read_timeout: timedelta = timedelta(minutes=1)
+    """`schedule_to_close_timeout` of a workflow-side read through `read_activity()`."""
+
+    read_activity_name: str = READ_ACTIVITY
+    """The name `read_activity()` registers under and workflow-side reads call."""
+
+    read_task_queue: str | None = None
+    """The task queue of the worker that registered `read_activity()` (default: the workflow's)."""
+
+    s3_client: Any = field(default=None, repr=False)
+    """A boto3 S3 client to read and write with (default: one built from the URL and environment)."""
+
+    _location: StoreLocation = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._location = StoreLocation.parse(self.url)
+
+    @property
+    def bucket(self) -> str:
+        """The bucket spills live in."""
+        return self._location.bucket
+
+    def object_key(self, handle: str) -> str:
+        """The object key of `handle` in the bucket (`tool_output_limits/run-1/call-1.0`)."""
+        return self._location.object_key(handle)
+
+    async def write(self, key: str, data: bytes) -> str:
+        """Persist `data` under `key` and return its handle (the `OverflowStore` protocol)."""
+        if not workflow.in_workflow():
+            await self._run(self._put, key, data)
+            return key
+        try:
+            output: dict[str, str] = {'text': data.decode('utf-8')}
+        except UnicodeDecodeError:
+            output = {'bytes_b64': base64.b64encode(data).decode('ascii')}
+        request = {
+            'key': key,
+            'output': output,
+            # The reference's defaults (no strip_ansi, no serializer), whatever the worker's
+            # `--limits` say: the stored bytes must be exactly `data`.
+            'config': {},
+        }
+        response = await execute_activity(
+            SPILL_ACTIVITY,
+            [request],
+            task_queue=self.task_queue,
+            schedule_to_close_timeout=self.spill_timeout,
+            summary=f'spill {key}',
+        )
+        if not isinstance(response, dict) or not isinstance(response.get('handle'), str):
+            raise SpillError(f'{SPILL_ACTIVITY} returned {type(response).__name__}, not a spill response')
+        if response.get('overflow_bytes') != len(data):
+            raise SpillError(
+                f'{SPILL_ACTIVITY} stored {response.get("overflow_bytes")} bytes for {key!r}, not {len(data)}'
+            )
+        return response['handle']
+
+    async def read(self, handle: str) -> bytes:
+        """Return the payload stored for `handle` (the `OverflowStore` protocol).
+
+        Raises `FileNotFoundError` for an unknown or refused handle (the harness then tells the
+        model there is no such result) and `SpillReadError` when the store cannot be reached.
+        """
+        if workflow.in_workflow():
+            return await execute_activity(
+                self.read_activity_name,
+                [handle],
+                task_queue=self.read_task_queue,
+                result_type=bytes,
+                schedule_to_close_timeout=self.read_timeout,
+                summary=f'read {handle}',
+            )
+        return await self._run(self._get, handle)
+
+    def read_activity(self) -> Any:
+        """The Python activity that serves workflow-side reads; register it on the agent's worker.
+
+        Only needed when the harness's `read_tool_result` tool runs in workflow code; by default it
+        runs in an activity, where `read` goes to the bucket directly. It returns the raw bytes
+        (`binary/plain`).
+        """
+
+        async def read_spill(handle: str) -> bytes:
+            return await self._run(self._get, handle)
+
+        read_spill.__doc__ = f'Read the spill `handle` from {self.url}.'
+        return activity.defn(name=self.read_activity_name)(read_spill)
+
+    # --- direct S3 access (never in workflow code) ---
+
+    async def _run(self, func: Any, *args: Any) -> Any:
+        return await anyio.to_thread.run_sync(func, *args)
+
+    def _client(self) -> Any:
+        if self.s3_client is None:
+            self.s3_client = _default_client(self._location)
+        return self.s3_client
+
+    def _put(self, key: str, data: bytes) -> None:
+        try:
+            self._client().put_object(Bucket=self.bucket, Key=self.object_key(key), Body=data)
+        except Exception as error:  # botocore errors are not OSErrors
+            raise SpillError(f'could not store {key!r} in s3://{self.bucket}: {type(error).__name__}') from error
+
+    def _get(self, handle: str) -> bytes:
+        if (why := refusal(handle)) is not None:
+            raise FileNotFoundError(f'handle refused ({why})')
+        client = self._client()
+        try:
+            response = client.get_object(Bucket=self.bucket, Key=self.object_key(handle))
+            return response['Body'].read()
+        except client.exceptions.NoSuchKey:
+            raise FileNotFoundError(f'no stored tool result for {handle!r}') from None
+        except Exception as error:
+            status = getattr(error, 'response', {}).get('ResponseMetadata', {}).get('HTTPStatusCode')
+            if status == 404:
+                raise FileNotFoundError(f'no stored tool result for {handle!r}') from None
+            raise SpillReadError(f'could not read {handle!r} from s3://{self.bucket}: {type(error).__name__}') from error
+
+
+def _default_client(location: StoreLocation) -> Any:
+    """A boto3 S3 client for `location`, configured like the Overspill worker's store."""
+    import boto3  # imported here: never needed (nor importable) in the workflow sandbox
+    from botocore.config import Config
+
+    endpoint = location.endpoint_url or os.environ.get('AWS_ENDPOINT_URL') or None
+    region = location.region or os.environ.get('AWS_REGION') or os.environ.get('AWS_DEFAULT_REGION') or 'us-east-1'
+    config = Config(
+        # Self-hosted servers (SeaweedFS, MinIO) want path-style requests, as object_store sends them.
+        s3={'addressing_style': 'path' if endpoint else 'auto'},
+        connect_timeout=2,
+        read_timeout=30,
+        retries={'max_attempts': 3, 'mode': 'standard'},
+    )
+    return boto3.session.Session().client('s3', endpoint_url=endpoint, region_name=region, config=config)
