@@ -120,6 +120,7 @@ type Default = Box<dyn Fn(&Recorded) -> Reply + Send + Sync>;
 
 struct State {
     api_key: Option<String>,
+    hits: std::sync::atomic::AtomicUsize,
     script: Mutex<VecDeque<Reply>>,
     requests: Mutex<Vec<Recorded>>,
     default: Default,
@@ -160,6 +161,7 @@ impl FakeOpenAi {
         let addr = listener.local_addr().expect("a local address");
         let state = Arc::new(State {
             api_key: api_key.map(str::to_owned),
+            hits: std::sync::atomic::AtomicUsize::new(0),
             script: Mutex::new(VecDeque::new()),
             requests: Mutex::new(Vec::new()),
             default: Box::new(default),
@@ -199,6 +201,11 @@ impl FakeOpenAi {
         lock(&self.state.script).extend(replies);
     }
 
+    /// Every HTTP request so far, valid or not (a replay must make none).
+    pub(crate) fn hits(&self) -> usize {
+        self.state.hits.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Every chat-completions request so far.
     pub(crate) fn requests(&self) -> Vec<Recorded> {
         lock(&self.state.requests).clone()
@@ -221,6 +228,7 @@ async fn handle(
 }
 
 async fn answer(state: &State, request: Request<Incoming>) -> Reply {
+    state.hits.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     if request.uri().path() != PATH {
         return Reply::error(404, "Not found", "invalid_request_error");
     }

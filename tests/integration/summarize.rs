@@ -445,7 +445,7 @@ async fn binary_output_goes_to_then_without_a_call() {
     .await;
     assert_eq!(reduced.kind, ReductionKind::Spilled);
     assert_eq!(store.handles(), ["run-1/call-1.0"]);
-    assert!(server.requests().is_empty());
+    assert_eq!(server.hits(), 0);
 }
 
 #[tokio::test]
@@ -601,4 +601,49 @@ async fn a_killed_run_resumes_from_the_last_finished_chunk() {
         "{}",
         summary.text
     );
+}
+
+/// The fake refuses what OpenAI refuses, so the client's requests above are proven well-formed.
+#[tokio::test]
+async fn the_fake_server_speaks_the_protocol() {
+    let server = FakeOpenAi::start(Some(KEY)).await;
+    let http = reqwest::Client::new();
+    let url = format!("{}{}", server.base(), crate::openai_server::PATH);
+    let post = |body: &'static str| {
+        http.post(&url)
+            .bearer_auth(KEY)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    let status = |r: Result<reqwest::Response, reqwest::Error>| r.map(|r| r.status().as_u16()).ok();
+    assert_eq!(status(post(r#"{"messages": []}"#).await), Some(400));
+    assert_eq!(status(post(r#"{"model": "m"}"#).await), Some(400));
+    assert_eq!(
+        status(post(r#"{"model": "m", "messages": [{"role": "robot", "content": "x"}]}"#).await),
+        Some(400)
+    );
+    assert_eq!(status(post("not json").await), Some(400));
+    let unauthorized = http.post(&url).body("{}").send().await;
+    assert_eq!(status(unauthorized), Some(401));
+    let wrong_path = http.post(server.base()).bearer_auth(KEY).send().await;
+    assert_eq!(status(wrong_path), Some(404));
+    let ok = post(r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}]}"#)
+        .await
+        .expect("an answer");
+    assert_eq!(ok.status().as_u16(), 200);
+    let body: serde_json::Value =
+        serde_json::from_slice(&ok.bytes().await.unwrap_or_default()).unwrap_or_default();
+    assert_eq!(body["object"], "chat.completion");
+    assert!(
+        body["usage"]["prompt_tokens"]
+            .as_u64()
+            .is_some_and(|n| n > 0)
+    );
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "only well-formed requests are recorded"
+    );
+    assert_eq!(server.hits(), 7);
 }
