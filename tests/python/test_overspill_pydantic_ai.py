@@ -50,7 +50,13 @@ def test_object_key_sits_under_the_namespace_and_prefix() -> None:
     assert StoreLocation.parse('s3://b?region=x') == StoreLocation('b', '', None, 'x')
 
 
-@pytest.mark.parametrize('url', ['file:///tmp/x', 'memory://', 's3://', 's3://b/../x', 's3://b?colour=red'])
+def test_file_urls_name_a_local_root() -> None:
+    assert StoreLocation.parse('file:///var/spills/').root == '/var/spills'
+    assert StoreLocation.parse('file:///a%20b').root == '/a b'
+    assert OverspillStore('file:///var/spills').object_key('r/c.0') == 'tool_output_limits/r/c.0'
+
+
+@pytest.mark.parametrize('url', ['file://host/x', 'file:relative', 'file:///x?y=1', 'memory://', 's3://', 's3://b/../x', 's3://b?colour=red'])
 def test_store_urls_it_cannot_serve_are_refused(url: str) -> None:
     with pytest.raises(ValueError):
         OverspillStore(url)
@@ -104,6 +110,17 @@ def test_unknown_and_refused_handles_give_the_harness_its_no_result_answer(s3_st
         with pytest.raises(FileNotFoundError):
             asyncio.run(s3_store.read(handle))
         page = asyncio.run(_read_slice(s3_store.read, handle, 0, 200, False, None))
+        assert page.startswith(f'[No stored tool result for handle {handle!r}.')
+
+
+def test_a_file_store_reads_and_writes_where_overspill_dev_keeps_spills(tmp_path: Path) -> None:
+    store = OverspillStore(f'file://{tmp_path}')
+    data = b'a\nb ERROR\nc\n'
+    assert asyncio.run(store.write('run:1/call 1.0', data)) == 'run:1/call 1.0'
+    assert (tmp_path / 'tool_output_limits' / 'run_1' / 'call_1.0').read_bytes() == data
+    assert asyncio.run(store.read('run:1/call 1.0')) == data
+    for handle in ('run-x/never-written.0', '../../etc/passwd', '/etc/passwd'):
+        page = asyncio.run(_read_slice(store.read, handle, 0, 200, False, None))
         assert page.startswith(f'[No stored tool result for handle {handle!r}.')
 
 

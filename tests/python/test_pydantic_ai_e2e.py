@@ -9,7 +9,7 @@ test can SIGKILL one mid-run.
 
 `tests/integration/pydantic_ai.rs` runs this file under `cargo test`; by hand:
 `OVERSPILL_BIN=target/debug/overspill .deploy/venv/bin/python -m pytest tests/python -v`
-after `source .deploy/seaweedfs.env .deploy/temporal.env`.
+after `source .deploy/seaweedfs.env; source .deploy/temporal.env`.
 """
 
 from __future__ import annotations

@@ -14,8 +14,9 @@ truncation); 5,000 or more are summarized by Overspill's model (falling back to 
 
 Run it against `overspill dev` (or any Temporal server plus `overspill worker --store s3://…`):
 `python run_worker.py` in one terminal, `python run_agent.py 2000` in another. Configuration comes
-from the same variables the Overspill worker reads: `TEMPORAL_ADDRESS`, `OVERSPILL_STORE`,
-`OVERSPILL_TASK_QUEUE`, plus `LOG_AGENT_TASK_QUEUE` for this agent's own worker.
+from the same variables the Overspill worker reads: `TEMPORAL_ADDRESS`, `OVERSPILL_STORE` (default:
+`overspill dev`'s `file://<checkout>/.deploy/dev/spills`), `OVERSPILL_TASK_QUEUE`, plus
+`LOG_AGENT_TASK_QUEUE` for this agent's own worker.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ from overspill_pydantic_ai import DEFAULT_TASK_QUEUE, OverspillStore, OverspillS
 AGENT_NAME = 'log_agent'
 WORKFLOW_TASK_QUEUE = os.environ.get('LOG_AGENT_TASK_QUEUE', 'log-agent')
 OVERSPILL_TASK_QUEUE = os.environ.get('OVERSPILL_TASK_QUEUE', DEFAULT_TASK_QUEUE)
-STORE_URL = os.environ.get('OVERSPILL_STORE', 's3://spills')
+STORE_URL = os.environ.get('OVERSPILL_STORE') or f'file://{Path(os.path.abspath(__file__)).parents[3]}/.deploy/dev/spills'
+"""The Overspill worker's store: `OVERSPILL_STORE`, else `overspill dev`'s default directory."""
 PAUSE_FILE_ENV = 'LOG_AGENT_PAUSE_FILE'
 """Test hook: when set, the model's first attempt at answering a `fetch_build_log` return creates
 this file and then hangs, so a test can kill the worker at a known point of the run."""

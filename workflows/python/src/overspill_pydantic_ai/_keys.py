@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 NAMESPACE = 'tool_output_limits'
 """The folder every spill lives under, inside the store URL's own prefix."""
@@ -24,24 +24,31 @@ _PERCENT_ESCAPE = re.compile(r'%[0-9A-Fa-f]{2}')
 
 @dataclass(frozen=True)
 class StoreLocation:
-    """Where an `s3://bucket/prefix` store URL keeps spills, and how to reach the server."""
+    """Where a store URL keeps spills: a bucket and prefix (`s3://`), or a directory (`file://`)."""
 
     bucket: str
     prefix: str
     endpoint_url: str | None = None
     region: str | None = None
+    root: str | None = None
+    """The directory of a `file://` store (then `bucket` and `prefix` are empty)."""
 
     @classmethod
     def parse(cls, url: str) -> StoreLocation:
-        """Parse `s3://bucket[/prefix][?endpoint=…&region=…]`, the form `overspill worker --store` takes.
+        """Parse a store URL as `overspill worker --store` takes it.
 
-        Endpoint and region default to the usual `AWS_ENDPOINT_URL` / `AWS_REGION` variables when
-        the client is built, as the Overspill worker does. `allow_http` is accepted and ignored
-        (boto3 follows the endpoint's scheme).
+        `s3://bucket[/prefix][?endpoint=…&region=…]`: endpoint and region default to the usual
+        `AWS_ENDPOINT_URL` / `AWS_REGION` variables when the client is built, as the Overspill
+        worker does; `allow_http` is accepted and ignored (boto3 follows the endpoint's scheme).
+        `file:///path`: a directory on this machine (`overspill dev`'s default store).
         """
         parts = urlsplit(url)
+        if parts.scheme == 'file':
+            if parts.netloc not in ('', 'localhost') or not parts.path.startswith('/') or parts.query:
+                raise ValueError(f'store URL {url!r} is not an absolute local path (use file:///path)')
+            return cls(bucket='', prefix='', root=unquote(parts.path).rstrip('/') or '/')
         if parts.scheme not in ('s3', 's3a'):
-            raise ValueError(f'unsupported store URL {url!r}: OverspillStore reads s3:// stores')
+            raise ValueError(f'unsupported store URL {url!r}: OverspillStore reads s3:// and file:// stores')
         if not parts.netloc:
             raise ValueError(f'store URL {url!r} names no bucket')
         segments = [s for s in parts.path.split('/') if s]
@@ -58,7 +65,7 @@ class StoreLocation:
         return cls(bucket=parts.netloc, prefix='/'.join(segments), endpoint_url=endpoint, region=region)
 
     def object_key(self, handle: str) -> str:
-        """The object key of `handle` inside the bucket."""
+        """The object key of `handle` inside the bucket (or the path inside a `file://` root)."""
         return '/'.join([*([self.prefix] if self.prefix else []), NAMESPACE, sanitize_key(handle)])
 
 

@@ -8,11 +8,14 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from pathlib import Path
+
 import anyio.to_thread
+from pydantic_ai_harness.tool_output_limits import LocalFileStore
 from temporalio import activity, workflow
 
 from overspill_pydantic_ai._activity import execute_activity
-from overspill_pydantic_ai._keys import StoreLocation, refusal
+from overspill_pydantic_ai._keys import NAMESPACE, StoreLocation, refusal
 
 SPILL_ACTIVITY = 'tool_output_limits.spill'
 """The Overspill activity that persists a payload under its key."""
@@ -43,22 +46,24 @@ class OverspillStore:
 
     Pass it as `ToolOutputLimits(store=OverspillStore('s3://spills'))` on an agent that runs on
     Temporal (`TemporalDurability`). The URL is the one the Overspill worker was started with
-    (`overspill worker --store s3://spills`).
+    (`overspill worker --store s3://spills`); a `file:///path` store (`overspill dev`'s default)
+    works when the agent's workers run on the same machine as Overspill.
 
     - `write(key, data)` in workflow code (where ToolOutputLimits' `after_tool_execute` runs)
       executes `tool_output_limits.spill` on Overspill's task queue and returns the handle from its
       result: the write is journaled, a replay returns the recorded handle without writing again,
       and a write retried after a crash overwrites the same object. Outside a workflow (a plain
-      `agent.run()`), it puts the object into the bucket directly, under the same key.
+      `agent.run()`), it puts the object into the store directly, under the same key.
     - `read(handle)` outside workflow code, which includes the activity in which the harness runs
-      its `read_tool_result` tool, reads the object straight from the bucket. In workflow code
+      its `read_tool_result` tool, reads the object straight from the store. In workflow code
       (when `read_tool_result` is configured to run in the workflow) it executes the Python
       activity `read_activity()` returns, which the agent's worker must register; the whole
       payload then enters the workflow history on every read.
 
     Handles are the harness's keys, unchanged (`{run_id}/{tool_call_id}.{retry}[.content]`), so
     they are identical to the handles `LocalFileStore` produces. Objects live at
-    `{prefix}/tool_output_limits/{sanitized handle}` in the bucket.
+    `{prefix}/tool_output_limits/{sanitized handle}` in the bucket (`{path}/tool_output_limits/…`
+    for `file://`), where Overspill's own `read_tool_result` and `overspill read` find them too.
 
     S3 endpoint, region and credentials come from the URL's `?endpoint=…&region=…` or the usual
     `AWS_ENDPOINT_URL`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` variables, as
@@ -66,7 +71,7 @@ class OverspillStore:
     """
 
     url: str
-    """The Overspill worker's store URL, `s3://bucket[/prefix]`."""
+    """The Overspill worker's store URL, `s3://bucket[/prefix]` or `file:///path`."""
 
     task_queue: str = DEFAULT_TASK_QUEUE
     """The task queue the Overspill worker polls."""
@@ -104,7 +109,7 @@ class OverspillStore:
     async def write(self, key: str, data: bytes) -> str:
         """Persist `data` under `key` and return its handle (the `OverflowStore` protocol)."""
         if not workflow.in_workflow():
-            await self._run(self._put, key, data)
+            await self._put(key, data)
             return key
         try:
             output: dict[str, str] = {'text': data.decode('utf-8')}
@@ -147,41 +152,55 @@ class OverspillStore:
                 schedule_to_close_timeout=self.read_timeout,
                 summary=f'read {handle}',
             )
-        return await self._run(self._get, handle)
+        return await self._get(handle)
 
     def read_activity(self) -> Any:
         """The Python activity that serves workflow-side reads; register it on the agent's worker.
 
         Only needed when the harness's `read_tool_result` tool runs in workflow code; by default it
-        runs in an activity, where `read` goes to the bucket directly. It returns the raw bytes
+        runs in an activity, where `read` goes to the store directly. It returns the raw bytes
         (`binary/plain`).
         """
 
         async def read_spill(handle: str) -> bytes:
-            return await self._run(self._get, handle)
+            return await self._get(handle)
 
         read_spill.__doc__ = f'Read the spill `handle` from {self.url}.'
         return activity.defn(name=self.read_activity_name)(read_spill)
 
-    # --- direct S3 access (never in workflow code) ---
-
-    async def _run(self, func: Any, *args: Any) -> Any:
-        return await anyio.to_thread.run_sync(func, *args)
+    # --- direct store access (never in workflow code) ---
 
     def _client(self) -> Any:
         if self.s3_client is None:
             self.s3_client = _default_client(self._location)
         return self.s3_client
 
-    def _put(self, key: str, data: bytes) -> None:
+    def _local(self) -> LocalFileStore:
+        # The harness's own store over `{root}/tool_output_limits`: the same sanitized paths, root
+        # checks (not a symlink, owned by this user, 0700) and confinement as Overspill's file store.
+        assert self._location.root is not None
+        return LocalFileStore(base_dir=Path(self._location.root) / NAMESPACE)
+
+    async def _put(self, key: str, data: bytes) -> None:
+        if self._location.root is not None:
+            await self._local().write(key, data)
+        else:
+            await anyio.to_thread.run_sync(self._s3_put, key, data)
+
+    async def _get(self, handle: str) -> bytes:
+        if (why := refusal(handle)) is not None:
+            raise FileNotFoundError(f'handle refused ({why})')
+        if self._location.root is not None:
+            return await self._local().read(handle)
+        return await anyio.to_thread.run_sync(self._s3_get, handle)
+
+    def _s3_put(self, key: str, data: bytes) -> None:
         try:
             self._client().put_object(Bucket=self.bucket, Key=self.object_key(key), Body=data)
         except Exception as error:  # botocore errors are not OSErrors
             raise SpillError(f'could not store {key!r} in s3://{self.bucket}: {type(error).__name__}') from error
 
-    def _get(self, handle: str) -> bytes:
-        if (why := refusal(handle)) is not None:
-            raise FileNotFoundError(f'handle refused ({why})')
+    def _s3_get(self, handle: str) -> bytes:
         client = self._client()
         try:
             response = client.get_object(Bucket=self.bucket, Key=self.object_key(handle))
