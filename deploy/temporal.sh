@@ -7,14 +7,18 @@
 #                                .deploy/temporal.env (`export TEMPORAL_ADDRESS=…`).
 #   deploy/temporal.sh stop      stop the server this script started.
 #
+# TEMPORAL_PORT picks another port (UI on port + 1000).
 # Then: `source .deploy/temporal.env`.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 PORT="${TEMPORAL_PORT:-7233}"
 UI_PORT="${TEMPORAL_UI_PORT:-$((PORT + 1000))}"
-STATE="$DEPLOY_DIR/temporal"
+# The default port keeps its state in .deploy/temporal/ and .deploy/temporal.env; any other port
+# gets its own (.deploy/temporal-<port>/, .deploy/temporal-<port>.env), so servers never share a db.
+if [ "$PORT" = 7233 ]; then SUFFIX=""; else SUFFIX="-$PORT"; fi
+STATE="$DEPLOY_DIR/temporal$SUFFIX"
 PIDFILE="$STATE/temporal.pid"
-ENVFILE="$DEPLOY_DIR/temporal.env"
+ENVFILE="$DEPLOY_DIR/temporal$SUFFIX.env"
 mkdir -p "$STATE"
 
 temporal_bin() {

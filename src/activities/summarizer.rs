@@ -1,9 +1,9 @@
 //! The seam between the activities and a model: an object-safe, `Send` summarizer.
 //!
 //! The engine's [`Summarizer`] trait has no `Send` bound (workflow code implements it too), so the
-//! worker holds its model behind [`ActivitySummarizer`] instead. Until the OpenAI-compatible
-//! client is wired in, the worker uses [`NoSummarizer`]: every Summarize falls back to its `then`.
-//! A concrete model client implements it in one line:
+//! worker holds its model behind [`ActivitySummarizer`] instead: the OpenAI-compatible client
+//! (chunked at the model's context) when `--model-url` is given, else [`NoSummarizer`] (every
+//! Summarize falls back to its `then`). Another model client implements it in one line:
 //!
 //! ```ignore
 //! impl ActivitySummarizer for OpenAiSummarizer {
@@ -63,5 +63,14 @@ impl std::fmt::Debug for SharedSummarizer {
 impl Summarizer for SharedSummarizer {
     async fn summarize(&self, request: SummaryRequest<'_>) -> Result<Summary, SummarizeError> {
         self.0.summarize(request).await
+    }
+}
+
+impl ActivitySummarizer for crate::summarize::Chunked<crate::summarize::OpenAiSummarizer> {
+    fn summarize<'a>(
+        &'a self,
+        request: SummaryRequest<'a>,
+    ) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
+        Box::pin(Summarizer::summarize(self, request))
     }
 }

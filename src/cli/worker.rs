@@ -6,9 +6,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use overspill::activities::{DEFAULT_TASK_QUEUE, OverspillActivities};
+use overspill::activities::{DEFAULT_TASK_QUEUE, OverspillActivities, SharedSummarizer};
 use overspill::limits::Limits;
 use overspill::store::Store;
+use overspill::summarize::{Chunked, ModelArgs};
 use overspill::worker::{self, Connect, LogFormat, WorkerSettings};
 
 use super::CliResult;
@@ -78,6 +79,8 @@ pub(crate) struct Args {
     /// Log format.
     #[arg(long, env = "OVERSPILL_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+    #[command(flatten)]
+    model: ModelArgs,
     /// Seconds a shutdown waits for running activities before cancelling them.
     #[arg(long, default_value_t = 30)]
     graceful_shutdown_secs: u64,
@@ -92,9 +95,12 @@ pub(crate) async fn run(args: Args) -> CliResult {
         tracing::info!(%addr, "serving Prometheus metrics on /metrics");
     }
     let client = args.temporal.connect().client().await?;
-    let activities = OverspillActivities::new(store.clone())
-        .with_limits(limits)
-        .with_metrics(runtime.metrics.clone());
+    let mut activities = OverspillActivities::new(store.clone()).with_limits(limits);
+    if let Some(model) = args.model.summarizer()? {
+        let budget = args.model.budget();
+        activities = activities.with_summarizer(SharedSummarizer::new(Chunked::new(model, budget)));
+    }
+    let activities = activities.with_metrics(runtime.metrics.clone());
     let settings = WorkerSettings {
         task_queue: args.task_queue.clone(),
         max_concurrent_activities: args.max_concurrent_activities,

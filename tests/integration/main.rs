@@ -3,6 +3,7 @@ mod cli;
 mod golden;
 mod openai_server;
 mod pydantic_ai;
+mod replay;
 mod store;
 mod summarize;
 mod temporal;

@@ -17,7 +17,7 @@ use crate::read::ReadRequest;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct AgentLoopInput {
-    /// Lines the `generate_logs` tool produces (64 bytes each; 50,000 ≈ 3 MB).
+    /// Lines the `generate_logs` tool produces (55 bytes each; 50,000 ≈ 2.8 MB).
     pub log_lines: u64,
     /// Lines the `list_files` tool produces.
     pub file_lines: u64,
