@@ -300,7 +300,8 @@ impl OpenAiSummarizer {
 
     /// Summarize with retries of [`Error::Unavailable`] as configured, returning the rich error.
     ///
-    /// Uses `request.prompt` as the user message and `request.model`, else the default model.
+    /// Uses `request.prompt` as the user message and `request.model`, else the default model; a
+    /// pydantic-ai `openai:` prefix on the model name is dropped.
     pub async fn complete(&self, request: SummaryRequest<'_>) -> Result<Summary, Error> {
         let mut attempt = 0u32;
         loop {
@@ -335,6 +336,8 @@ impl OpenAiSummarizer {
                 "no model named (set {ENV_MODEL} or the Summarize action's model)"
             ))
         })?;
+        // A pydantic-ai model name (`openai:gpt-4o-mini`) names the provider first.
+        let model = model.strip_prefix("openai:").unwrap_or(model);
         let body = serde_json::to_vec(&ChatRequest::new(model, request.prompt))
             .map_err(|e| Error::Malformed(format!("request body: {e}")))?;
         let mut http = self
@@ -356,9 +359,11 @@ impl OpenAiSummarizer {
             });
         }
         let message = self.api_key.redact(wire::error_message(&body));
+        // What the OpenAI SDKs retry: 408, 409, 429 and 5xx.
         if status == StatusCode::TOO_MANY_REQUESTS
             || status.is_server_error()
             || status == StatusCode::REQUEST_TIMEOUT
+            || status == StatusCode::CONFLICT
         {
             Err(Error::Unavailable {
                 status: Some(status.as_u16()),

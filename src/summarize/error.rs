@@ -16,7 +16,7 @@ pub enum Error {
     /// The model did not answer within the configured timeout.
     #[error("the model did not answer within {0:?}")]
     Timeout(Duration),
-    /// The endpoint is unavailable for now: a 429, a 5xx or a connection failure. Worth retrying,
+    /// The endpoint is unavailable for now: a 429, a 5xx, a 408 or 409, or a connection failure. Worth retrying,
     /// after `retry_after` when the server named a delay.
     #[error("the model is unavailable ({}): {message}", status_text(*status))]
     Unavailable {
@@ -58,7 +58,7 @@ impl Error {
         }
     }
 
-    /// Whether the same request may succeed later: only [`Error::Unavailable`] (429, 5xx,
+    /// Whether the same request may succeed later: only [`Error::Unavailable`] (429, 5xx, 408, 409,
     /// connection failures). A timeout is final: the model spent its time on this exact input, so
     /// the output goes to the action's `then` rather than paying for the call again.
     pub fn is_retryable(&self) -> bool {

@@ -150,7 +150,7 @@ async fn a_custom_prompt_and_the_actions_model_are_sent() {
     let server = FakeOpenAi::start(None).await;
     let limits = Limits::from_json(
         r#"{"summary_prompt": "Tool {tool_name} said:\n{output}\n{{keep braces}}",
-            "bands": [{"over": 10, "action": {"type": "summarize", "model": "big-model"}}]}"#,
+            "bands": [{"over": 10, "action": {"type": "summarize", "model": "openai:big-model"}}]}"#,
     )
     .expect("a valid configuration");
     let no_key = OpenAiSummarizer::new(format!("{}/v1/", server.base()))
