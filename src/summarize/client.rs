@@ -64,7 +64,7 @@ impl Secret {
 /// assert_eq!(summarizer.endpoint().as_str(), "http://localhost:11434/v1/chat/completions");
 /// # Ok::<(), overspill::summarize::Error>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct OpenAiSummarizerBuilder {
     url: Option<String>,
     api_key: Secret,
@@ -88,6 +88,22 @@ impl Default for OpenAiSummarizerBuilder {
             max_retry_delay: DEFAULT_MAX_RETRY_DELAY,
             invalid: None,
         }
+    }
+}
+
+impl fmt::Debug for OpenAiSummarizerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let url = self.url.as_deref().map(|raw| match Url::parse(raw) {
+            Ok(url) => without_password(&url).to_string(),
+            Err(_) => "[unparsable]".to_owned(),
+        });
+        f.debug_struct("OpenAiSummarizerBuilder")
+            .field("url", &url)
+            .field("api_key", &self.api_key)
+            .field("model", &self.model)
+            .field("timeout", &self.timeout)
+            .field("max_retries", &self.max_retries)
+            .finish_non_exhaustive()
     }
 }
 
@@ -331,11 +347,13 @@ impl OpenAiSummarizer {
 
     /// One HTTP request, no retry.
     pub async fn complete_once(&self, request: SummaryRequest<'_>) -> Result<Summary, Error> {
-        let model = request.model.or(self.model.as_deref()).ok_or_else(|| {
-            Error::NotConfigured(format!(
-                "no model named (set {ENV_MODEL} or the Summarize action's model)"
-            ))
-        })?;
+        let model = (request.model.filter(|m| !m.is_empty()))
+            .or(self.model.as_deref())
+            .ok_or_else(|| {
+                Error::NotConfigured(format!(
+                    "no model named (set {ENV_MODEL} or the Summarize action's model)"
+                ))
+            })?;
         // A pydantic-ai model name (`openai:gpt-4o-mini`) names the provider first.
         let model = model.strip_prefix("openai:").unwrap_or(model);
         let body = serde_json::to_vec(&ChatRequest::new(model, request.prompt))
@@ -455,7 +473,7 @@ mod tests {
 
     #[test]
     fn debug_hides_the_key() {
-        let builder = OpenAiSummarizer::new("http://localhost:1")
+        let builder = OpenAiSummarizer::new("http://u:sk-secret-123@localhost:1")
             .with_api_key("sk-secret-123")
             .with_model("m");
         assert!(!format!("{builder:?}").contains("sk-secret-123"));
@@ -463,7 +481,7 @@ mod tests {
         let summarizer = builder.build().expect("a summarizer");
         let debug = format!("{summarizer:?}");
         assert!(!debug.contains("sk-secret-123"), "{debug}");
-        assert!(debug.contains("http://localhost:1/v1/chat/completions"));
+        assert!(debug.contains("http://u:redacted@localhost:1/v1/chat/completions"));
     }
 
     #[test]
