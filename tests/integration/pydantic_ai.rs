@@ -7,10 +7,15 @@
 //! cargo just built, and fails with pytest's report when any step does. Needs
 //! `OVERSPILL_TEST_S3_URL` and the `AWS_*` variables from `.deploy/seaweedfs.env`.
 
+use std::io::Read as _;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use crate::temporal::temporal_address;
+
+/// How long the whole Python suite may take (it needs one to two minutes).
+const TIMEOUT: Duration = Duration::from_secs(600);
 
 #[test]
 fn pydantic_ai_agent_delegates_spills_and_summaries_to_overspill() {
@@ -21,20 +26,49 @@ fn pydantic_ai_agent_delegates_spills_and_summaries_to_overspill() {
         "{} is missing: run deploy/test.sh (it installs deploy/requirements.txt into .deploy/venv)",
         python.display()
     );
-    let output = Command::new(&python)
-        .args(["-m", "pytest", "tests/python", "-v", "-p", "no:cacheprovider"])
+    let log = tempfile::NamedTempFile::new().expect("a temp file for pytest's output");
+    let mut pytest = Command::new(&python)
+        .args([
+            "-m",
+            "pytest",
+            "tests/python",
+            "-v",
+            "-p",
+            "no:cacheprovider",
+        ])
         .current_dir(root)
         .env("OVERSPILL_BIN", env!("CARGO_BIN_EXE_overspill"))
         .env("TEMPORAL_ADDRESS", temporal_address())
         .env("PYTHONDONTWRITEBYTECODE", "1")
-        .output()
+        .stdin(Stdio::null())
+        .stdout(log.reopen().expect("reopen pytest's log"))
+        .stderr(log.reopen().expect("reopen pytest's log"))
+        .spawn()
         .expect("run pytest in the project venv");
-    let report = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+    // Every wait inside the suite is bounded; this backstop keeps a hang from stalling CI.
+    let deadline = Instant::now() + TIMEOUT;
+    let status = loop {
+        if let Some(status) = pytest.try_wait().expect("wait for pytest") {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = pytest.kill();
+            let _ = pytest.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let mut report = String::new();
+    log.reopen()
+        .and_then(|mut file| file.read_to_string(&mut report))
+        .expect("read pytest's log");
+    let Some(status) = status else {
+        panic!("pytest did not finish within {TIMEOUT:?}:\n{report}");
+    };
+    assert!(
+        status.success(),
+        "the pydantic-ai end-to-end tests failed:\n{report}"
     );
-    assert!(output.status.success(), "the pydantic-ai end-to-end tests failed:\n{report}");
     assert!(
         report.contains(" passed") && !report.contains(" skipped"),
         "pytest ran no test or skipped some:\n{report}"

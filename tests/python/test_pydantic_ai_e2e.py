@@ -39,6 +39,7 @@ EXAMPLES = ROOT / 'workflows' / 'python' / 'examples'
 REQUIRED = ('TEMPORAL_ADDRESS', 'OVERSPILL_TEST_S3_URL', 'AWS_ENDPOINT_URL', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'OVERSPILL_BIN')
 SPILL_LINES = 1_000  # ≈ 60,000 chars: over the 20,000-char spill band
 SUMMARY_LINES = 150  # ≈ 9,000 chars: in the 5,000-char summarize band
+RUN_TIMEOUT = 180  # seconds a workflow may take, a worker restart included
 
 
 # --- the local model endpoint -----------------------------------------------------------------
@@ -200,7 +201,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         'OVERSPILL_STORE': store_url,
         'OVERSPILL_TASK_QUEUE': f'tool-output-limits-e2e-{tag}',
         'LOG_AGENT_TASK_QUEUE': f'log-agent-e2e-{tag}',
-        'LOG_AGENT_HEARTBEAT_SECONDS': '2',
+        'LOG_AGENT_HEARTBEAT_SECONDS': '5',  # a killed worker's activity is retried after this
         'OVERSPILL_MODEL_URL': model_url,
         'OVERSPILL_MODEL': 'fake-summarizer',
         'OVERSPILL_MODEL_API_KEY': 'test-key',
@@ -264,14 +265,27 @@ def _activity_results(history: Any, name: str) -> tuple[int, list[Any]]:
     return sum(1 for n in scheduled.values() if n == name), results
 
 
-async def _start(stack: Stack, lines: int) -> Any:
+async def _start(stack: Stack, lines: int, run: Any = None, task_queue: str | None = None) -> Any:
     client = await _client()
     return await client.start_workflow(
-        stack.agent_module.LogAgentWorkflow.run,
+        run or stack.agent_module.LogAgentWorkflow.run,
         f'fetch the build log, {lines} lines',
         id=f'log-agent-e2e-{uuid.uuid4()}',
-        task_queue=stack.env['LOG_AGENT_TASK_QUEUE'],
+        task_queue=task_queue or stack.env['LOG_AGENT_TASK_QUEUE'],
     )
+
+
+def _overspill_read(store_url: str, handle: str, *args: str) -> str:
+    """What `overspill read` (Overspill's own read_tool_result) prints for `handle`."""
+    out = subprocess.run(
+        [os.environ['OVERSPILL_BIN'], 'read', handle, '--store', store_url, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, 'AWS_ALLOW_HTTP': 'true'},
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.removesuffix('\n')
 
 
 def _wait_for_file(path: Path, stack: Stack, timeout: float = 60) -> None:
@@ -306,7 +320,7 @@ def test_spill_goes_to_overspill_and_matches_local_file_store(stack: Stack, tmp_
 
     async def run() -> tuple[Any, Any]:
         handle = await _start(stack, SPILL_LINES)
-        report = await handle.result()
+        report = await asyncio.wait_for(handle.result(), RUN_TIMEOUT)
         return report, await handle.fetch_history()
 
     report, history = asyncio.run(run())
@@ -329,6 +343,7 @@ def test_spill_goes_to_overspill_and_matches_local_file_store(stack: Stack, tmp_
     # read_tool_result ran in its activity, read the bucket, and returned the right page.
     assert seen[1] == _spill_page(log.encode(), handle, limit=5, pattern='ERROR')
     assert seen[1].startswith(f'[handle {handle!r}: 11 matching line(s); showing 5]\n00013 ERROR')
+    assert _overspill_read(stack.store_url, handle, '--limit', '5', '--pattern', 'ERROR') == seen[1]
 
     # The same agent with the harness's own LocalFileStore, same run id: the same text, everywhere.
     local_agent = stack.agent_module.build_agent('log_agent_local', store=LocalFileStore(base_dir=tmp_path / 'spills'))
@@ -365,7 +380,7 @@ def test_killed_agent_worker_resumes_with_the_same_handle(stack: Stack, tmp_path
     async def finish() -> tuple[Any, Any]:
         client = await _client()
         wf = client.get_workflow_handle_for(stack.agent_module.LogAgentWorkflow.run, handle.id)
-        return await asyncio.wait_for(wf.result(), 120), await wf.fetch_history()
+        return await asyncio.wait_for(wf.result(), RUN_TIMEOUT), await wf.fetch_history()
 
     report, final_history = asyncio.run(finish())
     seen = json.loads(report.output)
@@ -399,7 +414,7 @@ def test_summarize_band_calls_the_model_once_across_replays(stack: Stack, tmp_pa
     async def finish() -> tuple[Any, Any]:
         client = await _client()
         wf = client.get_workflow_handle_for(stack.agent_module.LogAgentWorkflow.run, handle.id)
-        return await asyncio.wait_for(wf.result(), 120), await wf.fetch_history()
+        return await asyncio.wait_for(wf.result(), RUN_TIMEOUT), await wf.fetch_history()
 
     report, history = asyncio.run(finish())
     log = stack.agent_module.build_log(SUMMARY_LINES)
@@ -419,3 +434,62 @@ def test_summarize_band_calls_the_model_once_across_replays(stack: Stack, tmp_pa
 
     asyncio.run(replay())
     assert len(stack.model.requests) == calls_before + 1, 'replays never call the model again'
+
+
+def test_read_tool_result_in_workflow_code_reads_through_the_read_activity(stack: Stack) -> None:
+    """With `read_tool_result` in workflow code, `read` runs the worker's `overspill.read_spill`
+    activity (the raw bytes, `binary/plain`) and the model gets the same page."""
+    stack.start_agent_worker('agent-worker-wf-read')
+
+    async def run() -> tuple[Any, Any]:
+        handle = await _start(stack, SPILL_LINES, stack.agent_module.LogAgentReadInWorkflow.run)
+        return await asyncio.wait_for(handle.result(), RUN_TIMEOUT), await handle.fetch_history()
+
+    report, history = asyncio.run(run())
+    seen = json.loads(report.output)
+    log = stack.agent_module.build_log(SPILL_LINES)
+    _, spills = _activity_results(history, 'tool_output_limits.spill')
+    handle = spills[0]['handle']
+    reads = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.HasField('activity_task_scheduled_event_attributes')
+    ]
+    assert 'overspill.read_spill' in reads
+    assert not any('tool_output_limits__call_tool' in name for name in reads), 'the tool ran in the workflow'
+    assert seen[1] == _spill_page(log.encode(), handle, limit=5, pattern='ERROR')
+
+
+def test_against_overspill_dev_with_its_file_store(stack: Stack, tmp_path: Path) -> None:
+    """The README's path: `overspill dev` (a file:// store) and the example agent beside it."""
+    from overspill_pydantic_ai import sanitize_key
+
+    spills = tmp_path / 'dev-spills'
+    store_url = f'file://{spills}'
+    queue = f'{stack.env["OVERSPILL_TASK_QUEUE"]}-dev'
+    agent_queue = f'{stack.env["LOG_AGENT_TASK_QUEUE"]}-dev'
+    dev = Process(
+        'overspill-dev',
+        [os.environ['OVERSPILL_BIN'], 'dev', '--no-demo', '--store', store_url, '--task-queue', queue],
+        stack.env,
+        stack.log_dir,
+    )
+    try:
+        dev.wait_for('overspill dev: Temporal at')
+        stack.start_agent_worker(
+            'agent-worker-dev', OVERSPILL_STORE=store_url, OVERSPILL_TASK_QUEUE=queue, LOG_AGENT_TASK_QUEUE=agent_queue
+        )
+
+        async def run() -> Any:
+            handle = await _start(stack, SPILL_LINES, task_queue=agent_queue)
+            return await asyncio.wait_for(handle.result(), RUN_TIMEOUT)
+
+        report = asyncio.run(run())
+    finally:
+        dev.stop()
+    seen = json.loads(report.output)
+    log = stack.agent_module.build_log(SPILL_LINES)
+    handle = f'{report.run_id}/call-log.0'
+    assert f'stored to handle {handle!r}.' in seen[0]
+    assert (spills / 'tool_output_limits').joinpath(*sanitize_key(handle).split('/')).read_bytes() == log.encode()
+    assert seen[1] == _spill_page(log.encode(), handle, limit=5, pattern='ERROR')

@@ -30,6 +30,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from pydantic_ai import Agent
+from pydantic_ai.capabilities import SetToolMetadata
 from pydantic_ai.durable_exec.temporal import PydanticAIWorkflow, TemporalDurability
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -117,8 +118,13 @@ def build_agent(
     store: OverflowStore | None = None,
     summarize_task_queue: str = OVERSPILL_TASK_QUEUE,
     heartbeat_timeout: timedelta = timedelta(seconds=30),
+    read_in_workflow: bool = False,
 ) -> Agent[None, str]:
-    """The example agent, spilling to `store` (default: Overspill at `OVERSPILL_STORE`)."""
+    """The example agent, spilling to `store` (default: Overspill at `OVERSPILL_STORE`).
+
+    With `read_in_workflow`, the harness's `read_tool_result` tool runs in workflow code instead of
+    an activity, so `OverspillStore.read` goes through the worker's `store.read_activity()`.
+    """
     limits = ToolOutputLimits(
         bands=[
             Band(over=20_000, action=Spill(then=Truncate())),
@@ -129,18 +135,26 @@ def build_agent(
     durability = TemporalDurability(
         activity_config={'start_to_close_timeout': timedelta(seconds=60), 'heartbeat_timeout': heartbeat_timeout},
     )
+    # `temporal=False` tool metadata keeps a tool out of activities under TemporalDurability.
+    in_workflow = [SetToolMetadata(tools=['read_tool_result'], temporal=False)] if read_in_workflow else []
     return Agent(
         FunctionModel(script, model_name='scripted'),
         name=name,
         tools=[fetch_build_log],
-        capabilities=[limits, durability],
+        capabilities=[limits, *in_workflow, durability],
     )
 
 
 store = OverspillStore(STORE_URL, task_queue=OVERSPILL_TASK_QUEUE)
 """The agent's spill store: Overspill's, reached through its task queue and its bucket."""
 
-agent = build_agent(store=store, heartbeat_timeout=timedelta(seconds=float(os.environ.get('LOG_AGENT_HEARTBEAT_SECONDS', '30'))))
+_heartbeat = timedelta(seconds=float(os.environ.get('LOG_AGENT_HEARTBEAT_SECONDS', '30')))
+
+agent = build_agent(store=store, heartbeat_timeout=_heartbeat)
+"""The example agent: `read_tool_result` runs in an activity and reads the store directly."""
+
+workflow_read_agent = build_agent('log_agent_wf_read', store=store, heartbeat_timeout=_heartbeat, read_in_workflow=True)
+"""The same agent with `read_tool_result` in workflow code, reading through `store.read_activity()`."""
 
 
 @dataclass
@@ -164,3 +178,15 @@ class LogAgentWorkflow(PydanticAIWorkflow):
         result = await agent.run(prompt)
         return RunReport(output=result.output, run_id=result.run_id)
 
+
+
+@workflow.defn
+class LogAgentReadInWorkflow(PydanticAIWorkflow):
+    """Runs `workflow_read_agent` (reads through the worker's read activity) on one prompt."""
+
+    __pydantic_ai_agents__ = [workflow_read_agent]
+
+    @workflow.run
+    async def run(self, prompt: str) -> RunReport:
+        result = await workflow_read_agent.run(prompt)
+        return RunReport(output=result.output, run_id=result.run_id)

@@ -1,4 +1,7 @@
-"""Run the example agent once: `python run_agent.py [LINES]` (default 2000 lines: a spill).
+"""Run the example agent once: `python run_agent.py [LINES] [--read-in-workflow]`.
+
+LINES defaults to 2000 (a spill). `--read-in-workflow` runs the variant whose `read_tool_result`
+runs in workflow code, reading through the worker's `store.read_activity()`.
 
 Prints the agent run id and every tool return the model saw. 2000 lines (≈ 90,000 chars) spill
 to Overspill and are paged back with `read_tool_result`; 200 lines (≈ 9,000 chars) are summarized
@@ -16,17 +19,18 @@ import uuid
 from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
 from temporalio.client import Client
 
-from log_agent import WORKFLOW_TASK_QUEUE, LogAgentWorkflow
+from log_agent import WORKFLOW_TASK_QUEUE, LogAgentReadInWorkflow, LogAgentWorkflow
 
 
-async def main(lines: int) -> None:
+async def main(lines: int, read_in_workflow: bool) -> None:
     client = await Client.connect(
         os.environ.get('TEMPORAL_ADDRESS', '127.0.0.1:7233'),
         namespace=os.environ.get('TEMPORAL_NAMESPACE', 'default'),
         plugins=[PydanticAIPlugin()],
     )
+    run = LogAgentReadInWorkflow.run if read_in_workflow else LogAgentWorkflow.run
     report = await client.execute_workflow(
-        LogAgentWorkflow.run,
+        run,
         f'fetch the build log, {lines} lines',
         id=f'log-agent-{uuid.uuid4()}',
         task_queue=WORKFLOW_TASK_QUEUE,
@@ -38,4 +42,5 @@ async def main(lines: int) -> None:
 
 
 if __name__ == '__main__':
-    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 2000))
+    numbers = [a for a in sys.argv[1:] if a.isdigit()]
+    asyncio.run(main(int(numbers[0]) if numbers else 2000, '--read-in-workflow' in sys.argv[1:]))

@@ -13,7 +13,7 @@ from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from log_agent import WORKFLOW_TASK_QUEUE, LogAgentWorkflow, store
+from log_agent import WORKFLOW_TASK_QUEUE, LogAgentReadInWorkflow, LogAgentWorkflow, store
 
 
 async def main() -> None:
@@ -25,8 +25,8 @@ async def main() -> None:
     worker = Worker(
         client,
         task_queue=WORKFLOW_TASK_QUEUE,
-        workflows=[LogAgentWorkflow],
-        # Only needed when `read_tool_result` runs in workflow code; harmless otherwise.
+        workflows=[LogAgentWorkflow, LogAgentReadInWorkflow],
+        # Serves OverspillStore.read in workflow code (LogAgentReadInWorkflow's read_tool_result).
         activities=[store.read_activity()],
     )
     print(f'log agent worker polling {WORKFLOW_TASK_QUEUE!r}', flush=True)
