@@ -607,31 +607,6 @@ mod tests {
         assert_eq!(handle.await.ok().and_then(Result::ok), Some(5));
     }
 
-    /// What the summarize activity writes: resume from the last heartbeat, heartbeat each chunk.
-    /// Compiled, not run: it proves the activity's future is `Send`.
-    #[allow(dead_code)]
-    fn activity_shape(
-        ctx: &temporalio_sdk::activities::ActivityContext,
-        model: &crate::summarize::OpenAiSummarizer,
-        request: SummaryRequest<'_>,
-    ) {
-        fn send<T: Send>(_: &T) {}
-        let resume = ctx
-            .heartbeat_details()
-            .deserialize::<ChunkProgress>()
-            .ok()
-            .flatten();
-        let run = summarize_chunked(model, request, ChunkBudget::default(), resume, |p| {
-            let beat = ctx.record_heartbeat(p.clone());
-            async move {
-                if let Err(error) = beat.await {
-                    tracing::warn!(%error, "could not record the chunk heartbeat");
-                }
-            }
-        });
-        send(&run);
-    }
-
     #[test]
     fn budgets() {
         assert_eq!(ChunkBudget::from_context_tokens(8_192).max_chars, 4_096 * 3);

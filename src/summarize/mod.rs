@@ -7,17 +7,21 @@
 //!   and [`Error::into_activity_error`] for a Temporal activity.
 //! - [`summarize_chunked`]: outputs over the model's context, summarized in line-bounded chunks
 //!   and then once more, with resumable [`ChunkProgress`] for activity heartbeats.
+//! - [`summarize_in_activity`]: the above inside a Temporal activity: heartbeat, resume, and
+//!   failures typed for the retry policy.
 //! - [`ModelArgs`]: the `--model-*` flags and `OVERSPILL_MODEL*` variables.
 //!
 //! The prompt is rendered and the summary stripped by the engine
 //! ([`limits::reduce`](crate::limits::reduce)); this module only talks to the model.
 
+mod activity;
 mod args;
 mod chunk;
 mod client;
 mod error;
 mod wire;
 
+pub use activity::summarize_in_activity;
 pub use args::ModelArgs;
 pub use chunk::{
     ChunkBudget, ChunkProgress, Chunked, ENV_CONTEXT_TOKENS, SummaryModel, split_lines,
