@@ -398,7 +398,7 @@ impl LineIndex {
 
     /// Parse the serialized form; `None` if it is not a whole number of entries.
     pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
-        if bytes.len() % 8 != 0 {
+        if !bytes.len().is_multiple_of(8) {
             return None;
         }
         let entries = bytes

@@ -28,7 +28,7 @@ enum Command {
     #[command(subcommand)]
     Spills(spills::Command),
     /// Serve the tool_output_limits.* activities on a Temporal task queue.
-    Worker(worker::Args),
+    Worker(Box<worker::Args>),
     /// Start a Temporal dev server, a local store and the worker, and run a demo.
     Dev(dev::Args),
 }
@@ -48,7 +48,7 @@ pub(crate) fn main() -> ExitCode {
             Command::Reduce(args) => reduce::run(args).await,
             Command::Read(args) => read::run(args).await,
             Command::Spills(cmd) => spills::run(cmd).await,
-            Command::Worker(args) => worker::run(args).await,
+            Command::Worker(args) => worker::run(*args).await,
             Command::Dev(args) => dev::run(args).await,
         }
     });

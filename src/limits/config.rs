@@ -171,7 +171,7 @@ impl Limits {
         let stated: Vec<i64> = later.bands.iter().map(|b| b.over).collect();
         self.bands.retain(|b| !stated.contains(&b.over));
         self.bands.extend(later.bands);
-        self.bands.sort_by(|a, b| b.over.cmp(&a.over));
+        self.bands.sort_by_key(|b| std::cmp::Reverse(b.over));
         self.per_tool.extend(later.per_tool);
         self
     }
