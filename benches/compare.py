@@ -88,9 +88,10 @@ def reference() -> dict[str, float]:
 
 def overspill() -> dict[str, float]:
     if os.environ.get('OVERSPILL_BENCH_SKIP_CARGO') != '1':
-        subprocess.run(['cargo', 'bench', '--bench', 'engine'], cwd=ROOT, check=True)
+        subprocess.run(['cargo', 'bench', '--bench', 'engine', *sys.argv[1:]], cwd=ROOT, check=True)
     out = {}
-    for estimates in (ROOT / 'target' / 'criterion').glob('*/*/new/estimates.json'):
+    target = Path(os.environ.get('CARGO_TARGET_DIR', ROOT / 'target'))
+    for estimates in (target / 'criterion').glob('*/*/new/estimates.json'):
         bench = json.loads((estimates.parent / 'benchmark.json').read_text())
         out[bench['full_id']] = json.loads(estimates.read_text())['median']['point_estimate'] / 1e6
     return out
