@@ -16,11 +16,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'workflows' / 'python' / 'src'))
 
-from pydantic_ai_harness.tool_output_limits._capability import _read_slice  # noqa: E402
-from pydantic_ai_harness.tool_output_limits._store import _segments  # noqa: E402
-
-from overspill_pydantic_ai import OverspillStore, OverspillSummarizer, SummarizeError, sanitize_key  # noqa: E402
-from overspill_pydantic_ai._keys import StoreLocation, refusal  # noqa: E402
+from overspill_pydantic_ai import OverspillStore, OverspillSummarizer, SummarizeError, sanitize_key
+from overspill_pydantic_ai._keys import StoreLocation, refusal
+from pydantic_ai_harness.tool_output_limits._capability import _read_slice
+from pydantic_ai_harness.tool_output_limits._store import _segments
 
 KEYS = [
     'run-1/call-1.0',
@@ -56,7 +55,9 @@ def test_file_urls_name_a_local_root() -> None:
     assert OverspillStore('file:///var/spills').object_key('r/c.0') == 'tool_output_limits/r/c.0'
 
 
-@pytest.mark.parametrize('url', ['file://host/x', 'file:relative', 'file:///x?y=1', 'memory://', 's3://', 's3://b/../x', 's3://b?colour=red'])
+@pytest.mark.parametrize(
+    'url', ['file://host/x', 'file:relative', 'file:///x?y=1', 'memory://', 's3://', 's3://b/../x', 's3://b?colour=red']
+)
 def test_store_urls_it_cannot_serve_are_refused(url: str) -> None:
     with pytest.raises(ValueError):
         OverspillStore(url)
@@ -91,13 +92,17 @@ def test_summarizer_outside_a_workflow_raises_so_the_band_falls_back() -> None:
 
 @pytest.fixture
 def s3_store() -> OverspillStore:
-    missing = [v for v in ('OVERSPILL_TEST_S3_URL', 'AWS_ENDPOINT_URL', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY') if not os.environ.get(v)]
+    missing = [
+        v
+        for v in ('OVERSPILL_TEST_S3_URL', 'AWS_ENDPOINT_URL', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY')
+        if not os.environ.get(v)
+    ]
     assert not missing, f'{missing} not set: source .deploy/seaweedfs.env (deploy/test.sh does)'
     return OverspillStore(f'{os.environ["OVERSPILL_TEST_S3_URL"].rstrip("/")}/py-unit-{uuid.uuid4().hex[:12]}')
 
 
 def test_outside_a_workflow_write_and_read_go_to_the_bucket(s3_store: OverspillStore) -> None:
-    data = 'line 1\nline 2 ERROR\r\nline 3\n'.encode() + bytes([0xFF, 0x0A])
+    data = b'line 1\nline 2 ERROR\r\nline 3\n' + bytes([0xFF, 0x0A])
     handle = asyncio.run(s3_store.write('run:1/call 1.0', data))
     assert handle == 'run:1/call 1.0', 'the handle is the key, as with LocalFileStore'
     assert asyncio.run(s3_store.read(handle)) == data

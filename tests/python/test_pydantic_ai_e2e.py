@@ -36,7 +36,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_SRC = ROOT / 'workflows' / 'python' / 'src'
 EXAMPLES = ROOT / 'workflows' / 'python' / 'examples'
-REQUIRED = ('TEMPORAL_ADDRESS', 'OVERSPILL_TEST_S3_URL', 'AWS_ENDPOINT_URL', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'OVERSPILL_BIN')
+REQUIRED = (
+    'TEMPORAL_ADDRESS',
+    'OVERSPILL_TEST_S3_URL',
+    'AWS_ENDPOINT_URL',
+    'AWS_ACCESS_KEY_ID',
+    'AWS_SECRET_ACCESS_KEY',
+    'OVERSPILL_BIN',
+)
 SPILL_LINES = 1_000  # ≈ 60,000 chars: over the 20,000-char spill band
 SUMMARY_LINES = 150  # ≈ 9,000 chars: in the 5,000-char summarize band
 RUN_TIMEOUT = 180  # seconds a workflow may take, a worker restart included
@@ -61,7 +68,7 @@ class ModelEndpoint:
         endpoint = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get('Content-Length', 0))))
                 if self.path != '/v1/chat/completions':
                     self.send_error(404)
@@ -80,7 +87,11 @@ class ModelEndpoint:
                             'finish_reason': 'stop',
                         }
                     ],
-                    'usage': {'prompt_tokens': len(prompt) // 4, 'completion_tokens': 17, 'total_tokens': len(prompt) // 4 + 17},
+                    'usage': {
+                        'prompt_tokens': len(prompt) // 4,
+                        'completion_tokens': 17,
+                        'total_tokens': len(prompt) // 4 + 17,
+                    },
                 }
                 data = json.dumps(reply).encode()
                 self.send_response(200)
@@ -112,7 +123,9 @@ class Process:
         self.name = name
         self.log = log_dir / f'{name}.log'
         self._file = self.log.open('wb')
-        self.proc = subprocess.Popen(args, env=env, cwd=cwd, stdout=self._file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            args, env=env, cwd=cwd, stdout=self._file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
 
     def wait_for(self, text: str, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
@@ -216,12 +229,19 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     )
     # This process imports the example agent too (to compare with LocalFileStore, to replay):
     # with the workers' configuration, so its workflow definition matches theirs.
-    os.environ.update({k: env[k] for k in ('OVERSPILL_STORE', 'OVERSPILL_TASK_QUEUE', 'LOG_AGENT_TASK_QUEUE', 'LOG_AGENT_HEARTBEAT_SECONDS')})
+    os.environ.update(
+        {
+            k: env[k]
+            for k in ('OVERSPILL_STORE', 'OVERSPILL_TASK_QUEUE', 'LOG_AGENT_TASK_QUEUE', 'LOG_AGENT_HEARTBEAT_SECONDS')
+        }
+    )
     for path in (str(PACKAGE_SRC), str(EXAMPLES)):
         if path not in sys.path:
             sys.path.insert(0, path)
     agent_module = importlib.import_module('log_agent')
-    stack = Stack(env=env, store_url=store_url, model=model, overspill=overspill, log_dir=log_dir, agent_module=agent_module)
+    stack = Stack(
+        env=env, store_url=store_url, model=model, overspill=overspill, log_dir=log_dir, agent_module=agent_module
+    )
     try:
         overspill.wait_for('overspill worker started')
         yield stack
@@ -247,7 +267,9 @@ async def _client() -> Any:
     from temporalio.client import Client
 
     return await Client.connect(
-        os.environ['TEMPORAL_ADDRESS'], namespace=os.environ.get('TEMPORAL_NAMESPACE', 'default'), plugins=[PydanticAIPlugin()]
+        os.environ['TEMPORAL_ADDRESS'],
+        namespace=os.environ.get('TEMPORAL_NAMESPACE', 'default'),
+        plugins=[PydanticAIPlugin()],
     )
 
 
@@ -277,7 +299,7 @@ async def _start(stack: Stack, lines: int, run: Any = None, task_queue: str | No
 
 def _overspill_read(store_url: str, handle: str, *args: str) -> str:
     """What `overspill read` (Overspill's own read_tool_result) prints for `handle`."""
-    out = subprocess.run(
+    out = subprocess.run(  # noqa: PLW1510 - the exit code is asserted below
         [os.environ['OVERSPILL_BIN'], 'read', handle, '--store', store_url, *args],
         capture_output=True,
         text=True,
@@ -349,7 +371,9 @@ def test_spill_goes_to_overspill_and_matches_local_file_store(stack: Stack, tmp_
     local_agent = stack.agent_module.build_agent('log_agent_local', store=LocalFileStore(base_dir=tmp_path / 'spills'))
     local = local_agent.run_sync(f'fetch the build log, {SPILL_LINES} lines', run_id=report.run_id)
     assert local.output == report.output
-    assert (tmp_path / 'spills').joinpath(*stack.agent_module.store.object_key(handle).split('/')[-2:]).read_bytes() == log.encode()
+    assert (tmp_path / 'spills').joinpath(
+        *stack.agent_module.store.object_key(handle).split('/')[-2:]
+    ).read_bytes() == log.encode()
 
 
 def test_killed_agent_worker_resumes_with_the_same_handle(stack: Stack, tmp_path: Path) -> None:
@@ -372,7 +396,10 @@ def test_killed_agent_worker_resumes_with_the_same_handle(stack: Stack, tmp_path
     assert spills == 1 and len(results) == 1, 'the spill ran before the kill'
     before = results[0]['handle']
     run_id = before.split('/')[0]
-    assert stack.bucket_keys(run_id) == [stack.agent_module.store.object_key(before), stack.agent_module.store.object_key(before) + '.idx']
+    assert stack.bucket_keys(run_id) == [
+        stack.agent_module.store.object_key(before),
+        stack.agent_module.store.object_key(before) + '.idx',
+    ]
 
     first.kill()
     stack.start_agent_worker('agent-worker-recovered', LOG_AGENT_PAUSE_FILE=str(pause))
@@ -389,7 +416,9 @@ def test_killed_agent_worker_resumes_with_the_same_handle(stack: Stack, tmp_path
     assert seen[1].startswith(f'[handle {before!r}: 11 matching line(s)')
     spills, results = _activity_results(final_history, 'tool_output_limits.spill')
     assert spills == 1 and [r['handle'] for r in results] == [before], 'no second spill on replay'
-    assert [k for k in stack.bucket_keys(run_id) if not k.endswith('.idx')] == [stack.agent_module.store.object_key(before)]
+    assert [k for k in stack.bucket_keys(run_id) if not k.endswith('.idx')] == [
+        stack.agent_module.store.object_key(before)
+    ]
 
 
 def test_summarize_band_calls_the_model_once_across_replays(stack: Stack, tmp_path: Path) -> None:

@@ -29,10 +29,19 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+from overspill_pydantic_ai import DEFAULT_TASK_QUEUE, OverspillStore, OverspillSummarizer
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import SetToolMetadata
 from pydantic_ai.durable_exec.temporal import PydanticAIWorkflow, TemporalDurability
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai_harness.tool_output_limits import (
     Band,
@@ -44,12 +53,12 @@ from pydantic_ai_harness.tool_output_limits import (
 )
 from temporalio import workflow
 
-from overspill_pydantic_ai import DEFAULT_TASK_QUEUE, OverspillStore, OverspillSummarizer
-
 AGENT_NAME = 'log_agent'
 WORKFLOW_TASK_QUEUE = os.environ.get('LOG_AGENT_TASK_QUEUE', 'log-agent')
 OVERSPILL_TASK_QUEUE = os.environ.get('OVERSPILL_TASK_QUEUE', DEFAULT_TASK_QUEUE)
-STORE_URL = os.environ.get('OVERSPILL_STORE') or f'file://{Path(os.path.abspath(__file__)).parents[3]}/.deploy/dev/spills'
+STORE_URL = (
+    os.environ.get('OVERSPILL_STORE') or f'file://{Path(os.path.abspath(__file__)).parents[3]}/.deploy/dev/spills'
+)
 """The Overspill worker's store: `OVERSPILL_STORE`, else `overspill dev`'s default directory."""
 PAUSE_FILE_ENV = 'LOG_AGENT_PAUSE_FILE'
 """Test hook: when set, the model's first attempt at answering a `fetch_build_log` return creates
@@ -80,7 +89,8 @@ async def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse
     """The scripted model: fetch the log, page back a spill's ERROR lines, report what it saw."""
     returns = _seen_returns(messages)
     if not returns:
-        prompt = str(messages[0].parts[-1].content) if isinstance(messages[0], ModelRequest) else ''
+        prompts = [p for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, UserPromptPart)]
+        prompt = ' '.join(str(p.content) for p in prompts)
         lines = int(m.group(1)) if (m := re.search(r'(\d+) lines', prompt)) else 100
         call = ToolCallPart('fetch_build_log', {'lines': lines}, tool_call_id='call-log')
         return ModelResponse(parts=[call])
@@ -128,7 +138,10 @@ def build_agent(
     limits = ToolOutputLimits(
         bands=[
             Band(over=20_000, action=Spill(then=Truncate())),
-            Band(over=5_000, action=Summarize(summarize=OverspillSummarizer(task_queue=summarize_task_queue), then=Truncate())),
+            Band(
+                over=5_000,
+                action=Summarize(summarize=OverspillSummarizer(task_queue=summarize_task_queue), then=Truncate()),
+            ),
         ],
         store=store or OverspillStore(STORE_URL, task_queue=OVERSPILL_TASK_QUEUE),
     )
@@ -171,7 +184,7 @@ class RunReport:
 class LogAgentWorkflow(PydanticAIWorkflow):
     """Runs the example agent on one prompt."""
 
-    __pydantic_ai_agents__ = [agent]
+    __pydantic_ai_agents__ = (agent,)
 
     @workflow.run
     async def run(self, prompt: str) -> RunReport:
@@ -179,12 +192,11 @@ class LogAgentWorkflow(PydanticAIWorkflow):
         return RunReport(output=result.output, run_id=result.run_id)
 
 
-
 @workflow.defn
 class LogAgentReadInWorkflow(PydanticAIWorkflow):
     """Runs `workflow_read_agent` (reads through the worker's read activity) on one prompt."""
 
-    __pydantic_ai_agents__ = [workflow_read_agent]
+    __pydantic_ai_agents__ = (workflow_read_agent,)
 
     @workflow.run
     async def run(self, prompt: str) -> RunReport:

@@ -16,10 +16,9 @@ import os
 import sys
 import uuid
 
+from log_agent import WORKFLOW_TASK_QUEUE, LogAgentReadInWorkflow, LogAgentWorkflow
 from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
 from temporalio.client import Client
-
-from log_agent import WORKFLOW_TASK_QUEUE, LogAgentReadInWorkflow, LogAgentWorkflow
 
 
 async def main(lines: int, read_in_workflow: bool) -> None:

@@ -9,11 +9,10 @@ from __future__ import annotations
 import asyncio
 import os
 
+from log_agent import WORKFLOW_TASK_QUEUE, LogAgentReadInWorkflow, LogAgentWorkflow, store
 from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
 from temporalio.client import Client
 from temporalio.worker import Worker
-
-from log_agent import WORKFLOW_TASK_QUEUE, LogAgentReadInWorkflow, LogAgentWorkflow, store
 
 
 async def main() -> None:

@@ -86,7 +86,9 @@ def refusal(handle: str) -> str | None:
     The same checks as `overspill::store::check_handle`, so a read from Python answers exactly
     when a read through the worker would.
     """
-    if handle.startswith(('/', '\\')) or (len(handle) >= 2 and handle[0].isascii() and handle[0].isalpha() and handle[1] == ':'):
+    if handle.startswith(('/', '\\')) or (
+        len(handle) >= 2 and handle[0].isascii() and handle[0].isalpha() and handle[1] == ':'
+    ):
         return 'absolute path'
     if '://' in handle:
         return 'foreign prefix'

@@ -6,9 +6,8 @@ import base64
 import os
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
-
 from pathlib import Path
+from typing import Any
 
 import anyio.to_thread
 from pydantic_ai_harness.tool_output_limits import LocalFileStore
@@ -129,13 +128,13 @@ class OverspillStore:
             schedule_to_close_timeout=self.spill_timeout,
             summary=f'spill {key}',
         )
-        if not isinstance(response, dict) or not isinstance(response.get('handle'), str):
+        if not isinstance(response, dict) or not isinstance(handle := response.get('handle'), str):
             raise SpillError(f'{SPILL_ACTIVITY} returned {type(response).__name__}, not a spill response')
         if response.get('overflow_bytes') != len(data):
             raise SpillError(
                 f'{SPILL_ACTIVITY} stored {response.get("overflow_bytes")} bytes for {key!r}, not {len(data)}'
             )
-        return response['handle']
+        return handle
 
     async def read(self, handle: str) -> bytes:
         """Return the payload stored for `handle` (the `OverflowStore` protocol).
@@ -144,7 +143,7 @@ class OverspillStore:
         model there is no such result) and `SpillReadError` when the store cannot be reached.
         """
         if workflow.in_workflow():
-            return await execute_activity(
+            data = await execute_activity(
                 self.read_activity_name,
                 [handle],
                 task_queue=self.read_task_queue,
@@ -152,6 +151,8 @@ class OverspillStore:
                 schedule_to_close_timeout=self.read_timeout,
                 summary=f'read {handle}',
             )
+            assert isinstance(data, bytes)
+            return data
         return await self._get(handle)
 
     def read_activity(self) -> Any:
@@ -204,14 +205,17 @@ class OverspillStore:
         client = self._client()
         try:
             response = client.get_object(Bucket=self.bucket, Key=self.object_key(handle))
-            return response['Body'].read()
+            body: bytes = response['Body'].read()
+            return body
         except client.exceptions.NoSuchKey:
             raise FileNotFoundError(f'no stored tool result for {handle!r}') from None
         except Exception as error:
             status = getattr(error, 'response', {}).get('ResponseMetadata', {}).get('HTTPStatusCode')
             if status == 404:
                 raise FileNotFoundError(f'no stored tool result for {handle!r}') from None
-            raise SpillReadError(f'could not read {handle!r} from s3://{self.bucket}: {type(error).__name__}') from error
+            raise SpillReadError(
+                f'could not read {handle!r} from s3://{self.bucket}: {type(error).__name__}'
+            ) from error
 
 
 def _default_client(location: StoreLocation) -> Any:

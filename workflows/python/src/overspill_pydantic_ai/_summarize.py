@@ -50,7 +50,9 @@ class OverspillSummarizer:
     async def __call__(self, tool_name: str, text: str) -> str:
         """Return the summary of `text`, the output of tool `tool_name`."""
         if not workflow.in_workflow():
-            raise SummarizeError('OverspillSummarizer runs the summary as a Temporal activity: call it from workflow code')
+            raise SummarizeError(
+                'OverspillSummarizer runs the summary as a Temporal activity: call it from workflow code'
+            )
         request: dict[str, str] = {'tool_name': tool_name, 'output': text}
         if self.model is not None:
             request['model'] = self.model
