@@ -11,6 +11,7 @@ use overspill::limits::Limits;
 use overspill::store::Store;
 use overspill::summarize::{Chunked, ModelArgs};
 use overspill::worker::{self, Connect, LogFormat, WorkerSettings};
+use overspill::workflows::ExampleTools;
 
 use super::CliResult;
 
@@ -24,7 +25,12 @@ pub(crate) struct TemporalArgs {
     #[arg(long, env = "TEMPORAL_NAMESPACE", default_value = "default")]
     pub(crate) namespace: String,
     /// API key (Temporal Cloud); implies TLS.
-    #[arg(long, env = "TEMPORAL_API_KEY", hide_env_values = true)]
+    #[arg(
+        id = "temporal_api_key",
+        long = "api-key",
+        env = "TEMPORAL_API_KEY",
+        hide_env_values = true
+    )]
     pub(crate) api_key: Option<String>,
     /// mTLS client certificate (PEM).
     #[arg(long, env = "TEMPORAL_TLS_CLIENT_CERT_PATH", value_name = "FILE")]
@@ -81,6 +87,9 @@ pub(crate) struct Args {
     log_format: LogFormat,
     #[command(flatten)]
     model: ModelArgs,
+    /// Also serve the example tool activities (`overspill.example.*`) of the agent-loop workflow.
+    #[arg(long, hide = true)]
+    example_tools: bool,
     /// Seconds a shutdown waits for running activities before cancelling them.
     #[arg(long, default_value_t = 30)]
     graceful_shutdown_secs: u64,
@@ -107,8 +116,16 @@ pub(crate) async fn run(args: Args) -> CliResult {
         graceful_shutdown: std::time::Duration::from_secs(args.graceful_shutdown_secs),
         ..WorkerSettings::default()
     };
-    let mut worker =
-        settings.build(&runtime, client, activities, overspill::workflows::register)?;
+    let tools = args
+        .example_tools
+        .then(|| ExampleTools::new(activities.clone()));
+    let mut worker = settings.build(&runtime, client, activities, |options| {
+        overspill::workflows::register(options)?;
+        if let Some(tools) = tools {
+            options.register_activities(tools);
+        }
+        Ok(())
+    })?;
     tracing::info!(
         task_queue = %args.task_queue,
         address = %args.temporal.address,

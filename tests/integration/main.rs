@@ -2,6 +2,7 @@
 mod cli;
 mod golden;
 mod openai_server;
+mod processes;
 mod pydantic_ai;
 mod replay;
 mod store;

@@ -63,8 +63,8 @@ pub(crate) fn unique(what: &str) -> String {
 /// Probe results: what an activity call returned or how it failed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Outcome {
-    ok: Option<Value>,
-    error_type: Option<String>,
+    pub(crate) ok: Option<Value>,
+    pub(crate) error_type: Option<String>,
     non_retryable: bool,
     message: String,
     retry_state: i32,
@@ -73,8 +73,11 @@ pub(crate) struct Outcome {
 /// One activity call by name with a `json/plain` input.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Probe {
-    activity: String,
-    input: Value,
+    pub(crate) activity: String,
+    pub(crate) input: Value,
+    /// Another task queue to send the activity to (default: the workflow's).
+    #[serde(default)]
+    pub(crate) task_queue: Option<String>,
 }
 
 /// Calls activities by name (as another language would) and reports outcomes as data.
@@ -96,11 +99,13 @@ impl ProbeWorkflow {
                 data: serde_json::to_vec(&probe.input).unwrap_or_default(),
                 external_payloads: vec![],
             };
+            let mut options = overspill::workflows::activity_options();
+            options.task_queue = probe.task_queue;
             let result = ctx
                 .execute_activity(
                     UntypedActivity::new(probe.activity),
                     RawValue::new(vec![payload]),
-                    overspill::workflows::activity_options(),
+                    options,
                 )
                 .await;
             outcomes.push(match result {
@@ -289,10 +294,11 @@ impl Drop for TestWorker {
     }
 }
 
-fn probe(activity: &str, input: Value) -> Probe {
+pub(crate) fn probe(activity: &str, input: Value) -> Probe {
     Probe {
         activity: activity.into(),
         input,
+        task_queue: None,
     }
 }
 

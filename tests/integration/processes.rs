@@ -1,0 +1,234 @@
+//! `overspill worker` as a real process: SIGKILL in the middle of a large spill, and two worker
+//! processes sharing one S3 store.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use overspill::store::Store;
+use overspill::workflows::{AgentLoop, AgentLoopInput, build_log};
+use serde_json::json;
+use temporalio_client::{WorkflowGetResultOptions, WorkflowStartOptions};
+use temporalio_common::protos::temporal::api::history::v1::history_event::Attributes;
+
+use crate::temporal::{TestWorker, probe, temporal_address, unique};
+
+/// An `overspill worker` child process, killed (SIGKILL) when dropped.
+struct WorkerProcess(Child);
+
+impl WorkerProcess {
+    fn start(task_queue: &str, store: &str) -> Self {
+        let child = Command::new(env!("CARGO_BIN_EXE_overspill"))
+            .args(["worker", "--example-tools", "--graceful-shutdown-secs", "1"])
+            .args(["--task-queue", task_queue, "--store", store])
+            .env("TEMPORAL_ADDRESS", temporal_address())
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn overspill worker: {e}"));
+        Self(child)
+    }
+
+    /// Panic if the process has exited (a bad flag, a crash).
+    fn assert_running(&mut self) {
+        if let Ok(Some(status)) = self.0.try_wait() {
+            panic!("overspill worker exited: {status}");
+        }
+    }
+
+    fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn files_under(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| {
+            let path = e.path();
+            if path.is_dir() { files_under(&path) } else { 1 }
+        })
+        .sum()
+}
+
+/// SIGKILL the worker while the tool activity spills a large output; a restarted worker
+/// completes the workflow with the same handle and one complete object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_mid_spill_then_restart_completes_with_the_same_handle() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let store_url = format!("file://{}", dir.path().display());
+    let task_queue = unique("sigkill");
+    let client = overspill::worker::Connect::new(temporal_address())
+        .client()
+        .await
+        .unwrap_or_else(|e| panic!("connect: {e}"));
+    let lines = 600_000; // 33 MB
+    let id = unique("sigkill-wf");
+    let handle = client
+        .start_workflow(
+            AgentLoop::run,
+            AgentLoopInput {
+                log_lines: lines,
+                file_lines: 10,
+                config: None,
+            },
+            WorkflowStartOptions::new(task_queue.clone(), id.clone())
+                .execution_timeout(Duration::from_secs(180))
+                .build(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("start: {e}"));
+
+    let mut worker = WorkerProcess::start(&task_queue, &store_url);
+    // Kill as soon as the spill starts landing in the store (its staging file appears).
+    let started = Instant::now();
+    let mut polls = 0u64;
+    while files_under(dir.path()) == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "the spill never started"
+        );
+        polls += 1;
+        if polls % 500 == 0 {
+            worker.assert_running();
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    worker.kill();
+    let completed_before_kill = handle
+        .fetch_history(Default::default())
+        .into_events()
+        .await
+        .unwrap_or_default()
+        .iter()
+        .any(|e| {
+            matches!(
+                e.attributes,
+                Some(Attributes::ActivityTaskCompletedEventAttributes(_))
+            )
+        });
+    assert!(
+        !completed_before_kill,
+        "the kill came too late: the spill had completed"
+    );
+
+    // The heartbeat timeout (10 s) hands the activity to the restarted worker.
+    let _worker = WorkerProcess::start(&task_queue, &store_url);
+    let out = handle
+        .get_result(WorkflowGetResultOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("workflow after restart: {e:?}"));
+    let expected_handle = format!("{id}/call-1.0");
+    assert_eq!(
+        out.turns[0].handle.as_deref(),
+        Some(expected_handle.as_str())
+    );
+    let store = Store::open(Some(&store_url)).unwrap_or_else(|e| panic!("store: {e}"));
+    let listed = store
+        .list(Some(&id))
+        .await
+        .unwrap_or_else(|e| panic!("list: {e}"));
+    let logs: Vec<_> = listed
+        .iter()
+        .filter(|s| s.handle.ends_with("call-1.0"))
+        .collect();
+    assert_eq!(logs.len(), 1, "{listed:?}");
+    assert_eq!(
+        logs[0].size,
+        build_log(lines).len() as u64,
+        "a complete object"
+    );
+}
+
+/// Two worker processes on different task queues share one S3 store: each resolves the other's
+/// handles.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_worker_processes_share_one_s3_store() {
+    let Ok(s3) = std::env::var("OVERSPILL_TEST_S3_URL") else {
+        panic!(
+            "OVERSPILL_TEST_S3_URL is unset: run `deploy/seaweedfs.sh start && source .deploy/seaweedfs.env` first (deploy/test.sh does)"
+        );
+    };
+    let store_url = format!("{}/{}", s3.trim_end_matches('/'), unique("two-workers"));
+    let queue_a = unique("s3-a");
+    let queue_b = unique("s3-b");
+    let mut a = WorkerProcess::start(&queue_a, &store_url);
+    let mut b = WorkerProcess::start(&queue_b, &store_url);
+    let host = TestWorker::start("s3-host").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    a.assert_running();
+    b.assert_running();
+    let text: String = (0..2_000).map(|i| format!("record {i:05}\n")).collect();
+    let on = |mut p: crate::temporal::Probe, queue: &str| {
+        p.task_queue = Some(queue.to_owned());
+        p
+    };
+    let out = host
+        .probe(vec![
+            on(
+                probe(
+                    "tool_output_limits.reduce",
+                    json!({"tool_name": "cat", "run_id": "run-a", "tool_call_id": "c", "output": {"text": text}}),
+                ),
+                &queue_a,
+            ),
+            on(
+                probe(
+                    "tool_output_limits.spill",
+                    json!({"tool_name": "cat", "run_id": "run-b", "tool_call_id": "c", "output": {"text": text}}),
+                ),
+                &queue_b,
+            ),
+            on(
+                probe(
+                    "tool_output_limits.read_tool_result",
+                    json!({"handle": "run-a/c.0", "offset": 1999, "limit": 5}),
+                ),
+                &queue_b,
+            ),
+            on(
+                probe(
+                    "tool_output_limits.read_tool_result",
+                    json!({"handle": "run-b/c.0", "pattern": "01234"}),
+                ),
+                &queue_a,
+            ),
+        ])
+        .await;
+    assert_eq!(
+        out[0]
+            .ok
+            .as_ref()
+            .map(|r| &r["metadata"]["overflow_handle"]),
+        Some(&json!("run-a/c.0")),
+        "{:?}",
+        out[0]
+    );
+    assert_eq!(
+        out[1].ok.as_ref().map(|r| &r["handle"]),
+        Some(&json!("run-b/c.0"))
+    );
+    assert_eq!(
+        out[2].ok,
+        Some(json!(
+            "[handle 'run-a/c.0': 2,000 matching line(s); showing 1]\nrecord 01999"
+        ))
+    );
+    assert_eq!(
+        out[3].ok,
+        Some(json!(
+            "[handle 'run-b/c.0': 1 matching line(s); showing 1]\nrecord 01234"
+        ))
+    );
+}
