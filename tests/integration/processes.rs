@@ -100,7 +100,7 @@ async fn sigkill_mid_spill_then_restart_completes_with_the_same_handle() {
             "the spill never started"
         );
         polls += 1;
-        if polls % 500 == 0 {
+        if polls.is_multiple_of(500) {
             worker.assert_running();
         }
         std::thread::sleep(Duration::from_micros(500));
