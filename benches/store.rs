@@ -102,7 +102,7 @@ fn main() {
                 spill: mbps(size, spill),
                 read: mbps(size, read),
             });
-            if size == *sizes.last().unwrap_or(&MB) {
+            {
                 pages.push((
                     *name,
                     size,
