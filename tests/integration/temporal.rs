@@ -64,6 +64,7 @@ pub(crate) fn unique(what: &str) -> String {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Outcome {
     pub(crate) ok: Option<Value>,
+    pub(crate) ok_raw: Option<Raw>,
     pub(crate) error_type: Option<String>,
     non_retryable: bool,
     message: String,
@@ -78,6 +79,17 @@ pub(crate) struct Probe {
     /// Another task queue to send the activity to (default: the workflow's).
     #[serde(default)]
     pub(crate) task_queue: Option<String>,
+    /// Send these bytes instead of `input` as JSON.
+    #[serde(default)]
+    pub(crate) raw: Option<Raw>,
+}
+
+/// A payload as bytes with its encoding metadata.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Raw {
+    pub(crate) encoding: String,
+    pub(crate) message_type: Option<String>,
+    pub(crate) data: Vec<u8>,
 }
 
 /// Calls activities by name (as another language would) and reports outcomes as data.
@@ -94,10 +106,24 @@ impl ProbeWorkflow {
     ) -> WorkflowResult<Vec<Outcome>> {
         let mut outcomes = Vec::new();
         for probe in probes {
-            let payload = Payload {
-                metadata: HashMap::from([("encoding".to_owned(), b"json/plain".to_vec())]),
-                data: serde_json::to_vec(&probe.input).unwrap_or_default(),
-                external_payloads: vec![],
+            let payload = match &probe.raw {
+                Some(raw) => {
+                    let mut metadata =
+                        HashMap::from([("encoding".to_owned(), raw.encoding.as_bytes().to_vec())]);
+                    if let Some(t) = &raw.message_type {
+                        metadata.insert("messageType".to_owned(), t.as_bytes().to_vec());
+                    }
+                    Payload {
+                        metadata,
+                        data: raw.data.clone(),
+                        external_payloads: vec![],
+                    }
+                }
+                None => Payload {
+                    metadata: HashMap::from([("encoding".to_owned(), b"json/plain".to_vec())]),
+                    data: serde_json::to_vec(&probe.input).unwrap_or_default(),
+                    external_payloads: vec![],
+                },
             };
             let mut options = overspill::workflows::activity_options();
             options.task_queue = probe.task_queue;
@@ -109,13 +135,23 @@ impl ProbeWorkflow {
                 )
                 .await;
             outcomes.push(match result {
-                Ok(raw) => Outcome {
-                    ok: raw
-                        .payloads
-                        .first()
-                        .and_then(|p| serde_json::from_slice(&p.data).ok()),
-                    ..Outcome::default()
-                },
+                Ok(raw) => {
+                    let first = raw.payloads.first();
+                    let text = |key: &str| {
+                        first
+                            .and_then(|p| p.metadata.get(key))
+                            .map(|v| String::from_utf8_lossy(v).into_owned())
+                    };
+                    Outcome {
+                        ok: first.and_then(|p| serde_json::from_slice(&p.data).ok()),
+                        ok_raw: Some(Raw {
+                            encoding: text("encoding").unwrap_or_default(),
+                            message_type: text("messageType"),
+                            data: first.map(|p| p.data.clone()).unwrap_or_default(),
+                        }),
+                        ..Outcome::default()
+                    }
+                }
                 Err(e) => {
                     let mut outcome = Outcome {
                         message: e.to_string(),
@@ -299,6 +335,7 @@ pub(crate) fn probe(activity: &str, input: Value) -> Probe {
         activity: activity.into(),
         input,
         task_queue: None,
+        raw: None,
     }
 }
 
@@ -543,4 +580,140 @@ async fn agent_loop_keeps_large_outputs_out_of_history() {
         .expect("history");
     let size: usize = history.iter().map(prost::Message::encoded_len).sum();
     assert!(size < 200_000, "history is {size} bytes");
+}
+
+/// The protobuf encodings: `json/protobuf` (camelCase proto3 JSON, as Python's and TypeScript's
+/// default converters send a protobuf message) and `binary/protobuf`, both with `messageType`;
+/// each reply comes back in the request's encoding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn protobuf_payloads_are_answered_in_kind() {
+    use overspill::activities::proto::{ProtoMessage, pb};
+    use prost::Message as _;
+
+    let w = TestWorker::start("proto").await;
+    let text = big(1_000);
+    let request = pb::ReduceRequest {
+        tool_name: "cat".into(),
+        run_id: Some("run-pb".into()),
+        tool_call_id: Some("call-1".into()),
+        output: Some(pb::ToolOutput {
+            value: Some(pb::tool_output::Value::Text(text)),
+        }),
+        config: Some(pb::Limits {
+            bands: vec![pb::Band {
+                over: 1_000,
+                action: Some(pb::Action {
+                    action: Some(pb::action::Action::Spill(Box::new(pb::Spill {
+                        preview_chars: Some(100),
+                        then: None,
+                    }))),
+                }),
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let as_json = serde_json::to_vec(&request).expect("proto3 JSON");
+    assert!(String::from_utf8_lossy(&as_json).contains("\"toolCallId\":\"call-1\""));
+    let read = pb::ReadToolResultRequest {
+        handle: "run-pb/call-1.0".into(),
+        offset: 10,
+        limit: Some(1),
+        ..Default::default()
+    };
+    let raw = |encoding: &str, message_type: &str, data: Vec<u8>| {
+        let mut p = probe("", Value::Null);
+        p.raw = Some(Raw {
+            encoding: encoding.into(),
+            message_type: Some(message_type.into()),
+            data,
+        });
+        p
+    };
+    let mut probes = vec![
+        raw("json/protobuf", "overspill.v1.ReduceRequest", as_json),
+        raw(
+            "binary/protobuf",
+            "overspill.v1.ReduceRequest",
+            request.encode_to_vec(),
+        ),
+        raw(
+            "binary/protobuf",
+            "overspill.v1.ReadToolResultRequest",
+            read.encode_to_vec(),
+        ),
+        raw(
+            "json/protobuf",
+            "overspill.v1.ReadToolResultRequest",
+            serde_json::to_vec(&read).expect("json"),
+        ),
+        raw(
+            "binary/protobuf",
+            "overspill.v1.ReadToolResultRequest",
+            read.encode_to_vec(),
+        ),
+    ];
+    for (p, name) in probes.iter_mut().zip([
+        "tool_output_limits.reduce",
+        "tool_output_limits.reduce",
+        "tool_output_limits.read_tool_result",
+        "tool_output_limits.read_tool_result",
+        "tool_output_limits.spill",
+    ]) {
+        p.activity = name.into();
+    }
+    let out = w.probe(probes).await;
+
+    let json_reply = out[0].ok_raw.as_ref().expect("reply");
+    assert_eq!(json_reply.encoding, "json/protobuf");
+    assert_eq!(
+        json_reply.message_type.as_deref(),
+        Some("overspill.v1.ReduceResponse")
+    );
+    let reply: Value = serde_json::from_slice(&json_reply.data).expect("json");
+    assert_eq!(reply["kind"], "REDUCTION_KIND_SPILLED");
+    assert_eq!(reply["overflowHandle"], "run-pb/call-1.0");
+    assert_eq!(reply["overflowBytes"], "31000");
+
+    let binary_reply = out[1].ok_raw.as_ref().expect("reply");
+    assert_eq!(binary_reply.encoding, "binary/protobuf");
+    assert_eq!(
+        binary_reply.message_type.as_deref(),
+        Some("overspill.v1.ReduceResponse")
+    );
+    let reply =
+        overspill::api::ReduceResponse::from_proto_binary(&binary_reply.data).expect("decodes");
+    assert_eq!(
+        reply.metadata.as_ref().map(|m| &m["overflow_handle"]),
+        Some(&json!("run-pb/call-1.0"))
+    );
+    let decoded = pb::ReduceResponse::decode(binary_reply.data.as_slice()).expect("decodes");
+    assert_eq!(decoded.overflow_handle.as_deref(), Some("run-pb/call-1.0"));
+    assert_eq!(decoded.kind, pb::ReductionKind::Spilled as i32);
+
+    let page =
+        pb::ReadToolResultResponse::decode(out[2].ok_raw.as_ref().expect("reply").data.as_slice())
+            .expect("decodes");
+    assert_eq!(
+        page.text,
+        "[handle 'run-pb/call-1.0': 1,000 matching line(s); showing 1]\nline 000010 of the tool output"
+    );
+    let page_json = out[3].ok_raw.as_ref().expect("reply");
+    assert_eq!(page_json.encoding, "json/protobuf");
+    assert_eq!(
+        serde_json::from_slice::<Value>(&page_json.data).expect("json")["text"],
+        json!(page.text)
+    );
+    // A payload naming the wrong message is refused without retries.
+    assert_eq!(
+        out[4].error_type.as_deref(),
+        Some("InvalidInput"),
+        "{:?}",
+        out[4]
+    );
+    assert!(
+        out[4].message.contains("overspill.v1.SpillRequest"),
+        "{}",
+        out[4].message
+    );
 }
