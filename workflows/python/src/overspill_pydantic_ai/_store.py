@@ -27,7 +27,8 @@ READ_ACTIVITY = 'overspill.read_spill'
 
 
 class SpillError(Exception):
-    """The Overspill worker answered a spill with something other than the payload's handle."""
+    """A spill was not stored: the store refused the write, or the Overspill worker's answer was
+    not the handle of exactly these bytes. ToolOutputLimits then runs the band's `then`."""
 
 
 class SpillReadError(Exception):
