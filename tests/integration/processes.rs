@@ -18,8 +18,13 @@ struct WorkerProcess(Child);
 
 impl WorkerProcess {
     fn start(task_queue: &str, store: &str) -> Self {
+        Self::start_with(task_queue, store, &[])
+    }
+
+    fn start_with(task_queue: &str, store: &str, extra: &[&str]) -> Self {
         let child = Command::new(env!("CARGO_BIN_EXE_overspill"))
             .args(["worker", "--example-tools", "--graceful-shutdown-secs", "1"])
+            .args(extra)
             .args(["--task-queue", task_queue, "--store", store])
             .env("TEMPORAL_ADDRESS", temporal_address())
             .env("RUST_LOG", "warn")
@@ -163,7 +168,8 @@ async fn two_worker_processes_share_one_s3_store() {
     let store_url = format!("{}/{}", s3.trim_end_matches('/'), unique("two-workers"));
     let queue_a = unique("s3-a");
     let queue_b = unique("s3-b");
-    let mut a = WorkerProcess::start(&queue_a, &store_url);
+    let metrics_addr = format!("127.0.0.1:{}", 20_000 + std::process::id() % 20_000);
+    let mut a = WorkerProcess::start_with(&queue_a, &store_url, &["--metrics", &metrics_addr]);
     let mut b = WorkerProcess::start(&queue_b, &store_url);
     let host = TestWorker::start("s3-host").await;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -231,4 +237,33 @@ async fn two_worker_processes_share_one_s3_store() {
             "[handle 'run-b/c.0': 1 matching line(s); showing 1]\nrecord 01234"
         ))
     );
+
+    // Worker A's Prometheus endpoint serves the SDK's metrics and Overspill's own.
+    let metrics = http_get(&metrics_addr, "/metrics");
+    for needle in [
+        "overspill_spills",
+        "overspill_spilled_bytes",
+        "overspill_reductions{kind=\"spilled\"",
+        "temporal_activity_execution_latency",
+    ] {
+        assert!(
+            metrics.contains(needle),
+            "{needle} missing from:\n{metrics}"
+        );
+    }
+}
+
+fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read as _, Write as _};
+    let mut stream =
+        std::net::TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap_or_else(|e| panic!("write: {e}"));
+    let mut body = String::new();
+    let _ = stream.read_to_string(&mut body);
+    body
 }
