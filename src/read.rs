@@ -281,6 +281,10 @@ pub fn split_lines(data: &[u8]) -> impl Iterator<Item = Range<usize>> + '_ {
 }
 
 /// The lines containing `pattern`, found with one `memmem` scan.
+///
+/// Only the lines around matches are examined: each match is checked to end before its line's
+/// break, its line is taken once, and the scan resumes after that line, so the cost is one pass
+/// of `memmem` plus the matching lines themselves.
 fn matching_lines(data: &[u8], pattern: &str) -> Vec<Range<usize>> {
     if pattern.contains('\u{FFFD}') {
         // A replacement char can only match after lossy decoding: take the slow path.
@@ -290,34 +294,37 @@ fn matching_lines(data: &[u8], pattern: &str) -> Vec<Range<usize>> {
     }
     let finder = memchr::memmem::Finder::new(pattern.as_bytes());
     let mut out = Vec::new();
-    let mut line_start = 0;
     let mut pos = 0;
     while let Some(found) = finder.find(&data[pos..]).map(|i| pos + i) {
-        // Walk line by line up to the match, then check that it ends inside its line.
-        loop {
-            match next_break(data, line_start) {
-                Some((at, len)) if at < found => line_start = at + len,
-                Some((at, len)) => {
-                    if found + pattern.len() <= at {
-                        out.push(line_start..at);
-                        line_start = at + len;
-                        pos = line_start;
-                    } else {
-                        pos = found + 1;
-                    }
-                    break;
-                }
-                None => {
-                    out.push(line_start..data.len());
-                    return out;
-                }
-            }
+        let (end, len) = next_break(data, found).unwrap_or((data.len(), 0));
+        if found + pattern.len() > end {
+            // The match spans a line break: not a match within one line.
+            pos = found + 1;
+            continue;
         }
+        out.push(line_start(data, found)..end);
+        pos = end + len;
         if pos >= data.len() {
             break;
         }
     }
     out
+}
+
+/// The start of the line holding `data[at]`: just after the last line break before `at`.
+fn line_start(data: &[u8], at: usize) -> usize {
+    let mut i = at;
+    while i > 0 {
+        let b = data[i - 1];
+        let ends_break = matches!(b, b'\n' | b'\r' | 0x0b | 0x0c | 0x1c..=0x1e)
+            || (b == 0x85 && i >= 2 && data[i - 2] == 0xc2)
+            || (matches!(b, 0xa8 | 0xa9) && i >= 3 && data[i - 3..i - 1] == [0xe2, 0x80]);
+        if ends_break {
+            return i;
+        }
+        i -= 1;
+    }
+    0
 }
 
 /// Where each line of a payload ends: a page by offset becomes one ranged read.
@@ -526,7 +533,10 @@ mod tests {
         }
 
         #[test]
-        fn pattern_keeps_exactly_the_matching_lines(data in payload(), pattern in "[a-c]{1,2}|\u{fffd}") {
+        fn pattern_keeps_exactly_the_matching_lines(
+            data in payload(),
+            pattern in "[a-c]{1,2}|\u{fffd}|\n|a\nb|\u{85}|\r|\u{2028}z",
+        ) {
             let expected: Vec<String> = py_splitlines(&data).into_iter().filter(|l| l.contains(&pattern)).collect();
             let out = page(&data, 0, 1_000, Some(&pattern));
             let header = format!("[handle 'h': {} matching line(s); showing {}]", expected.len(), expected.len());
