@@ -331,9 +331,10 @@ fn line_start(data: &[u8], at: usize) -> usize {
 ///
 /// One `u64` per line: the content end, with the break's length (0–3 bytes) in the top two bits.
 /// Serialized as little-endian `u64`s, it is written beside a spill as `<object>.idx`.
+/// Cloning is cheap (shared), so stores can hand out cached indexes freely.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct LineIndex {
-    entries: Vec<u64>,
+    entries: std::sync::Arc<[u64]>,
 }
 
 const LEN_SHIFT: u32 = 62;
@@ -356,7 +357,9 @@ impl LineIndex {
                 }
             }
         }
-        Self { entries }
+        Self {
+            entries: entries.into(),
+        }
     }
 
     /// The number of lines.
