@@ -112,7 +112,6 @@ impl OverspillActivities {
         }
         let call = request.call();
         let result = request.into_result();
-        let probe = (result.return_value.clone(), result.content.clone());
         let store = Watched::new(self.store.as_ref());
         let summarizer = Watched::new(&self.summarizer);
         let reduced = limits::reduce(&limits, &call, result, &store, &summarizer).await;
@@ -120,7 +119,7 @@ impl OverspillActivities {
         let failure = store.failure().or_else(|| summarizer.failure());
         if let Some(failure) = failure {
             self.metrics.fallback();
-            if exhausted_without_then(&limits, &call.tool_name, &probe, &reduced) {
+            if exhausted_without_then(&limits, &call.tool_name, &reduced) {
                 return Err(failure);
             }
         }
@@ -226,21 +225,19 @@ impl OverspillActivities {
 
 /// Whether a failed store or model call left a unit unreduced because its action chain ran out
 /// (no `then`), as opposed to an explicit `Passthrough` fallback or a successful `then`.
-fn exhausted_without_then(
-    limits: &Limits,
-    tool_name: &str,
-    probe: &(ToolOutput, Option<serde_json::Value>),
-    reduced: &limits::Reduced,
-) -> bool {
+///
+/// A unit that passed through is the original output, so `reduced` has what to re-measure.
+fn exhausted_without_then(limits: &Limits, tool_name: &str, reduced: &limits::Reduced) -> bool {
     let bands = limits.bands_for(tool_name);
     let chain_exhausted = |output: &ToolOutput| {
         let unit = Unit::new(output, limits);
         limits::bands::select(bands, limits::measure::size(&unit, limits))
             .is_some_and(|action| !ends_in_passthrough(action))
     };
-    let value_stuck = reduced.kind == ReductionKind::Passthrough && chain_exhausted(&probe.0);
+    let value_stuck =
+        reduced.kind == ReductionKind::Passthrough && chain_exhausted(&reduced.return_value);
     let content_stuck = reduced.content_kind == ReductionKind::Passthrough
-        && match &probe.1 {
+        && match &reduced.content {
             Some(serde_json::Value::String(text)) => {
                 chain_exhausted(&ToolOutput::Text(text.clone()))
             }
@@ -306,5 +303,66 @@ impl<T: Summarizer> Summarizer for Watched<'_, T> {
             self.note(Failure::model(e));
         }
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::store::StoreOptions;
+
+    /// A store whose endpoint refuses connections.
+    fn down_store() -> Arc<Store> {
+        let options = StoreOptions::new()
+            .with_endpoint("http://127.0.0.1:9")
+            .with_allow_http(true)
+            .with_credentials("key", "secret")
+            .with_max_retries(0)
+            .with_timeout(Duration::from_secs(2))
+            .with_connect_timeout(Duration::from_millis(500));
+        Arc::new(Store::open_with(Some("s3://spills"), options).expect("store"))
+    }
+
+    fn request(config: serde_json::Value) -> ReduceRequest {
+        serde_json::from_value(serde_json::json!({
+            "tool_name": "cat", "run_id": "r", "tool_call_id": "c",
+            "output": {"text": "x".repeat(2_000)}, "config": config,
+        }))
+        .expect("request")
+    }
+
+    #[tokio::test]
+    async fn store_outage_is_retryable_only_without_then() {
+        let acts = OverspillActivities::new(down_store());
+        let no_then = json_band(serde_json::json!({"type": "spill"}));
+        let failure = acts
+            .reduce_request(request(no_then), None)
+            .await
+            .expect_err("no then: the activity fails");
+        assert_eq!(failure.type_name, "StoreUnavailable");
+        assert!(failure.retryable);
+
+        let with_then = json_band(
+            serde_json::json!({"type": "spill", "then": {"type": "truncate", "max_chars": 100}}),
+        );
+        let reduced = acts
+            .reduce_request(request(with_then), None)
+            .await
+            .expect("then runs");
+        assert_eq!(reduced.kind, ReductionKind::Truncated);
+
+        let explicit =
+            json_band(serde_json::json!({"type": "spill", "then": {"type": "passthrough"}}));
+        let reduced = acts
+            .reduce_request(request(explicit), None)
+            .await
+            .expect("an explicit passthrough is honoured");
+        assert_eq!(reduced.kind, ReductionKind::Passthrough);
+    }
+
+    fn json_band(action: serde_json::Value) -> serde_json::Value {
+        serde_json::json!({"bands": [{"over": 100, "action": action}]})
     }
 }

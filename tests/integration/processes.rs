@@ -185,7 +185,8 @@ async fn two_worker_processes_share_one_s3_store() {
             on(
                 probe(
                     "tool_output_limits.reduce",
-                    json!({"tool_name": "cat", "run_id": "run-a", "tool_call_id": "c", "output": {"text": text}}),
+                    json!({"tool_name": "cat", "run_id": "run-a", "tool_call_id": "c", "output": {"text": text},
+                           "config": {"bands": [{"over": 1000, "action": {"type": "spill"}}]}}),
                 ),
                 &queue_a,
             ),
@@ -218,8 +219,9 @@ async fn two_worker_processes_share_one_s3_store() {
             .as_ref()
             .map(|r| &r["metadata"]["overflow_handle"]),
         Some(&json!("run-a/c.0")),
-        "{:?}",
-        out[0]
+        "{:?}: {}",
+        out[0].error_type,
+        out[0].message
     );
     assert_eq!(
         out[1].ok.as_ref().map(|r| &r["handle"]),

@@ -222,6 +222,14 @@ pub(crate) struct TestWorker {
 
 impl TestWorker {
     pub(crate) async fn start(name: &str) -> Self {
+        Self::start_with(name, |_| {}).await
+    }
+
+    /// Like [`Self::start`], with `extra` registrations.
+    pub(crate) async fn start_with(
+        name: &str,
+        extra: impl FnOnce(&mut temporalio_sdk::WorkerOptions) + Send + 'static,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = format!("file://{}", dir.path().display());
         let store = Arc::new(Store::open(Some(&url)).expect("open store"));
@@ -259,6 +267,7 @@ impl TestWorker {
                         o.activity_inbound_interceptor(FailAfterWrite);
                         o.register_workflow::<ProbeWorkflow>()
                             .map_err(overspill::worker::WorkerError::setup)?;
+                        extra(o);
                         Ok(())
                     })
                     .expect("build worker");
