@@ -66,9 +66,9 @@ pub(crate) struct Outcome {
     pub(crate) ok: Option<Value>,
     pub(crate) ok_raw: Option<Raw>,
     pub(crate) error_type: Option<String>,
-    non_retryable: bool,
-    message: String,
-    retry_state: i32,
+    pub(crate) non_retryable: bool,
+    pub(crate) message: String,
+    pub(crate) retry_state: i32,
 }
 
 /// One activity call by name with a `json/plain` input.
