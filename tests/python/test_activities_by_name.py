@@ -75,7 +75,11 @@ class PythonProbe:
             (
                 'bad_config',
                 'tool_output_limits.reduce',
-                {'tool_name': 'cat', 'output': {'text': 'x'}, 'config': {'bands': [{'over': -5, 'action': {'type': 'truncate'}}]}},
+                {
+                    'tool_name': 'cat',
+                    'output': {'text': 'x'},
+                    'config': {'bands': [{'over': -5, 'action': {'type': 'truncate'}}]},
+                },
             ),
             ('bad_offset', 'tool_output_limits.read_tool_result', ReadArgs(handle=handle, offset=-1)),
         ]:

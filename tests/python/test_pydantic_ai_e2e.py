@@ -183,13 +183,14 @@ class Stack:
             worker.stop()
         self.workers.clear()
 
-    def bucket_keys(self, run_id: str) -> list[str]:
-        """The object keys under the run's folder (`{prefix}/tool_output_limits/{run}/`)."""
+    def spill_keys(self, run_id: str) -> list[str]:
+        """The spill objects under the run's folder (`{prefix}/tool_output_limits/{run}/`), leaving
+        out the line indexes (`….idx`) Overspill keeps beside them."""
         store = self.agent_module.store
         prefix = store.object_key(run_id) + '/'
         client = store._client()
         listed = client.list_objects_v2(Bucket=store.bucket, Prefix=prefix)
-        return sorted(o['Key'] for o in listed.get('Contents', []))
+        return sorted(o['Key'] for o in listed.get('Contents', []) if not o['Key'].endswith('.idx'))
 
     def get_object(self, handle: str) -> bytes:
         store = self.agent_module.store
@@ -396,10 +397,7 @@ def test_killed_agent_worker_resumes_with_the_same_handle(stack: Stack, tmp_path
     assert spills == 1 and len(results) == 1, 'the spill ran before the kill'
     before = results[0]['handle']
     run_id = before.split('/')[0]
-    assert stack.bucket_keys(run_id) == [
-        stack.agent_module.store.object_key(before),
-        stack.agent_module.store.object_key(before) + '.idx',
-    ]
+    assert stack.spill_keys(run_id) == [stack.agent_module.store.object_key(before)]
 
     first.kill()
     stack.start_agent_worker('agent-worker-recovered', LOG_AGENT_PAUSE_FILE=str(pause))
@@ -416,9 +414,7 @@ def test_killed_agent_worker_resumes_with_the_same_handle(stack: Stack, tmp_path
     assert seen[1].startswith(f'[handle {before!r}: 11 matching line(s)')
     spills, results = _activity_results(final_history, 'tool_output_limits.spill')
     assert spills == 1 and [r['handle'] for r in results] == [before], 'no second spill on replay'
-    assert [k for k in stack.bucket_keys(run_id) if not k.endswith('.idx')] == [
-        stack.agent_module.store.object_key(before)
-    ]
+    assert stack.spill_keys(run_id) == [stack.agent_module.store.object_key(before)], 'no second object'
 
 
 def test_summarize_band_calls_the_model_once_across_replays(stack: Stack, tmp_path: Path) -> None:
@@ -477,7 +473,8 @@ def test_read_tool_result_in_workflow_code_reads_through_the_read_activity(stack
     report, history = asyncio.run(run())
     seen = json.loads(report.output)
     log = stack.agent_module.build_log(SPILL_LINES)
-    _, spills = _activity_results(history, 'tool_output_limits.spill')
+    count, spills = _activity_results(history, 'tool_output_limits.spill')
+    assert count == 1 and len(spills) == 1, f'one spill, not {count} ({spills}): {seen[0][:300]}'
     handle = spills[0]['handle']
     reads = [
         e.activity_task_scheduled_event_attributes.activity_type.name
