@@ -1,7 +1,9 @@
 """A plain Python workflow (`temporalio`, no pydantic-ai) calls every Overspill activity by name.
 
 Inputs are what Python sends by default: dicts and dataclasses as `json/plain` with snake_case
-fields. The activities run in an `overspill worker` process (`OVERSPILL_BIN`) on its own task
+fields, and protobuf messages as `json/protobuf` with `messageType` (the message classes are built
+here from a descriptor equivalent to `proto/overspill/v1/activities.proto`'s read messages). The
+workflow also starts the Rust `ReduceToolOutput` workflow as a child, by name. The activities run in an `overspill worker` process (`OVERSPILL_BIN`) on its own task
 queue; the workflow runs in this process. Needs `TEMPORAL_ADDRESS` (from `.deploy/temporal.env`).
 `tests/integration/pydantic_ai.rs` runs every file in this directory under `cargo test`.
 """
@@ -18,11 +20,46 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from temporalio import workflow
 from temporalio.client import Client
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+
+def _read_messages() -> tuple[type, type]:
+    """`overspill.v1.ReadToolResultRequest` / `ReadToolResultResponse`, registered in the default
+    pool so that Temporal's converter finds the reply's `messageType`."""
+    pool = descriptor_pool.Default()
+    try:
+        request = pool.FindMessageTypeByName('overspill.v1.ReadToolResultRequest')
+    except KeyError:
+        F = descriptor_pb2.FieldDescriptorProto
+        file = descriptor_pb2.FileDescriptorProto(
+            name='overspill/v1/read_subset.proto', package='overspill.v1', syntax='proto3'
+        )
+        req = file.message_type.add(name='ReadToolResultRequest')
+        for number, (name, kind, json_name) in enumerate(
+            [
+                ('handle', F.TYPE_STRING, 'handle'),
+                ('offset', F.TYPE_INT64, 'offset'),
+                ('limit', F.TYPE_INT64, 'limit'),
+                ('from_end', F.TYPE_BOOL, 'fromEnd'),
+                ('pattern', F.TYPE_STRING, 'pattern'),
+            ],
+            start=1,
+        ):
+            req.field.add(name=name, number=number, type=kind, label=F.LABEL_OPTIONAL, json_name=json_name)
+        resp = file.message_type.add(name='ReadToolResultResponse')
+        resp.field.add(name='text', number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL, json_name='text')
+        pool.Add(file)
+        request = pool.FindMessageTypeByName('overspill.v1.ReadToolResultRequest')
+    response = pool.FindMessageTypeByName('overspill.v1.ReadToolResultResponse')
+    return message_factory.GetMessageClass(request), message_factory.GetMessageClass(response)
+
+
+ReadRequestPb, ReadResponsePb = _read_messages()
 
 
 @dataclass
@@ -64,6 +101,20 @@ class PythonProbe:
         handle = out['reduce']['metadata']['overflow_handle']
         out['read'] = await workflow.execute_activity(
             'tool_output_limits.read_tool_result', ReadArgs(handle=handle, offset=1, limit=2), **opts
+        )
+        page = await workflow.execute_activity(
+            'tool_output_limits.read_tool_result',
+            ReadRequestPb(handle=handle, offset=3, limit=1),
+            result_type=ReadResponsePb,
+            **opts,
+        )
+        out['read_protobuf'] = page.text
+        out['child'] = await workflow.execute_child_workflow(
+            'ReduceToolOutput',
+            {'tool_name': 'cat', 'run_id': 'py-child', 'tool_call_id': 'c', 'output': {'text': text}},
+            task_queue=queue,
+            id=f'{workflow.info().workflow_id}-child',
+            execution_timeout=timedelta(seconds=60),
         )
         out['spill'] = await workflow.execute_activity(
             'tool_output_limits.spill',
@@ -129,6 +180,9 @@ def test_python_workflow_calls_every_activity_by_name(overspill_queue: str) -> N
         f"[Tool output too large (22,000 chars); stored to handle '{run_id}/call-1.0'."
     )
     assert out['read'] == f"[handle '{run_id}/call-1.0': 2,000 matching line(s); showing 2]\nline 00001\nline 00002"
+    assert out['read_protobuf'] == f"[handle '{run_id}/call-1.0': 2,000 matching line(s); showing 1]\nline 00003"
+    assert out['child']['kind'] == 'spilled'
+    assert out['child']['metadata']['overflow_handle'] == 'py-child/c.0'
     assert out['spill']['handle'] == 'py-run/call-2.0'
     assert out['spill']['shape'] == "{'rows': list}"
     assert out['summarize']['type'] == 'ModelRejected' and out['summarize']['non_retryable']

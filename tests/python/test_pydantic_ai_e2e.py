@@ -274,18 +274,25 @@ async def _client() -> Any:
     )
 
 
-def _activity_results(history: Any, name: str) -> tuple[int, list[Any]]:
-    """How often activity `name` was scheduled in `history`, and its decoded results."""
+def _activity_payloads(history: Any, name: str) -> tuple[int, list[Any]]:
+    """How often activity `name` was scheduled in `history`, and the result payloads it completed with."""
     scheduled: dict[int, str] = {}
-    results: list[Any] = []
+    payloads: list[Any] = []
     for event in history.events:
         if event.HasField('activity_task_scheduled_event_attributes'):
             scheduled[event.event_id] = event.activity_task_scheduled_event_attributes.activity_type.name
         elif event.HasField('activity_task_completed_event_attributes'):
             attributes = event.activity_task_completed_event_attributes
             if scheduled.get(attributes.scheduled_event_id) == name:
-                results.append(json.loads(attributes.result.payloads[0].data))
-    return sum(1 for n in scheduled.values() if n == name), results
+                payloads.append(attributes.result.payloads[0])
+    return sum(1 for n in scheduled.values() if n == name), payloads
+
+
+def _activity_results(history: Any, name: str) -> tuple[int, list[Any]]:
+    """How often activity `name` was scheduled in `history`, and its results (`json/plain`, decoded)."""
+    count, payloads = _activity_payloads(history, name)
+    assert all(p.metadata['encoding'] == b'json/plain' for p in payloads)
+    return count, [json.loads(p.data) for p in payloads]
 
 
 async def _start(stack: Stack, lines: int, run: Any = None, task_queue: str | None = None) -> Any:
@@ -482,6 +489,8 @@ def test_read_tool_result_in_workflow_code_reads_through_the_read_activity(stack
         if e.HasField('activity_task_scheduled_event_attributes')
     ]
     assert 'overspill.read_spill' in reads
+    _, raw = _activity_payloads(history, 'overspill.read_spill')
+    assert [(p.metadata['encoding'], p.data) for p in raw] == [(b'binary/plain', log.encode())], 'raw bytes'
     assert not any('tool_output_limits__call_tool' in name for name in reads), 'the tool ran in the workflow'
     assert seen[1] == _spill_page(log.encode(), handle, limit=5, pattern='ERROR')
 
