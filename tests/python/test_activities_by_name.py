@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, symbol_database
 from temporalio import workflow
 from temporalio.client import Client
 from temporalio.common import RetryPolicy
@@ -56,7 +56,10 @@ def _read_messages() -> tuple[type, type]:
         pool.Add(file)
         request = pool.FindMessageTypeByName('overspill.v1.ReadToolResultRequest')
     response = pool.FindMessageTypeByName('overspill.v1.ReadToolResultResponse')
-    return message_factory.GetMessageClass(request), message_factory.GetMessageClass(response)
+    classes = message_factory.GetMessageClass(request), message_factory.GetMessageClass(response)
+    for cls in classes:
+        symbol_database.Default().RegisterMessage(cls)
+    return classes
 
 
 ReadRequestPb, ReadResponsePb = _read_messages()
