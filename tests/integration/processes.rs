@@ -269,3 +269,31 @@ fn http_get(addr: &str, path: &str) -> String {
     let _ = stream.read_to_string(&mut body);
     body
 }
+
+/// SIGTERM stops the worker gracefully: it exits 0 within the graceful period.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_shuts_the_worker_down_gracefully() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let mut worker = WorkerProcess::start(
+        &unique("sigterm"),
+        &format!("file://{}", dir.path().display()),
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    worker.assert_running();
+    let pid = i32::try_from(worker.0.id()).unwrap_or_else(|e| panic!("pid: {e}"));
+    // SAFETY: sends a signal to our own child process.
+    let sent = unsafe { libc::kill(pid, libc::SIGTERM) };
+    assert_eq!(sent, 0, "kill(SIGTERM)");
+    let started = Instant::now();
+    let status = loop {
+        if let Ok(Some(status)) = worker.0.try_wait() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "the worker did not stop after SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(status.success(), "{status}");
+}
