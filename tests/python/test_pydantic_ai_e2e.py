@@ -26,12 +26,14 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from temporalio import workflow
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_SRC = ROOT / 'workflows' / 'python' / 'src'
@@ -327,6 +329,15 @@ def _wait_for_file(path: Path, stack: Stack, timeout: float = 60) -> None:
         time.sleep(0.1)
 
 
+def _replay(stack: Stack, history: Any) -> None:
+    """Replay a recorded history in this process; raises on any nondeterminism."""
+    from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
+    from temporalio.worker import Replayer
+
+    workflows = [stack.agent_module.LogAgentWorkflow, stack.agent_module.LogAgentReadInWorkflow]
+    asyncio.run(Replayer(workflows=workflows, plugins=[PydanticAIPlugin()]).replay_workflow(history))
+
+
 def _spill_page(data: bytes, handle: str, **kwargs: Any) -> str:
     """What the harness's own `read_tool_result` returns for `data` (its `_read_slice`)."""
     from pydantic_ai_harness.tool_output_limits._capability import _read_slice  # pyright: ignore[reportPrivateUsage]
@@ -374,6 +385,9 @@ def test_spill_goes_to_overspill_and_matches_local_file_store(stack: Stack, tmp_
     assert seen[1] == _spill_page(log.encode(), handle, limit=5, pattern='ERROR')
     assert seen[1].startswith(f'[handle {handle!r}: 11 matching line(s); showing 5]\n00013 ERROR')
     assert _overspill_read(stack.store_url, handle, '--limit', '5', '--pattern', 'ERROR') == seen[1]
+
+    # A replay of the recorded history takes the handle from it: no new spill, the same commands.
+    _replay(stack, history)
 
     # The same agent with the harness's own LocalFileStore, same run id: the same text, everywhere.
     local_agent = stack.agent_module.build_agent('log_agent_local', store=LocalFileStore(base_dir=tmp_path / 'spills'))
@@ -427,9 +441,6 @@ def test_killed_agent_worker_resumes_with_the_same_handle(stack: Stack, tmp_path
 def test_summarize_band_calls_the_model_once_across_replays(stack: Stack, tmp_path: Path) -> None:
     """A summarize band returns the summary from the model endpoint, and neither a replay on a new
     worker (after a SIGKILL) nor a replay of the recorded history calls the model again."""
-    from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
-    from temporalio.worker import Replayer
-
     pause = tmp_path / 'paused'
     calls_before = len(stack.model.requests)
     first = stack.start_agent_worker('agent-worker-summarize', LOG_AGENT_PAUSE_FILE=str(pause))
@@ -460,11 +471,7 @@ def test_summarize_band_calls_the_model_once_across_replays(stack: Stack, tmp_pa
     summaries, results = _activity_results(history, 'tool_output_limits.summarize')
     assert summaries == 1 and results[0]['summary'] == expected
 
-    async def replay() -> None:
-        replayer = Replayer(workflows=[stack.agent_module.LogAgentWorkflow], plugins=[PydanticAIPlugin()])
-        await replayer.replay_workflow(history)
-
-    asyncio.run(replay())
+    _replay(stack, history)
     assert len(stack.model.requests) == calls_before + 1, 'replays never call the model again'
 
 
@@ -528,3 +535,52 @@ def test_against_overspill_dev_with_its_file_store(stack: Stack, tmp_path: Path)
     assert f'stored to handle {handle!r}.' in seen[0]
     assert (spills / 'tool_output_limits').joinpath(*sanitize_key(handle).split('/')).read_bytes() == log.encode()
     assert seen[1] == _spill_page(log.encode(), handle, limit=5, pattern='ERROR')
+
+
+@workflow.defn(sandboxed=False)
+class StoreProbe:
+    """Workflow code that writes through `OverspillStore` and reads back through its read activity."""
+
+    @workflow.run
+    async def run(self, url: str, task_queue: str, key: str, data_hex: str) -> list[str]:
+        from overspill_pydantic_ai import OverspillStore
+
+        store = OverspillStore(url, task_queue=task_queue)
+        handle = await store.write(key, bytes.fromhex(data_hex))
+        return [handle, (await store.read(handle)).hex()]
+
+
+@pytest.mark.parametrize(
+    'data',
+    [
+        bytes(range(256)) * 64,  # not UTF-8: travels as bytes_b64
+        ('naïve \u2028 ☃ "quoted" \\ \x00 \U0001f600\r\n' * 500).encode(),  # UTF-8: travels as text
+        b'',
+    ],
+    ids=['binary', 'utf8', 'empty'],
+)
+def test_store_write_in_workflow_code_stores_exactly_the_bytes(stack: Stack, data: bytes) -> None:
+    """`OverspillStore.write` from workflow code stores exactly `data` (binary or text) under the
+    key and returns the key as the handle; `read` in workflow code returns it unchanged."""
+    from temporalio.worker import Worker
+
+    queue = f'store-probe-{uuid.uuid4()}'
+    key = f'probe-{uuid.uuid4().hex[:8]}:run/call {len(data)}.0'
+
+    async def run() -> list[str]:
+        client = await _client()
+        async with Worker(
+            client, task_queue=queue, workflows=[StoreProbe], activities=[stack.agent_module.store.read_activity()]
+        ):
+            return await client.execute_workflow(
+                StoreProbe.run,
+                args=[stack.store_url, stack.env['OVERSPILL_TASK_QUEUE'], key, data.hex()],
+                id=queue,
+                task_queue=queue,
+                execution_timeout=timedelta(seconds=RUN_TIMEOUT),
+            )
+
+    handle, read_back = asyncio.run(run())
+    assert handle == key
+    assert bytes.fromhex(read_back) == data
+    assert stack.get_object(handle) == data
