@@ -2,9 +2,9 @@
 //! binary, with the real Python packages (pydantic-ai-slim 2.62 `TemporalDurability`,
 //! pydantic-ai-harness 0.62 `ToolOutputLimits`, `workflows/python`'s `OverspillStore`).
 //!
-//! The scenario lives in `tests/python/` (pytest, in the project venv that `deploy/test.sh`
-//! installs); this test runs it against the Temporal dev server and SeaweedFS with the binary
-//! cargo just built, and fails with pytest's report when any step does. Needs
+//! The scenarios live in `tests/python/` (pytest, in the project venv that `deploy/test.sh`
+//! installs); this test runs every file there against the Temporal dev server and SeaweedFS
+//! with the binary cargo just built, and fails with pytest's report when any test does. Needs
 //! `OVERSPILL_TEST_S3_URL` and the `AWS_*` variables from `.deploy/seaweedfs.env`.
 
 use std::io::Read as _;
