@@ -31,7 +31,17 @@ fn reduce_spills_and_read_pages_back_across_processes() {
     let store = format!("file://{}", dir.path().display());
     let log: String = (0..2_000).map(|i| format!("line {i}: ok\n")).collect();
     let reduced = overspill(
-        &["reduce", "--tool", "run_command", "--run-id", "run-1", "--call-id", "call-1", "--store", &store],
+        &[
+            "reduce",
+            "--tool",
+            "run_command",
+            "--run-id",
+            "run-1",
+            "--call-id",
+            "call-1",
+            "--store",
+            &store,
+        ],
         log.as_bytes(),
     );
     assert!(reduced.status.success(), "{}", text(&reduced.stderr));
@@ -44,14 +54,36 @@ fn reduce_spills_and_read_pages_back_across_processes() {
         "{shown}"
     );
 
-    let page = overspill(&["read", "run-1/call-1.0", "--offset", "10", "--limit", "2", "--store", &store], b"");
+    let page = overspill(
+        &[
+            "read",
+            "run-1/call-1.0",
+            "--offset",
+            "10",
+            "--limit",
+            "2",
+            "--store",
+            &store,
+        ],
+        b"",
+    );
     assert!(page.status.success(), "{}", text(&page.stderr));
     assert_eq!(
         text(&page.stdout),
         "[handle 'run-1/call-1.0': 2,000 matching line(s); showing 2]\nline 10: ok\nline 11: ok"
     );
 
-    let found = overspill(&["read", "run-1/call-1.0", "--pattern", "line 1999", "--store", &store], b"");
+    let found = overspill(
+        &[
+            "read",
+            "run-1/call-1.0",
+            "--pattern",
+            "line 1999",
+            "--store",
+            &store,
+        ],
+        b"",
+    );
     assert_eq!(
         text(&found.stdout),
         "[handle 'run-1/call-1.0': 1 matching line(s); showing 1]\nline 1999: ok"
@@ -71,10 +103,23 @@ fn read_refuses_unknown_and_escaping_handles_with_the_reference_text() {
 
 #[test]
 fn read_bad_arguments_exit_2_with_the_model_retry_message() {
-    let out = overspill(&["read", "run/call.0", "--offset", "-1", "--store", "memory://"], b"");
+    let out = overspill(
+        &[
+            "read",
+            "run/call.0",
+            "--offset",
+            "-1",
+            "--store",
+            "memory://",
+        ],
+        b"",
+    );
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(text(&out.stderr), "`offset` must be >= 0.\n");
-    let out = overspill(&["read", "run/call.0", "--limit", "0", "--store", "memory://"], b"");
+    let out = overspill(
+        &["read", "run/call.0", "--limit", "0", "--store", "memory://"],
+        b"",
+    );
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(text(&out.stderr), "`limit` must be >= 1.\n");
 }
@@ -89,7 +134,10 @@ fn reduce_request_json_round_trip() {
         "metadata": {"source": "cat"},
         "config": {"bands": [{"over": 10, "action": {"type": "truncate", "strategy": "head", "max_chars": 20}}]}
     });
-    let out = overspill(&["reduce", "--request", "-", "--store", "memory://"], request.to_string().as_bytes());
+    let out = overspill(
+        &["reduce", "--request", "-", "--store", "memory://"],
+        request.to_string().as_bytes(),
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let response: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON response");
     assert_eq!(response["kind"], "truncated");
@@ -98,7 +146,14 @@ fn reduce_request_json_round_trip() {
     assert_eq!(response["envelope"], true);
 
     let bad = serde_json::json!({"tool_name": "cat", "output": {"text": "x"}, "config": {"bands": [{"over": -1, "action": {"type": "passthrough"}}]}});
-    let out = overspill(&["reduce", "--request", "-", "--store", "memory://"], bad.to_string().as_bytes());
+    let out = overspill(
+        &["reduce", "--request", "-", "--store", "memory://"],
+        bad.to_string().as_bytes(),
+    );
     assert!(!out.status.success());
-    assert!(text(&out.stderr).contains("bands[0].over"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("bands[0].over"),
+        "{}",
+        text(&out.stderr)
+    );
 }
