@@ -70,5 +70,6 @@ stop() {
 case "${1:-start}" in
   start) start ;;
   stop) stop ;;
-  *) echo "usage: $0 [start|stop]" >&2; exit 2 ;;
+  status) ready "$(temporal_bin)" ;;
+  *) echo "usage: $0 [start|stop|status]" >&2; exit 2 ;;
 esac

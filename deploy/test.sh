@@ -14,8 +14,9 @@ trap cleanup EXIT
 
 for svc in seaweedfs temporal; do
   if [ -x "deploy/$svc.sh" ]; then
+    # Stop on exit only what this run started: a server already running is someone else's.
+    if ! "deploy/$svc.sh" status >/dev/null 2>&1; then started+=("$svc"); fi
     "deploy/$svc.sh" start
-    started+=("$svc")
     # shellcheck disable=SC1090
     source "$DEPLOY_DIR/$svc.env"
   fi
