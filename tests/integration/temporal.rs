@@ -726,3 +726,67 @@ async fn protobuf_payloads_are_answered_in_kind() {
         out[4].message
     );
 }
+
+/// Starts a long self-reducing tool activity, cancels it after a second, and reports how it ended.
+#[workflow]
+#[derive(Default)]
+pub(crate) struct CancelProbe;
+
+#[workflow_methods]
+impl CancelProbe {
+    #[run(name = "OverspillCancelProbe")]
+    pub(crate) async fn run(ctx: &mut WorkflowContext<Self>, lines: u64) -> WorkflowResult<String> {
+        use futures::future::{Either, select};
+        use temporalio_sdk::{ActivityCancellationType, CancellableFuture as _};
+
+        let options =
+            temporalio_sdk::ActivityOptions::with_start_to_close_timeout(Duration::from_secs(120))
+                .heartbeat_timeout(Duration::from_secs(2))
+                .cancellation_type(ActivityCancellationType::WaitCancellationCompleted)
+                .build();
+        let activity = Box::pin(ctx.execute_activity(
+            overspill::workflows::ExampleTools::generate_logs,
+            overspill::workflows::ToolRequest {
+                tool_call_id: Some("call-cancel".into()),
+                lines,
+                ..Default::default()
+            },
+            options,
+        ));
+        let timer = Box::pin(ctx.timer(Duration::from_secs(1)));
+        let activity = match select(activity, timer).await {
+            Either::Left((done, _)) => return Ok(format!("finished first: {:?}", done.is_ok())),
+            Either::Right((_, activity)) => activity,
+        };
+        activity.cancel();
+        Ok(match activity.await {
+            Err(temporalio_common::error::ActivityExecutionError::Cancelled(_)) => {
+                "cancelled".into()
+            }
+            Err(e) => format!("failed: {e}"),
+            Ok(_) => "completed".into(),
+        })
+    }
+}
+
+/// A long tool activity heartbeats and stops when its workflow cancels it; nothing is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_activity_heartbeats_and_honours_cancellation() {
+    let w = TestWorker::start_with("cancel", |o| {
+        let _ = o.register_workflow::<CancelProbe>();
+    })
+    .await;
+    let started = std::time::Instant::now();
+    // 100 million lines would take minutes to generate: only a cancellation ends it early.
+    let out = w
+        .run(CancelProbe::run, 100_000_000, &unique("cancel"))
+        .await
+        .expect("cancel probe");
+    assert_eq!(out, "cancelled");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(w.store.list(None).await.expect("list").is_empty());
+}

@@ -47,8 +47,31 @@ impl ExampleTools {
 
 /// A deterministic build log of `lines` lines, with an `ERROR` every 997 lines.
 pub fn build_log(lines: u64) -> String {
-    let mut out = String::with_capacity(lines as usize * 64);
-    for i in 0..lines {
+    let mut out = String::with_capacity(capacity(lines));
+    append_log(&mut out, 0..lines);
+    out
+}
+
+/// [`build_log`], yielding between chunks so that a heartbeat or a cancellation gets through.
+async fn build_log_async(lines: u64) -> String {
+    const CHUNK: u64 = 10_000;
+    let mut out = String::with_capacity(capacity(lines));
+    let mut start = 0;
+    while start < lines {
+        let end = (start + CHUNK).min(lines);
+        append_log(&mut out, start..end);
+        start = end;
+        tokio::task::yield_now().await;
+    }
+    out
+}
+
+fn capacity(lines: u64) -> usize {
+    usize::try_from(lines.min(1_000_000) * 56).unwrap_or(0)
+}
+
+fn append_log(out: &mut String, lines: std::ops::Range<u64>) {
+    for i in lines {
         let level = if i % 997 == 996 { "ERROR" } else { "INFO " };
         let _ = writeln!(
             out,
@@ -57,7 +80,6 @@ pub fn build_log(lines: u64) -> String {
             (i * 37) % 1000
         );
     }
-    out
 }
 
 #[activities]
@@ -69,21 +91,25 @@ impl ExampleTools {
         ctx: ActivityContext,
         request: ToolRequest,
     ) -> Result<ReduceResponse, ActivityError> {
-        let text = build_log(request.lines);
-        let reduce = ReduceRequest {
-            tool_name: "generate_logs".into(),
-            tool_kind: None,
-            run_id: request.run_id,
-            tool_call_id: request.tool_call_id,
-            retry: request.retry,
-            output: ToolOutput::Text(text),
-            content: None,
-            metadata: None,
-            envelope: false,
-            config: request.config,
-        };
         let run_id = ctx.info().workflow_run_id.clone();
-        let work = self.overspill.reduce_request(reduce, run_id.as_deref());
+        let overspill = &self.overspill;
+        // Generation and reduction both run under heartbeats, and stop on cancellation.
+        let work = async move {
+            let text = build_log_async(request.lines).await;
+            let reduce = ReduceRequest {
+                tool_name: "generate_logs".into(),
+                tool_kind: None,
+                run_id: request.run_id,
+                tool_call_id: request.tool_call_id,
+                retry: request.retry,
+                output: ToolOutput::Text(text),
+                content: None,
+                metadata: None,
+                envelope: false,
+                config: request.config,
+            };
+            overspill.reduce_request(reduce, run_id.as_deref()).await
+        };
         crate::activities::guarded(&ctx, work)
             .await?
             .map_err(Failure::into_activity_error)
