@@ -297,3 +297,55 @@ async fn sigterm_shuts_the_worker_down_gracefully() {
     };
     assert!(status.success(), "{status}");
 }
+
+/// An invalid `--limits` file stops `overspill worker` before it connects, naming the field.
+#[test]
+fn invalid_limits_file_fails_fast() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let limits = dir.path().join("limits.json");
+    std::fs::write(
+        &limits,
+        r#"{"bands":[{"over":-1,"action":{"type":"truncate"}}]}"#,
+    )
+    .unwrap_or_else(|e| panic!("write: {e}"));
+    let out = Command::new(env!("CARGO_BIN_EXE_overspill"))
+        .args(["worker", "--address", "127.0.0.1:1", "--limits"])
+        .arg(&limits)
+        .output()
+        .unwrap_or_else(|e| panic!("run: {e}"));
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("bands[0].over"), "{stderr}");
+    assert!(
+        stderr.contains("Band.over must be non-negative."),
+        "{stderr}"
+    );
+}
+
+/// `overspill dev` against the running server: the demo prints the model-visible text of a
+/// multi-megabyte tool output and a read-back page.
+#[test]
+fn overspill_dev_runs_the_demo() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let out = Command::new(env!("CARGO_BIN_EXE_overspill"))
+        .args(["dev", "--exit-after-demo", "--task-queue", &unique("dev")])
+        .args(["--store", &format!("file://{}", dir.path().display())])
+        .env("TEMPORAL_ADDRESS", temporal_address())
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap_or_else(|e| panic!("run: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("[Tool output too large (2,750,000 chars); stored to handle '"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(": 50 matching line(s); showing 5]\nERROR step      996:"),
+        "{stdout}"
+    );
+}
