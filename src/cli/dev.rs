@@ -27,7 +27,8 @@ pub(crate) struct Args {
     /// Task queue to serve.
     #[arg(long, default_value = DEFAULT_TASK_QUEUE)]
     task_queue: String,
-    /// Where spills go (default: `file://<project>/.deploy/dev/spills`).
+    /// Where spills go (default: `file://<project>/.deploy/dev/spills`; `$OVERSPILL_DEPLOY_DIR`
+    /// replaces `<project>/.deploy`, as in the deploy scripts).
     #[arg(long, value_name = "URL")]
     store: Option<String>,
     /// Lines of the demo's generated build log (55 bytes each; 50,000 ≈ 2.8 MB).
@@ -47,7 +48,9 @@ pub(crate) struct Args {
 pub(crate) async fn run(args: Args) -> CliResult {
     worker::init_logging(LogFormat::Text);
     let root = project_root();
-    let deploy = root.join(".deploy");
+    let deploy = std::env::var_os("OVERSPILL_DEPLOY_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join(".deploy"));
     let started_server = ensure_server(&args.address, &root, &deploy).await?;
 
     let store_url = match &args.store {
