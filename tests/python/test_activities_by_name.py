@@ -114,7 +114,7 @@ class PythonProbe:
         out['read_protobuf'] = page.text
         out['child'] = await workflow.execute_child_workflow(
             'ReduceToolOutput',
-            {'tool_name': 'cat', 'run_id': 'py-child', 'tool_call_id': 'c', 'output': {'text': text}},
+            {'tool_name': 'cat', 'tool_call_id': 'child-call', 'output': {'text': text}},
             task_queue=queue,
             id=f'{workflow.info().workflow_id}-child',
             execution_timeout=timedelta(seconds=60),
@@ -185,7 +185,8 @@ def test_python_workflow_calls_every_activity_by_name(overspill_queue: str) -> N
     assert out['read'] == f"[handle '{run_id}/call-1.0': 2,000 matching line(s); showing 2]\nline 00001\nline 00002"
     assert out['read_protobuf'] == f"[handle '{run_id}/call-1.0': 2,000 matching line(s); showing 1]\nline 00003"
     assert out['child']['kind'] == 'spilled'
-    assert out['child']['metadata']['overflow_handle'] == 'py-child/c.0'
+    # No run_id: the child keys the spill by its parent's run id, like an activity call would.
+    assert out['child']['metadata']['overflow_handle'] == f'{run_id}/child-call.0'
     assert out['spill']['handle'] == 'py-run/call-2.0'
     assert out['spill']['shape'] == "{'rows': list}"
     assert out['summarize']['type'] == 'ModelRejected' and out['summarize']['non_retryable']

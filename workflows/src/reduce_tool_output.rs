@@ -12,7 +12,8 @@ use crate::limits::{self, Limits};
 
 /// Reduce one tool result: measure, band and truncate in workflow code (deterministic, no
 /// activity), spill and summarize through activities. Input and output are the
-/// `tool_output_limits.reduce` JSON; `run_id` defaults to this workflow's run id.
+/// `tool_output_limits.reduce` JSON; `run_id` defaults to the parent workflow's run id (this
+/// workflow's own when it has no parent), as the activity defaults it to its caller's.
 #[workflow]
 #[derive(Default)]
 pub struct ReduceToolOutput;
@@ -32,7 +33,12 @@ impl ReduceToolOutput {
                 .build()
         })?;
         if request.run_id.as_deref().is_none_or(str::is_empty) {
-            request.run_id = Some(ctx.run_id().to_owned());
+            // Started as a child: the key is the parent's, as if it had called the activity.
+            let run_id = match ctx.info().parent() {
+                Some(parent) => parent.run_id().to_owned(),
+                None => ctx.run_id().to_owned(),
+            };
+            request.run_id = Some(run_id);
         }
         let call = request.call();
         let ctx: &WorkflowContext<Self> = ctx;
