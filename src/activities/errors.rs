@@ -24,6 +24,8 @@ pub struct Failure {
     pub message: String,
     /// Whether Temporal may retry the activity.
     pub retryable: bool,
+    /// The model's `Retry-After`, as the next retry's delay.
+    pub retry_after: Option<std::time::Duration>,
 }
 
 impl Failure {
@@ -38,6 +40,7 @@ impl Failure {
             type_name: "InvalidInput",
             message: format!("invalid input at `{field}`: {problem}"),
             retryable: false,
+            retry_after: None,
         }
     }
 
@@ -51,6 +54,7 @@ impl Failure {
                 1,
             ),
             retryable: false,
+            retry_after: None,
         }
     }
 
@@ -60,6 +64,7 @@ impl Failure {
             type_name: "ModelRetry",
             message: message.into(),
             retryable: false,
+            retry_after: None,
         }
     }
 
@@ -73,6 +78,7 @@ impl Failure {
             },
             message: format!("spill store failed ({}): {error}", error.type_name()),
             retryable: !error.is_unknown_handle(),
+            retry_after: None,
         }
     }
 
@@ -92,7 +98,14 @@ impl Failure {
             },
             message: format!("summary failed ({}): {error}", error.type_name()),
             retryable,
+            retry_after: None,
         }
+    }
+
+    /// Ask Temporal to wait `delay` before the next attempt (a model's `Retry-After`).
+    pub fn with_retry_after(mut self, delay: Option<std::time::Duration>) -> Self {
+        self.retry_after = delay;
+        self
     }
 }
 
@@ -101,10 +114,12 @@ impl Failure {
     pub fn into_activity_error(self) -> ActivityError {
         let retryable = self.retryable;
         let type_name = self.type_name.to_owned();
+        let retry_after = self.retry_after.filter(|_| retryable);
         ActivityError::application(
             ApplicationFailure::builder(Box::new(self))
                 .type_name(type_name)
                 .non_retryable(!retryable)
+                .maybe_next_retry_delay(retry_after)
                 .build(),
         )
     }

@@ -1,22 +1,65 @@
 //! Heartbeats and cancellation around an activity's work.
 
 use std::future::Future;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use serde::Serialize;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
 /// How often a long activity heartbeats (the SDK throttles to the heartbeat timeout anyway).
 const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
 
+/// The latest progress an activity reported; periodic heartbeats carry it, so that they never
+/// replace the details a retry resumes from.
+#[derive(Debug)]
+pub struct Progress<T>(Arc<Mutex<Option<T>>>);
+
+impl<T> Clone for Progress<T> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<T> Default for Progress<T> {
+    fn default() -> Self {
+        Self(Arc::new(Mutex::new(None)))
+    }
+}
+
+impl<T: Clone> Progress<T> {
+    /// Remember `progress` as the latest.
+    pub fn set(&self, progress: T) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(progress);
+    }
+
+    /// The latest progress, if any.
+    pub fn latest(&self) -> Option<T> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
 /// Run `work`, heartbeating while it runs; a cancellation (or a heartbeat timeout noticed by the
-/// server) abandons it with `Cancelled`. A spill abandoned mid-write leaves at most a partial
-/// temporary object: stores write whole objects, so the key is either absent or complete.
+/// server) abandons it with `Cancelled`. A spill abandoned mid-write leaves no partial object:
+/// stores write whole objects, so the key is either absent or complete.
 pub async fn guarded<F: Future>(
     ctx: &ActivityContext,
     work: F,
 ) -> Result<F::Output, ActivityError> {
-    let work = std::pin::pin!(work);
-    let mut work = work;
+    guarded_with(ctx, work, &Progress::<u64>::default()).await
+}
+
+/// [`guarded`], heartbeating the latest `progress` (a beat count until there is one).
+pub async fn guarded_with<F, T>(
+    ctx: &ActivityContext,
+    work: F,
+    progress: &Progress<T>,
+) -> Result<F::Output, ActivityError>
+where
+    F: Future,
+    T: Serialize + Clone + Send + Sync + 'static,
+{
+    let mut work = std::pin::pin!(work);
     let mut ticks = tokio::time::interval(HEARTBEAT_EVERY);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     ticks.tick().await;
@@ -30,7 +73,10 @@ pub async fn guarded<F: Future>(
                 beats += 1;
                 if ctx.info().heartbeat_timeout.is_some() {
                     // A failed heartbeat conversion is not worth failing the activity over.
-                    let _ = ctx.record_heartbeat(beats).await;
+                    let _ = match progress.latest() {
+                        Some(latest) => ctx.record_heartbeat(latest).await,
+                        None => ctx.record_heartbeat(beats).await,
+                    };
                 }
             }
         }

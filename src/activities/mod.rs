@@ -14,7 +14,7 @@
 
 pub mod errors;
 mod guard;
-pub use guard::guarded;
+pub use guard::{Progress, guarded, guarded_with};
 pub mod metrics;
 pub mod payload;
 pub mod proto;
@@ -33,6 +33,7 @@ use crate::limits::{
 };
 use crate::read::{self, ReadOutcomeError, ReadRequest};
 use crate::store::Store;
+use crate::summarize::{ChunkBudget, ChunkProgress, Chunked, OpenAiSummarizer};
 pub use errors::Failure;
 pub use metrics::Metrics;
 pub use payload::{Encoding, Incoming, Outgoing};
@@ -56,6 +57,7 @@ pub struct OverspillActivities {
     store: Arc<Store>,
     limits: Arc<Limits>,
     summarizer: SharedSummarizer,
+    model: Option<Arc<(OpenAiSummarizer, ChunkBudget)>>,
     metrics: Metrics,
 }
 
@@ -66,8 +68,18 @@ impl OverspillActivities {
             store,
             limits: Arc::new(Limits::default()),
             summarizer: SharedSummarizer::default(),
+            model: None,
             metrics: Metrics::default(),
         }
+    }
+
+    /// Summarize with an OpenAI-compatible `model`, chunking outputs over `budget`. The
+    /// summarize activity heartbeats its progress after every chunk and a retry resumes from it;
+    /// `reduce` uses the same model (chunked, without resume).
+    pub fn with_model(mut self, model: OpenAiSummarizer, budget: ChunkBudget) -> Self {
+        self.summarizer = SharedSummarizer::new(Chunked::new(model.clone(), budget));
+        self.model = Some(Arc::new((model, budget)));
+        self
     }
 
     /// Use `limits` for requests that carry no `config`.
@@ -190,22 +202,55 @@ impl OverspillActivities {
         &self,
         request: SummarizeRequest,
     ) -> Result<SummarizeResponse, Failure> {
+        self.summarize_resumable(request, None, |_| std::future::ready(()))
+            .await
+    }
+
+    /// [`Self::summarize_request`], resuming a chunked summary from `resume` and reporting
+    /// progress after every chunk to `on_chunk` (the activity heartbeats it).
+    pub async fn summarize_resumable<F>(
+        &self,
+        request: SummarizeRequest,
+        resume: Option<ChunkProgress>,
+        on_chunk: impl FnMut(&ChunkProgress) -> F,
+    ) -> Result<SummarizeResponse, Failure>
+    where
+        F: std::future::Future<Output = ()>,
+    {
         let template = request
             .prompt
             .as_deref()
             .unwrap_or(&self.limits.summary_prompt);
         prompt::fields(template).map_err(|e| Failure::invalid_input("prompt", e))?;
         let rendered = prompt::render(template, &request.tool_name, &request.output);
-        let summary = self
-            .summarizer
-            .summarize(SummaryRequest {
-                tool_name: &request.tool_name,
-                output: &request.output,
-                prompt: &rendered,
-                model: request.model.as_deref(),
-            })
-            .await
-            .map_err(|e| Failure::model(&e))?;
+        let summary_request = SummaryRequest {
+            tool_name: &request.tool_name,
+            output: &request.output,
+            prompt: &rendered,
+            model: request.model.as_deref(),
+        };
+        let summary = match &self.model {
+            Some(model) => {
+                let (client, budget) = model.as_ref();
+                crate::summarize::summarize_chunked(
+                    client,
+                    summary_request,
+                    *budget,
+                    resume,
+                    on_chunk,
+                )
+                .await
+                .map_err(|e| {
+                    let retry_after = e.retry_after();
+                    Failure::model(&e.into()).with_retry_after(retry_after)
+                })?
+            }
+            None => self
+                .summarizer
+                .summarize(summary_request)
+                .await
+                .map_err(|e| Failure::model(&e))?,
+        };
         self.metrics.reduced(ReductionKind::Summarized);
         Ok(SummarizeResponse {
             summary: pyfmt::py_strip(&summary.text).to_owned(),

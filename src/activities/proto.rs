@@ -183,6 +183,7 @@ fn bad_config(path: &str, message: &str) -> Failure {
         type_name: "InvalidConfig",
         message: format!("invalid limits configuration at `config.{path}`: {message}"),
         retryable: false,
+        retry_after: None,
     }
 }
 

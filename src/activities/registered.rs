@@ -56,7 +56,22 @@ impl OverspillActivities {
         input: Incoming<SummarizeRequest>,
     ) -> Result<Outgoing<SummarizeResponse>, ActivityError> {
         let (request, encoding) = input.decode().map_err(Failure::into_activity_error)?;
-        let response = guard::guarded(&ctx, self.summarize_request(request))
+        // A retry resumes a chunked summary from the last chunk the previous attempt reported.
+        let resume = ctx
+            .heartbeat_details()
+            .deserialize::<crate::summarize::ChunkProgress>()
+            .ok()
+            .flatten();
+        let latest = guard::Progress::default();
+        let (beat, slot) = (ctx.clone(), latest.clone());
+        let work = self.summarize_resumable(request, resume, move |progress| {
+            let (ctx, progress) = (beat.clone(), progress.clone());
+            slot.set(progress.clone());
+            async move {
+                let _ = ctx.record_heartbeat(progress).await;
+            }
+        });
+        let response = guard::guarded_with(&ctx, work, &latest)
             .await?
             .map_err(Failure::into_activity_error)?;
         Ok(Outgoing::new(response, encoding))

@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use overspill::activities::{DEFAULT_TASK_QUEUE, OverspillActivities, SharedSummarizer};
+use overspill::activities::{DEFAULT_TASK_QUEUE, OverspillActivities};
 use overspill::limits::Limits;
 use overspill::store::Store;
-use overspill::summarize::{Chunked, ModelArgs};
+use overspill::summarize::ModelArgs;
 use overspill::worker::{self, Connect, LogFormat, WorkerSettings};
 use overspill::workflows::ExampleTools;
 
@@ -107,7 +107,7 @@ pub(crate) async fn run(args: Args) -> CliResult {
     let mut activities = OverspillActivities::new(store.clone()).with_limits(limits);
     if let Some(model) = args.model.summarizer()? {
         let budget = args.model.budget();
-        activities = activities.with_summarizer(SharedSummarizer::new(Chunked::new(model, budget)));
+        activities = activities.with_model(model, budget);
     }
     let activities = activities.with_metrics(runtime.metrics.clone());
     let settings = WorkerSettings {

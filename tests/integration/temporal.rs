@@ -230,6 +230,15 @@ impl TestWorker {
         name: &str,
         extra: impl FnOnce(&mut temporalio_sdk::WorkerOptions) + Send + 'static,
     ) -> Self {
+        Self::start_configured(name, |a| a, extra).await
+    }
+
+    /// Like [`Self::start_with`], with the activities configured by `configure`.
+    pub(crate) async fn start_configured(
+        name: &str,
+        configure: impl FnOnce(OverspillActivities) -> OverspillActivities + Send + 'static,
+        extra: impl FnOnce(&mut temporalio_sdk::WorkerOptions) + Send + 'static,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = format!("file://{}", dir.path().display());
         let store = Arc::new(Store::open(Some(&url)).expect("open store"));
@@ -253,7 +262,7 @@ impl TestWorker {
             rt.block_on(async move {
                 let runtime = overspill::worker::runtime(None).expect("sdk runtime");
                 let client = Connect::new(address).client().await.expect("connect");
-                let activities = OverspillActivities::new(thread_store);
+                let activities = configure(OverspillActivities::new(thread_store));
                 let tools = ExampleTools::new(activities.clone());
                 let settings = WorkerSettings {
                     task_queue: thread_queue,
@@ -789,4 +798,63 @@ async fn long_activity_heartbeats_and_honours_cancellation() {
         started.elapsed()
     );
     assert!(w.store.list(None).await.expect("list").is_empty());
+}
+
+/// With a model, the summarize activity summarizes in chunks and heartbeats its progress; a
+/// retry after a model failure resumes from the last finished chunk instead of starting over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn summarize_activity_resumes_a_chunked_summary_after_a_failure() {
+    use crate::openai_server::{FakeOpenAi, Reply};
+    use overspill::summarize::{ChunkBudget, OpenAiSummarizer};
+
+    let model = FakeOpenAi::start(None).await;
+    let client = OpenAiSummarizer::new(format!("{}/v1", model.base()))
+        .with_model("test-model")
+        .with_max_retries(0)
+        .build()
+        .expect("model client");
+    let w = TestWorker::start_configured(
+        "summarize",
+        move |a| a.with_model(client, ChunkBudget::chars(3_000)),
+        |_| {},
+    )
+    .await;
+    // Two chunks succeed, the third call fails: the activity fails and Temporal retries it.
+    model.script([
+        Reply::summary("Summary of a chunk.", 10, 4),
+        Reply::summary("Summary of a chunk.", 10, 4),
+        Reply::error(500, "boom", "server_error"),
+    ]);
+    let text = big(400); // 12,400 chars: five chunks of at most 3,000
+    let out = w
+        .probe(vec![probe(
+            "tool_output_limits.summarize",
+            json!({"tool_name": "cat", "output": text}),
+        )])
+        .await;
+    let summary = out[0]
+        .ok
+        .as_ref()
+        .unwrap_or_else(|| panic!("{}", out[0].message));
+    assert!(
+        summary["summary"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("Summary of")),
+        "{summary}"
+    );
+    let prompts: Vec<String> = model
+        .requests()
+        .iter()
+        .map(|r| r.prompt().to_owned())
+        .collect();
+    let first_chunk = &prompts[0];
+    assert_eq!(
+        prompts.iter().filter(|p| *p == first_chunk).count(),
+        1,
+        "the retry summarized the first chunk again"
+    );
+    assert_eq!(
+        prompts[2], prompts[3],
+        "the retry starts at the chunk that failed"
+    );
 }
