@@ -91,7 +91,7 @@ def overspill() -> dict[str, float]:
         subprocess.run(['cargo', 'bench', '--bench', 'engine', *sys.argv[1:]], cwd=ROOT, check=True)
     out = {}
     target = Path(os.environ.get('CARGO_TARGET_DIR', ROOT / 'target'))
-    for estimates in (target / 'criterion').glob('*/*/new/estimates.json'):
+    for estimates in (target / 'criterion').glob('**/new/estimates.json'):
         bench = json.loads((estimates.parent / 'benchmark.json').read_text())
         out[bench['full_id']] = json.loads(estimates.read_text())['median']['point_estimate'] / 1e6
     return out

@@ -17,6 +17,10 @@ use overspill::read::{self, ReadRequest};
 use overspill::store::Store;
 use serde_json::{Value, json};
 
+/// The allocator of the `overspill` binary (src/main.rs), so the bench measures what runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const MB: usize = 1 << 20;
 
 /// `size` bytes of log lines, identical to `benches/compare.py`'s `log_text`.

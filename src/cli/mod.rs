@@ -63,3 +63,13 @@ pub(crate) fn main() -> ExitCode {
 
 /// A subcommand's failure, printed as `overspill: <message>`.
 pub(crate) type CliResult = Result<ExitCode, Box<dyn std::error::Error>>;
+
+#[cfg(test)]
+mod tests {
+    /// Clashing argument ids only panic at run time; clap's own check finds them in CI.
+    #[test]
+    fn arguments_are_consistent() {
+        use clap::CommandFactory as _;
+        super::Cli::command().debug_assert();
+    }
+}

@@ -1,6 +1,7 @@
 //! The pipeline: exemptions, filter, units, measure, band, action chain, assembly (SPEC §1, §4).
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use base64::Engine as _;
 use bytes::Bytes;
@@ -212,15 +213,32 @@ impl Reduced {
 
 /// One measurable part of a result (the return value, or the envelope's text content).
 ///
-/// Borrows the output where it can: clamping a 100 MB string copies only what is kept.
+/// Never copies the output: clamping a 100 MB string copies only what is kept, and a spill hands
+/// the store the output's own buffer.
 #[derive(Debug, Clone)]
 pub struct Unit<'a> {
-    text: Option<Cow<'a, str>>,
+    text: Option<UnitText<'a>>,
     /// The text's length in chars, counted once on first use (a 100 MB count is not free).
     chars: std::sync::OnceLock<u64>,
     binary: Bytes,
     /// The top-level shape sketch of a structured value (empty otherwise).
     pub sketch: String,
+}
+
+/// A unit's text: borrowed from the result, or shared with the store a spill writes to.
+#[derive(Debug, Clone)]
+enum UnitText<'a> {
+    Borrowed(&'a str),
+    Shared(Arc<String>),
+}
+
+/// Lets a spill's [`Bytes`] own the text's buffer instead of a copy of it.
+struct SharedText(Arc<String>);
+
+impl AsRef<[u8]> for SharedText {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
 }
 
 impl<'a> Unit<'a> {
@@ -233,20 +251,28 @@ impl<'a> Unit<'a> {
                 binary: data.clone(),
                 sketch: String::new(),
             },
-            ToolOutput::Text(text) => Self::from_text(Cow::Borrowed(text), String::new(), limits),
+            ToolOutput::Text(text) => {
+                Self::from_text(UnitText::Borrowed(text), String::new(), limits)
+            }
             ToolOutput::Json(value) => Self::from_text(
-                Cow::Owned(serialize::render(value, limits.serializer)),
+                UnitText::Shared(Arc::new(serialize::render(value, limits.serializer))),
                 preview::shape_sketch(value),
                 limits,
             ),
         }
     }
 
-    fn from_text(text: Cow<'a, str>, sketch: String, limits: &Limits) -> Self {
-        let text = match (limits.strip_ansi, text) {
-            (true, Cow::Borrowed(t)) => ansi::strip_ansi(t),
-            (true, Cow::Owned(t)) => Cow::Owned(ansi::strip_ansi(&t).into_owned()),
-            (false, t) => t,
+    fn from_text(text: UnitText<'a>, sketch: String, limits: &Limits) -> Self {
+        let text = match text {
+            UnitText::Borrowed(t) if limits.strip_ansi => match ansi::strip_ansi(t) {
+                Cow::Borrowed(t) => UnitText::Borrowed(t),
+                Cow::Owned(t) => UnitText::Shared(Arc::new(t)),
+            },
+            UnitText::Shared(t) if limits.strip_ansi => match ansi::strip_ansi(&t) {
+                Cow::Borrowed(_) => UnitText::Shared(t),
+                Cow::Owned(stripped) => UnitText::Shared(Arc::new(stripped)),
+            },
+            t => t,
         };
         Self {
             text: Some(text),
@@ -258,7 +284,10 @@ impl<'a> Unit<'a> {
 
     /// The text, or `None` for a binary unit.
     pub fn text(&self) -> Option<&str> {
-        self.text.as_deref()
+        match self.text.as_ref()? {
+            UnitText::Borrowed(t) => Some(t),
+            UnitText::Shared(t) => Some(t),
+        }
     }
 
     /// The text's length in chars (Python `len(str)`; 0 for binary).
@@ -276,7 +305,8 @@ impl<'a> Unit<'a> {
     /// What a spill stores: the UTF-8 of the text, or the binary payload.
     pub fn data(&self) -> Bytes {
         match &self.text {
-            Some(text) => Bytes::copy_from_slice(text.as_bytes()),
+            Some(UnitText::Shared(text)) => Bytes::from_owner(SharedText(text.clone())),
+            Some(UnitText::Borrowed(text)) => Bytes::copy_from_slice(text.as_bytes()),
             None => self.binary.clone(),
         }
     }
@@ -327,17 +357,33 @@ pub async fn reduce<S: SpillStore, M: Summarizer>(
     }
     let bands = limits.bands_for(&call.tool_name);
 
+    // A text return is shared with its unit, so that a spill stores the very buffer; it is put
+    // back untouched unless the reduction replaces it.
+    let mut result = result;
+    let shared = match &mut result.return_value {
+        ToolOutput::Text(text) => Some(Arc::new(std::mem::take(text))),
+        _ => None,
+    };
     let value = {
-        let unit = Unit::new(&result.return_value, limits);
+        let unit = match &shared {
+            Some(text) => Unit::from_text(UnitText::Shared(text.clone()), String::new(), limits),
+            None => Unit::new(&result.return_value, limits),
+        };
         match bands::select(bands, measure::size(&unit, limits)) {
             Some(action) => apply(action, &unit, limits, call, "", store, summarizer).await,
             None => Applied::default(),
         }
     };
+    if let Some(text) = shared
+        && value.replacement.is_none()
+    {
+        result.return_value =
+            ToolOutput::Text(Arc::try_unwrap(text).unwrap_or_else(|kept| (*kept).clone()));
+    }
 
     let content = match &result.content {
         Some(Value::String(text)) => {
-            let unit = Unit::from_text(Cow::Borrowed(text), String::new(), limits);
+            let unit = Unit::from_text(UnitText::Borrowed(text), String::new(), limits);
             match bands::select(bands, measure::size(&unit, limits)) {
                 Some(action) => {
                     apply(
@@ -370,7 +416,7 @@ pub async fn reduce<S: SpillStore, M: Summarizer>(
 /// Multimodal content is never reduced; the reference warns when it would have been.
 fn warn_on_large_parts(parts: &[Value], bands: &[super::Band], limits: &Limits, call: &ToolCall) {
     let text: String = parts.iter().filter_map(Value::as_str).collect();
-    let unit = Unit::from_text(Cow::Owned(text), String::new(), limits);
+    let unit = Unit::from_text(UnitText::Shared(Arc::new(text)), String::new(), limits);
     if let Some(action) = bands::select(bands, measure::size(&unit, limits))
         && !matches!(action, Action::Passthrough)
     {

@@ -43,7 +43,15 @@ pub fn render(value: &Value, serializer: Option<SerializerKind>) -> String {
     match (serializer, value) {
         (None, _) => compact(value),
         (Some(SerializerKind::JsonLines), Value::Array(records)) => {
-            escape_separators(records.iter().map(compact).collect::<Vec<_>>().join("\n"))
+            // One buffer for every record: no per-record String, no join copy.
+            let mut out = Vec::new();
+            for (i, record) in records.iter().enumerate() {
+                if i > 0 {
+                    out.push(b'\n');
+                }
+                write_into(&mut out, record, CompactFormatter);
+            }
+            escape_separators(into_string(out))
         }
         (Some(_), _) => escape_separators(indented(value)),
     }
@@ -60,12 +68,22 @@ pub fn indented(value: &Value) -> String {
 }
 
 fn write<F: Formatter>(value: &Value, formatter: F) -> String {
-    let value = resolve_bytes(value);
     let mut out = Vec::new();
-    let mut ser = serde_json::Serializer::with_formatter(&mut out, formatter);
+    write_into(&mut out, value, formatter);
+    into_string(out)
+}
+
+/// Append `value`'s JSON to `out`, bytes leaves resolved (per value: per record for json_lines).
+fn write_into<F: Formatter>(out: &mut Vec<u8>, value: &Value, formatter: F) {
+    let value = resolve_bytes(value);
+    let mut ser = serde_json::Serializer::with_formatter(out, formatter);
     // Serializing a `Value` into a Vec cannot fail.
     let _ = value.serialize(&mut ser);
-    String::from_utf8(out).unwrap_or_default()
+}
+
+/// serde_json writes UTF-8 only.
+fn into_string(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// Escape the separators that would knock read-back offsets off the line grid.
