@@ -56,7 +56,9 @@ use bytes::Bytes;
 use futures::{StreamExt as _, TryStreamExt as _};
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
-use object_store::{GetOptions, ObjectMeta, ObjectStore, PutMultipartOptions, PutOptions};
+use object_store::{
+    GetOptions, ObjectMeta, ObjectStore, ObjectStoreExt as _, PutMultipartOptions, PutOptions,
+};
 
 use crate::limits::{SpillStore, StoreError};
 use crate::read::LineIndex;
@@ -673,7 +675,21 @@ impl SpillStore for Store {
     async fn write(&self, key: &str, data: Bytes) -> Result<String, StoreError> {
         let (fs, path) = self.for_write(key)?;
         let len = data.len() as u64;
-        // The payload uploads while its index is built and stored beside it.
+        if let Backend::Local { .. } = &self.inner.backend {
+            // A local file serves ranges cheaply, so its index is built on the first page read
+            // (once per handle and process) instead of on the spill's path. A stale index of an
+            // earlier payload under this key goes first, so it cannot describe the new one.
+            self.inner.cache.remove(path.as_ref());
+            match fs.delete(&index_path(&path)).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(self.map_error(e, key, self.inner.options.timeout)),
+            }
+            self.bounded(len, self.put(&fs, &path, data, key)).await?;
+            tracing::debug!(target: "overspill::store", bytes = len, "spilled {key:?} to {path}");
+            return Ok(key.to_owned());
+        }
+        // The payload uploads while its index is built and stored beside it, so that a page by
+        // offset is one ranged GET from any worker.
         let to_index = data.clone();
         let indexed = async {
             let index = build_index(to_index).await?;

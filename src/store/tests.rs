@@ -223,9 +223,30 @@ mod local {
         assert_eq!(mode & 0o777, 0o700);
         let file = root.join("tool_output_limits/run_1/c.0");
         assert_eq!(std::fs::read(&file).unwrap(), text(3));
-        assert!(root.join("tool_output_limits/run_1/c.0.idx").exists());
+        // A local spill's index is built by the first page read, not on the spill's path.
+        let index = root.join("tool_output_limits/run_1/c.0.idx");
+        assert!(!index.exists());
+        assert_eq!(
+            store
+                .line_index("run 1/c.0")
+                .await
+                .unwrap()
+                .map(|i| i.len()),
+            Some(3)
+        );
+        assert!(index.exists());
         assert_eq!(store.read("run 1/c.0").await.unwrap(), text(3));
+        // An overwrite removes the earlier payload's index with it.
         store.write("run 1/c.0", text(4)).await.unwrap();
+        assert!(!index.exists());
+        assert_eq!(
+            store
+                .line_index("run 1/c.0")
+                .await
+                .unwrap()
+                .map(|i| i.len()),
+            Some(4)
+        );
         assert_eq!(store.read("run 1/c.0").await.unwrap(), text(4));
         assert_eq!(store.read_range("run 1/c.0", 0..6).await.unwrap(), "line 0");
     }
@@ -285,9 +306,10 @@ mod local {
         let root = dir.path().join("spills");
         let store = open(&root);
         store.write("r/x/c.0", text(1)).await.unwrap();
+        store.line_index("r/x/c.0").await.unwrap();
         tokio::time::sleep(Duration::from_millis(20)).await;
         let report = store.gc(Duration::ZERO, false).await.unwrap();
-        assert_eq!(report.deleted_objects, 2);
+        assert_eq!(report.deleted_objects, 2, "the spill and its index");
         assert!(!root.join("tool_output_limits/r").exists());
         assert!(root.join("tool_output_limits").exists());
     }
