@@ -154,7 +154,7 @@ fn head_and_tail(text: &str, total: usize, max: usize, share: usize, reserved: u
         None if reserved > 0 => return tail_chars(text, max).to_owned(),
         None => (max, max * share / 5, String::new()),
     };
-    let mut out = String::with_capacity(max * 4);
+    let mut out = String::with_capacity(max.saturating_mul(4).min(text.len()));
     out.push_str(head_chars(text, head));
     out.push_str(&marker);
     out.push_str(tail_chars(text, retained - head));
@@ -211,6 +211,14 @@ mod tests {
         let out = truncate_text(&text, 150, Head, 2);
         assert!(out.ends_with("status=ok\r\n\n"), "{out:?}");
         assert!(out.chars().count() <= 150);
+    }
+
+    #[test]
+    fn huge_budgets_and_line_counts_are_harmless() {
+        let text = "a\nb\n".repeat(1_000);
+        assert_eq!(truncate_text(&text, i64::MAX, HeadTail, usize::MAX), text);
+        let out = truncate_text(&text, 1_000, HeadTail, usize::MAX);
+        assert!(out.chars().count() <= 1_000);
     }
 
     #[test]
