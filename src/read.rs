@@ -130,10 +130,12 @@ pub async fn read_tool_result<S: SpillStore>(
                     Ok(data) => data,
                     Err(e) => return missing(e),
                 };
+                // Clamped, so that an index that does not describe the payload shows a wrong
+                // page at worst, never a panic.
+                let offset = |at: u64| (at.saturating_sub(bytes.start) as usize).min(data.len());
                 let lines = index.lines(window.clone()).map(|r| {
-                    let start = (r.start - bytes.start) as usize;
-                    let end = ((r.end - bytes.start) as usize).min(data.len());
-                    start.min(end)..end
+                    let end = offset(r.end);
+                    offset(r.start).min(end)..end
                 });
                 return Ok(render(handle, index.len(), &data, lines, window.len()));
             }

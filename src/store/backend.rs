@@ -68,7 +68,11 @@ pub(crate) fn build(
             if let Some(region) = region {
                 builder = builder.with_region(region);
             }
-            if let Some((id, secret)) = &options.credentials {
+            if let Some(super::Credentials {
+                access_key_id: id,
+                secret_access_key: secret,
+            }) = &options.credentials
+            {
                 builder = builder
                     .with_access_key_id(id)
                     .with_secret_access_key(secret);

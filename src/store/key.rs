@@ -122,7 +122,12 @@ pub fn check_handle(handle: &str) -> Result<(), Refusal> {
     {
         return Err(Refusal::PercentEncoded);
     }
-    if handle.ends_with(INDEX_SUFFIX) {
+    // Judge the index suffix on the last segment as stored: `r/p.0.idx/` names `r/p.0.idx`.
+    if handle
+        .split('/')
+        .rfind(|s| !s.is_empty())
+        .is_some_and(|last| sanitize_segment(last).ends_with(INDEX_SUFFIX))
+    {
         return Err(Refusal::IndexObject);
     }
     Ok(())
@@ -171,6 +176,8 @@ mod tests {
         assert_eq!(check_handle("s3://other/x"), Err(Refusal::ForeignPrefix));
         assert_eq!(check_handle("run/x\0"), Err(Refusal::Control));
         assert_eq!(check_handle("run/call.0.idx"), Err(Refusal::IndexObject));
+        assert_eq!(check_handle("run/call.0.idx/"), Err(Refusal::IndexObject));
+        assert_eq!(check_handle("run/call.0.idx//"), Err(Refusal::IndexObject));
         assert_eq!(check_handle("run-1/call-1.0"), Ok(()));
         assert_eq!(check_handle("run-1/call 1.0.content"), Ok(()));
         assert_eq!(check_handle("100%/x.0"), Ok(()));

@@ -93,7 +93,23 @@ pub struct StoreOptions {
     endpoint: Option<String>,
     region: Option<String>,
     allow_http: Option<bool>,
-    credentials: Option<(String, String)>,
+    credentials: Option<Credentials>,
+}
+
+/// An S3 access key pair; `Debug` shows the key id, never the secret.
+#[derive(Clone)]
+pub(crate) struct Credentials {
+    pub(crate) access_key_id: String,
+    pub(crate) secret_access_key: String,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("access_key_id", &self.access_key_id)
+            .field("secret_access_key", &"<redacted>")
+            .finish()
+    }
 }
 
 impl Default for StoreOptions {
@@ -186,7 +202,10 @@ impl StoreOptions {
 
     /// S3 credentials (default: `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` or the instance's).
     pub fn with_credentials(mut self, access_key_id: &str, secret_access_key: &str) -> Self {
-        self.credentials = Some((access_key_id.to_owned(), secret_access_key.to_owned()));
+        self.credentials = Some(Credentials {
+            access_key_id: access_key_id.to_owned(),
+            secret_access_key: secret_access_key.to_owned(),
+        });
         self
     }
 

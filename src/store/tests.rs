@@ -324,3 +324,11 @@ mod local {
         );
     }
 }
+
+#[test]
+fn debug_never_shows_the_secret_key() {
+    let options = StoreOptions::default().with_credentials("AKIDEXAMPLE", "wJalrXUtnFEMI-secret");
+    let shown = format!("{options:?}");
+    assert!(shown.contains("AKIDEXAMPLE"));
+    assert!(!shown.contains("wJalrXUtnFEMI-secret"), "{shown}");
+}

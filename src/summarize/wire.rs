@@ -176,11 +176,12 @@ pub(super) fn retry_after(
         && ms.is_finite()
         && ms >= 0.0
     {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+        // `try_from`: a gateway's absurd delay (`1e25`) must not panic the activity.
+        return Duration::try_from_secs_f64(ms / 1000.0).ok();
     }
     let value = header("retry-after")?;
     if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+        return Duration::try_from_secs_f64(secs).ok();
     }
     let at = httpdate::parse_http_date(value).ok()?;
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
@@ -276,6 +277,11 @@ mod tests {
         );
         assert_eq!(retry_after(&headers, now), Some(Duration::from_secs(20)));
         headers.insert("retry-after", HeaderValue::from_static("soon"));
+        assert_eq!(retry_after(&headers, now), None);
+        // Absurd delays are ignored, never a panic.
+        headers.insert("retry-after", HeaderValue::from_static("1e20"));
+        assert_eq!(retry_after(&headers, now), None);
+        headers.insert("retry-after-ms", HeaderValue::from_static("1e25"));
         assert_eq!(retry_after(&headers, now), None);
         headers.insert("retry-after-ms", HeaderValue::from_static("250"));
         assert_eq!(retry_after(&headers, now), Some(Duration::from_millis(250)));
