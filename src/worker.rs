@@ -277,24 +277,25 @@ pub async fn run_until(
 }
 
 /// Resolves on SIGTERM or Ctrl-C (SIGINT).
-pub async fn shutdown_signal() {
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send {
+    // The handlers are installed now, not on first poll: a SIGTERM that arrives while the
+    // worker is still connecting must shut it down gracefully, not kill it.
     #[cfg(unix)]
-    {
+    let signals = {
         use tokio::signal::unix::{SignalKind, signal};
-        let mut term = match signal(SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-                return;
+        signal(SignalKind::terminate())
+            .ok()
+            .zip(signal(SignalKind::interrupt()).ok())
+    };
+    async move {
+        #[cfg(unix)]
+        if let Some((mut term, mut int)) = signals {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
             }
-        };
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
+            return;
         }
-    }
-    #[cfg(not(unix))]
-    {
         let _ = tokio::signal::ctrl_c().await;
     }
 }

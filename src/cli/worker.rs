@@ -97,6 +97,8 @@ pub(crate) struct Args {
 
 pub(crate) async fn run(args: Args) -> CliResult {
     worker::init_logging(args.log_format);
+    // Listen for SIGTERM before connecting: an early stop is still a graceful one.
+    let shutdown = worker::shutdown_signal();
     let limits = load_limits(args.limits.as_deref())?;
     let store = Arc::new(Store::open(args.store.as_deref())?);
     let runtime = worker::runtime(args.metrics)?;
@@ -132,7 +134,7 @@ pub(crate) async fn run(args: Args) -> CliResult {
         store = %store.url(),
         "overspill worker started"
     );
-    worker::run_until(&mut worker, worker::shutdown_signal()).await?;
+    worker::run_until(&mut worker, shutdown).await?;
     tracing::info!("overspill worker stopped");
     Ok(ExitCode::SUCCESS)
 }

@@ -168,7 +168,12 @@ async fn two_worker_processes_share_one_s3_store() {
     let store_url = format!("{}/{}", s3.trim_end_matches('/'), unique("two-workers"));
     let queue_a = unique("s3-a");
     let queue_b = unique("s3-b");
-    let metrics_addr = format!("127.0.0.1:{}", 20_000 + std::process::id() % 20_000);
+    // A port the kernel just handed out (and we released), not one derived from the pid that
+    // another server may hold.
+    let metrics_addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.to_string())
+        .unwrap_or_else(|e| panic!("a free port: {e}"));
     let mut a = WorkerProcess::start_with(&queue_a, &store_url, &["--metrics", &metrics_addr]);
     let mut b = WorkerProcess::start(&queue_b, &store_url);
     let host = TestWorker::start("s3-host").await;

@@ -391,9 +391,13 @@ async fn gc_deletes_only_what_is_older_than_the_cutoff() {
     let store = Store::open(Some(&url)).unwrap();
     store.write("run-old/a.0", text(5, "old")).await.unwrap();
     store.write("run-old/b.0", text(5, "old")).await.unwrap();
-    // S3 timestamps have one-second resolution: leave a clear gap.
-    tokio::time::sleep(Duration::from_millis(3_200)).await;
+    // The cutoff is one fixed instant between the old and the new writes, with a margin on both
+    // sides for S3's one-second timestamps and for slow process starts on a loaded machine.
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    let mid = std::time::Instant::now();
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
     store.write("run-new/c.0", text(5, "new")).await.unwrap();
+    let older_than = || format!("{}ms", mid.elapsed().as_millis());
 
     let listed = overspill()
         .args(["spills", "ls", "--store", &url])
@@ -409,7 +413,7 @@ async fn gc_deletes_only_what_is_older_than_the_cutoff() {
             "spills",
             "gc",
             "--older-than",
-            "2s",
+            &older_than(),
             "--dry-run",
             "--store",
             &url,
@@ -420,7 +424,7 @@ async fn gc_deletes_only_what_is_older_than_the_cutoff() {
     assert!(dry.contains("would remove 2 spill(s)"), "{dry}");
     assert_eq!(store.list(None).await.unwrap().len(), 3);
 
-    let report = store.gc(Duration::from_secs(2), false).await.unwrap();
+    let report = store.gc(mid.elapsed(), false).await.unwrap();
     let removed: Vec<_> = report.removed.iter().map(|s| s.handle.as_str()).collect();
     assert_eq!(removed.len(), 2, "{removed:?}");
     assert!(removed.contains(&"run-old/a.0") && removed.contains(&"run-old/b.0"));
