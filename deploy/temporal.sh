@@ -58,9 +58,11 @@ stop() {
   if [ -f "$PIDFILE" ]; then
     local pid
     pid="$(cat "$PIDFILE")"
-    if kill -0 "$pid" 2>/dev/null; then
+    # Only a pid that is still our server: a reused pid belongs to someone else.
+    if kill -0 "$pid" 2>/dev/null && grep -q temporal "/proc/$pid/cmdline" 2>/dev/null; then
       kill "$pid"
       for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+      kill -9 "$pid" 2>/dev/null || true
     fi
     rm -f "$PIDFILE"
   fi

@@ -77,7 +77,7 @@ impl StoreUrl {
     /// Parse `url`.
     pub(crate) fn parse(raw: &str) -> Result<Self, UrlError> {
         let url = url::Url::parse(raw).map_err(|source| UrlError::Parse {
-            url: raw.to_owned(),
+            url: redacted(raw),
             source,
         })?;
         let scheme = match url.scheme() {
@@ -91,7 +91,7 @@ impl StoreUrl {
                 }
                 let root = url
                     .to_file_path()
-                    .map_err(|()| UrlError::NotAbsolute(raw.to_owned()))?;
+                    .map_err(|()| UrlError::NotAbsolute(redacted(raw)))?;
                 // Drop a trailing `/`: with it, lstat would follow a symlinked root.
                 let root = root.components().collect();
                 return Ok(Self::Local { root });
@@ -128,11 +128,11 @@ impl StoreUrl {
             ),
         };
         if scheme != Scheme::Memory && host.is_empty() {
-            return Err(UrlError::NoBucket(raw.to_owned()));
+            return Err(UrlError::NoBucket(redacted(raw)));
         }
         let prefix = Path::from_url_path(path.trim_start_matches('/')).map_err(|source| {
             UrlError::Prefix {
-                url: raw.to_owned(),
+                url: redacted(raw),
                 source,
             }
         })?;
@@ -158,9 +158,22 @@ pub(crate) fn parse_bool(value: &str) -> Option<bool> {
     }
 }
 
+/// The URL as errors show it: without its query, which may carry a secret (an Azure SAS token,
+/// a `secret_access_key`), and without any user-info password.
+fn redacted(raw: &str) -> String {
+    let without_query = raw.split_once('?').map_or(raw, |(base, _)| base);
+    match url::Url::parse(without_query) {
+        Ok(mut url) if url.password().is_some() => {
+            let _ = url.set_password(Some("<redacted>"));
+            url.to_string()
+        }
+        _ => without_query.to_owned(),
+    }
+}
+
 fn query_error(url: &str, message: &str) -> UrlError {
     UrlError::Query {
-        url: url.to_owned(),
+        url: redacted(url),
         message: message.to_owned(),
     }
 }
@@ -168,6 +181,14 @@ fn query_error(url: &str, message: &str) -> UrlError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_never_show_query_secrets() {
+        let err = StoreUrl::parse("s3://bucket?secret_access_key=hunter2&bogus=1").unwrap_err();
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+        let err = StoreUrl::parse("file:///tmp/x?sig=hunter2").unwrap_err();
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+    }
 
     fn object(raw: &str) -> (Scheme, String, Option<String>, Option<bool>) {
         match StoreUrl::parse(raw).unwrap() {
