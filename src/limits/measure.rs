@@ -11,11 +11,6 @@ pub fn chars(text: &str) -> u64 {
     text.chars().count() as u64
 }
 
-/// Estimated tokens: `len(text) // 4`.
-pub fn heuristic_tokens(text: &str) -> u64 {
-    chars(text) / CHARS_PER_TOKEN
-}
-
 /// The size a band threshold is compared with: binary → bytes (even with `over_tokens`);
 /// text → chars, or tokens with `over_tokens` (the custom tokenizer if set).
 pub fn size(unit: &Unit<'_>, limits: &Limits) -> u64 {

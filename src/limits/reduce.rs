@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::config::{Action, Limits};
-use super::effects::{SpillStore, StoreError, SummarizeError, Summarizer, SummaryRequest, Usage};
+use super::effects::{SpillStore, Summarizer, SummaryRequest, Usage};
 use super::{ansi, bands, measure, preview, prompt, pyfmt, serialize, truncate};
 
 /// Tool kinds whose returns are never reduced: the read-back tool's own pages, and core's
@@ -535,7 +535,7 @@ async fn apply<S: SpillStore, M: Summarizer>(
                         };
                     }
                     Err(error) => {
-                        warn_fallback("Spilling", call, &error_type(&error), action.then());
+                        warn_fallback("Spilling", call, error.type_name(), action.then());
                         tracing::debug!(%error, "spill write failed");
                         current = s.then.as_deref();
                     }
@@ -564,7 +564,7 @@ async fn apply<S: SpillStore, M: Summarizer>(
                         };
                     }
                     Err(error) => {
-                        warn_fallback("Summarizing", call, &summarize_type(&error), action.then());
+                        warn_fallback("Summarizing", call, error.type_name(), action.then());
                         tracing::debug!(%error, "summary failed");
                         current = s.then.as_deref();
                     }
@@ -576,14 +576,6 @@ async fn apply<S: SpillStore, M: Summarizer>(
         usage,
         ..Applied::default()
     }
-}
-
-fn error_type(error: &StoreError) -> String {
-    error.type_name().to_owned()
-}
-
-fn summarize_type(error: &SummarizeError) -> String {
-    error.type_name().to_owned()
 }
 
 /// The reference's fallback warning:
