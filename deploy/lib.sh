@@ -30,3 +30,14 @@ wait_for() {
   echo "deploy: $what did not become ready within ${seconds}s" >&2
   return 1
 }
+
+# The env file a service's start script writes: a Temporal server on a port other than 7233
+# keeps its own (temporal-<port>.env), so several stacks can share one deploy dir.
+env_file() {
+  local port="${TEMPORAL_PORT:-7233}"
+  if [ "$1" = temporal ] && [ "$port" != 7233 ]; then
+    echo "$DEPLOY_DIR/temporal-$port.env"
+  else
+    echo "$DEPLOY_DIR/$1.env"
+  fi
+}

@@ -18,7 +18,7 @@ for svc in seaweedfs temporal; do
     if ! "deploy/$svc.sh" status >/dev/null 2>&1; then started+=("$svc"); fi
     "deploy/$svc.sh" start
     # shellcheck disable=SC1090
-    source "$DEPLOY_DIR/$svc.env"
+    source "$(env_file "$svc")"
   fi
 done
 
