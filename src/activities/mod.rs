@@ -334,9 +334,6 @@ impl<T: SpillStore> SpillStore for Watched<'_, T> {
         }
         result
     }
-    async fn read(&self, handle: &str) -> Result<Bytes, StoreError> {
-        self.inner.read(handle).await
-    }
 }
 
 impl<T: Summarizer> Summarizer for Watched<'_, T> {

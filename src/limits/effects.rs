@@ -6,7 +6,6 @@
 //! in-memory fake in a unit test.
 
 use std::collections::BTreeMap;
-use std::ops::Range;
 use std::sync::Mutex;
 
 use bytes::Bytes;
@@ -60,7 +59,8 @@ impl StoreError {
     }
 }
 
-/// Where spilled payloads live: write a key, get a handle back; read a handle.
+/// Where spilled payloads go: write a key, get a handle back. Reading them back is paging's
+/// concern (`read::SpillReader`), not the engine's.
 ///
 /// A write of an existing key must be an overwrite (replays and retries write the same key again).
 /// The engine never needs `Send` futures, so the trait serves workflow code too.
@@ -68,29 +68,6 @@ impl StoreError {
 pub trait SpillStore {
     /// Persist `data` under `key` and return the handle the model will use to read it back.
     async fn write(&self, key: &str, data: Bytes) -> Result<String, StoreError>;
-
-    /// The whole payload stored under `handle`.
-    async fn read(&self, handle: &str) -> Result<Bytes, StoreError>;
-
-    /// The payload's size in bytes.
-    async fn len(&self, handle: &str) -> Result<u64, StoreError> {
-        Ok(self.read(handle).await?.len() as u64)
-    }
-
-    /// Bytes `range` of the payload. Stores that can serve ranges cheaply override this.
-    async fn read_range(&self, handle: &str, range: Range<u64>) -> Result<Bytes, StoreError> {
-        let all = self.read(handle).await?;
-        let end = (range.end as usize).min(all.len());
-        let start = (range.start as usize).min(end);
-        Ok(all.slice(start..end))
-    }
-
-    /// The payload's line index (see [`crate::read::LineIndex`]), if the store keeps one beside the
-    /// payload or has it cached. `None` makes readers scan the payload themselves.
-    async fn line_index(&self, handle: &str) -> Result<Option<crate::read::LineIndex>, StoreError> {
-        let _ = handle;
-        Ok(None)
-    }
 }
 
 /// Token and request counts of model calls, to fold into the calling agent's usage.
@@ -186,11 +163,6 @@ impl SpillStore for NoStore {
             "no spill store is configured".into(),
         ))
     }
-    async fn read(&self, handle: &str) -> Result<Bytes, StoreError> {
-        Err(StoreError::NotFound {
-            handle: handle.into(),
-        })
-    }
 }
 
 /// A summarizer for configurations without a model: every call fails, so a Summarize falls back.
@@ -220,6 +192,11 @@ impl MemoryStore {
         self.lock().keys().cloned().collect()
     }
 
+    /// The payload stored under `handle`.
+    pub fn get(&self, handle: &str) -> Option<Bytes> {
+        self.lock().get(handle).cloned()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Bytes>> {
         self.objects
             .lock()
@@ -231,13 +208,5 @@ impl SpillStore for MemoryStore {
     async fn write(&self, key: &str, data: Bytes) -> Result<String, StoreError> {
         self.lock().insert(key.to_owned(), data);
         Ok(key.to_owned())
-    }
-    async fn read(&self, handle: &str) -> Result<Bytes, StoreError> {
-        self.lock()
-            .get(handle)
-            .cloned()
-            .ok_or_else(|| StoreError::NotFound {
-                handle: handle.into(),
-            })
     }
 }

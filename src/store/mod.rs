@@ -11,11 +11,12 @@
 //!   `None` is `<system temp dir>/overspill-<euid>`.
 //! - `memory://`: in-process (clones of one [`Store`] share it).
 //!
-//! A spill's object lives at `{prefix}/tool_output_limits/{sanitized handle}` and its
-//! [`LineIndex`] beside it at `… .idx`, so that [`read_tool_result`](crate::read::read_tool_result)
-//! serves a page by offset with one ranged read. Writes are overwrites (atomic: a reader or a
-//! concurrent writer never sees a torn object); payloads above the multipart threshold upload
-//! in parts without copying. Every call is bounded by a deadline.
+//! A spill's object lives at `{prefix}/tool_output_limits/{sanitized handle}` and its sparse line
+//! index ([`crate::read::index`]) beside it at `… .idx`, written with it, so that
+//! [`read_tool_result`](crate::read::read_tool_result) serves a page by offset with a few small
+//! ranged reads. Writes are overwrites (atomic: a reader or a concurrent writer never sees a torn
+//! object); payloads above the multipart threshold upload in parts without copying. Every call is
+//! bounded by a deadline.
 //!
 //! # Retention
 //!
@@ -47,7 +48,6 @@
 
 use std::collections::HashSet;
 use std::future::Future;
-use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
@@ -56,15 +56,13 @@ use bytes::Bytes;
 use futures::{StreamExt as _, TryStreamExt as _};
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
-use object_store::{
-    GetOptions, ObjectMeta, ObjectStore, ObjectStoreExt as _, PutMultipartOptions, PutOptions,
-};
+use object_store::{GetOptions, ObjectMeta, ObjectStore, PutMultipartOptions, PutOptions};
 
 use crate::limits::{SpillStore, StoreError};
-use crate::read::LineIndex;
+use crate::read::{IndexCache, Version};
 
 mod backend;
-mod cache;
+mod index;
 mod key;
 mod local;
 mod url;
@@ -72,12 +70,8 @@ mod url;
 pub use key::{INDEX_SUFFIX, NAMESPACE, Refusal, check_handle, sanitize_key, sanitize_segment};
 pub use url::UrlError;
 
-use cache::IndexCache;
 use local::LocalRoot;
 use url::StoreUrl;
-
-/// Payloads smaller than this have their index built inline rather than on a blocking thread.
-const INLINE_INDEX_BYTES: usize = 256 * 1024;
 
 /// How a [`Store`] talks to its backend. Defaults are documented on each setter.
 #[derive(Debug, Clone)]
@@ -176,7 +170,8 @@ impl StoreOptions {
         self
     }
 
-    /// Bytes of line indexes kept in memory per store (default 64 MiB; 0 disables the cache).
+    /// Bytes of opened line indexes kept in memory per store (default 64 MiB; 0 disables the
+    /// cache). An entry holds at most an index's first 64 KiB.
     pub fn with_index_cache_bytes(mut self, bytes: usize) -> Self {
         self.index_cache_bytes = bytes;
         self
@@ -493,13 +488,14 @@ impl Store {
             .unwrap_or(Err(StoreError::Timeout(deadline)))
     }
 
+    /// Upload `data` to `path`; returns the new object's tag.
     async fn put(
         &self,
         fs: &Arc<dyn ObjectStore>,
         path: &Path,
         data: Bytes,
         key: &str,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Option<String>, StoreError> {
         let options = &self.inner.options;
         let multipart = matches!(self.inner.backend, Backend::Object(_))
             && data.len() >= options.multipart_threshold
@@ -507,20 +503,21 @@ impl Store {
         let result = if multipart {
             put_multipart(fs.as_ref(), path, data, options).await
         } else {
-            fs.put_opts(path, data.into(), PutOptions::default())
-                .await
-                .map(|_| ())
+            fs.put_opts(path, data.into(), PutOptions::default()).await
         };
-        result.map_err(|e| self.map_error(e, key, options.timeout))
+        result
+            .map(|put| put.e_tag)
+            .map_err(|e| self.map_error(e, key, options.timeout))
     }
 
+    /// The object at `path` (or the part `options` asks for), with its version.
     async fn get(
         &self,
         fs: &Arc<dyn ObjectStore>,
         path: &Path,
         options: GetOptions,
         handle: &str,
-    ) -> Result<Bytes, StoreError> {
+    ) -> Result<(Bytes, Version), StoreError> {
         let timeout = self.inner.options.timeout;
         let result = self
             .bounded(0, async {
@@ -529,52 +526,20 @@ impl Store {
                     .map_err(|e| self.map_error(e, handle, timeout))
             })
             .await?;
+        let version = Version {
+            size: result.meta.size,
+            tag: result.meta.e_tag.clone(),
+        };
         let size = result.range.end - result.range.start;
-        self.bounded(size, async {
-            result
-                .bytes()
-                .await
-                .map_err(|e| self.map_error(e, handle, timeout))
-        })
-        .await
-    }
-
-    /// Store `index` beside `path` and cache it.
-    async fn put_index(
-        &self,
-        fs: &Arc<dyn ObjectStore>,
-        path: &Path,
-        index: Arc<LineIndex>,
-    ) -> Result<(), StoreError> {
-        let bytes = Bytes::from(index.to_bytes());
-        let location = index_path(path);
-        self.bounded(bytes.len() as u64, async {
-            fs.put_opts(&location, bytes.into(), PutOptions::default())
-                .await
-                .map_err(|e| self.map_error(e, "", self.inner.options.timeout))
-        })
-        .await?;
-        self.inner.cache.put(path.as_ref(), index);
-        Ok(())
-    }
-
-    /// The index stored beside `path`, if there is a well-formed one.
-    async fn stored_index(
-        &self,
-        fs: &Arc<dyn ObjectStore>,
-        path: &Path,
-    ) -> Result<Option<LineIndex>, StoreError> {
-        let location = index_path(path);
-        if let Backend::Local { root, .. } = &self.inner.backend
-            && root.confine(location.as_ref(), location.as_ref()).is_err()
-        {
-            return Ok(None);
-        }
-        match self.get(fs, &location, GetOptions::default(), "").await {
-            Ok(bytes) => Ok(LineIndex::from_bytes(&bytes)),
-            Err(StoreError::NotFound { .. }) => Ok(None),
-            Err(e) => Err(e),
-        }
+        let bytes = self
+            .bounded(size, async {
+                result
+                    .bytes()
+                    .await
+                    .map_err(|e| self.map_error(e, handle, timeout))
+            })
+            .await?;
+        Ok((bytes, version))
     }
 }
 
@@ -606,40 +571,13 @@ fn root_url(root: &std::path::Path) -> String {
         .unwrap_or_else(|()| root.display().to_string())
 }
 
-fn index_path(path: &Path) -> Path {
-    Path::from(format!("{path}{INDEX_SUFFIX}"))
-}
-
-/// Whether `index` can describe a payload of `size` bytes (its last line ends 0–3 bytes
-/// before the end: the final line break).
-fn index_fits(index: &LineIndex, size: u64) -> bool {
-    if index.is_empty() {
-        return size == 0;
-    }
-    let last = index.byte_range(index.len() - 1..index.len(), u64::MAX);
-    last.end <= size && size - last.end <= 3
-}
-
-fn build_index_inline(data: &Bytes) -> Option<LineIndex> {
-    (data.len() < INLINE_INDEX_BYTES).then(|| LineIndex::build(data))
-}
-
-async fn build_index(data: Bytes) -> Result<LineIndex, StoreError> {
-    if let Some(index) = build_index_inline(&data) {
-        return Ok(index);
-    }
-    tokio::task::spawn_blocking(move || LineIndex::build(&data))
-        .await
-        .map_err(|e| StoreError::Backend(Box::new(e)))
-}
-
 /// Upload `data` in parts (zero-copy slices), a few at a time; abort the upload on failure.
 async fn put_multipart(
     fs: &dyn ObjectStore,
     path: &Path,
     data: Bytes,
     options: &StoreOptions,
-) -> object_store::Result<()> {
+) -> object_store::Result<object_store::PutResult> {
     let mut upload = fs
         .put_multipart_opts(path, PutMultipartOptions::default())
         .await?;
@@ -653,7 +591,7 @@ async fn put_multipart(
         .try_collect()
         .await;
     match sent {
-        Ok(()) => upload.complete().await.map(|_| ()),
+        Ok(()) => upload.complete().await,
         Err(e) => {
             if let Err(abort) = upload.abort().await {
                 tracing::debug!(target: "overspill::store", "aborting a multipart upload failed: {abort}");
@@ -690,94 +628,33 @@ fn prune_empty_dirs(root: &std::path::Path, deleted: &[Path], base: &Path) {
     }
 }
 
+impl Store {
+    /// The whole payload stored under `handle`.
+    pub async fn read(&self, handle: &str) -> Result<Bytes, StoreError> {
+        let (fs, path) = self.for_read(handle)?;
+        let (bytes, _) = self.get(&fs, &path, GetOptions::default(), handle).await?;
+        Ok(bytes)
+    }
+}
+
 impl SpillStore for Store {
     async fn write(&self, key: &str, data: Bytes) -> Result<String, StoreError> {
         let (fs, path) = self.for_write(key)?;
         let len = data.len() as u64;
-        if let Backend::Local { .. } = &self.inner.backend {
-            // A local file serves ranges cheaply, so its index is built on the first page read
-            // (once per handle and process) instead of on the spill's path. A stale index of an
-            // earlier payload under this key goes first, so it cannot describe the new one.
-            self.inner.cache.remove(path.as_ref());
-            match fs.delete(&index_path(&path)).await {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(self.map_error(e, key, self.inner.options.timeout)),
-            }
-            self.bounded(len, self.put(&fs, &path, data, key)).await?;
-            tracing::debug!(target: "overspill::store", bytes = len, "spilled {key:?} to {path}");
-            return Ok(key.to_owned());
-        }
-        // The payload uploads while its index is built and stored beside it, so that a page by
-        // offset is one ranged GET from any worker.
-        let to_index = data.clone();
-        let indexed = async {
-            let index = build_index(to_index).await?;
-            self.put_index(&fs, &path, Arc::new(index)).await
-        };
-        let (stored, indexed) =
-            futures::join!(self.bounded(len, self.put(&fs, &path, data, key)), indexed);
-        if let Err(e) = stored {
-            self.inner.cache.remove(path.as_ref());
-            return Err(e);
-        }
-        if let Err(e) = indexed {
-            // The spill stands; a later page rebuilds the index from the payload.
-            tracing::warn!(
-                target: "overspill::store",
-                error_type = e.type_name(),
-                "could not store the line index of {path}: {e}"
-            );
+        // The payload uploads while its line index is built; the index is stored once the
+        // payload's new tag, which binds it, is known.
+        self.inner.cache.remove(key);
+        let (stored, built) = futures::join!(
+            self.bounded(len, self.put(&fs, &path, data.clone(), key)),
+            index::build(data)
+        );
+        let tag = stored?;
+        if let Some(built) = built {
+            let payload = Version { size: len, tag };
+            self.store_index(&fs, &path, key, built, &payload).await;
         }
         tracing::debug!(target: "overspill::store", bytes = len, "spilled {key:?} to {path}");
         Ok(key.to_owned())
-    }
-
-    async fn read(&self, handle: &str) -> Result<Bytes, StoreError> {
-        let (fs, path) = self.for_read(handle)?;
-        self.get(&fs, &path, GetOptions::default(), handle).await
-    }
-
-    async fn len(&self, handle: &str) -> Result<u64, StoreError> {
-        let (fs, path) = self.for_read(handle)?;
-        let timeout = self.inner.options.timeout;
-        self.bounded(0, async {
-            fs.get_opts(&path, GetOptions::new().with_head(true))
-                .await
-                .map(|r| r.meta.size)
-                .map_err(|e| self.map_error(e, handle, timeout))
-        })
-        .await
-    }
-
-    async fn read_range(&self, handle: &str, range: Range<u64>) -> Result<Bytes, StoreError> {
-        let (fs, path) = self.for_read(handle)?;
-        if range.start >= range.end {
-            return Ok(Bytes::new());
-        }
-        let options = GetOptions::new().with_range(Some(range));
-        self.get(&fs, &path, options, handle).await
-    }
-
-    async fn line_index(&self, handle: &str) -> Result<Option<LineIndex>, StoreError> {
-        let (fs, path) = self.for_read(handle)?;
-        if let Some(index) = self.inner.cache.get(path.as_ref()) {
-            return Ok(Some((*index).clone()));
-        }
-        // The payload's size and the stored index, in parallel: a cold page costs one round trip.
-        let (size, stored) = futures::join!(self.len(handle), self.stored_index(&fs, &path));
-        let size = size?;
-        if let Some(index) = stored?.filter(|ix| index_fits(ix, size)) {
-            self.inner.cache.put(path.as_ref(), Arc::new(index.clone()));
-            return Ok(Some(index));
-        }
-        // No index (an older writer, or a crash between payload and index): build it once.
-        let data = self.get(&fs, &path, GetOptions::default(), handle).await?;
-        let index = Arc::new(build_index(data).await?);
-        if let Err(e) = self.put_index(&fs, &path, index.clone()).await {
-            tracing::debug!(target: "overspill::store", "could not store the line index of {path}: {e}");
-            self.inner.cache.put(path.as_ref(), index.clone());
-        }
-        Ok(Some((*index).clone()))
     }
 }
 

@@ -6,7 +6,8 @@ use bytes::Bytes;
 
 use super::*;
 use crate::limits::{SpillStore, StoreError};
-use crate::read::{ReadRequest, read_tool_result};
+use crate::read::index::Header;
+use crate::read::{Part, ReadRequest, SpillReader, read_page, read_tool_result};
 
 fn text(lines: usize) -> Bytes {
     Bytes::from(
@@ -18,6 +19,24 @@ fn text(lines: usize) -> Bytes {
 
 fn assert_send<T: Send>(_: &T) {}
 
+/// Lines enough for a spill to get a line index (about 280 KB).
+const INDEXED: usize = 25_000;
+
+fn page(handle: &str, offset: i64, limit: i64) -> ReadRequest {
+    ReadRequest {
+        handle: handle.into(),
+        offset,
+        limit,
+        ..Default::default()
+    }
+}
+
+/// The index object stored beside `handle`'s payload, decoded.
+async fn stored_index(store: &Store, handle: &str) -> Option<Header> {
+    let index = store.fetch(handle, Part::Index, 0..1 << 20).await.ok()?;
+    Header::decode(&index.bytes, index.version.size).ok()
+}
+
 #[tokio::test]
 async fn futures_are_send_and_store_is_shareable() {
     fn shareable<T: Clone + Send + Sync + std::fmt::Debug + 'static>() {}
@@ -27,9 +46,9 @@ async fn futures_are_send_and_store_is_shareable() {
     assert_send(&write);
     write.await.unwrap();
     assert_send(&store.read("r/c.0"));
-    assert_send(&store.len("r/c.0"));
-    assert_send(&store.read_range("r/c.0", 0..1));
-    assert_send(&store.line_index("r/c.0"));
+    assert_send(&store.head("r/c.0"));
+    assert_send(&store.fetch("r/c.0", Part::Payload, 0..1));
+    assert_send(&read_tool_result(&store, &page("r/c.0", 0, 1)));
     assert_send(&store.list(None));
     assert_send(&store.gc(Duration::ZERO, true));
 }
@@ -48,11 +67,16 @@ async fn memory_round_trip_overwrite_and_ranges() {
     store.write(&handle, text(3)).await.unwrap();
     assert_eq!(store.read(&handle).await.unwrap(), text(3));
     store.write(&handle, text(5)).await.unwrap();
-    assert_eq!(store.len(&handle).await.unwrap(), text(5).len() as u64);
-    assert_eq!(store.read_range(&handle, 7..13).await.unwrap(), "line 1");
-    assert_eq!(store.read_range(&handle, 3..3).await.unwrap(), "");
-    let index = store.line_index(&handle).await.unwrap().unwrap();
-    assert_eq!(index, LineIndex::build(&text(5)));
+    assert_eq!(
+        store.head(&handle).await.unwrap().size,
+        text(5).len() as u64
+    );
+    let range = store.fetch(&handle, Part::Payload, 7..13).await.unwrap();
+    assert_eq!(range.bytes, "line 1");
+    let clamped = store.fetch(&handle, Part::Payload, 28..100).await.unwrap();
+    assert_eq!(clamped.bytes, "line 4\n");
+    // A small spill gets no index: a page reads it whole.
+    assert!(stored_index(&store, &handle).await.is_none());
     // The sanitized form of a handle reads the same spill.
     assert_eq!(store.read("run-1/call_1.0").await.unwrap(), text(5));
 }
@@ -110,59 +134,63 @@ async fn refuses_escaping_handles() {
 }
 
 #[tokio::test]
-async fn pages_through_the_index() {
-    let store = Store::open(Some("memory://")).unwrap();
-    store.write("r/c.0", text(1000)).await.unwrap();
-    let request = ReadRequest {
-        handle: "r/c.0".into(),
-        offset: 10,
-        limit: 2,
-        ..Default::default()
-    };
-    let page = read_tool_result(&store, &request).await.unwrap();
+async fn a_spill_is_indexed_as_it_is_written_and_paged_through_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = ::url::Url::from_directory_path(dir.path().join("spills")).unwrap();
+    let store = Store::open(Some(url.as_str())).unwrap();
+    let data = text(INDEXED);
+    store.write("r/c.0", data.clone()).await.unwrap();
+    let header = stored_index(&store, "r/c.0")
+        .await
+        .expect("an index beside the spill");
+    assert_eq!(header.lines(), INDEXED as u64);
+    assert!(header.describes(&store.head("r/c.0").await.unwrap()));
+    for request in [page("r/c.0", 10, 2), page("r/c.0", 24_990, 200)] {
+        let expected = read_page(&data, &request).unwrap();
+        assert_eq!(read_tool_result(&store, &request).await.unwrap(), expected);
+        // Another store (another process) pages from the stored index.
+        let cold = Store::open(Some(url.as_str())).unwrap();
+        assert_eq!(read_tool_result(&cold, &request).await.unwrap(), expected);
+    }
     assert_eq!(
-        page,
-        "[handle 'r/c.0': 1,000 matching line(s); showing 2]\nline 10\nline 11"
+        read_tool_result(&store, &page("r/c.0", 10, 2))
+            .await
+            .unwrap(),
+        "[handle 'r/c.0': 25,000 matching line(s); showing 2]\nline 10\nline 11"
     );
-    assert_eq!(page, crate::read::read_page(&text(1000), &request).unwrap());
 }
 
 #[tokio::test]
-async fn rebuilds_a_missing_or_stale_index() {
-    let store = Store::open_with(
-        Some("memory://"),
-        StoreOptions::new().with_index_cache_bytes(0),
-    )
-    .unwrap();
-    store.write("r/c.0", text(4)).await.unwrap();
+async fn an_overwrite_behind_the_stores_back_is_paged_from_its_own_lines() {
+    let store = Store::open(Some("memory://")).unwrap();
+    let v1 = text(INDEXED);
+    store.write("r/c.0", v1.clone()).await.unwrap();
+    let request = page("r/c.0", 20_000, 3);
+    assert_eq!(
+        read_tool_result(&store, &request).await.unwrap(),
+        read_page(&v1, &request).unwrap()
+    );
     let Backend::Object(fs) = &store.inner.backend else {
         unreachable!()
     };
     let path = store.locate("r/c.0").unwrap();
-    // A payload rewritten behind the store's back: the old index no longer fits.
-    fs.put_opts(&path, text(9).into(), PutOptions::default())
+    // The same size, other line breaks, and no new index: the cached and stored index describe v1.
+    let v2 = Bytes::from(
+        v1.iter()
+            .map(|&b| if b == b'5' { b'\n' } else { b })
+            .collect::<Vec<u8>>(),
+    );
+    assert_eq!(v1.len(), v2.len());
+    fs.put_opts(&path, v2.clone().into(), PutOptions::default())
         .await
         .unwrap();
-    let index = store.line_index("r/c.0").await.unwrap().unwrap();
-    assert_eq!(index, LineIndex::build(&text(9)));
-    // No index at all.
-    fs.put_opts(&path, text(7).into(), PutOptions::default())
-        .await
-        .unwrap();
-    use object_store::ObjectStoreExt as _;
-    fs.delete(&index_path(&path)).await.unwrap();
-    let index = store.line_index("r/c.0").await.unwrap().unwrap();
-    assert_eq!(index, LineIndex::build(&text(7)));
-}
-
-#[test]
-fn index_fit_check() {
-    assert!(index_fits(&LineIndex::build(b""), 0));
-    assert!(!index_fits(&LineIndex::build(b""), 3));
-    assert!(index_fits(&LineIndex::build(b"a\r\nb\r\n"), 6));
-    assert!(index_fits(&LineIndex::build(b"a\nb"), 3));
-    assert!(!index_fits(&LineIndex::build(b"a\nb"), 30));
-    assert!(!index_fits(&LineIndex::build(b"a\nbcd"), 3));
+    assert_eq!(
+        read_tool_result(&store, &request).await.unwrap(),
+        read_page(&v2, &request).unwrap()
+    );
+    // The rebuilt index was stored for v2.
+    let header = stored_index(&store, "r/c.0").await.unwrap();
+    assert!(header.describes(&store.head("r/c.0").await.unwrap()));
 }
 
 #[tokio::test]
@@ -180,13 +208,14 @@ async fn multipart_uploads_reassemble() {
 #[tokio::test]
 async fn lists_and_collects_garbage() {
     let store = Store::open(Some("memory://")).unwrap();
-    store.write("run-1/a.0", text(1)).await.unwrap();
+    store.write("run-1/a.0", text(INDEXED)).await.unwrap();
     store.write("run-1/b.0", text(2)).await.unwrap();
     store.write("run-10/c.0", text(3)).await.unwrap();
     let all = store.list(None).await.unwrap();
     let handles: Vec<_> = all.iter().map(|s| s.handle.as_str()).collect();
     assert_eq!(handles, ["run-1/a.0", "run-1/b.0", "run-10/c.0"]);
     assert_eq!(all[1].size, text(2).len() as u64);
+    assert!(stored_index(&store, "run-1/a.0").await.is_some());
     assert_eq!(store.list(Some("run-1")).await.unwrap().len(), 2);
     let report = store.gc(Duration::from_secs(3600), false).await.unwrap();
     assert_eq!((report.removed.len(), report.kept), (0, 3));
@@ -195,7 +224,11 @@ async fn lists_and_collects_garbage() {
     assert_eq!(store.list(None).await.unwrap().len(), 3);
     tokio::time::sleep(Duration::from_millis(5)).await;
     let report = store.gc(Duration::ZERO, false).await.unwrap();
-    assert_eq!((report.removed.len(), report.deleted_objects), (3, 6));
+    assert_eq!(
+        (report.removed.len(), report.deleted_objects),
+        (3, 4),
+        "three spills and the one index"
+    );
     assert!(store.list(None).await.unwrap().is_empty());
 }
 
@@ -223,32 +256,94 @@ mod local {
         assert_eq!(mode & 0o777, 0o700);
         let file = root.join("tool_output_limits/run_1/c.0");
         assert_eq!(std::fs::read(&file).unwrap(), text(3));
-        // A local spill's index is built by the first page read, not on the spill's path.
+        // A small spill gets no index; a larger one gets it as it is written.
         let index = root.join("tool_output_limits/run_1/c.0.idx");
         assert!(!index.exists());
+        store.write("run 1/c.0", text(INDEXED)).await.unwrap();
+        let first = std::fs::read(&index).expect("an index beside the spill");
         assert_eq!(
-            store
-                .line_index("run 1/c.0")
-                .await
-                .unwrap()
-                .map(|i| i.len()),
-            Some(3)
+            stored_index(&store, "run 1/c.0").await.unwrap().lines(),
+            INDEXED as u64
         );
-        assert!(index.exists());
-        assert_eq!(store.read("run 1/c.0").await.unwrap(), text(3));
-        // An overwrite removes the earlier payload's index with it.
-        store.write("run 1/c.0", text(4)).await.unwrap();
-        assert!(!index.exists());
+        // An overwrite replaces it.
+        store.write("run 1/c.0", text(INDEXED + 1)).await.unwrap();
+        assert_ne!(std::fs::read(&index).unwrap(), first);
+        let request = page("run 1/c.0", INDEXED as i64 - 1, 5);
         assert_eq!(
-            store
-                .line_index("run 1/c.0")
-                .await
-                .unwrap()
-                .map(|i| i.len()),
-            Some(4)
+            read_tool_result(&store, &request).await.unwrap(),
+            read_page(&text(INDEXED + 1), &request).unwrap()
         );
-        assert_eq!(store.read("run 1/c.0").await.unwrap(), text(4));
-        assert_eq!(store.read_range("run 1/c.0", 0..6).await.unwrap(), "line 0");
+    }
+
+    #[tokio::test]
+    async fn overwrites_by_another_store_are_never_paged_through_a_stale_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("spills");
+        let (a, b) = (open(&root), open(&root));
+        let v1 = text(INDEXED);
+        a.write("r/c.0", v1.clone()).await.unwrap();
+        let request = page("r/c.0", 12_345, 2);
+        assert_eq!(
+            read_tool_result(&a, &request).await.unwrap(),
+            read_page(&v1, &request).unwrap()
+        );
+        // The same size, other lines, through another store: `a` still caches v1's index.
+        let v2 = Bytes::from(
+            v1.to_ascii_uppercase()
+                .iter()
+                .map(|&b| if b == b'7' { b'\n' } else { b })
+                .collect::<Vec<u8>>(),
+        );
+        b.write("r/c.0", v2.clone()).await.unwrap();
+        assert_eq!(
+            read_tool_result(&a, &request).await.unwrap(),
+            read_page(&v2, &request).unwrap()
+        );
+        // And by a writer that keeps no index at all (as the Python store writes): in place.
+        let v3 = Bytes::from(
+            v2.iter()
+                .map(|&b| if b == b'3' { b'\r' } else { b })
+                .collect::<Vec<u8>>(),
+        );
+        std::fs::write(root.join("tool_output_limits/r/c.0"), &v3).unwrap();
+        assert_eq!(
+            read_tool_result(&a, &request).await.unwrap(),
+            read_page(&v3, &request).unwrap()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_foreign_index_is_refused_without_reading_it_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("spills");
+        let store = open(&root);
+        let big = text(INDEXED);
+        store
+            .write("r/small.0", Bytes::from_static(b"ten bytes\n"))
+            .await
+            .unwrap();
+        store.write("r/big.0", big.clone()).await.unwrap();
+        // A 1 GiB `.idx` (sparse: no disk) beside each.
+        for name in ["small", "big"] {
+            let index =
+                std::fs::File::create(root.join(format!("tool_output_limits/r/{name}.0.idx")));
+            index.unwrap().set_len(1 << 30).unwrap();
+        }
+        let cold = open(&root);
+        assert_eq!(
+            read_tool_result(&cold, &page("r/small.0", 0, 5))
+                .await
+                .unwrap(),
+            "[handle 'r/small.0': 1 matching line(s); showing 1]\nten bytes"
+        );
+        let request = page("r/big.0", 777, 3);
+        assert_eq!(
+            read_tool_result(&cold, &request).await.unwrap(),
+            read_page(&big, &request).unwrap()
+        );
+        // The foreign index beside the indexed spill was replaced by a rebuilt one.
+        let rebuilt = std::fs::metadata(root.join("tool_output_limits/r/big.0.idx")).unwrap();
+        assert!(rebuilt.len() < 4_096, "{} bytes", rebuilt.len());
     }
 
     #[tokio::test]
@@ -305,8 +400,7 @@ mod local {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("spills");
         let store = open(&root);
-        store.write("r/x/c.0", text(1)).await.unwrap();
-        store.line_index("r/x/c.0").await.unwrap();
+        store.write("r/x/c.0", text(INDEXED)).await.unwrap();
         tokio::time::sleep(Duration::from_millis(20)).await;
         let report = store.gc(Duration::ZERO, false).await.unwrap();
         assert_eq!(report.deleted_objects, 2, "the spill and its index");

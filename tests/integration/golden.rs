@@ -7,10 +7,11 @@ use base64::Engine as _;
 use bytes::Bytes;
 use overspill::api::ReduceRequest;
 use overspill::limits::{
-    self, Limits, MemoryStore, NoStore, SpillStore, StoreError, SummarizeError, Summarizer,
-    Summary, SummaryRequest, ToolOutput, TruncationStrategy, Usage,
+    self, Limits, MemoryStore, NoStore, StoreError, SummarizeError, Summarizer, Summary,
+    SummaryRequest, ToolOutput, TruncationStrategy, Usage,
 };
-use overspill::read::{self, LineIndex, ReadRequest};
+use overspill::read::index::IndexBuilder;
+use overspill::read::{self, Fetched, Part, ReadRequest, SpillReader, Version};
 use serde_json::Value;
 
 fn golden(name: &str) -> Value {
@@ -104,7 +105,7 @@ async fn reduce_matches_reference() {
         }
         if let Some(stored) = expected["stored"].as_object() {
             for (key, data) in stored {
-                let ours = memory.read(key).await.map(|b| b.to_vec()).ok();
+                let ours = memory.get(key).map(|b| b.to_vec());
                 if ours.as_deref() != Some(&b64(data)[..]) {
                     failures.push(format!("{name}: stored object {key} differs"));
                 }
@@ -149,21 +150,53 @@ fn truncate_matches_reference() {
     );
 }
 
-/// A store that serves pages through a line index and ranged reads, as the real stores do.
-struct IndexedStore(Bytes);
+/// A spill served as the real stores serve it: through a line index (blocks of two lines, a
+/// checkpoint every 8 bytes, so that every case crosses both), and streamed in 5-byte chunks.
+struct IndexedSpill {
+    payload: Bytes,
+    index: Bytes,
+}
 
-impl SpillStore for IndexedStore {
-    async fn write(&self, key: &str, _data: Bytes) -> Result<String, StoreError> {
-        Ok(key.into())
+impl IndexedSpill {
+    const TAG: &str = "v1";
+
+    fn new(payload: Bytes) -> Self {
+        let mut builder = IndexBuilder::with_spacing(2, 8);
+        builder.feed(&payload);
+        let index = builder.finish().encode(Self::TAG).expect("a short tag");
+        Self {
+            payload,
+            index: index.into(),
+        }
     }
-    async fn read(&self, _handle: &str) -> Result<Bytes, StoreError> {
-        Ok(self.0.clone())
+}
+
+impl SpillReader for IndexedSpill {
+    async fn head(&self, _handle: &str) -> Result<Version, StoreError> {
+        Ok(Version {
+            size: self.payload.len() as u64,
+            tag: Some(Self::TAG.into()),
+        })
     }
-    async fn read_range(&self, _handle: &str, range: Range<u64>) -> Result<Bytes, StoreError> {
-        Ok(self.0.slice(range.start as usize..range.end as usize))
+    async fn fetch(&self, _h: &str, part: Part, range: Range<u64>) -> Result<Fetched, StoreError> {
+        let object = match part {
+            Part::Payload => &self.payload,
+            Part::Index => &self.index,
+        };
+        let end = (range.end as usize).min(object.len());
+        Ok(Fetched {
+            bytes: object.slice(range.start as usize..end),
+            version: Version {
+                size: object.len() as u64,
+                tag: Some(Self::TAG.into()),
+            },
+        })
     }
-    async fn line_index(&self, _handle: &str) -> Result<Option<LineIndex>, StoreError> {
-        Ok(Some(LineIndex::build(&self.0)))
+    async fn put_index(&self, _handle: &str, _index: Bytes) -> Result<Option<String>, StoreError> {
+        panic!("the index is never rebuilt: it describes the payload")
+    }
+    fn chunk_bytes(&self) -> usize {
+        5
     }
 }
 
@@ -184,7 +217,7 @@ async fn read_matches_reference() {
             _ => panic!("case without out or retry"),
         };
         let in_memory = read::read_page(&data, &request).map_err(|e| e.to_string());
-        let indexed = read::read_tool_result(&IndexedStore(data.clone()), &request)
+        let indexed = read::read_tool_result(&IndexedSpill::new(data.clone()), &request)
             .await
             .map_err(|e| e.to_string());
         for (path, got) in [("read_page", in_memory), ("indexed", indexed)] {

@@ -6,7 +6,9 @@
 
 use std::io::Write as _;
 use std::net::TcpListener;
+use std::ops::Range;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -18,7 +20,9 @@ use overspill::limits::{
     self, Limits, NoSummarizer, ReductionKind, SpillStore, StoreError, ToolCall, ToolOutput,
     ToolResult,
 };
-use overspill::read::{ReadRequest, no_stored_result, read_tool_result};
+use overspill::read::{
+    Fetched, Part, ReadRequest, SpillReader, Version, no_stored_result, read_tool_result,
+};
 use overspill::store::{Store, StoreOptions};
 
 /// The test bucket URL, or a loud failure naming the script that provides it.
@@ -84,6 +88,73 @@ fn overspill() -> Command {
     Command::new(env!("CARGO_BIN_EXE_overspill"))
 }
 
+/// A store that counts the payload bytes pages read from it.
+struct Counting {
+    store: Store,
+    payload: AtomicU64,
+}
+
+impl Counting {
+    fn new(store: Store) -> Self {
+        Self {
+            store,
+            payload: AtomicU64::new(0),
+        }
+    }
+
+    fn payload_bytes(&self) -> u64 {
+        self.payload.load(Ordering::Relaxed)
+    }
+}
+
+impl SpillReader for Counting {
+    async fn head(&self, handle: &str) -> Result<Version, StoreError> {
+        self.store.head(handle).await
+    }
+    async fn fetch(&self, h: &str, part: Part, range: Range<u64>) -> Result<Fetched, StoreError> {
+        let fetched = self.store.fetch(h, part, range).await?;
+        if part == Part::Payload {
+            self.payload
+                .fetch_add(fetched.bytes.len() as u64, Ordering::Relaxed);
+        }
+        Ok(fetched)
+    }
+    async fn put_index(&self, handle: &str, index: Bytes) -> Result<Option<String>, StoreError> {
+        self.store.put_index(handle, index).await
+    }
+}
+
+/// Overwrite `handle` in the store at `url` through the Python `OverspillStore` (boto3, no index).
+fn write_with_python(url: &str, handle: &str, data: &[u8]) {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let python = std::path::Path::new(root).join(".deploy/venv/bin/python");
+    let script = "import asyncio, sys\n\
+                  from overspill_pydantic_ai import OverspillStore\n\
+                  asyncio.run(OverspillStore(sys.argv[1]).write(sys.argv[2], sys.stdin.buffer.read()))";
+    let mut child = Command::new(&python)
+        .args(["-c", script, url, handle])
+        .env("PYTHONPATH", format!("{root}/workflows/python/src"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{} (run deploy/test.sh first): {e}", python.display()));
+    child.stdin.take().unwrap().write_all(data).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `data` with every `from` byte made a `to`: the same size, other lines.
+fn reshaped(data: &Bytes, from: u8, to: u8) -> Bytes {
+    data.iter()
+        .map(|&b| if b == from { to } else { b })
+        .collect()
+}
+
 /// Delete a test's (large) spills once it passed, so repeated runs do not fill the server.
 async fn clean_up(store: &Store) {
     tokio::time::sleep(Duration::from_millis(1_100)).await;
@@ -105,14 +176,20 @@ async fn write_read_overwrite_and_page() {
     let big = text(700_000, "big");
     assert!(big.len() > 16 << 20);
     store.write(&handle, big.clone()).await.unwrap();
-    assert_eq!(store.len(&handle).await.unwrap(), big.len() as u64);
+    assert_eq!(store.head(&handle).await.unwrap().size, big.len() as u64);
     assert_eq!(store.read(&handle).await.unwrap(), big);
     let request = page(&handle, 123_456, 3);
     let expected = overspill::read::read_page(&big, &request).unwrap();
     assert_eq!(read_tool_result(&store, &request).await.unwrap(), expected);
-    // A second store (no cache) pages from the stored index.
-    let cold = Store::open(Some(store.url())).unwrap();
+    // A second store (no cache) pages from the index stored with the multipart upload: it
+    // trusts it (the upload's tag is the object's), so it reads no more than a page's blocks.
+    let cold = Counting::new(Store::open(Some(store.url())).unwrap());
     assert_eq!(read_tool_result(&cold, &request).await.unwrap(), expected);
+    assert!(
+        cold.payload_bytes() < 512 << 10,
+        "{} bytes",
+        cold.payload_bytes()
+    );
     let tail = ReadRequest {
         from_end: true,
         ..page(&handle, 0, 2)
@@ -129,6 +206,33 @@ async fn write_read_overwrite_and_page() {
         no_stored_result("run-1/nope.0")
     );
     clean_up(&store).await;
+}
+
+#[tokio::test]
+async fn a_page_after_an_overwrite_shows_the_new_payload_whoever_wrote_it() {
+    let url = unique_url("stale");
+    let (a, b) = (
+        Store::open(Some(&url)).unwrap(),
+        Store::open(Some(&url)).unwrap(),
+    );
+    let handle = "run/call.0";
+    let v1 = text(10_000, "v1");
+    a.write(handle, v1.clone()).await.unwrap();
+    let request = page(handle, 7_777, 3);
+    let expected = |data: &Bytes| overspill::read::read_page(data, &request).unwrap();
+    assert_eq!(read_tool_result(&a, &request).await.unwrap(), expected(&v1));
+    // Same size, other lines, through another store: `a` still holds v1's index.
+    let v2 = reshaped(&v1, b'3', b'\n');
+    b.write(handle, v2.clone()).await.unwrap();
+    assert_eq!(read_tool_result(&a, &request).await.unwrap(), expected(&v2));
+    // Through the Python store, which writes the payload alone: v2's index stays behind, as it
+    // would after a failed index upload.
+    let v3 = reshaped(&v2, b'5', b'\r');
+    write_with_python(&url, handle, &v3);
+    assert_eq!(b.read(handle).await.unwrap(), v3);
+    assert_eq!(read_tool_result(&a, &request).await.unwrap(), expected(&v3));
+    assert_eq!(read_tool_result(&b, &request).await.unwrap(), expected(&v3));
+    clean_up(&a).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -154,9 +258,12 @@ async fn concurrent_writers_of_one_key_leave_one_whole_object() {
             "{label}: the object is not exactly one writer's payload ({} bytes)",
             stored.len()
         );
-        // Whichever index won describes a payload of this length.
-        let index = store.line_index("run/race.0").await.unwrap().unwrap();
-        assert_eq!(index.len(), lines);
+        // Whichever index won, pages show the winning payload's lines.
+        let request = page("run/race.0", lines as i64 / 2, 3);
+        assert_eq!(
+            read_tool_result(&store, &request).await.unwrap(),
+            overspill::read::read_page(&stored, &request).unwrap()
+        );
     }
     clean_up(&Store::open(Some(&url)).unwrap()).await;
 }
@@ -389,14 +496,23 @@ async fn falls_back_when_the_credentials_are_wrong() {
 async fn gc_deletes_only_what_is_older_than_the_cutoff() {
     let url = unique_url("gc");
     let store = Store::open(Some(&url)).unwrap();
-    store.write("run-old/a.0", text(5, "old")).await.unwrap();
-    store.write("run-old/b.0", text(5, "old")).await.unwrap();
+    store
+        .write("run-old/a.0", text(3_000, "old"))
+        .await
+        .unwrap();
+    store
+        .write("run-old/b.0", text(3_000, "old"))
+        .await
+        .unwrap();
     // The cutoff is one fixed instant between the old and the new writes, with a margin on both
     // sides for S3's one-second timestamps and for slow process starts on a loaded machine.
     tokio::time::sleep(Duration::from_millis(2_100)).await;
     let mid = std::time::Instant::now();
     tokio::time::sleep(Duration::from_millis(2_100)).await;
-    store.write("run-new/c.0", text(5, "new")).await.unwrap();
+    store
+        .write("run-new/c.0", text(3_000, "new"))
+        .await
+        .unwrap();
     let older_than = || format!("{}ms", mid.elapsed().as_millis());
 
     let listed = overspill()
@@ -439,7 +555,7 @@ async fn gc_deletes_only_what_is_older_than_the_cutoff() {
         .collect();
     assert_eq!(left, ["run-new/c.0"]);
     assert_eq!(store.list(Some("run-old")).await.unwrap(), []);
-    assert_eq!(store.read("run-new/c.0").await.unwrap(), text(5, "new"));
+    assert_eq!(store.read("run-new/c.0").await.unwrap(), text(3_000, "new"));
     // Nothing of the deleted spills is left in the bucket, indexes included.
     let raw = raw_bucket();
     let prefix = url

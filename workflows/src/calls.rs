@@ -97,12 +97,6 @@ impl<W> SpillStore for ActivityStore<'_, W> {
             .map(|response| response.handle)
             .map_err(|e| StoreError::Backend(e.to_string().into()))
     }
-
-    async fn read(&self, handle: &str) -> Result<Bytes, StoreError> {
-        Err(StoreError::NotFound {
-            handle: handle.to_owned(),
-        })
-    }
 }
 
 /// The engine's summarizer inside workflow code: one `tool_output_limits.summarize` activity.

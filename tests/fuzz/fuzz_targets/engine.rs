@@ -7,7 +7,8 @@
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use overspill::limits::{Limits, TruncationStrategy, truncate::truncate_text};
-use overspill::read::{LineIndex, ReadRequest, read_page};
+use overspill::read::index::{Header, Index};
+use overspill::read::{ReadRequest, read_page};
 
 #[derive(Debug, Arbitrary)]
 struct Input<'a> {
@@ -40,8 +41,19 @@ fuzz_target!(|input: Input<'_>| {
         pattern: input.pattern.map(str::to_owned),
     };
     let _ = read_page(input.data, &request);
-    let index = LineIndex::build(input.data);
-    assert_eq!(LineIndex::from_bytes(&index.to_bytes()), Some(index));
+    let index = Index::build(input.data);
+    let encoded = index.encode("tag").expect("a short tag");
+    let header = Header::decode(&encoded, encoded.len() as u64).expect("a built index decodes");
+    assert_eq!(header.lines(), index.lines());
+    // Any bytes as an index object: refused or decoded, and looked up, never a panic.
+    if let Ok(header) = Header::decode(input.data, input.data.len() as u64) {
+        let line = input.offset.unsigned_abs() % header.lines().max(1);
+        let slice = |r: std::ops::Range<u64>| {
+            input.data.get(r.start as usize..r.end as usize).unwrap_or_default()
+        };
+        let (start, checkpoints) = header.block_start(line, slice(header.block_entries(line)));
+        let _ = header.nearest(line, start, slice(checkpoints));
+    }
 
     let _ = Limits::from_json(input.config);
 });

@@ -1,0 +1,170 @@
+//! Opened spills kept between pages: a small in-process cache, bounded by the bytes it holds.
+//!
+//! An entry is never trusted on its own: every payload read it leads to is checked against the
+//! payload version it records, and an entry found stale is dropped.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+
+use super::index::{Header, IndexError, Version};
+
+/// The first bytes of an index a reader reads, and keeps: the header and, for most spills, every
+/// entry (an index of 64 KiB covers about 4 million lines).
+pub(crate) const INDEX_PREFIX_BYTES: u64 = 64 << 10;
+
+/// What a page knows about a spill before reading its payload.
+#[derive(Debug)]
+pub(crate) enum Opened {
+    /// A spill too small to have an index: read whole.
+    Whole(Version),
+    /// A spill paged through its index.
+    Indexed(IndexView),
+}
+
+impl Opened {
+    fn cost(&self) -> usize {
+        match self {
+            Self::Whole(_) => 64,
+            Self::Indexed(view) => 128 + view.prefix.len(),
+        }
+    }
+}
+
+/// An index as a reader holds it: its checked header, the index object's own version (later
+/// reads of its entries must come from that same object), and the object's first bytes.
+#[derive(Debug)]
+pub(crate) struct IndexView {
+    pub(crate) header: Header,
+    pub(crate) object: Version,
+    pub(crate) prefix: Bytes,
+}
+
+impl IndexView {
+    /// The index whose first bytes are `prefix`, read from an object at `object`, if it is a
+    /// well-formed index of the payload at `payload`.
+    pub(crate) fn open(
+        prefix: Bytes,
+        object: Version,
+        payload: &Version,
+    ) -> Result<Self, IndexError> {
+        let header = Header::decode(&prefix, object.size)?;
+        if !header.describes(payload) {
+            return Err(IndexError::Inconsistent(
+                "describes another payload version",
+            ));
+        }
+        Ok(Self {
+            header,
+            object,
+            prefix,
+        })
+    }
+
+    /// The payload version this index describes.
+    pub(crate) fn payload(&self) -> Version {
+        Version {
+            size: self.header.payload_len(),
+            tag: Some(self.header.tag().to_owned()),
+        }
+    }
+}
+
+/// Spills recently opened by a reader, by handle; oldest evicted first.
+#[derive(Debug)]
+pub struct IndexCache {
+    budget: usize,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    entries: HashMap<String, Arc<Opened>>,
+    order: VecDeque<String>,
+    bytes: usize,
+}
+
+impl IndexCache {
+    /// A cache holding at most `budget` bytes (0 disables it).
+    pub fn new(budget: usize) -> Self {
+        Self {
+            budget,
+            state: Mutex::default(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The entry for `handle`.
+    pub(crate) fn get(&self, handle: &str) -> Option<Arc<Opened>> {
+        self.lock().entries.get(handle).cloned()
+    }
+
+    /// Keep `opened` for `handle`, replacing any older entry.
+    pub(crate) fn put(&self, handle: &str, opened: Arc<Opened>) {
+        let size = opened.cost();
+        if size > self.budget {
+            self.remove(handle);
+            return;
+        }
+        let mut state = self.lock();
+        if let Some(old) = state.entries.insert(handle.to_owned(), opened) {
+            state.bytes -= old.cost();
+            state.order.retain(|h| h != handle);
+        }
+        state.order.push_back(handle.to_owned());
+        state.bytes += size;
+        while state.bytes > self.budget {
+            let Some(oldest) = state.order.pop_front() else {
+                break;
+            };
+            if let Some(old) = state.entries.remove(&oldest) {
+                state.bytes -= old.cost();
+            }
+        }
+    }
+
+    /// Keep the index just stored for `handle` (its encoded bytes, the index object's version)
+    /// for `payload`; nothing if it is not an index of that payload.
+    pub fn insert_stored(&self, handle: &str, index: &Bytes, object: Version, payload: &Version) {
+        let prefix = index.slice(..index.len().min(INDEX_PREFIX_BYTES as usize));
+        match IndexView::open(prefix, object, payload) {
+            Ok(view) => self.put(handle, Arc::new(Opened::Indexed(view))),
+            Err(_) => self.remove(handle),
+        }
+    }
+
+    /// Forget `handle`.
+    pub fn remove(&self, handle: &str) {
+        let mut state = self.lock();
+        if let Some(old) = state.entries.remove(handle) {
+            state.bytes -= old.cost();
+            state.order.retain(|h| h != handle);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evicts_oldest_over_budget() {
+        let whole = || Arc::new(Opened::Whole(Version { size: 1, tag: None }));
+        let cache = IndexCache::new(3 * 64);
+        for h in ["a", "b", "c", "d"] {
+            cache.put(h, whole());
+        }
+        assert!(cache.get("a").is_none());
+        assert!(cache.get("d").is_some());
+        cache.put("b", whole());
+        cache.put("e", whole());
+        assert!(cache.get("c").is_none());
+        assert!(cache.get("b").is_some());
+        cache.remove("b");
+        assert!(cache.get("b").is_none());
+    }
+}

@@ -1,0 +1,639 @@
+//! The sparse line index kept beside a spill as `<object>.idx` (format version 2): what turns a
+//! page by offset into a few small ranged reads, whatever the spill's size.
+//!
+//! # Format
+//!
+//! Little-endian throughout.
+//!
+//! | bytes | field |
+//! |---|---|
+//! | 8 | magic `OVSPLIDX` |
+//! | 4 | format version: `2` |
+//! | 4 | header length `H`: 58 + the tag's length |
+//! | 8 | payload length in bytes |
+//! | 8 | lines, as `str.splitlines()` counts them |
+//! | 4 | `K`: lines per block |
+//! | 4 | `B`: checkpoint spacing in bytes |
+//! | 8 | blocks: `ceil(lines / K)` |
+//! | 8 | checkpoints |
+//! | 2 | tag length (at most 255) |
+//! | tag | the payload's ETag when the index was built |
+//! | 16 × blocks | block `b`: the offset where line `b·K` starts, and the checkpoints before it |
+//! | 16 × checkpoints | a line number and the offset where that line starts |
+//!
+//! A checkpoint marks the first line that starts at least `B` bytes after the previous block
+//! start or checkpoint. So a line starts less than `B` bytes after the nearest block start or
+//! checkpoint at or before it, however long the lines are: a page by offset reads two block
+//! entries, at most `K` checkpoints, and the payload from `B` bytes before its first line.
+//!
+//! **Size.** A block entry costs 16 bytes per `K` lines and every line takes at least one byte; a
+//! checkpoint costs 16 bytes per `B` bytes. With `K` = 2,048 and `B` = 128 KiB an index is at most
+//! 0.79 % of its payload, plus its header. Spills under [`MIN_INDEXED_BYTES`] get no index: a page
+//! reads them whole.
+//!
+//! **Binding.** The tag ties an index to the payload version it describes. A reader trusts an
+//! index only when its tag and length are the payload's, and checks every ranged read of the
+//! payload against that version again, so a payload overwritten by any writer (with or without an
+//! index, or whose index upload failed) is never paged through a stale index: it is rebuilt.
+//! Version 1 (8 bytes per line, no header) is never trusted either; such an index is rebuilt.
+//!
+//! ```
+//! use overspill::read::index::{Header, Index};
+//!
+//! let payload = b"alpha\nbeta\r\ngamma";
+//! let index = Index::build(payload);
+//! assert_eq!(index.lines(), 3);
+//! let bytes = index.encode("\"etag-1\"").expect("a short tag");
+//! let header = Header::decode(&bytes, bytes.len() as u64)?;
+//! assert_eq!((header.lines(), header.tag()), (3, "\"etag-1\""));
+//! # Ok::<(), overspill::read::index::IndexError>(())
+//! ```
+
+use std::ops::{ControlFlow, Range};
+
+use super::lines::{ChunkSink, LineChunk, rare_breaks};
+
+/// Lines per block.
+pub const LINES_PER_BLOCK: u32 = 2_048;
+/// The most bytes between a line and the nearest block start or checkpoint before it.
+pub const CHECKPOINT_BYTES: u32 = 128 * 1024;
+/// Spills smaller than this get no index: reading them whole is as cheap as a ranged read.
+pub const MIN_INDEXED_BYTES: u64 = 64 * 1024;
+
+const MAGIC: [u8; 8] = *b"OVSPLIDX";
+const VERSION: u32 = 2;
+const FIXED_LEN: u64 = 58;
+const MAX_TAG: usize = 255;
+/// Bytes of one block entry or checkpoint.
+const ENTRY: u64 = 16;
+/// Bounds a reader accepts for `K` and `B`, so that a page's reads stay bounded.
+const MAX_LINES_PER_BLOCK: u32 = 1 << 16;
+const MAX_CHECKPOINT_BYTES: u32 = 1 << 20;
+
+/// Why an index object cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IndexError {
+    /// No magic number: a foreign object, or the version 1 format.
+    #[error("not an Overspill line index")]
+    NotAnIndex,
+    /// A format version this reader does not know.
+    #[error("unsupported line index version {0}")]
+    UnknownFormat(u32),
+    /// A header whose fields contradict each other or the object's size.
+    #[error("inconsistent line index: {0}")]
+    Inconsistent(&'static str),
+    /// A payload tag longer than the format allows.
+    #[error("a payload tag of {0} bytes does not fit a line index")]
+    TagTooLong(usize),
+}
+
+/// An object's version: its length and its ETag (`None` when the store keeps none). An index is
+/// bound to the version of the payload it describes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Version {
+    /// Length in bytes.
+    pub size: u64,
+    /// The store's ETag, as the store reports it.
+    pub tag: Option<String>,
+}
+
+/// Where a line starts: its number and byte offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineStart {
+    /// The line's number, from 0.
+    pub line: u64,
+    /// The byte offset of its first byte.
+    pub offset: u64,
+}
+
+/// A built index, before it is encoded with its payload's tag.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Index {
+    payload_len: u64,
+    lines: u64,
+    lines_per_block: u32,
+    checkpoint_bytes: u32,
+    blocks: Vec<[u64; 2]>,
+    checkpoints: Vec<[u64; 2]>,
+}
+
+impl Index {
+    /// Index `data` in one pass.
+    pub fn build(data: &[u8]) -> Self {
+        let mut builder = IndexBuilder::new();
+        builder.feed(data);
+        builder.finish()
+    }
+
+    /// The payload's line count.
+    pub fn lines(&self) -> u64 {
+        self.lines
+    }
+
+    /// The encoded object, bound to the payload version `tag`.
+    pub fn encode(&self, tag: &str) -> Result<Vec<u8>, IndexError> {
+        if tag.len() > MAX_TAG {
+            return Err(IndexError::TagTooLong(tag.len()));
+        }
+        let header_len = FIXED_LEN + tag.len() as u64;
+        let entries = (self.blocks.len() + self.checkpoints.len()) as u64;
+        let mut out = Vec::with_capacity((header_len + ENTRY * entries) as usize);
+        out.extend_from_slice(&MAGIC);
+        out.extend_from_slice(&VERSION.to_le_bytes());
+        out.extend_from_slice(&(header_len as u32).to_le_bytes());
+        out.extend_from_slice(&self.payload_len.to_le_bytes());
+        out.extend_from_slice(&self.lines.to_le_bytes());
+        out.extend_from_slice(&self.lines_per_block.to_le_bytes());
+        out.extend_from_slice(&self.checkpoint_bytes.to_le_bytes());
+        out.extend_from_slice(&(self.blocks.len() as u64).to_le_bytes());
+        out.extend_from_slice(&(self.checkpoints.len() as u64).to_le_bytes());
+        out.extend_from_slice(&(tag.len() as u16).to_le_bytes());
+        out.extend_from_slice(tag.as_bytes());
+        for entry in self.blocks.iter().chain(&self.checkpoints) {
+            out.extend_from_slice(&entry[0].to_le_bytes());
+            out.extend_from_slice(&entry[1].to_le_bytes());
+        }
+        Ok(out)
+    }
+}
+
+/// Builds an [`Index`] from a payload fed in order, in pieces that never split a line break (a
+/// whole payload, or [`LineChunk`]s). Memory: the index itself.
+#[derive(Debug)]
+pub struct IndexBuilder {
+    lines_per_block: u32,
+    checkpoint_bytes: u32,
+    /// Bytes fed so far.
+    pos: u64,
+    lines: u64,
+    /// The number of the line that starts the next block.
+    next_block: u64,
+    /// Where the last block or checkpoint starts.
+    last_mark: u64,
+    /// The next byte fed starts a line.
+    at_line_start: bool,
+    blocks: Vec<[u64; 2]>,
+    checkpoints: Vec<[u64; 2]>,
+}
+
+impl Default for IndexBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl IndexBuilder {
+    /// A builder with the standard spacing ([`LINES_PER_BLOCK`], [`CHECKPOINT_BYTES`]).
+    pub fn new() -> Self {
+        Self::with_spacing(LINES_PER_BLOCK, CHECKPOINT_BYTES)
+    }
+
+    /// A builder with `lines_per_block` and `checkpoint_bytes` (clamped to what readers accept).
+    pub fn with_spacing(lines_per_block: u32, checkpoint_bytes: u32) -> Self {
+        Self {
+            lines_per_block: lines_per_block.clamp(1, MAX_LINES_PER_BLOCK),
+            checkpoint_bytes: checkpoint_bytes.clamp(1, MAX_CHECKPOINT_BYTES),
+            pos: 0,
+            lines: 0,
+            next_block: 0,
+            last_mark: 0,
+            at_line_start: true,
+            blocks: Vec::new(),
+            checkpoints: Vec::new(),
+        }
+    }
+
+    /// Index the next `data` of the payload.
+    pub fn feed(&mut self, data: &[u8]) {
+        let base = self.pos;
+        let mut at = 0;
+        let end = std::iter::once((data.len(), 0));
+        for (position, len) in rare_breaks(data, 0, data.len()).chain(end) {
+            if position < at {
+                continue;
+            }
+            self.newline_run(base, &data[at..position], at);
+            if len == 0 {
+                break;
+            }
+            // A rare break ends a line (an empty one if a line starts right here).
+            if self.at_line_start {
+                self.start_line(base + position as u64);
+            }
+            self.at_line_start = true;
+            at = position + len;
+        }
+        self.pos += data.len() as u64;
+    }
+
+    /// Index `run`, found at `at` in the data fed at `base`, whose only breaks are `\n`.
+    ///
+    /// Line starts that need no entry are only counted, a window at a time (`memchr` counts
+    /// newlines far faster than a loop can visit them); the few that start a block or a checkpoint
+    /// are found exactly.
+    fn newline_run(&mut self, base: u64, run: &[u8], at: usize) {
+        const WINDOW: usize = 8 << 10;
+        if run.is_empty() {
+            return;
+        }
+        let start = base + at as u64;
+        if self.at_line_start {
+            self.start_line(start);
+            self.at_line_start = false;
+        }
+        let mut pos = 0;
+        while pos < run.len() {
+            // A newline before `quiet` starts a line before the next checkpoint's offset.
+            let checkpoint = self.last_mark + u64::from(self.checkpoint_bytes);
+            let quiet = usize::try_from(checkpoint.saturating_sub(start + 1)).unwrap_or(usize::MAX);
+            let end = run.len().min(quiet).min(pos + WINDOW).max(pos);
+            // The line starts before the next block's first are quiet too.
+            let until_block = self.next_block - self.lines;
+            let window = &run[pos..end];
+            let newlines = memchr::memchr_iter(b'\n', window).count() as u64;
+            let deferred = end == run.len() && window.last() == Some(&b'\n');
+            let starts = newlines - u64::from(deferred);
+            if !window.is_empty() && starts <= until_block {
+                self.lines += starts;
+                self.at_line_start |= deferred;
+                pos = end;
+                continue;
+            }
+            // The next line start that needs an entry: a block's first, or a checkpoint.
+            let newline = match window.is_empty() {
+                false => {
+                    self.lines += until_block;
+                    nth_newline(window, until_block)
+                }
+                true => memchr::memchr(b'\n', &run[pos..]),
+            };
+            let Some(newline) = newline.map(|i| pos + i) else {
+                return;
+            };
+            if newline + 1 == run.len() {
+                self.at_line_start = true;
+                return;
+            }
+            self.start_line(start + newline as u64 + 1);
+            pos = newline + 1;
+        }
+    }
+
+    #[inline]
+    fn start_line(&mut self, offset: u64) {
+        if self.lines == self.next_block {
+            self.blocks.push([offset, self.checkpoints.len() as u64]);
+            self.next_block += u64::from(self.lines_per_block);
+            self.last_mark = offset;
+        } else if offset >= self.last_mark + u64::from(self.checkpoint_bytes) {
+            self.checkpoints.push([self.lines, offset]);
+            self.last_mark = offset;
+        }
+        self.lines += 1;
+    }
+
+    /// The index of everything fed.
+    pub fn finish(self) -> Index {
+        Index {
+            payload_len: self.pos,
+            lines: self.lines,
+            lines_per_block: self.lines_per_block,
+            checkpoint_bytes: self.checkpoint_bytes,
+            blocks: self.blocks,
+            checkpoints: self.checkpoints,
+        }
+    }
+}
+
+impl ChunkSink for IndexBuilder {
+    fn feed(&mut self, chunk: LineChunk<'_>) -> ControlFlow<()> {
+        IndexBuilder::feed(self, chunk.bytes);
+        ControlFlow::Continue(())
+    }
+}
+
+/// Where the `n`th newline (from 0) of `data` is: counting halves, which `memchr` does fast,
+/// rather than visiting every newline before it.
+fn nth_newline(data: &[u8], mut n: u64) -> Option<usize> {
+    let (mut hay, mut at) = (data, 0);
+    while hay.len() > 64 {
+        let (left, right) = hay.split_at(hay.len() / 2);
+        let in_left = memchr::memchr_iter(b'\n', left).count() as u64;
+        if n < in_left {
+            hay = left;
+        } else {
+            (hay, at, n) = (right, at + left.len(), n - in_left);
+        }
+    }
+    let n = usize::try_from(n).ok()?;
+    memchr::memchr_iter(b'\n', hay).nth(n).map(|i| at + i)
+}
+
+/// A decoded, checked index header: what a page needs before reading any entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    len: u64,
+    payload_len: u64,
+    lines: u64,
+    lines_per_block: u32,
+    checkpoint_bytes: u32,
+    blocks: u64,
+    checkpoints: u64,
+    tag: String,
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or_default())
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or_default())
+}
+
+impl Header {
+    /// The longest header there is: read this much to decode any header.
+    pub const MAX_LEN: u64 = FIXED_LEN + MAX_TAG as u64;
+
+    /// Decode the header at the start of `bytes`, an index object of `object_size` bytes, and
+    /// check that its fields agree with each other and with that size.
+    pub fn decode(bytes: &[u8], object_size: u64) -> Result<Self, IndexError> {
+        if bytes.len() < FIXED_LEN as usize || bytes[..8] != MAGIC {
+            return Err(IndexError::NotAnIndex);
+        }
+        let version = u32_at(bytes, 8);
+        if version != VERSION {
+            return Err(IndexError::UnknownFormat(version));
+        }
+        let tag_len = usize::from(u16::from_le_bytes([bytes[56], bytes[57]]));
+        let len = u64::from(u32_at(bytes, 12));
+        if tag_len > MAX_TAG || len != FIXED_LEN + tag_len as u64 {
+            return Err(IndexError::Inconsistent("header length"));
+        }
+        let tag = bytes
+            .get(FIXED_LEN as usize..len as usize)
+            .and_then(|t| std::str::from_utf8(t).ok())
+            .ok_or(IndexError::Inconsistent("tag"))?;
+        let header = Self {
+            len,
+            payload_len: u64_at(bytes, 16),
+            lines: u64_at(bytes, 24),
+            lines_per_block: u32_at(bytes, 32),
+            checkpoint_bytes: u32_at(bytes, 36),
+            blocks: u64_at(bytes, 40),
+            checkpoints: u64_at(bytes, 48),
+            tag: tag.to_owned(),
+        };
+        header.check(object_size)?;
+        Ok(header)
+    }
+
+    fn check(&self, object_size: u64) -> Result<(), IndexError> {
+        let inconsistent = |what| Err(IndexError::Inconsistent(what));
+        if !(1..=MAX_LINES_PER_BLOCK).contains(&self.lines_per_block)
+            || !(1..=MAX_CHECKPOINT_BYTES).contains(&self.checkpoint_bytes)
+        {
+            return inconsistent("spacing");
+        }
+        // Every line takes at least one byte; checkpoints are at least B bytes apart.
+        if self.lines > self.payload_len
+            || self.blocks != self.lines.div_ceil(u64::from(self.lines_per_block))
+            || self.checkpoints > self.payload_len / u64::from(self.checkpoint_bytes)
+        {
+            return inconsistent("counts");
+        }
+        if object_size != self.len + ENTRY * (self.blocks + self.checkpoints) {
+            return inconsistent("object size");
+        }
+        Ok(())
+    }
+
+    /// Whether this index describes `payload`: same length, same tag.
+    pub fn describes(&self, payload: &Version) -> bool {
+        self.payload_len == payload.size && payload.tag.as_deref() == Some(self.tag.as_str())
+    }
+
+    /// The payload's line count.
+    pub fn lines(&self) -> u64 {
+        self.lines
+    }
+
+    /// The payload length the index was built for.
+    pub fn payload_len(&self) -> u64 {
+        self.payload_len
+    }
+
+    /// The payload tag the index was built for.
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+
+    /// The most bytes a page reads before its first line.
+    pub fn checkpoint_bytes(&self) -> u64 {
+        u64::from(self.checkpoint_bytes)
+    }
+
+    /// Where in the index object the entries of the block holding `line` are: that block's and,
+    /// when there is one, the next block's (whose checkpoint count ends this block's).
+    pub fn block_entries(&self, line: u64) -> Range<u64> {
+        let block = (line / u64::from(self.lines_per_block)).min(self.blocks.saturating_sub(1));
+        let start = self.len + ENTRY * block;
+        start..start + ENTRY * (self.blocks - block).min(2)
+    }
+
+    /// From the entries [`Self::block_entries`] read for `line`: the block's first line, and
+    /// where in the index object that block's checkpoints are (at most `K` of them).
+    pub fn block_start(&self, line: u64, entries: &[u8]) -> (LineStart, Range<u64>) {
+        let block = (line / u64::from(self.lines_per_block)).min(self.blocks.saturating_sub(1));
+        let start = LineStart {
+            line: block * u64::from(self.lines_per_block),
+            offset: entry(entries, 0)[0].min(self.payload_len),
+        };
+        let first = entry(entries, 0)[1].min(self.checkpoints);
+        let end = match entries.len() as u64 >= 2 * ENTRY {
+            true => entry(entries, 1)[1],
+            false => self.checkpoints,
+        };
+        let end = end
+            .clamp(first, self.checkpoints)
+            .min(first + u64::from(self.lines_per_block));
+        let region = self.len + ENTRY * self.blocks;
+        (start, region + ENTRY * first..region + ENTRY * end)
+    }
+
+    /// The nearest line start at or before `line`: `start` or one of `checkpoints` (the bytes
+    /// [`Self::block_start`] pointed at).
+    pub fn nearest(&self, line: u64, mut start: LineStart, checkpoints: &[u8]) -> LineStart {
+        for i in 0..checkpoints.len() / ENTRY as usize {
+            let [at, offset] = entry(checkpoints, i);
+            if at > line {
+                break;
+            }
+            if at >= start.line && offset >= start.offset && offset <= self.payload_len {
+                start = LineStart { line: at, offset };
+            }
+        }
+        start
+    }
+}
+
+/// The `i`th 16-byte entry of `bytes` (zeros past the end).
+fn entry(bytes: &[u8], i: usize) -> [u64; 2] {
+    let at = i * ENTRY as usize;
+    match bytes.get(at..at + ENTRY as usize) {
+        Some(e) => [u64_at(e, 0), u64_at(e, 8)],
+        None => [0, 0],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::read::lines::split_lines;
+
+    /// Where each line starts, the slow, obvious way.
+    fn line_starts(data: &[u8]) -> Vec<u64> {
+        split_lines(data)
+            .map(|r| r.start as u64)
+            .collect::<Vec<_>>()
+    }
+
+    /// The line start the encoded index leads to for `line`, as a page finds it.
+    fn locate(bytes: &[u8], line: u64) -> LineStart {
+        let header = Header::decode(bytes, bytes.len() as u64).expect("a valid index");
+        let slice = |r: Range<u64>| &bytes[r.start as usize..r.end as usize];
+        let (start, checkpoints) = header.block_start(line, slice(header.block_entries(line)));
+        header.nearest(line, start, slice(checkpoints))
+    }
+
+    fn payload() -> impl Strategy<Value = Vec<u8>> {
+        let piece = prop_oneof![
+            Just(b"\n".to_vec()),
+            Just(b"\r\n".to_vec()),
+            Just(b"\r".to_vec()),
+            Just("\u{85}\u{2028}\x0b".as_bytes().to_vec()),
+            Just(vec![0xe2, 0x80]),
+            "[a-z]{0,30}".prop_map(String::into_bytes),
+            Just(vec![b'x'; 70]),
+            Just(b"x\n".repeat(40)),
+        ];
+        prop::collection::vec(piece, 0..60).prop_map(|v| v.concat())
+    }
+
+    fn build_with(data: &[u8], k: u32, b: u32) -> Index {
+        let mut builder = IndexBuilder::with_spacing(k, b);
+        builder.feed(data);
+        builder.finish()
+    }
+
+    /// `at`, moved back to the start of a line break it would split.
+    fn safe_cut(data: &[u8], at: usize) -> usize {
+        (at.saturating_sub(2)..at)
+            .find(|&p| crate::read::lines::break_len(data, p) > at - p)
+            .unwrap_or(at)
+    }
+
+    proptest! {
+        #[test]
+        fn every_line_is_found_within_the_checkpoint_spacing(
+            data in payload(),
+            k in 1u32..9,
+            b in 1u32..200,
+            cuts in prop::collection::vec(0usize..3_000, 0..4),
+        ) {
+            // Fed in pieces that never split a break, as streams feed it: the same index.
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| safe_cut(&data, c.min(data.len()))).collect();
+            cuts.sort();
+            let mut builder = IndexBuilder::with_spacing(k, b);
+            let mut at = 0;
+            for cut in cuts {
+                builder.feed(&data[at..cut]);
+                at = cut;
+            }
+            builder.feed(&data[at..]);
+            let index = builder.finish();
+            prop_assert_eq!(&index, &build_with(&data, k, b));
+            let starts = line_starts(&data);
+            prop_assert_eq!(index.lines(), starts.len() as u64);
+            let bytes = index.encode("tag").unwrap();
+            for (line, &offset) in starts.iter().enumerate() {
+                let line = line as u64;
+                let found = locate(&bytes, line);
+                prop_assert!(found.line <= line && line - found.line < u64::from(k));
+                prop_assert_eq!(starts[found.line as usize], found.offset);
+                prop_assert!(found.line == line || offset - found.offset < u64::from(b));
+            }
+        }
+    }
+
+    #[test]
+    fn header_round_trips_and_binds_the_payload() {
+        let data = b"one\ntwo\n".repeat(1_000);
+        let bytes = Index::build(&data).encode("\"abc\"").unwrap();
+        let header = Header::decode(&bytes, bytes.len() as u64).unwrap();
+        assert_eq!(header.lines(), 2_000);
+        let v = |size: usize, tag: &str| Version {
+            size: size as u64,
+            tag: Some(tag.into()),
+        };
+        assert!(header.describes(&v(data.len(), "\"abc\"")));
+        assert!(
+            !header.describes(&v(data.len(), "\"abd\"")),
+            "another version"
+        );
+        assert!(!header.describes(&v(data.len() + 1, "\"abc\"")));
+        assert!(!header.describes(&Version {
+            size: data.len() as u64,
+            tag: None
+        }));
+    }
+
+    #[test]
+    fn refuses_foreign_and_inconsistent_objects() {
+        let bytes = Index::build(&b"a\n".repeat(5_000)).encode("t").unwrap();
+        let size = bytes.len() as u64;
+        assert_eq!(
+            Header::decode(&bytes, size + 1),
+            Err(IndexError::Inconsistent("object size"))
+        );
+        // The version 1 format: 8 bytes a line, no header.
+        let v1: Vec<u8> = (1u64..100).flat_map(|e| (e * 2).to_le_bytes()).collect();
+        assert_eq!(
+            Header::decode(&v1, v1.len() as u64),
+            Err(IndexError::NotAnIndex)
+        );
+        assert_eq!(Header::decode(b"", 1 << 30), Err(IndexError::NotAnIndex));
+        let mut future = bytes.clone();
+        future[8] = 3;
+        assert_eq!(
+            Header::decode(&future, size),
+            Err(IndexError::UnknownFormat(3))
+        );
+        // More lines than payload bytes.
+        let mut lying = bytes.clone();
+        lying[24..32].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert_eq!(
+            Header::decode(&lying, size),
+            Err(IndexError::Inconsistent("counts"))
+        );
+        let mut spaced = bytes;
+        spaced[36..40].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(
+            Header::decode(&spaced, size),
+            Err(IndexError::Inconsistent("spacing"))
+        );
+        assert_eq!(
+            Index::build(b"x").encode(&"t".repeat(256)),
+            Err(IndexError::TagTooLong(256))
+        );
+    }
+
+    #[test]
+    fn index_of_short_lines_stays_under_one_percent() {
+        // The worst case: every line is a bare line break.
+        let data = vec![b'\n'; 1 << 20];
+        let bytes = Index::build(&data).encode(&"e".repeat(64)).unwrap();
+        assert!(bytes.len() * 100 <= data.len(), "{} bytes", bytes.len());
+    }
+}

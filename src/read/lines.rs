@@ -1,0 +1,252 @@
+//! Python's `str.splitlines()` over raw bytes, and where a payload can be cut into chunks that
+//! never split a line break or a UTF-8 sequence.
+//!
+//! The reference decodes a spill lossily, then splits it. Every break `splitlines()` knows is
+//! ASCII (`\n`, `\r`, `\r\n`, `\x0b`, `\x0c`, `\x1c`, `\x1d`, `\x1e`) or one complete UTF-8
+//! sequence (U+0085 = `c2 85`, U+2028 / U+2029 = `e2 80 a8` / `e2 80 a9`), and no invalid
+//! sequence can swallow one, so breaks are found in the raw bytes and each line is decoded alone.
+
+use std::ops::{ControlFlow, Range};
+
+/// The length of the line break starting at `data[i]`, or 0 if none does.
+#[inline]
+pub(crate) fn break_len(data: &[u8], i: usize) -> usize {
+    match data[i] {
+        b'\n' | 0x0b | 0x0c | 0x1c | 0x1d | 0x1e => 1,
+        b'\r' => 1 + usize::from(data.get(i + 1) == Some(&b'\n')),
+        0xc2 if data.get(i + 1) == Some(&0x85) => 2,
+        0xe2 if data.get(i + 1) == Some(&0x80) && matches!(data.get(i + 2), Some(0xa8 | 0xa9)) => 3,
+        _ => 0,
+    }
+}
+
+/// Whether `b` can start a line break.
+#[inline]
+pub(crate) fn may_break(b: u8) -> bool {
+    matches!(b, b'\n' | b'\r' | 0x0b | 0x0c | 0x1c..=0x1e | 0xc2 | 0xe2)
+}
+
+/// The next line break at or after `from`: `(position, length)`.
+///
+/// Short lines are scanned byte by byte; past that, `memchr` finds the next `\n` and the rarer
+/// breaks before it.
+pub(crate) fn next_break(data: &[u8], from: usize) -> Option<(usize, usize)> {
+    const INLINE: usize = 32;
+    let inline_end = data.len().min(from.saturating_add(INLINE));
+    for i in from..inline_end {
+        if may_break(data[i]) {
+            let len = break_len(data, i);
+            if len > 0 {
+                return Some((i, len));
+            }
+        }
+    }
+    if inline_end >= data.len() {
+        return None;
+    }
+    let newline = memchr::memchr(b'\n', &data[inline_end..]).map_or(data.len(), |i| inline_end + i);
+    rare_breaks(data, inline_end, newline)
+        .next()
+        .or((newline < data.len()).then_some((newline, 1)))
+}
+
+/// The line breaks other than `\n` that start in `data[from..to]`, in order: `(position,
+/// length)` (a break may run past `to`).
+pub(crate) fn rare_breaks(
+    data: &[u8],
+    from: usize,
+    to: usize,
+) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let hay = &data[from..to];
+    let mut candidates = [
+        memchr::memchr3_iter(b'\r', 0xc2, 0xe2, hay).peekable(),
+        memchr::memchr3_iter(0x0b, 0x0c, 0x1c, hay).peekable(),
+        // Two bytes in three slots: `memchr3_iter` keeps every iterator one type.
+        memchr::memchr3_iter(0x1d, 0x1e, 0x1e, hay).peekable(),
+    ];
+    std::iter::from_fn(move || {
+        loop {
+            let next = candidates
+                .iter_mut()
+                .filter_map(|c| c.peek().copied().map(|at| (at, c)))
+                .min_by_key(|(at, _)| *at);
+            let (at, source) = next?;
+            source.next();
+            let len = break_len(data, from + at);
+            if len > 0 {
+                return Some((from + at, len));
+            }
+        }
+    })
+}
+
+/// The content ranges of `data`'s lines, as `str.splitlines()` would split its lossy decoding.
+///
+/// ```
+/// use overspill::read::split_lines;
+///
+/// let data = b"a\r\nb\rc\xc2\x85d\n";
+/// let lines: Vec<&[u8]> = split_lines(data).map(|r| &data[r]).collect();
+/// assert_eq!(lines, [&b"a"[..], b"b", b"c", b"d"]);
+/// ```
+pub fn split_lines(data: &[u8]) -> impl Iterator<Item = Range<usize>> + '_ {
+    let mut pos = 0;
+    std::iter::from_fn(move || {
+        if pos >= data.len() {
+            return None;
+        }
+        let start = pos;
+        match next_break(data, pos) {
+            Some((at, len)) => {
+                pos = at + len;
+                Some(start..at)
+            }
+            None => {
+                pos = data.len();
+                Some(start..data.len())
+            }
+        }
+    })
+}
+
+/// Lines `window` of `data` (counted from 0 at its start), as bytes.
+pub(crate) fn window_lines(data: &[u8], window: Range<u64>) -> impl Iterator<Item = &[u8]> {
+    let skip = usize::try_from(window.start).unwrap_or(usize::MAX);
+    let take = usize::try_from(window.end - window.start).unwrap_or(usize::MAX);
+    split_lines(data).skip(skip).take(take).map(|r| &data[r])
+}
+
+/// The start of the line holding `data[at]`: just after the last line break before `at`.
+pub(crate) fn line_start(data: &[u8], at: usize) -> usize {
+    let mut i = at;
+    while i > 0 {
+        if ends_break(data, i) {
+            return i;
+        }
+        i -= 1;
+    }
+    0
+}
+
+/// Whether a line break ends exactly at `end` (exclusive; `end > 0`).
+#[inline]
+fn ends_break(data: &[u8], end: usize) -> bool {
+    match data[end - 1] {
+        b'\n' | b'\r' | 0x0b | 0x0c | 0x1c..=0x1e => true,
+        0x85 => end >= 2 && data[end - 2] == 0xc2,
+        0xa8 | 0xa9 => end >= 3 && data[end - 3..end - 1] == [0xe2, 0x80],
+        _ => false,
+    }
+}
+
+/// Where a chunk of a longer payload can end so that the next chunk starts at a line start: just
+/// after its last line break, unless that break could still grow with the bytes that follow (a
+/// final `\r` may be half of a `\r\n`). `None` if the chunk holds no such break.
+pub(crate) fn last_line_end(data: &[u8]) -> Option<usize> {
+    const CHUNK: usize = 32;
+    let mut end = data.len();
+    while end > 0 {
+        // Skip chunks with no byte that can end a break; this loop vectorizes.
+        if end >= CHUNK
+            && !data[end - CHUNK..end].iter().fold(false, |any, &b| {
+                any | (b < 0x1f) | (b == 0x85) | (b == 0xa8) | (b == 0xa9)
+            })
+        {
+            end -= CHUNK;
+            continue;
+        }
+        let complete = !(data[end - 1] == b'\r' && end == data.len());
+        if complete && ends_break(data, end) {
+            return Some(end);
+        }
+        end -= 1;
+    }
+    None
+}
+
+/// Where a piece of one long line (a chunk with no line break that [`last_line_end`] accepts)
+/// can end without splitting a UTF-8 sequence or a line break: before a final `\r` or a final
+/// incomplete UTF-8 sequence. May be 0 when the piece is that short.
+pub(crate) fn safe_piece_end(data: &[u8]) -> usize {
+    let len = data.len();
+    if data.last() == Some(&b'\r') {
+        return len - 1;
+    }
+    // A lead byte among the last three whose sequence would run past the end.
+    for back in 1..=len.min(3) {
+        let b = data[len - back];
+        let needs = match b {
+            0xc0..=0xdf => 2,
+            0xe0..=0xef => 3,
+            0xf0..=0xf7 => 4,
+            0x80..=0xbf => continue,
+            _ => return len,
+        };
+        return if needs > back { len - back } else { len };
+    }
+    len
+}
+
+/// A chunk of a payload, cut so that it never splits a line break or a UTF-8 sequence.
+#[derive(Debug, Clone, Copy)]
+pub struct LineChunk<'a> {
+    /// Where the chunk starts in the payload.
+    pub offset: u64,
+    /// The chunk's bytes.
+    pub bytes: &'a [u8],
+    /// It starts a line; otherwise it goes on with the line the previous chunk ended in.
+    pub starts_line: bool,
+    /// It ends a line (after a line break, or at the payload's end); otherwise it holds no line
+    /// break at all and its line goes on in the next chunk.
+    pub ends_line: bool,
+}
+
+impl<'a> LineChunk<'a> {
+    /// A whole payload as one chunk.
+    pub fn whole(bytes: &'a [u8]) -> Self {
+        Self {
+            offset: 0,
+            bytes,
+            starts_line: true,
+            ends_line: true,
+        }
+    }
+}
+
+/// Takes a payload's chunks in order, on a blocking thread (CPU-heavy work stays off the async
+/// threads, so heartbeats and other tasks keep running).
+pub trait ChunkSink: Send + 'static {
+    /// Take the next chunk; `Break` ends the stream early.
+    fn feed(&mut self, chunk: LineChunk<'_>) -> ControlFlow<()>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_ends_never_split_a_break_or_a_char() {
+        assert_eq!(last_line_end(b"a\nb"), Some(2));
+        assert_eq!(
+            last_line_end(b"a\nb\r"),
+            Some(2),
+            "a final \\r may be half of \\r\\n"
+        );
+        assert_eq!(last_line_end(b"a\r\nb\r"), Some(3));
+        assert_eq!(last_line_end(b"a\rb"), Some(2));
+        assert_eq!(last_line_end(b"ab\xc2\x85"), Some(4));
+        assert_eq!(last_line_end(b"ab\xe2\x80\xa9c"), Some(5));
+        assert_eq!(last_line_end("é".repeat(40).as_bytes()), None);
+        assert_eq!(last_line_end(b"\xa8\xa9"), None);
+        let long = [b"x\n".as_slice(), &[b'y'; 100]].concat();
+        assert_eq!(last_line_end(&long), Some(2));
+
+        assert_eq!(safe_piece_end(b"abc\r"), 3);
+        assert_eq!(safe_piece_end(b"abc\xe2\x80"), 3);
+        assert_eq!(safe_piece_end(b"abc\xc2"), 3);
+        assert_eq!(safe_piece_end("abé".as_bytes()), 4);
+        assert_eq!(safe_piece_end(b"ab\xf0\x9f\x98"), 2);
+        assert_eq!(safe_piece_end(b"ab\x80\x80"), 4);
+        assert_eq!(safe_piece_end(b"\xe2"), 0);
+    }
+}

@@ -1,0 +1,81 @@
+//! `read_tool_result(handle, offset, limit, from_end, pattern)`: bounded paging into a spill, in
+//! memory and time that depend on the page, not on the spill.
+//!
+//! Lines follow Python's `str.splitlines()` ([`lines`]). A page by offset goes through the spill's
+//! sparse line index ([`index`]) to a few small ranged reads; a page by pattern streams the
+//! payload in bounded chunks, counting matches and keeping only the page's lines ([`pattern`]).
+//! Stores serve both through [`SpillReader`]. The output is byte for byte the reference's
+//! ([`request`] states its rules).
+//!
+//! ```
+//! use overspill::read::{read_page, ReadRequest};
+//!
+//! let page = read_page(b"alpha\nbeta\ngamma\n", &ReadRequest { handle: "r/c.0".into(), limit: 2, ..Default::default() })?;
+//! assert_eq!(page, "[handle 'r/c.0': 3 matching line(s); showing 2]\nalpha\nbeta");
+//! # Ok::<(), overspill::read::ReadError>(())
+//! ```
+
+mod cache;
+pub mod index;
+pub mod lines;
+mod offset;
+mod pattern;
+mod request;
+mod source;
+
+pub use cache::IndexCache;
+pub use index::Version;
+pub use lines::{ChunkSink, LineChunk, split_lines};
+pub use request::{
+    DEFAULT_LIMIT, MAX_READ_CHARS, MAX_READ_LINES, ReadError, ReadRequest, no_stored_result,
+};
+pub use source::{CHUNK_BYTES, Fetched, Part, SpillReader};
+
+use crate::limits::StoreError;
+use source::PageError;
+
+/// Serve one `read_tool_result` call from `reader`.
+///
+/// An unknown or refused handle gets the reference's "No stored tool result" text; other store
+/// failures are returned as [`ReadOutcomeError::Store`], so that an activity can retry them.
+pub async fn read_tool_result<R: SpillReader>(
+    reader: &R,
+    request: &ReadRequest,
+) -> Result<String, ReadOutcomeError> {
+    let limit = request.checked_limit()?;
+    let page = match request.filter() {
+        None => offset::offset_page(reader, request, limit).await,
+        Some(pattern) => pattern::pattern_page(reader, request, pattern, limit).await,
+    };
+    match page {
+        Ok(page) => Ok(page),
+        Err(PageError::Store(e)) if e.is_unknown_handle() => Ok(no_stored_result(&request.handle)),
+        Err(PageError::Store(e)) => Err(ReadOutcomeError::Store(e)),
+        Err(PageError::Stale) => Err(ReadOutcomeError::Store(StoreError::Backend(
+            "the spill kept changing while it was read".into(),
+        ))),
+    }
+}
+
+/// Why a read could not be served.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadOutcomeError {
+    /// The model must retry with other arguments.
+    #[error(transparent)]
+    Retry(#[from] ReadError),
+    /// The store failed (not an unknown handle): worth retrying later.
+    #[error(transparent)]
+    Store(StoreError),
+}
+
+/// Serve one call from a payload in memory: the pure form of [`read_tool_result`].
+pub fn read_page(data: &[u8], request: &ReadRequest) -> Result<String, ReadError> {
+    let limit = request.checked_limit()?;
+    Ok(match request.filter() {
+        None => offset::offset_page_in_memory(data, request, limit),
+        Some(pattern) => pattern::pattern_page_in_memory(data, request, pattern, limit),
+    })
+}
+
+#[cfg(test)]
+mod tests;

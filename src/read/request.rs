@@ -1,0 +1,140 @@
+//! The paging rules, exactly as the reference applies them: the arguments and their checks, the
+//! window of lines a call selects, and the text the model sees.
+//!
+//! - `offset < 0` and `limit < 1` are ModelRetry errors, checked before any read; `limit` is
+//!   clamped to 1,000 lines.
+//! - The window is `lines[offset : offset + limit]`, or with `from_end` the `limit` lines ending
+//!   `offset` lines before the end (still in file order). With a pattern, "lines" are the
+//!   matching lines only.
+//! - The body is the window joined by `\n`, cut to 50,000 chars; the header counts the lines (or
+//!   matching lines) in all, with thousands separators, and says how many are shown.
+
+use std::ops::Range;
+
+use serde::{Deserialize, Serialize};
+
+use crate::limits::pyfmt::{repr, thousands};
+
+/// Lines returned by one call at most.
+pub const MAX_READ_LINES: i64 = 1_000;
+/// Chars of joined body returned by one call at most.
+pub const MAX_READ_CHARS: usize = 50_000;
+/// Bytes of lines that always decode to more chars than a page shows (a char takes at most 4
+/// bytes), so a page never needs more than this many bytes from its first line on.
+pub(crate) const PAGE_BYTES_CAP: usize = 4 * (MAX_READ_CHARS + 4);
+/// Lines per page when the caller does not say.
+pub const DEFAULT_LIMIT: i64 = 200;
+
+/// One `read_tool_result` call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReadRequest {
+    /// The handle from a spill marker.
+    pub handle: String,
+    /// Lines to skip (from the start, or from the end with `from_end`).
+    pub offset: i64,
+    /// Lines to return (clamped to 1,000).
+    pub limit: i64,
+    /// Count `offset` from the end; the page is still in file order.
+    pub from_end: bool,
+    /// Keep only lines containing this literal substring (never a regex).
+    pub pattern: Option<String>,
+}
+
+impl Default for ReadRequest {
+    fn default() -> Self {
+        Self {
+            handle: String::new(),
+            offset: 0,
+            limit: DEFAULT_LIMIT,
+            from_end: false,
+            pattern: None,
+        }
+    }
+}
+
+/// A read the model must retry with other arguments.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReadError {
+    /// Bad `offset` or `limit`; the message is the reference's ModelRetry text.
+    #[error("{0}")]
+    ModelRetry(&'static str),
+}
+
+impl ReadRequest {
+    /// Validate the arguments before any read; returns the clamped limit.
+    pub fn checked_limit(&self) -> Result<u64, ReadError> {
+        if self.offset < 0 {
+            return Err(ReadError::ModelRetry("`offset` must be >= 0."));
+        }
+        if self.limit < 1 {
+            return Err(ReadError::ModelRetry("`limit` must be >= 1."));
+        }
+        Ok(self.limit.min(MAX_READ_LINES) as u64)
+    }
+
+    /// The lines `[start, end)` of `total` this request selects.
+    pub(crate) fn window(&self, total: u64, limit: u64) -> Range<u64> {
+        let offset = u64::try_from(self.offset).unwrap_or(0);
+        if self.from_end {
+            let end = total.saturating_sub(offset);
+            end.saturating_sub(limit)..end
+        } else {
+            let start = offset.min(total);
+            start..start.saturating_add(limit).min(total)
+        }
+    }
+
+    /// The pattern, unless it keeps every line (`None` or `""`).
+    pub(crate) fn filter(&self) -> Option<&str> {
+        self.pattern.as_deref().filter(|p| !p.is_empty())
+    }
+}
+
+/// The text for a handle the store does not have or refuses; never the store's own error.
+pub fn no_stored_result(handle: &str) -> String {
+    format!(
+        "[No stored tool result for handle {}. Use the exact handle string from a \"[Tool output too large ... stored to handle ...]\" marker; if the result is no longer available, re-run the original tool.]",
+        repr(handle)
+    )
+}
+
+/// The page: a header counting `total` lines and showing `shown`, then the body of `lines` (the
+/// window's lines from its first on, as raw bytes; they may stop early once the body is capped).
+pub(crate) fn render<'a>(
+    handle: &str,
+    total: u64,
+    shown: u64,
+    lines: impl Iterator<Item = &'a [u8]>,
+) -> String {
+    let mut body = String::new();
+    let mut chars = 0usize;
+    let mut capped = false;
+    'lines: for (i, line) in lines.enumerate() {
+        let separator = (i > 0).then_some('\n');
+        // A page shows at most MAX_READ_CHARS chars, and every char takes at least one byte.
+        let line = &line[..line.len().min(PAGE_BYTES_CAP)];
+        for c in separator
+            .into_iter()
+            .chain(String::from_utf8_lossy(line).chars())
+        {
+            if chars == MAX_READ_CHARS {
+                capped = true;
+                break 'lines;
+            }
+            body.push(c);
+            chars += 1;
+        }
+    }
+    let mut out = format!(
+        "[handle {}: {} matching line(s); showing {shown}{}]",
+        repr(handle),
+        thousands(total),
+        if capped { ", output capped" } else { "" }
+    );
+    if !body.is_empty() {
+        out.push('\n');
+        out.push_str(&body);
+    }
+    out
+}

@@ -1,0 +1,204 @@
+//! Where pages come from: the [`SpillReader`] a store implements, and [`stream_lines`], which
+//! walks a payload in bounded, line-aligned chunks over ranged reads.
+
+use std::ops::{ControlFlow, Range};
+
+use bytes::Bytes;
+
+use super::cache::IndexCache;
+use super::index::Version;
+use super::lines::{ChunkSink, LineChunk, last_line_end, safe_piece_end};
+use crate::limits::StoreError;
+
+/// Bytes a payload is streamed in by default: two of these are in memory at once (one being
+/// scanned, the next being read).
+pub const CHUNK_BYTES: usize = 4 << 20;
+
+/// Chunks smaller than this are scanned on the calling task rather than a blocking thread.
+const INLINE_SCAN_BYTES: usize = 64 << 10;
+
+/// The two objects of a spill.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The payload itself.
+    Payload,
+    /// Its line index, beside it as `<object>.idx` (see [`super::index`]).
+    Index,
+}
+
+/// Bytes read from one object, and the version of the object they came from.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    /// The bytes of the requested range (fewer when the object ends sooner).
+    pub bytes: Bytes,
+    /// The object's version at the time of the read.
+    pub version: Version,
+}
+
+/// What paging needs from a store: a payload's version, ranged reads of the payload and of the
+/// index beside it, and a place to keep a rebuilt index. Reading only; the engine's
+/// [`SpillStore`](crate::limits::SpillStore) writes.
+#[allow(async_fn_in_trait)]
+pub trait SpillReader {
+    /// The payload's version; [`StoreError::NotFound`] for an unknown handle.
+    async fn head(&self, handle: &str) -> Result<Version, StoreError>;
+
+    /// Bytes `range` of `part` (`range.start` below the object's size, `range.end` clamped to
+    /// it), with the version they were read from; [`StoreError::NotFound`] if there is no object.
+    async fn fetch(
+        &self,
+        handle: &str,
+        part: Part,
+        range: Range<u64>,
+    ) -> Result<Fetched, StoreError>;
+
+    /// Store an encoded index beside the payload, replacing any; returns the index object's tag.
+    async fn put_index(&self, handle: &str, index: Bytes) -> Result<Option<String>, StoreError>;
+
+    /// The opened indexes this reader keeps between pages, if any.
+    fn index_cache(&self) -> Option<&IndexCache> {
+        None
+    }
+
+    /// Bytes per ranged read when streaming a payload.
+    fn chunk_bytes(&self) -> usize {
+        CHUNK_BYTES
+    }
+}
+
+/// Why a page could not be read.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PageError {
+    /// The store failed, or does not have the handle.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The payload (or its index) changed while it was being read.
+    #[error("the spill changed while it was read")]
+    Stale,
+}
+
+/// A chunk as read, owning its bytes.
+struct Owned {
+    offset: u64,
+    bytes: Bytes,
+    starts_line: bool,
+    ends_line: bool,
+}
+
+impl Owned {
+    fn view(&self) -> LineChunk<'_> {
+        LineChunk {
+            offset: self.offset,
+            bytes: &self.bytes,
+            starts_line: self.starts_line,
+            ends_line: self.ends_line,
+        }
+    }
+
+    /// Where the next chunk starts, and whether that is a line start.
+    fn next(&self) -> (u64, bool) {
+        (self.offset + self.bytes.len() as u64, self.ends_line)
+    }
+}
+
+/// Feed the payload at `version`, from the line start at `from` to its end, to `sink` in
+/// line-aligned chunks of about [`SpillReader::chunk_bytes`]; returns the sink.
+///
+/// The next chunk is read while the sink works on the current one, so at most two chunks are
+/// in memory. Every read is checked against `version`: a payload that changes on the way fails
+/// the stream with [`PageError::Stale`].
+pub(crate) async fn stream_lines<R: SpillReader, S: ChunkSink>(
+    reader: &R,
+    handle: &str,
+    version: &Version,
+    from: u64,
+    mut sink: S,
+) -> Result<S, PageError> {
+    if from >= version.size {
+        return Ok(sink);
+    }
+    let want = reader.chunk_bytes().max(1);
+    let mut chunk = read_chunk(reader, handle, version, (from, true), want).await?;
+    loop {
+        let next = chunk.next();
+        let more = next.0 < version.size;
+        let (fed, prefetched) = futures::join!(scan(sink, chunk), async {
+            match more {
+                true => Some(read_chunk(reader, handle, version, next, want).await),
+                false => None,
+            }
+        });
+        let flow;
+        (sink, flow) = fed?;
+        match (flow, prefetched) {
+            (ControlFlow::Continue(()), Some(read)) => chunk = read?,
+            _ => return Ok(sink),
+        }
+    }
+}
+
+/// Feed `chunk` to `sink`, on a blocking thread unless the chunk is small.
+async fn scan<S: ChunkSink>(mut sink: S, chunk: Owned) -> Result<(S, ControlFlow<()>), PageError> {
+    if chunk.bytes.len() < INLINE_SCAN_BYTES {
+        let flow = sink.feed(chunk.view());
+        return Ok((sink, flow));
+    }
+    tokio::task::spawn_blocking(move || {
+        let flow = sink.feed(chunk.view());
+        (sink, flow)
+    })
+    .await
+    .map_err(|e| PageError::Store(StoreError::Backend(Box::new(e))))
+}
+
+/// The chunk at `at` (an offset, and whether a line starts there): at least `want` bytes unless
+/// the payload ends sooner, cut after its last line break, or (when it holds none) where no UTF-8
+/// sequence or line break is split. Grows the read when even that leaves nothing.
+async fn read_chunk<R: SpillReader>(
+    reader: &R,
+    handle: &str,
+    version: &Version,
+    (offset, starts_line): (u64, bool),
+    mut want: usize,
+) -> Result<Owned, PageError> {
+    loop {
+        let end = version.size.min(offset.saturating_add(want as u64));
+        let bytes = fetch_checked(reader, handle, Part::Payload, version, offset..end).await?;
+        let chunk = |len: usize, ends_line: bool| Owned {
+            offset,
+            bytes: bytes.slice(..len),
+            starts_line,
+            ends_line,
+        };
+        if end == version.size {
+            return Ok(chunk(bytes.len(), true));
+        }
+        if let Some(cut) = last_line_end(&bytes) {
+            return Ok(chunk(cut, true));
+        }
+        let cut = safe_piece_end(&bytes);
+        if cut > 0 {
+            return Ok(chunk(cut, false));
+        }
+        want = want.saturating_mul(2);
+    }
+}
+
+/// Bytes `range` of `part`, provided they all came from the object at `version` (nothing is read
+/// for an empty range).
+pub(crate) async fn fetch_checked<R: SpillReader>(
+    reader: &R,
+    handle: &str,
+    part: Part,
+    version: &Version,
+    range: Range<u64>,
+) -> Result<Bytes, PageError> {
+    if range.is_empty() {
+        return Ok(Bytes::new());
+    }
+    let fetched = reader.fetch(handle, part, range.clone()).await?;
+    if fetched.version != *version || fetched.bytes.len() as u64 != range.end - range.start {
+        return Err(PageError::Stale);
+    }
+    Ok(fetched.bytes)
+}

@@ -1,0 +1,533 @@
+//! Paging against the reference's rules, written the slow, obvious way, and against an in-memory
+//! reader that counts what a page reads.
+
+use std::ops::Range;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+use proptest::prelude::*;
+
+use super::index::{CHECKPOINT_BYTES, Header, IndexBuilder, LINES_PER_BLOCK};
+use super::request::PAGE_BYTES_CAP;
+use super::*;
+
+/// Python's `str.splitlines()` over the lossy decoding.
+fn py_splitlines(data: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(data);
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' => {
+                if chars.peek() == Some(&'\n') {
+                    chars.next();
+                }
+                lines.push(std::mem::take(&mut line));
+            }
+            '\n' | '\x0b' | '\x0c' | '\x1c' | '\x1d' | '\x1e' | '\u{85}' | '\u{2028}'
+            | '\u{2029}' => lines.push(std::mem::take(&mut line)),
+            c => line.push(c),
+        }
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// The reference's `_read_slice`, step by step, for the handle `h`.
+fn reference_page(data: &[u8], request: &ReadRequest) -> Result<String, ReadError> {
+    let limit = request.checked_limit()? as usize;
+    let offset = request.offset as usize;
+    let mut lines = py_splitlines(data);
+    if let Some(pattern) = &request.pattern {
+        lines.retain(|l| l.contains(pattern.as_str()));
+    }
+    let total = lines.len();
+    let window = if request.from_end {
+        let end = total.saturating_sub(offset);
+        &lines[end.saturating_sub(limit)..end]
+    } else {
+        let start = offset.min(total);
+        &lines[start..(start + limit).min(total)]
+    };
+    let mut body = window.join("\n");
+    let capped = body.chars().count() > MAX_READ_CHARS;
+    if capped {
+        body = body.chars().take(MAX_READ_CHARS).collect();
+    }
+    let digits = total.to_string();
+    let mut grouped = String::new();
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(d);
+    }
+    let capped = if capped { ", output capped" } else { "" };
+    let header = format!(
+        "[handle 'h': {grouped} matching line(s); showing {}{capped}]",
+        window.len()
+    );
+    Ok(match body.is_empty() {
+        true => header,
+        false => format!("{header}\n{body}"),
+    })
+}
+
+fn payload() -> impl Strategy<Value = Vec<u8>> {
+    let piece = prop_oneof![
+        Just(b"\n".to_vec()),
+        Just(b"\r\n".to_vec()),
+        Just(b"\r".to_vec()),
+        Just("\u{85}\u{2028}\u{2029}\x0b\x1d".as_bytes().to_vec()),
+        Just(vec![0xe2, 0x80]),
+        Just(vec![0xc2]),
+        Just(vec![0xff]),
+        "[a-z ]{0,12}".prop_map(String::into_bytes),
+        "\\PC{0,6}".prop_map(String::into_bytes),
+    ];
+    prop::collection::vec(piece, 0..40).prop_map(|v| v.concat())
+}
+
+fn request() -> impl Strategy<Value = ReadRequest> {
+    let pattern = prop_oneof![
+        Just(None),
+        Just(Some(String::new())),
+        "[a-c]{1,2}|\u{fffd}|\n|a\nb|\u{85}|\r|\u{2028}z|b\u{fffd}".prop_map(Some),
+    ];
+    (0i64..12, 1i64..8, any::<bool>(), pattern).prop_map(|(offset, limit, from_end, pattern)| {
+        ReadRequest {
+            handle: "h".into(),
+            offset,
+            limit,
+            from_end,
+            pattern,
+        }
+    })
+}
+
+static TAGS: AtomicU64 = AtomicU64::new(1);
+
+/// An object held by [`MemoryReader`], with a tag that changes on every write.
+#[derive(Clone)]
+struct Object {
+    bytes: Bytes,
+    tag: String,
+}
+
+impl Object {
+    fn new(bytes: impl Into<Bytes>) -> Self {
+        Self {
+            bytes: bytes.into(),
+            tag: format!("\"{}\"", TAGS.fetch_add(1, Ordering::Relaxed)),
+        }
+    }
+
+    fn version(&self) -> Version {
+        Version {
+            size: self.bytes.len() as u64,
+            tag: Some(self.tag.clone()),
+        }
+    }
+}
+
+/// A spill in memory that counts the bytes each page reads.
+struct MemoryReader {
+    payload: Mutex<Object>,
+    index: Mutex<Option<Object>>,
+    chunk_bytes: usize,
+    cache: Option<IndexCache>,
+    /// Bytes read of the payload and of the index.
+    read: [AtomicU64; 2],
+}
+
+impl MemoryReader {
+    fn new(payload: impl Into<Bytes>) -> Self {
+        Self {
+            payload: Mutex::new(Object::new(payload)),
+            index: Mutex::new(None),
+            chunk_bytes: CHUNK_BYTES,
+            cache: None,
+            read: Default::default(),
+        }
+    }
+
+    /// Store an index of the payload built with this spacing, bound to the payload's tag.
+    fn indexed(self, lines_per_block: u32, checkpoint_bytes: u32) -> Self {
+        let payload = self.payload.lock().unwrap().clone();
+        let mut builder = IndexBuilder::with_spacing(lines_per_block, checkpoint_bytes);
+        builder.feed(&payload.bytes);
+        let encoded = builder.finish().encode(&payload.tag).unwrap();
+        *self.index.lock().unwrap() = Some(Object::new(encoded));
+        self
+    }
+
+    fn cached(self) -> Self {
+        Self {
+            cache: Some(IndexCache::new(1 << 20)),
+            ..self
+        }
+    }
+
+    fn chunked(self, chunk_bytes: usize) -> Self {
+        Self {
+            chunk_bytes,
+            ..self
+        }
+    }
+
+    /// Replace the payload, leaving the index as it was.
+    fn overwrite(&self, payload: impl Into<Bytes>) {
+        *self.payload.lock().unwrap() = Object::new(payload);
+    }
+
+    fn index_object(&self) -> Option<Bytes> {
+        self.index.lock().unwrap().as_ref().map(|o| o.bytes.clone())
+    }
+
+    fn set_index(&self, index: impl Into<Bytes>) {
+        *self.index.lock().unwrap() = Some(Object::new(index));
+    }
+
+    /// Bytes read so far of the payload and of the index; resets the counts.
+    fn take_reads(&self) -> [u64; 2] {
+        self.read.each_ref().map(|n| n.swap(0, Ordering::Relaxed))
+    }
+}
+
+impl SpillReader for MemoryReader {
+    async fn head(&self, _handle: &str) -> Result<Version, StoreError> {
+        Ok(self.payload.lock().unwrap().version())
+    }
+
+    async fn fetch(
+        &self,
+        handle: &str,
+        part: Part,
+        range: Range<u64>,
+    ) -> Result<Fetched, StoreError> {
+        let object = match part {
+            Part::Payload => Some(self.payload.lock().unwrap().clone()),
+            Part::Index => self.index.lock().unwrap().clone(),
+        };
+        let object = object.ok_or_else(|| StoreError::NotFound {
+            handle: handle.into(),
+        })?;
+        let size = object.bytes.len() as u64;
+        if range.start >= size {
+            return Err(StoreError::Backend("range starts past the end".into()));
+        }
+        let bytes = object
+            .bytes
+            .slice(range.start as usize..range.end.min(size) as usize);
+        self.read[part as usize].fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        Ok(Fetched {
+            bytes,
+            version: object.version(),
+        })
+    }
+
+    async fn put_index(&self, _handle: &str, index: Bytes) -> Result<Option<String>, StoreError> {
+        let object = Object::new(index);
+        let tag = object.tag.clone();
+        *self.index.lock().unwrap() = Some(object);
+        Ok(Some(tag))
+    }
+
+    fn index_cache(&self) -> Option<&IndexCache> {
+        self.cache.as_ref()
+    }
+
+    fn chunk_bytes(&self) -> usize {
+        self.chunk_bytes
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime")
+}
+
+fn page(reader: &MemoryReader, request: &ReadRequest) -> String {
+    runtime()
+        .block_on(read_tool_result(reader, request))
+        .expect("a page")
+}
+
+fn at(offset: i64, limit: i64) -> ReadRequest {
+    ReadRequest {
+        handle: "h".into(),
+        offset,
+        limit,
+        ..ReadRequest::default()
+    }
+}
+
+#[test]
+fn bad_arguments_are_model_retries() {
+    let bad_offset = at(-1, 1);
+    assert_eq!(
+        read_page(b"", &bad_offset),
+        Err(ReadError::ModelRetry("`offset` must be >= 0."))
+    );
+    assert_eq!(
+        read_page(b"", &at(0, 0)),
+        Err(ReadError::ModelRetry("`limit` must be >= 1."))
+    );
+}
+
+#[test]
+fn body_is_capped_at_fifty_thousand_chars() {
+    let data = "é".repeat(60_000);
+    let out = read_page(data.as_bytes(), &at(0, 10)).unwrap();
+    assert!(out.starts_with("[handle 'h': 1 matching line(s); showing 1, output capped]\n"));
+    assert_eq!(
+        out.split_once('\n').map(|(_, b)| b.chars().count()),
+        Some(MAX_READ_CHARS)
+    );
+}
+
+proptest! {
+    #[test]
+    fn lines_follow_python_splitlines(data in payload()) {
+        let ours: Vec<String> = split_lines(&data)
+            .map(|r| String::from_utf8_lossy(&data[r]).into_owned())
+            .collect();
+        prop_assert_eq!(ours, py_splitlines(&data));
+    }
+
+    #[test]
+    fn pages_follow_the_reference_rules(data in payload(), request in request()) {
+        prop_assert_eq!(read_page(&data, &request), reference_page(&data, &request));
+    }
+
+    #[test]
+    fn streamed_and_indexed_pages_equal_pages_in_memory(
+        data in payload(),
+        request in request(),
+        chunk_bytes in 1usize..12,
+        lines_per_block in 1u32..5,
+        checkpoint_bytes in 1u32..40,
+    ) {
+        let reader = MemoryReader::new(data.clone())
+            .indexed(lines_per_block, checkpoint_bytes)
+            .chunked(chunk_bytes);
+        prop_assert_eq!(page(&reader, &request), read_page(&data, &request).unwrap());
+    }
+}
+
+/// `n` lines: every 1,000th is long and says `needle`, the others are short or empty, with all
+/// kinds of line breaks.
+fn mixed_lines(n: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in 0..n {
+        match i % 7 {
+            _ if i % 1_000 == 999 => {
+                out.extend(format!("{} needle {i}", "é".repeat(3_000)).bytes())
+            }
+            0 => out.extend(format!("line {i}").bytes()),
+            1 => {}
+            2 => out.extend(b"x"),
+            3 => out.extend("ünïcode \u{2028} ".bytes()),
+            _ => out.extend(format!("{i:08} INFO request ok").bytes()),
+        }
+        let breaks: [&[u8]; 5] = [b"\n", b"\r\n", b"\r", "\u{85}".as_bytes(), b"\x1e"];
+        out.extend(breaks[i % 5]);
+    }
+    out
+}
+
+#[test]
+fn large_spills_page_alike_through_every_path() {
+    let data = mixed_lines(30_000);
+    assert!(data.len() as u64 > index::MIN_INDEXED_BYTES);
+    let requests = [
+        at(0, 200),
+        at(12_345, 1_000),
+        at(29_990, 50),
+        ReadRequest {
+            from_end: true,
+            ..at(17, 300)
+        },
+        ReadRequest {
+            pattern: Some("needle".into()),
+            ..at(3, 5)
+        },
+        ReadRequest {
+            pattern: Some("needle".into()),
+            from_end: true,
+            ..at(1, 4)
+        },
+        ReadRequest {
+            pattern: Some("INFO".into()),
+            from_end: true,
+            ..at(100, 1_000)
+        },
+        ReadRequest {
+            pattern: Some("\u{2028}".into()),
+            ..at(0, 5)
+        },
+        ReadRequest {
+            pattern: Some("é n".into()),
+            ..at(0, 2)
+        },
+    ];
+    // Indexed at write time; no index at all (rebuilt from small chunks); a foreign index.
+    let stored = MemoryReader::new(data.clone()).indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES);
+    let rebuilt = MemoryReader::new(data.clone()).chunked(4_099);
+    let foreign = MemoryReader::new(data.clone()).chunked(70_001);
+    foreign.set_index(vec![7u8; 1 << 20]);
+    for request in &requests {
+        let expected = reference_page(&data, request).unwrap();
+        assert_eq!(read_page(&data, request).unwrap(), expected, "{request:?}");
+        for reader in [&stored, &rebuilt, &foreign] {
+            assert_eq!(page(reader, request), expected, "{request:?}");
+        }
+    }
+    // The rebuilt index was stored, bound to the payload, in the version 2 format.
+    for reader in [&rebuilt, &foreign] {
+        let index = reader.index_object().expect("the rebuilt index is stored");
+        let header = Header::decode(&index, index.len() as u64).expect("a valid index");
+        assert!(header.describes(&runtime().block_on(reader.head("h")).unwrap()));
+    }
+}
+
+#[test]
+fn a_page_by_offset_reads_only_the_blocks_it_needs() {
+    // Short lines, with blocks of 16 lines so that the index outgrows its first read; and lines
+    // far longer than the checkpoint spacing.
+    let short = (b"x\n".repeat(1 << 20), 16);
+    let long: Vec<u8> = (0..12)
+        .flat_map(|i| {
+            [
+                format!("{i} ").into_bytes(),
+                vec![b'y'; 300_000],
+                b"\n".to_vec(),
+            ]
+            .concat()
+        })
+        .collect();
+    for (data, lines_per_block) in [short, (long, LINES_PER_BLOCK)] {
+        let lines = split_lines(&data).count() as i64;
+        let reader = MemoryReader::new(data.clone()).indexed(lines_per_block, CHECKPOINT_BYTES);
+        let index_len = reader.index_object().unwrap().len() as u64;
+        for request in [at(0, 200), at(lines / 2 + 7, 1_000), at(lines - 3, 10)] {
+            assert_eq!(page(&reader, &request), read_page(&data, &request).unwrap());
+            let [payload, index] = reader.take_reads();
+            let entries = 2 * 16 + u64::from(lines_per_block) * 16;
+            assert!(
+                index <= cache::INDEX_PREFIX_BYTES.min(index_len) + entries,
+                "{index} index bytes read for {request:?}"
+            );
+            let most = u64::from(CHECKPOINT_BYTES) + PAGE_BYTES_CAP as u64;
+            assert!(
+                payload <= most,
+                "{payload} payload bytes read for {request:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_stale_index_is_never_trusted() {
+    let v1 = b"one\n".repeat(50_000);
+    let v2 = b"2\n22\n".repeat(40_000);
+    assert_eq!(v1.len(), v2.len());
+    let request = at(30_001, 3);
+    for reader in [
+        MemoryReader::new(v1.clone()).indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES),
+        MemoryReader::new(v1.clone())
+            .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
+            .cached(),
+    ] {
+        assert_eq!(page(&reader, &request), read_page(&v1, &request).unwrap());
+        // Same size, other lines; the old index (and any cached view of it) stays behind.
+        reader.overwrite(v2.clone());
+        assert_eq!(page(&reader, &request), read_page(&v2, &request).unwrap());
+        assert_eq!(page(&reader, &at(0, 2)), read_page(&v2, &at(0, 2)).unwrap());
+    }
+}
+
+#[test]
+fn an_old_format_index_is_rebuilt() {
+    let data = b"alpha beta\n".repeat(10_000);
+    let reader = MemoryReader::new(data.clone());
+    // Version 1: one little-endian u64 per line.
+    let v1: Vec<u8> = split_lines(&data)
+        .flat_map(|r| (r.end as u64 | 1 << 62).to_le_bytes())
+        .collect();
+    reader.set_index(v1);
+    let request = at(9_000, 2);
+    assert_eq!(page(&reader, &request), read_page(&data, &request).unwrap());
+    let index = reader.index_object().unwrap();
+    assert!(Header::decode(&index, index.len() as u64).is_ok());
+}
+
+#[test]
+fn a_foreign_index_beside_a_small_spill_is_read_only_in_part() {
+    let reader = MemoryReader::new(&b"ten bytes\n"[..]);
+    reader.set_index(vec![0u8; 64 << 20]);
+    assert_eq!(
+        page(&reader, &at(0, 5)),
+        "[handle 'h': 1 matching line(s); showing 1]\nten bytes"
+    );
+    let [payload, index] = reader.take_reads();
+    assert_eq!(payload, 10);
+    assert!(
+        index <= cache::INDEX_PREFIX_BYTES,
+        "{index} index bytes read"
+    );
+}
+
+#[test]
+fn long_scans_leave_the_async_threads_free() {
+    // One thread for every task: if chunks were scanned on it, the ticker could not run.
+    let data = b"x\n".repeat(2 << 20);
+    let reader = MemoryReader::new(data).chunked(256 << 10);
+    let request = ReadRequest {
+        pattern: Some("y".into()),
+        ..at(0, 1)
+    };
+    let runtime = runtime();
+    let ticks = std::sync::Arc::new(AtomicU64::new(0));
+    let counter = ticks.clone();
+    let ticker = runtime.spawn(async move {
+        loop {
+            counter.fetch_add(1, Ordering::Relaxed);
+            tokio::task::yield_now().await;
+        }
+    });
+    let out = runtime
+        .block_on(read_tool_result(&reader, &request))
+        .unwrap();
+    ticker.abort();
+    assert_eq!(out, "[handle 'h': 0 matching line(s); showing 0]");
+    assert!(
+        ticks.load(Ordering::Relaxed) >= 16,
+        "the ticker ran {} times while 16 chunks were scanned",
+        ticks.load(Ordering::Relaxed)
+    );
+}
+
+#[test]
+fn an_index_of_a_gigabyte_stays_under_one_percent() {
+    // Built streaming, chunk by chunk, as a rebuild does: 1 GiB of the index's worst realistic
+    // case, two-byte lines, never held at once.
+    let chunk = b"x\n".repeat(2 << 20);
+    let mut builder = IndexBuilder::new();
+    for _ in 0..(1 << 30) / chunk.len() {
+        builder.feed(&chunk);
+    }
+    let index = builder.finish();
+    assert_eq!(index.lines(), 1 << 29);
+    let encoded = index.encode(&"e".repeat(64)).unwrap();
+    assert!(
+        encoded.len() as u64 * 100 <= 1 << 30,
+        "{} bytes of index",
+        encoded.len()
+    );
+}
