@@ -57,7 +57,11 @@ fn long_line(i: u64, out: &mut Vec<u8>) {
     while out.len() - start < 990 {
         out.push(fill[(out.len() - start) % fill.len()]);
     }
-    out.extend_from_slice(if i % 1_000 == 999 { b"\" NEEDLE\n" } else { b"\"\n" });
+    out.extend_from_slice(if i % 1_000 == 999 {
+        b"\" NEEDLE\n"
+    } else {
+        b"\"\n"
+    });
 }
 
 /// `x`, and every 1,000th line `xy`.
@@ -282,7 +286,14 @@ fn main() {
             ));
             for (side, url) in &sides {
                 let args = [
-                    "reduce", "--tool", "cat", "--run-id", "bench", "--call-id", &call, "--store",
+                    "reduce",
+                    "--tool",
+                    "cat",
+                    "--run-id",
+                    "bench",
+                    "--call-id",
+                    &call,
+                    "--store",
                     url,
                 ];
                 let (run, out) = measure(&overspill, &args, Some(&payload), scratch.path());
@@ -294,7 +305,11 @@ fn main() {
 
             for step in steps(shape, lines) {
                 let pattern = step.args[0] == "--pattern";
-                let runs = if pattern && size >= 100 { 3 } else { options.runs };
+                let runs = if pattern && size >= 100 {
+                    3
+                } else {
+                    options.runs
+                };
                 let mut row = Row {
                     shape: shape.name,
                     size,
@@ -383,11 +398,25 @@ fn print_table(rows: &[Row], s3: bool) {
         Some(r) => format!("{:.1} ms, {:.0} MiB", r.ms, r.rss_mib),
         None => "not run".into(),
     };
-    print!("\n| spill | step | reference (in-process) | overspill file:// (whole process) | speed-up |");
-    println!("{}", if s3 { " overspill S3 (whole process) |" } else { "" });
+    print!(
+        "\n| spill | step | reference (in-process) | overspill file:// (whole process) | speed-up |"
+    );
+    println!(
+        "{}",
+        if s3 {
+            " overspill S3 (whole process) |"
+        } else {
+            ""
+        }
+    );
     println!("|---|---|---:|---:|---:|{}", if s3 { "---:|" } else { "" });
     for row in rows {
-        let get = |side| row.runs.iter().find(|(s, _)| *s == side).and_then(|(_, r)| *r);
+        let get = |side| {
+            row.runs
+                .iter()
+                .find(|(s, _)| *s == side)
+                .and_then(|(_, r)| *r)
+        };
         let (reference, file) = (get(Side::Reference), get(Side::File));
         let speedup = match (reference, file) {
             (Some(r), Some(f)) => format!("{:.1}×", r.ms / f.ms),
@@ -401,6 +430,13 @@ fn print_table(rows: &[Row], s3: bool) {
             cell(reference),
             cell(file)
         );
-        println!("{}", if s3 { format!(" {} |", cell(get(Side::S3))) } else { String::new() });
+        println!(
+            "{}",
+            if s3 {
+                format!(" {} |", cell(get(Side::S3)))
+            } else {
+                String::new()
+            }
+        );
     }
 }

@@ -161,19 +161,14 @@ impl Index {
 /// whole payload, or [`LineChunk`]s). Memory: the index itself.
 #[derive(Debug)]
 pub struct IndexBuilder {
-    lines_per_block: u32,
-    checkpoint_bytes: u32,
-    /// Bytes fed so far.
-    pos: u64,
-    lines: u64,
+    /// The index so far (its payload length: the bytes fed so far).
+    index: Index,
     /// The number of the line that starts the next block.
     next_block: u64,
     /// Where the last block or checkpoint starts.
     last_mark: u64,
     /// The next byte fed starts a line.
     at_line_start: bool,
-    blocks: Vec<[u64; 2]>,
-    checkpoints: Vec<[u64; 2]>,
 }
 
 impl Default for IndexBuilder {
@@ -191,21 +186,23 @@ impl IndexBuilder {
     /// A builder with `lines_per_block` and `checkpoint_bytes` (clamped to what readers accept).
     pub fn with_spacing(lines_per_block: u32, checkpoint_bytes: u32) -> Self {
         Self {
-            lines_per_block: lines_per_block.clamp(1, MAX_LINES_PER_BLOCK),
-            checkpoint_bytes: checkpoint_bytes.clamp(1, MAX_CHECKPOINT_BYTES),
-            pos: 0,
-            lines: 0,
+            index: Index {
+                payload_len: 0,
+                lines: 0,
+                lines_per_block: lines_per_block.clamp(1, MAX_LINES_PER_BLOCK),
+                checkpoint_bytes: checkpoint_bytes.clamp(1, MAX_CHECKPOINT_BYTES),
+                blocks: Vec::new(),
+                checkpoints: Vec::new(),
+            },
             next_block: 0,
             last_mark: 0,
             at_line_start: true,
-            blocks: Vec::new(),
-            checkpoints: Vec::new(),
         }
     }
 
     /// Index the next `data` of the payload.
     pub fn feed(&mut self, data: &[u8]) {
-        let base = self.pos;
+        let base = self.index.payload_len;
         let mut at = 0;
         let end = std::iter::once((data.len(), 0));
         for (position, len) in rare_breaks(data, 0, data.len()).chain(end) {
@@ -223,7 +220,7 @@ impl IndexBuilder {
             self.at_line_start = true;
             at = position + len;
         }
-        self.pos += data.len() as u64;
+        self.index.payload_len += data.len() as u64;
     }
 
     /// Index `run`, found at `at` in the data fed at `base`, whose only breaks are `\n`.
@@ -244,17 +241,17 @@ impl IndexBuilder {
         let mut pos = 0;
         while pos < run.len() {
             // A newline before `quiet` starts a line before the next checkpoint's offset.
-            let checkpoint = self.last_mark + u64::from(self.checkpoint_bytes);
+            let checkpoint = self.last_mark + u64::from(self.index.checkpoint_bytes);
             let quiet = usize::try_from(checkpoint.saturating_sub(start + 1)).unwrap_or(usize::MAX);
             let end = run.len().min(quiet).min(pos + WINDOW).max(pos);
             // The line starts before the next block's first are quiet too.
-            let until_block = self.next_block - self.lines;
+            let until_block = self.next_block - self.index.lines;
             let window = &run[pos..end];
             let newlines = memchr::memchr_iter(b'\n', window).count() as u64;
             let deferred = end == run.len() && window.last() == Some(&b'\n');
             let starts = newlines - u64::from(deferred);
             if !window.is_empty() && starts <= until_block {
-                self.lines += starts;
+                self.index.lines += starts;
                 self.at_line_start |= deferred;
                 pos = end;
                 continue;
@@ -262,7 +259,7 @@ impl IndexBuilder {
             // The next line start that needs an entry: a block's first, or a checkpoint.
             let newline = match window.is_empty() {
                 false => {
-                    self.lines += until_block;
+                    self.index.lines += until_block;
                     nth_newline(window, until_block)
                 }
                 true => memchr::memchr(b'\n', &run[pos..]),
@@ -281,27 +278,21 @@ impl IndexBuilder {
 
     #[inline]
     fn start_line(&mut self, offset: u64) {
-        if self.lines == self.next_block {
-            self.blocks.push([offset, self.checkpoints.len() as u64]);
-            self.next_block += u64::from(self.lines_per_block);
+        let index = &mut self.index;
+        if index.lines == self.next_block {
+            index.blocks.push([offset, index.checkpoints.len() as u64]);
+            self.next_block += u64::from(index.lines_per_block);
             self.last_mark = offset;
-        } else if offset >= self.last_mark + u64::from(self.checkpoint_bytes) {
-            self.checkpoints.push([self.lines, offset]);
+        } else if offset >= self.last_mark + u64::from(index.checkpoint_bytes) {
+            index.checkpoints.push([index.lines, offset]);
             self.last_mark = offset;
         }
-        self.lines += 1;
+        index.lines += 1;
     }
 
     /// The index of everything fed.
     pub fn finish(self) -> Index {
-        Index {
-            payload_len: self.pos,
-            lines: self.lines,
-            lines_per_block: self.lines_per_block,
-            checkpoint_bytes: self.checkpoint_bytes,
-            blocks: self.blocks,
-            checkpoints: self.checkpoints,
-        }
+        self.index
     }
 }
 

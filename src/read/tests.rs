@@ -318,6 +318,32 @@ proptest! {
             .chunked(chunk_bytes);
         prop_assert_eq!(page(&reader, &request), read_page(&data, &request).unwrap());
     }
+
+    #[test]
+    fn pattern_pages_find_matches_across_chunk_boundaries(
+        data in prop::collection::vec(prop_oneof![Just(b'a'), Just(b'b'), Just(0xff), Just(b'\r'), Just(b'\n')], 0..300),
+        pattern in "[ab]{1,4}|b\u{fffd}a?",
+        chunk_bytes in 1usize..7,
+        offset in 0i64..4,
+        from_end in any::<bool>(),
+    ) {
+        let request = ReadRequest { pattern: Some(pattern), from_end, ..at(offset, 3) };
+        let reader = MemoryReader::new(data.clone()).chunked(chunk_bytes);
+        prop_assert_eq!(page(&reader, &request), read_page(&data, &request).unwrap());
+    }
+
+    #[test]
+    fn an_index_built_from_streamed_chunks_is_the_index_of_the_whole(
+        data in payload(),
+        chunk_bytes in 1usize..9,
+    ) {
+        let reader = MemoryReader::new(data.clone()).chunked(chunk_bytes);
+        let version = runtime().block_on(reader.head("h")).unwrap();
+        let streamed = runtime()
+            .block_on(source::stream_lines(&reader, "h", &version, 0, IndexBuilder::new()))
+            .unwrap();
+        prop_assert_eq!(streamed.finish(), index::Index::build(&data));
+    }
 }
 
 /// `n` lines: every 1,000th is long and says `needle`, the others are short or empty, with all
