@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: install and start every real service the tests need (SeaweedFS,
-# Azurite, fake-gcs-server,
-# the Temporal dev server), build once (debug), run every test, and stop the services again.
+# Azurite, fake-gcs-server, the Temporal dev server), build once (debug), run every test, and stop
+# the services again.
 # Works on a fresh machine: everything it installs goes under .deploy/.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$OVERSPILL_ROOT"
