@@ -45,7 +45,9 @@ EOF2
   cat > "$ENV_FILE" <<EOF2
 # Written by deploy/fakegcs.sh: source it before running the store tests.
 export GOOGLE_SERVICE_ACCOUNT=$ACCOUNT_FILE
+export GOOGLE_ALLOW_HTTP=true
 export OVERSPILL_TEST_GCS_URL=gs://$BUCKET
+export OVERSPILL_TEST_GCS_ENDPOINT=$ENDPOINT
 EOF2
 }
 
