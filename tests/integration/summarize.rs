@@ -7,8 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use overspill::limits::{
-    self, DEFAULT_SUMMARY_PROMPT, Limits, MemoryStore, ReductionKind, ToolCall, ToolOutput,
-    ToolResult, Usage,
+    self, Limits, MemoryStore, ReductionKind, ToolCall, ToolOutput, ToolResult, Usage,
 };
 use overspill::summarize::{
     ChunkBudget, ChunkProgress, Chunked, Error, OpenAiSummarizer, SYSTEM_PROMPT, split_lines,
@@ -507,7 +506,7 @@ async fn chunked_through_reduce_adds_up_usage() {
     for (sent, chunk) in requests.iter().zip(split_lines(&output, 300)) {
         assert_eq!(
             sent.prompt(),
-            limits::prompt::render(DEFAULT_SUMMARY_PROMPT, "cat", chunk)
+            limits::prompt::Template::reference().render("cat", chunk)
         );
     }
     let last = requests[3].prompt();
@@ -525,7 +524,7 @@ async fn a_killed_run_resumes_from_the_last_finished_chunk() {
     ]);
     let client = summarizer(&server);
     let output = numbered(100); // 1300 chars: 4 chunks of 23 lines and one of 8
-    let prompt = limits::prompt::render(DEFAULT_SUMMARY_PROMPT, "cat", &output);
+    let prompt = limits::prompt::Template::reference().render("cat", &output);
     let budget = ChunkBudget::chars(300);
     let chunks = split_lines(&output, 300);
     assert_eq!(chunks.len(), 5);
@@ -584,7 +583,7 @@ async fn a_killed_run_resumes_from_the_last_finished_chunk() {
         3 + 3 + 1,
         "3 before the kill, chunks 3..5, the final"
     );
-    let chunk_prompt = |i: usize| limits::prompt::render(DEFAULT_SUMMARY_PROMPT, "cat", chunks[i]);
+    let chunk_prompt = |i: usize| limits::prompt::Template::reference().render("cat", chunks[i]);
     for (i, sent) in [1, 1, 2, 1, 1].into_iter().enumerate() {
         let count = prompts.iter().filter(|p| **p == chunk_prompt(i)).count();
         assert_eq!(count, sent, "chunk {i}");
