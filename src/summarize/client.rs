@@ -27,6 +27,8 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The default longest wait between two in-process retries.
 pub const DEFAULT_MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
+/// The most bytes of a reply body read; a longer chat completion is [`Error::Malformed`].
+pub const MAX_REPLY_BYTES: usize = 1 << 20;
 
 /// A secret that prints as `[redacted]`.
 #[derive(Clone, Default)]
@@ -369,8 +371,13 @@ impl OpenAiSummarizer {
         let reply = http.send().await.map_err(|e| self.transport(e))?;
         let status = reply.status();
         let retry_after = wire::retry_after(reply.headers(), SystemTime::now());
-        let body = reply.bytes().await.map_err(|e| self.transport(e))?;
+        let (body, complete) = self.read_body(reply).await?;
         if status.is_success() {
+            if !complete {
+                return Err(Error::Malformed(format!(
+                    "the reply is larger than {MAX_REPLY_BYTES} bytes"
+                )));
+            }
             return wire::parse_reply(&body).map_err(|e| match e {
                 Error::Malformed(m) => Error::Malformed(self.api_key.redact(m)),
                 other => other,
@@ -394,6 +401,20 @@ impl OpenAiSummarizer {
                 message,
             })
         }
+    }
+
+    /// The reply's body, read up to [`MAX_REPLY_BYTES`]; `false` when there was more.
+    async fn read_body(&self, mut reply: reqwest::Response) -> Result<(Vec<u8>, bool), Error> {
+        let mut body = Vec::new();
+        while let Some(chunk) = reply.chunk().await.map_err(|e| self.transport(e))? {
+            let room = MAX_REPLY_BYTES - body.len();
+            if chunk.len() > room {
+                body.extend_from_slice(&chunk[..room]);
+                return Ok((body, false));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok((body, true))
     }
 
     /// A transport failure, without the URL (it may carry credentials) or the key.

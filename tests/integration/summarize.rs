@@ -430,6 +430,54 @@ async fn malformed_replies_fall_back() {
     }
 }
 
+/// A reply body over the cap is not read to its end, and a summary too long to travel as a
+/// Temporal result is refused: both are `Malformed`, and the band's `then` runs.
+#[tokio::test]
+async fn oversized_replies_are_refused() {
+    use overspill::summarize::{MAX_REPLY_BYTES, MAX_SUMMARY_BYTES};
+    let server = FakeOpenAi::start(None).await;
+    server.script([
+        Reply::summary(&"a".repeat(8 * MAX_REPLY_BYTES), 1, 1),
+        Reply::summary(&"b".repeat(MAX_SUMMARY_BYTES + 1), 1, 1),
+        Reply::error(500, &"c".repeat(2 * MAX_REPLY_BYTES), "server_error"),
+    ]);
+    let client = OpenAiSummarizer::new(server.base())
+        .with_model("m")
+        .build()
+        .expect("a summarizer");
+    let request = limits::SummaryRequest {
+        tool_name: "cat",
+        output: "o",
+        prompt: "p",
+        model: None,
+    };
+    let body = client.complete_once(request).await.expect_err("too long");
+    assert!(
+        matches!(&body, Error::Malformed(m) if m.contains("larger than")),
+        "{body}"
+    );
+    let summary = client.complete_once(request).await.expect_err("too long");
+    assert!(
+        matches!(&summary, Error::Malformed(m) if m.contains("a result may carry")),
+        "{summary}"
+    );
+    // An error body over the cap keeps its status: still retryable.
+    let busy = client.complete_once(request).await.expect_err("a 500");
+    assert!(busy.is_retryable(), "{busy}");
+    assert_eq!(busy.status(), Some(500));
+
+    server.script([Reply::summary(&"d".repeat(MAX_SUMMARY_BYTES + 1), 1, 1)]);
+    let reduced = limits::reduce(
+        &limits(Some(TRUNCATE)),
+        &call("cat"),
+        text(&numbered(20)),
+        &MemoryStore::new(),
+        &client,
+    )
+    .await;
+    assert_eq!(reduced.kind, ReductionKind::Truncated);
+}
+
 #[tokio::test]
 async fn binary_output_goes_to_then_without_a_call() {
     let server = FakeOpenAi::start(None).await;
