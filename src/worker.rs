@@ -312,8 +312,15 @@ pub enum LogFormat {
 
 /// Install the `tracing` subscriber: `RUST_LOG` filters (default `info`), to stderr.
 pub fn init_logging(format: LogFormat) {
+    init_logging_at(format, "info");
+}
+
+/// Install the `tracing` subscriber: `RUST_LOG` filters (default `default_filter`, e.g. `warn`),
+/// to stderr.
+pub fn init_logging_at(format: LogFormat, default_filter: &str) {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

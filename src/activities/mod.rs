@@ -33,7 +33,7 @@ use crate::limits::{
 };
 use crate::read::{self, ReadOutcomeError, ReadRequest};
 use crate::store::Store;
-use crate::summarize::{ChunkBudget, ChunkProgress, Chunked, OpenAiSummarizer};
+use crate::summarize::{ChunkBudget, ChunkProgress, OpenAiSummarizer};
 pub use errors::Failure;
 pub use metrics::Metrics;
 pub use payload::{Encoding, Incoming, Outgoing};
@@ -77,7 +77,7 @@ impl OverspillActivities {
     /// summarize activity heartbeats its progress after every chunk and a retry resumes from it;
     /// `reduce` uses the same model (chunked, without resume).
     pub fn with_model(mut self, model: OpenAiSummarizer, budget: ChunkBudget) -> Self {
-        self.summarizer = SharedSummarizer::new(Chunked::new(model.clone(), budget));
+        self.summarizer = SharedSummarizer::chunked(model.clone(), budget);
         self.model = Some(Arc::new((model, budget)));
         self
     }
