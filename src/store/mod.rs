@@ -300,7 +300,7 @@ impl Store {
                     &options,
                 )
                 .map_err(|e| StoreError::Backend(Box::new(e)))?;
-                (Backend::Object(store), prefix, url)
+                (Backend::Object(store), prefix, crate::redact::raw_url(&url))
             }
         };
         Ok(Self {
@@ -314,7 +314,7 @@ impl Store {
         })
     }
 
-    /// The store's URL (without query parameters).
+    /// The store's URL, for logs: without query parameters, any password redacted.
     pub fn url(&self) -> &str {
         &self.inner.url
     }

@@ -332,3 +332,13 @@ fn debug_never_shows_the_secret_key() {
     assert!(shown.contains("AKIDEXAMPLE"));
     assert!(!shown.contains("wJalrXUtnFEMI-secret"), "{shown}");
 }
+
+#[test]
+fn url_and_debug_never_show_a_password() {
+    let options = StoreOptions::new()
+        .with_endpoint("http://127.0.0.1:9")
+        .with_credentials("key", "secret");
+    let store = Store::open_with(Some("s3://ops:url-secret@spills/team"), options).unwrap();
+    assert_eq!(store.url(), "s3://ops:redacted@spills/team");
+    assert!(!format!("{store:?}").contains("url-secret"));
+}

@@ -11,6 +11,7 @@ use url::Url;
 use super::wire::{self, ChatRequest};
 use super::{Error, SummaryModel};
 use crate::limits::{SummarizeError, Summarizer, Summary, SummaryRequest};
+use crate::redact;
 
 /// Environment variable naming the endpoint's base URL.
 pub const ENV_URL: &str = "OVERSPILL_MODEL_URL";
@@ -95,10 +96,7 @@ impl Default for OpenAiSummarizerBuilder {
 
 impl fmt::Debug for OpenAiSummarizerBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let url = self.url.as_deref().map(|raw| match Url::parse(raw) {
-            Ok(url) => without_password(&url).to_string(),
-            Err(_) => "[unparsable]".to_owned(),
-        });
+        let url = self.url.as_deref().map(redact::raw_url);
         f.debug_struct("OpenAiSummarizerBuilder")
             .field("url", &url)
             .field("api_key", &self.api_key)
@@ -250,15 +248,6 @@ fn endpoint(raw: &str) -> Result<Url, Error> {
     Ok(url)
 }
 
-/// `url` with any password in its userinfo replaced, for printing.
-fn without_password(url: &Url) -> Url {
-    let mut shown = url.clone();
-    if shown.password().is_some() {
-        let _ = shown.set_password(Some("redacted"));
-    }
-    shown
-}
-
 /// A summarizer for any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, Ollama,
 /// llama.cpp server, LiteLLM and most gateways).
 ///
@@ -280,7 +269,7 @@ pub struct OpenAiSummarizer {
 impl fmt::Debug for OpenAiSummarizer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OpenAiSummarizer")
-            .field("endpoint", &without_password(&self.endpoint).as_str())
+            .field("endpoint", &redact::url(&self.endpoint).as_str())
             .field("api_key", &self.api_key)
             .field("model", &self.model)
             .field("timeout", &self.timeout)
