@@ -257,3 +257,23 @@ async fn reduce_summarizes_through_the_model_as_the_worker_does() {
         "{stderr}"
     );
 }
+
+/// With a custom S3 endpoint and no credentials, the store says what to set instead of failing
+/// on the EC2 instance metadata service (`169.254.169.254`), which it never calls.
+#[test]
+fn missing_s3_credentials_are_named_and_instance_metadata_never_asked() {
+    let out = Command::new(env!("CARGO_BIN_EXE_overspill"))
+        .args(["spills", "ls", "--store", "s3://spills/x"])
+        .env_clear()
+        .env("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+        .env("AWS_ALLOW_HTTP", "true")
+        .output()
+        .expect("overspill runs");
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("169.254"), "{stderr}");
+}

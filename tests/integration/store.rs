@@ -376,13 +376,56 @@ async fn falls_back_when_the_credentials_are_wrong() {
     )
     .unwrap();
     let (reduced, elapsed, log) = reduce_with(&store).await;
-    assert_fell_back(&reduced, elapsed, &log, &["Backend", "PermissionDenied"]);
+    assert_fell_back(&reduced, elapsed, &log, &["Misconfigured"]);
+    // Refused credentials are final, and the error says what to fix.
+    let error = store
+        .write("run-f/call-f.0", text(1, "x"))
+        .await
+        .unwrap_err();
+    assert!(!error.is_retryable(), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("refused the credentials: check AWS_ACCESS_KEY_ID")
+    );
+    let failure = overspill::activities::Failure::store(&error);
+    assert_eq!(failure.type_name, "StoreMisconfigured");
+    assert!(!failure.retryable);
     // Nothing was stored under the handle.
     let good = Store::open(Some(&url)).unwrap();
     assert!(matches!(
         good.read("run-f/call-f.0").await,
         Err(StoreError::NotFound { .. })
     ));
+}
+
+/// A bucket that does not exist is a configuration error that says so, not a missing spill:
+/// the write falls back for good (non-retryable), and listings report it too.
+#[tokio::test]
+async fn a_missing_bucket_is_misconfigured_not_a_missing_spill() {
+    base_url();
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    let store = Store::open(Some(&format!("s3://no-such-bucket-{nanos}/p"))).unwrap();
+    let (reduced, elapsed, log) = reduce_with(&store).await;
+    assert_fell_back(&reduced, elapsed, &log, &["Misconfigured"]);
+    let error = store
+        .write("run-f/call-f.0", text(1, "x"))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, StoreError::Misconfigured(_)), "{error}");
+    assert!(
+        error.to_string().contains("does not exist: create it"),
+        "{error}"
+    );
+    assert!(!error.to_string().contains("No stored tool result"));
+    let failure = overspill::activities::Failure::store(&error);
+    assert_eq!(failure.type_name, "StoreMisconfigured");
+    assert!(!failure.retryable);
+    let listed = store.list(None).await.unwrap_err();
+    assert!(matches!(listed, StoreError::Misconfigured(_)), "{listed}");
 }
 
 #[tokio::test]
