@@ -754,10 +754,13 @@ impl SpillStore for Store {
             // (once per handle and process) instead of on the spill's path. A stale index of an
             // earlier payload under this key goes first, so it cannot describe the new one.
             self.inner.cache.remove(path.as_ref());
-            match fs.delete(&index_path(&path)).await {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(self.map_error(e, key, Call::Write)),
-            }
+            self.bounded(0, async {
+                match fs.delete(&index_path(&path)).await {
+                    Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+                    Err(e) => Err(self.map_error(e, key, Call::Write)),
+                }
+            })
+            .await?;
             self.bounded(len, self.put(&fs, &path, data, key)).await?;
             tracing::debug!(target: "overspill::store", bytes = len, "spilled {key:?} to {path}");
             return Ok(key.to_owned());
