@@ -55,6 +55,18 @@ fn client_options(
         .with_pool_idle_timeout(Duration::from_secs(30))
 }
 
+/// `$env` (a builder read `from_env`) with `$url`, the client options the environment set
+/// (`$key` wraps a client key in the builder's own key type), the store's timeouts and retries.
+macro_rules! configured {
+    ($env:expr, $key:path, $url:expr, $options:expr) => {{
+        let env = $env;
+        let client = client_options($options, |k| env.get_config_value(&$key(k)));
+        env.with_url($url)
+            .with_client_options(client)
+            .with_retry(retry_config($options))
+    }};
+}
+
 /// A short retry budget: a store that is down fails within about a second.
 fn retry_config(options: &StoreOptions) -> RetryConfig {
     RetryConfig {
@@ -98,24 +110,12 @@ pub(crate) fn build(
         }
         Scheme::Gcs => {
             let env = GoogleCloudStorageBuilder::from_env();
-            let client = client_options(options, |k| {
-                env.get_config_value(&GoogleConfigKey::Client(k))
-            });
-            let builder = env
-                .with_url(url)
-                .with_client_options(client)
-                .with_retry(retry_config(options));
+            let builder = configured!(env, GoogleConfigKey::Client, url, options);
             Arc::new(builder.build().map_err(backend)?)
         }
         Scheme::Azure => {
             let env = MicrosoftAzureBuilder::from_env();
-            let client = client_options(options, |k| {
-                env.get_config_value(&AzureConfigKey::Client(k))
-            });
-            let mut builder = env
-                .with_url(url)
-                .with_client_options(client)
-                .with_retry(retry_config(options));
+            let mut builder = configured!(env, AzureConfigKey::Client, url, options);
             if let Some(allow) = location.allow_http {
                 builder = builder.with_allow_http(allow);
             }
@@ -136,13 +136,7 @@ fn s3(
     location: Location<'_>,
     options: &StoreOptions,
 ) -> Result<AmazonS3Builder, StoreError> {
-    let client = client_options(options, |k| {
-        env.get_config_value(&AmazonS3ConfigKey::Client(k))
-    });
-    let mut builder = env
-        .with_url(url)
-        .with_client_options(client)
-        .with_retry(retry_config(options));
+    let mut builder = configured!(env, AmazonS3ConfigKey::Client, url, options);
     if let Some(allow) = location.allow_http {
         builder = builder.with_allow_http(allow);
     }

@@ -504,15 +504,7 @@ impl Store {
                 handle: handle.to_owned(),
             });
         }
-        let fs = match &self.inner.backend {
-            Backend::Object(store) => store.clone(),
-            Backend::Local(local) => {
-                let (relative, handle) = (path.to_string(), handle.to_owned());
-                self.on_disk(local, move |l| l.for_read(&relative, &handle))
-                    .await?
-            }
-        };
-        Ok((fs, path))
+        self.backend_for(path, handle, LocalBackend::for_read).await
     }
 
     /// The backend and object path for a write of `key`, after creating, checking and confining
@@ -520,11 +512,21 @@ impl Store {
     async fn for_write(&self, key: &str) -> Result<(Arc<dyn ObjectStore>, Path), StoreError> {
         let path = self.locate(key)?;
         self.too_long(&path, key)?;
+        self.backend_for(path, key, LocalBackend::for_write).await
+    }
+
+    /// The backend for the object at `path`, after the local backend's `check` of it.
+    async fn backend_for(
+        &self,
+        path: Path,
+        handle: &str,
+        check: fn(&LocalBackend, &str, &str) -> Result<Arc<dyn ObjectStore>, StoreError>,
+    ) -> Result<(Arc<dyn ObjectStore>, Path), StoreError> {
         let fs = match &self.inner.backend {
             Backend::Object(store) => store.clone(),
             Backend::Local(local) => {
-                let (relative, key) = (path.to_string(), key.to_owned());
-                self.on_disk(local, move |l| l.for_write(&relative, &key))
+                let (relative, handle) = (path.to_string(), handle.to_owned());
+                self.on_disk(local, move |l| check(l, &relative, &handle))
                     .await?
             }
         };

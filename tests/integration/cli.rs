@@ -181,24 +181,24 @@ async fn reduce_summarizes_through_the_model_as_the_worker_does() {
     let config_path = config_path.to_string_lossy().into_owned();
     let output: String = (0..40).map(|i| format!("row {i:03}: ok\n")).collect();
     let base = server.base();
-    let cli = overspill(
-        &[
-            "reduce",
-            "--tool",
-            "cat",
-            "--store",
-            "memory://",
-            "--config",
-            &config_path,
-            "--model-url",
-            &base,
-            "--model-api-key",
-            KEY,
-            "--model",
-            "test-model",
-        ],
-        output.as_bytes(),
-    );
+    let reduce = [
+        "reduce",
+        "--tool",
+        "cat",
+        "--store",
+        "memory://",
+        "--config",
+        &config_path,
+    ];
+    let model = [
+        "--model-url",
+        &base,
+        "--model-api-key",
+        KEY,
+        "--model",
+        "test-model",
+    ];
+    let cli = overspill(&[&reduce[..], &model[..]].concat(), output.as_bytes());
     assert!(cli.status.success(), "{}", text(&cli.stderr));
 
     let worker = OverspillActivities::new(std::sync::Arc::new(
@@ -234,18 +234,7 @@ async fn reduce_summarizes_through_the_model_as_the_worker_does() {
     assert_eq!(requests[0].body, requests[1].body);
     assert_eq!(requests[0].authorization, requests[1].authorization);
 
-    let no_model = overspill(
-        &[
-            "reduce",
-            "--tool",
-            "cat",
-            "--store",
-            "memory://",
-            "--config",
-            &config_path,
-        ],
-        output.as_bytes(),
-    );
+    let no_model = overspill(&reduce, output.as_bytes());
     assert!(no_model.status.success(), "{}", text(&no_model.stderr));
     assert_eq!(text(&no_model.stdout).chars().count(), 40);
     let stderr = text(&no_model.stderr);

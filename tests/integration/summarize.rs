@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use overspill::limits::{
-    self, Limits, MemoryStore, ReductionKind, ToolCall, ToolOutput, ToolResult, Usage,
+    self, Limits, MemoryStore, ReductionKind, Summarizer, ToolCall, ToolOutput, ToolResult, Usage,
 };
 use overspill::summarize::{
     ChunkBudget, ChunkProgress, Chunked, Error, OpenAiSummarizer, SYSTEM_PROMPT, split_lines,
@@ -52,6 +52,18 @@ fn text(output: &str) -> ToolResult {
 
 fn numbered(lines: usize) -> String {
     (0..lines).map(|i| format!("row {i:04}: ok\n")).collect()
+}
+
+/// Reduce 20 numbered rows of tool `tool` under [`limits`] with a Truncate fallback.
+async fn reduce_rows(tool: &str, summarizer: &impl Summarizer) -> limits::Reduced {
+    limits::reduce(
+        &limits(Some(TRUNCATE)),
+        &call(tool),
+        text(&numbered(20)),
+        &MemoryStore::new(),
+        summarizer,
+    )
+    .await
 }
 
 /// Captures the `tracing` output of the current thread (tests run on a current-thread runtime).
@@ -273,14 +285,7 @@ async fn a_server_error_then_success() {
         .with_max_retries(1)
         .build()
         .expect("a summarizer");
-    let reduced = limits::reduce(
-        &limits(Some(TRUNCATE)),
-        &call("t"),
-        text(&numbered(20)),
-        &MemoryStore::new(),
-        &retrying,
-    )
-    .await;
+    let reduced = reduce_rows("t", &retrying).await;
     assert_eq!(reduced.kind, ReductionKind::Summarized);
     assert_eq!(server.requests().len(), 2);
 
@@ -309,14 +314,7 @@ async fn a_bad_request_falls_back_to_then_with_a_warning() {
     )]);
     let logs = Logs::default();
     let _guard = logs.capture();
-    let reduced = limits::reduce(
-        &limits(Some(TRUNCATE)),
-        &call("cat"),
-        text(&numbered(20)),
-        &MemoryStore::new(),
-        &summarizer(&server),
-    )
-    .await;
+    let reduced = reduce_rows("cat", &summarizer(&server)).await;
     assert_eq!(reduced.kind, ReductionKind::Truncated);
     assert!(
         reduced
@@ -373,14 +371,7 @@ async fn a_timeout_falls_back() {
         .build()
         .expect("a summarizer");
     let started = Instant::now();
-    let reduced = limits::reduce(
-        &limits(Some(TRUNCATE)),
-        &call("cat"),
-        text(&numbered(20)),
-        &MemoryStore::new(),
-        &slow,
-    )
-    .await;
+    let reduced = reduce_rows("cat", &slow).await;
     assert_eq!(reduced.kind, ReductionKind::Truncated);
     assert!(
         started.elapsed() < Duration::from_secs(3),
@@ -413,14 +404,7 @@ async fn malformed_replies_fall_back() {
     for _ in 0..2 {
         let logs = Logs::default();
         let _guard = logs.capture();
-        let reduced = limits::reduce(
-            &limits(Some(TRUNCATE)),
-            &call("cat"),
-            text(&numbered(20)),
-            &MemoryStore::new(),
-            &client,
-        )
-        .await;
+        let reduced = reduce_rows("cat", &client).await;
         assert_eq!(reduced.kind, ReductionKind::Truncated);
         assert!(
             logs.text().contains("failed (Malformed)"),
@@ -467,14 +451,7 @@ async fn oversized_replies_are_refused() {
     assert_eq!(busy.status(), Some(500));
 
     server.script([Reply::summary(&"d".repeat(MAX_SUMMARY_BYTES + 1), 1, 1)]);
-    let reduced = limits::reduce(
-        &limits(Some(TRUNCATE)),
-        &call("cat"),
-        text(&numbered(20)),
-        &MemoryStore::new(),
-        &client,
-    )
-    .await;
+    let reduced = reduce_rows("cat", &client).await;
     assert_eq!(reduced.kind, ReductionKind::Truncated);
 }
 

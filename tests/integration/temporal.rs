@@ -809,6 +809,17 @@ async fn long_activity_heartbeats_and_honours_cancellation() {
     assert!(w.store.list(None).await.expect("list").is_empty());
 }
 
+/// A client for `model` with no in-process retries (Temporal retries the activity).
+fn model_client(
+    model: &crate::openai_server::FakeOpenAi,
+) -> overspill::summarize::OpenAiSummarizer {
+    overspill::summarize::OpenAiSummarizer::new(format!("{}/v1", model.base()))
+        .with_model("test-model")
+        .with_max_retries(0)
+        .build()
+        .expect("model client")
+}
+
 /// `ReduceToolOutput` sends its own configuration to the activities it calls: the worker's
 /// `--limits` (here `strip_ansi`) do not change the bytes a spill stores, and the request's
 /// `summary_prompt` is the prompt the model receives.
@@ -816,14 +827,10 @@ async fn long_activity_heartbeats_and_honours_cancellation() {
 async fn reduce_tool_output_sends_its_own_configuration_to_the_activities() {
     use crate::openai_server::FakeOpenAi;
     use overspill::limits::Limits;
-    use overspill::summarize::{ChunkBudget, OpenAiSummarizer};
+    use overspill::summarize::ChunkBudget;
 
     let model = FakeOpenAi::start(None).await;
-    let client = OpenAiSummarizer::new(format!("{}/v1", model.base()))
-        .with_model("test-model")
-        .with_max_retries(0)
-        .build()
-        .expect("model client");
+    let client = model_client(&model);
     let worker_limits = Limits::from_json(r#"{"strip_ansi": true}"#).expect("limits");
     let w = TestWorker::start_configured(
         "adapters",
@@ -899,14 +906,10 @@ async fn reduce_tool_output_sends_its_own_configuration_to_the_activities() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn summarize_activity_resumes_a_chunked_summary_after_a_failure() {
     use crate::openai_server::{FakeOpenAi, Reply};
-    use overspill::summarize::{ChunkBudget, OpenAiSummarizer};
+    use overspill::summarize::ChunkBudget;
 
     let model = FakeOpenAi::start(None).await;
-    let client = OpenAiSummarizer::new(format!("{}/v1", model.base()))
-        .with_model("test-model")
-        .with_max_retries(0)
-        .build()
-        .expect("model client");
+    let client = model_client(&model);
     let w = TestWorker::start_configured(
         "summarize",
         move |a| a.with_model(client, ChunkBudget::chars(3_000)),
