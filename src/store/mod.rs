@@ -250,6 +250,10 @@ enum Backend {
     Local(Arc<LocalBackend>),
 }
 
+/// A local backend's check of an object path (relative to its root) for a handle, giving the
+/// filesystem to use.
+type LocalCheck = fn(&LocalBackend, &str, &str) -> Result<Arc<dyn ObjectStore>, StoreError>;
+
 /// What a failed call was doing: a 404 on a write or a listing means a missing bucket, not a
 /// missing spill.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -520,7 +524,7 @@ impl Store {
         &self,
         path: Path,
         handle: &str,
-        check: fn(&LocalBackend, &str, &str) -> Result<Arc<dyn ObjectStore>, StoreError>,
+        check: LocalCheck,
     ) -> Result<(Arc<dyn ObjectStore>, Path), StoreError> {
         let fs = match &self.inner.backend {
             Backend::Object(store) => store.clone(),
