@@ -110,7 +110,11 @@ pub(crate) fn build(
         }
         Scheme::Gcs => {
             let env = GoogleCloudStorageBuilder::from_env();
-            let builder = configured!(env, GoogleConfigKey::Client, url, options);
+            let mut builder = configured!(env, GoogleConfigKey::Client, url, options);
+            if let Some(allow) = location.allow_http {
+                let key = GoogleConfigKey::Client(ClientConfigKey::AllowHttp);
+                builder = builder.with_config(key, allow.to_string());
+            }
             Arc::new(builder.build().map_err(backend)?)
         }
         Scheme::Azure => {
