@@ -8,6 +8,7 @@ pub mod activities;
 pub mod api;
 pub mod limits;
 pub mod read;
+mod redact;
 pub mod store;
 pub mod summarize;
 pub mod worker;

@@ -8,7 +8,8 @@ use bytes::Bytes;
 use object_store::path::Path;
 use object_store::{GetOptions, ObjectStore, ObjectStoreExt as _, PutOptions};
 
-use super::{Backend, INDEX_SUFFIX, Store};
+use super::local::LocalBackend;
+use super::{Call, INDEX_SUFFIX, Store};
 use crate::limits::StoreError;
 use crate::read::index::{Index, MIN_INDEXED_BYTES};
 use crate::read::{Fetched, IndexCache, Part, SpillReader, Version};
@@ -84,46 +85,41 @@ impl Store {
         location: &Path,
         index: Bytes,
     ) -> Result<Option<String>, StoreError> {
-        let timeout = self.inner.options.timeout;
         self.bounded(index.len() as u64, async {
             fs.put_opts(location, index.into(), PutOptions::default())
                 .await
                 .map(|put| put.e_tag)
-                .map_err(|e| self.map_error(e, "", timeout))
+                .map_err(|e| self.map_error(e, location.as_ref(), Call::Write))
         })
         .await
     }
 
-    /// The backend and the path of `part` of `handle`; an index path must stay inside a local
-    /// root too.
-    fn locate_part(
+    /// The backend and the path of `part` of `handle`, after the checks a local read makes.
+    async fn locate_part(
         &self,
         handle: &str,
         part: Part,
     ) -> Result<(Arc<dyn ObjectStore>, Path), StoreError> {
-        let (fs, path) = self.for_read(handle)?;
-        if part == Part::Payload {
-            return Ok((fs, path));
+        match part {
+            Part::Payload => self.for_read(handle).await,
+            Part::Index => {
+                let path = index_path(&self.locate(handle)?);
+                self.backend_for(path, handle, LocalBackend::for_read).await
+            }
         }
-        let location = index_path(&path);
-        if let Backend::Local { root, .. } = &self.inner.backend {
-            root.confine(location.as_ref(), handle)?;
-        }
-        Ok((fs, location))
     }
 }
 
 impl SpillReader for Store {
     async fn head(&self, handle: &str) -> Result<Version, StoreError> {
-        let (fs, path) = self.for_read(handle)?;
-        let timeout = self.inner.options.timeout;
+        let (fs, path) = self.for_read(handle).await?;
         self.bounded(0, async {
             let meta = fs.head(&path).await;
             meta.map(|m| Version {
                 size: m.size,
                 tag: m.e_tag,
             })
-            .map_err(|e| self.map_error(e, handle, timeout))
+            .map_err(|e| self.map_error(e, handle, Call::Read))
         })
         .await
     }
@@ -134,14 +130,17 @@ impl SpillReader for Store {
         part: Part,
         range: Range<u64>,
     ) -> Result<Fetched, StoreError> {
-        let (fs, location) = self.locate_part(handle, part)?;
+        let (fs, location) = self.locate_part(handle, part).await?;
         let options = GetOptions::new().with_range(Some(range));
         let (bytes, version) = self.get(&fs, &location, options, handle).await?;
         Ok(Fetched { bytes, version })
     }
 
     async fn put_index(&self, handle: &str, index: Bytes) -> Result<Option<String>, StoreError> {
-        let (fs, location) = self.locate_part(handle, Part::Index)?;
+        let path = index_path(&self.locate(handle)?);
+        let (fs, location) = self
+            .backend_for(path, handle, LocalBackend::for_write)
+            .await?;
         self.put_index_at(&fs, &location, index).await
     }
 
