@@ -24,6 +24,34 @@ pub(crate) enum Opened {
 }
 
 impl Opened {
+    /// The payload version every read of this spill is checked against.
+    fn payload(&self) -> &Version {
+        match self {
+            Self::Whole(version) => version,
+            Self::Indexed(view) => &view.payload,
+        }
+    }
+
+    /// What a cache keeps of this: only what later reads can check (a payload with a tag), and of
+    /// an index only its first bytes, when the rest can be read from the stored object.
+    fn to_cache(&self) -> Option<Self> {
+        self.payload().tag.as_ref()?;
+        match self {
+            Self::Whole(version) => Some(Self::Whole(version.clone())),
+            Self::Indexed(view) => {
+                let whole = view.prefix.len() as u64 <= INDEX_PREFIX_BYTES;
+                let stored = view.object.tag.is_some();
+                (whole || stored).then(|| {
+                    let kept = view.prefix.len().min(INDEX_PREFIX_BYTES as usize);
+                    Self::Indexed(IndexView {
+                        prefix: view.prefix.slice(..kept),
+                        ..view.clone()
+                    })
+                })
+            }
+        }
+    }
+
     fn cost(&self) -> usize {
         match self {
             Self::Whole(_) => 64,
@@ -32,11 +60,13 @@ impl Opened {
     }
 }
 
-/// An index as a reader holds it: its checked header, the index object's own version (later
-/// reads of its entries must come from that same object), and the object's first bytes.
-#[derive(Debug)]
+/// An index as a reader holds it: its checked header, the payload version it describes, the
+/// index object's own version (later reads of its entries must come from that same object), and
+/// the object's first bytes.
+#[derive(Debug, Clone)]
 pub(crate) struct IndexView {
     pub(crate) header: Header,
+    pub(crate) payload: Version,
     pub(crate) object: Version,
     pub(crate) prefix: Bytes,
 }
@@ -49,25 +79,28 @@ impl IndexView {
         object: Version,
         payload: &Version,
     ) -> Result<Self, IndexError> {
-        let header = Header::decode(&prefix, object.size)?;
-        if !header.describes(payload) {
-            return Err(IndexError::Inconsistent(
+        let view = Self::built(prefix, object, payload)?;
+        match view.header.describes(payload) {
+            true => Ok(view),
+            false => Err(IndexError::Inconsistent(
                 "describes another payload version",
-            ));
+            )),
         }
-        Ok(Self {
-            header,
-            object,
-            prefix,
-        })
     }
 
-    /// The payload version this index describes.
-    pub(crate) fn payload(&self) -> Version {
-        Version {
-            size: self.header.payload_len(),
-            tag: Some(self.header.tag().to_owned()),
-        }
+    /// An index just built from the payload at `payload` (whole, in `index`), stored as the
+    /// object at `object` (untagged if it could not be stored).
+    pub(crate) fn built(
+        index: Bytes,
+        object: Version,
+        payload: &Version,
+    ) -> Result<Self, IndexError> {
+        Ok(Self {
+            header: Header::decode(&index, object.size)?,
+            payload: payload.clone(),
+            object,
+            prefix: index,
+        })
     }
 }
 
@@ -103,8 +136,13 @@ impl IndexCache {
         self.lock().entries.get(handle).cloned()
     }
 
-    /// Keep `opened` for `handle`, replacing any older entry.
-    pub(crate) fn put(&self, handle: &str, opened: Arc<Opened>) {
+    /// Keep what can be kept of `opened` for `handle` (see [`Opened::to_cache`]), replacing any
+    /// older entry.
+    pub(crate) fn put(&self, handle: &str, opened: &Opened) {
+        let Some(opened) = opened.to_cache().map(Arc::new) else {
+            self.remove(handle);
+            return;
+        };
         let size = opened.cost();
         if size > self.budget {
             self.remove(handle);
@@ -130,9 +168,8 @@ impl IndexCache {
     /// Keep the index just stored for `handle` (its encoded bytes, the index object's version)
     /// for `payload`; nothing if it is not an index of that payload.
     pub fn insert_stored(&self, handle: &str, index: &Bytes, object: Version, payload: &Version) {
-        let prefix = index.slice(..index.len().min(INDEX_PREFIX_BYTES as usize));
-        match IndexView::open(prefix, object, payload) {
-            Ok(view) => self.put(handle, Arc::new(Opened::Indexed(view))),
+        match IndexView::open(index.clone(), object, payload) {
+            Ok(view) => self.put(handle, &Opened::Indexed(view)),
             Err(_) => self.remove(handle),
         }
     }
@@ -153,15 +190,20 @@ mod tests {
 
     #[test]
     fn evicts_oldest_over_budget() {
-        let whole = || Arc::new(Opened::Whole(Version { size: 1, tag: None }));
+        let whole = || {
+            Opened::Whole(Version {
+                size: 1,
+                tag: Some("t".into()),
+            })
+        };
         let cache = IndexCache::new(3 * 64);
         for h in ["a", "b", "c", "d"] {
-            cache.put(h, whole());
+            cache.put(h, &whole());
         }
         assert!(cache.get("a").is_none());
         assert!(cache.get("d").is_some());
-        cache.put("b", whole());
-        cache.put("e", whole());
+        cache.put("b", &whole());
+        cache.put("e", &whole());
         assert!(cache.get("c").is_none());
         assert!(cache.get("b").is_some());
         cache.remove("b");

@@ -33,10 +33,9 @@ pub(crate) async fn offset_page<R: SpillReader>(
         let opened = match cache.and_then(|c| c.get(handle)) {
             Some(opened) => opened,
             None => {
-                let (opened, cacheable) = open(reader, handle).await?;
-                let opened = Arc::new(opened);
-                if let Some(cache) = cache.filter(|_| cacheable) {
-                    cache.put(handle, opened.clone());
+                let opened = Arc::new(open(reader, handle).await?);
+                if let Some(cache) = cache {
+                    cache.put(handle, &opened);
                 }
                 opened
             }
@@ -54,31 +53,26 @@ pub(crate) async fn offset_page<R: SpillReader>(
 }
 
 /// Learn what a page of `handle` needs: its version, and the index describing it (read, or
-/// rebuilt when the spill is not small). Also says whether the result may be cached: only when
-/// the payload has a tag that every later read is checked against.
-async fn open<R: SpillReader>(reader: &R, handle: &str) -> Result<(Opened, bool), PageError> {
+/// rebuilt when the spill is not small).
+async fn open<R: SpillReader>(reader: &R, handle: &str) -> Result<Opened, PageError> {
     let (payload, stored) = futures::join!(
         reader.head(handle),
         reader.fetch(handle, Part::Index, 0..INDEX_PREFIX_BYTES)
     );
     let payload = payload?;
-    let cacheable = payload.tag.is_some();
     let unusable = match stored {
         Ok(Fetched { bytes, version }) => match IndexView::open(bytes, version, &payload) {
-            Ok(view) => return Ok((Opened::Indexed(view), cacheable)),
+            Ok(view) => return Ok(Opened::Indexed(view)),
             Err(e) => e.to_string(),
         },
         Err(StoreError::Timeout(after)) => return Err(StoreError::Timeout(after).into()),
         Err(e) => e.to_string(),
     };
     if payload.size < MIN_INDEXED_BYTES {
-        return Ok((Opened::Whole(payload), cacheable));
+        return Ok(Opened::Whole(payload));
     }
     tracing::debug!(target: "overspill::read", "rebuilding the line index of {handle:?}: {unusable}");
-    Ok((
-        Opened::Indexed(rebuild(reader, handle, &payload).await?),
-        cacheable,
-    ))
+    Ok(Opened::Indexed(rebuild(reader, handle, &payload).await?))
 }
 
 /// Index the payload by streaming it once; store the index beside it when the payload has a tag
@@ -111,7 +105,7 @@ async fn rebuild<R: SpillReader>(
             ),
         }
     }
-    let view = IndexView::open(encoded, object, payload);
+    let view = IndexView::built(encoded, object, payload);
     view.map_err(|e| StoreError::Backend(e.into()).into())
 }
 
@@ -142,7 +136,7 @@ async fn page<R: SpillReader>(
         return Ok(render(&request.handle, total, 0, std::iter::empty()));
     }
     let start = locate(reader, &request.handle, view, window.start).await?;
-    let payload = view.payload();
+    let payload = &view.payload;
     let end = payload
         .size
         .min(start.offset + view.header.checkpoint_bytes() + PAGE_BYTES_CAP as u64);
@@ -150,7 +144,7 @@ async fn page<R: SpillReader>(
         reader,
         &request.handle,
         Part::Payload,
-        &payload,
+        payload,
         start.offset..end,
     )
     .await?;

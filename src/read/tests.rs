@@ -140,6 +140,8 @@ struct MemoryReader {
     index: Mutex<Option<Object>>,
     chunk_bytes: usize,
     cache: Option<IndexCache>,
+    /// Versions carry tags (as every object_store backend gives them).
+    tagged: bool,
     /// Bytes read of the payload and of the index.
     read: [AtomicU64; 2],
 }
@@ -151,6 +153,7 @@ impl MemoryReader {
             index: Mutex::new(None),
             chunk_bytes: CHUNK_BYTES,
             cache: None,
+            tagged: true,
             read: Default::default(),
         }
     }
@@ -179,6 +182,21 @@ impl MemoryReader {
         }
     }
 
+    /// A store that keeps no tags: nothing binds an index to a payload.
+    fn untagged(self) -> Self {
+        Self {
+            tagged: false,
+            ..self
+        }
+    }
+
+    fn version(&self, object: &Object) -> Version {
+        Version {
+            tag: object.version().tag.filter(|_| self.tagged),
+            ..object.version()
+        }
+    }
+
     /// Replace the payload, leaving the index as it was.
     fn overwrite(&self, payload: impl Into<Bytes>) {
         *self.payload.lock().unwrap() = Object::new(payload);
@@ -200,7 +218,7 @@ impl MemoryReader {
 
 impl SpillReader for MemoryReader {
     async fn head(&self, _handle: &str) -> Result<Version, StoreError> {
-        Ok(self.payload.lock().unwrap().version())
+        Ok(self.version(&self.payload.lock().unwrap()))
     }
 
     async fn fetch(
@@ -226,7 +244,7 @@ impl SpillReader for MemoryReader {
         self.read[part as usize].fetch_add(bytes.len() as u64, Ordering::Relaxed);
         Ok(Fetched {
             bytes,
-            version: object.version(),
+            version: self.version(&object),
         })
     }
 
@@ -476,6 +494,24 @@ fn a_stale_index_is_never_trusted() {
         assert_eq!(page(&reader, &request), read_page(&v2, &request).unwrap());
         assert_eq!(page(&reader, &at(0, 2)), read_page(&v2, &at(0, 2)).unwrap());
     }
+}
+
+#[test]
+fn a_store_without_tags_is_paged_but_never_indexed_for_later() {
+    let v1 = b"one\n".repeat(50_000);
+    let reader = MemoryReader::new(v1.clone())
+        .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
+        .untagged()
+        .cached();
+    let stale = reader.index_object();
+    let request = at(40_000, 2);
+    assert_eq!(page(&reader, &request), read_page(&v1, &request).unwrap());
+    // Nothing can bind an index to the payload: the old one is not trusted, none is stored and
+    // nothing is cached, so an overwrite is paged from its own lines.
+    assert_eq!(reader.index_object(), stale);
+    let v2 = b"2\n22\n".repeat(40_000);
+    reader.overwrite(v2.clone());
+    assert_eq!(page(&reader, &request), read_page(&v2, &request).unwrap());
 }
 
 #[test]
