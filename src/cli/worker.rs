@@ -10,7 +10,7 @@ use overspill::activities::{DEFAULT_TASK_QUEUE, OverspillActivities};
 use overspill::limits::Limits;
 use overspill::store::Store;
 use overspill::summarize::ModelArgs;
-use overspill::worker::{self, Connect, LogFormat, WorkerSettings};
+use overspill::worker::{self, Compression, Connect, LogFormat, WorkerSettings};
 use overspill::workflows::ExampleTools;
 
 use super::CliResult;
@@ -41,6 +41,9 @@ pub(crate) struct TemporalArgs {
     /// Server CA certificate (PEM); default: the system roots.
     #[arg(long, env = "TEMPORAL_TLS_SERVER_CA_CERT_PATH", value_name = "FILE")]
     pub(crate) tls_ca: Option<PathBuf>,
+    /// gRPC compression to Temporal: `auto` is gzip except to a loopback address.
+    #[arg(long, env = "OVERSPILL_GRPC_COMPRESSION", value_enum, default_value_t = Compression::Auto)]
+    pub(crate) grpc_compression: Compression,
 }
 
 impl TemporalArgs {
@@ -53,6 +56,7 @@ impl TemporalArgs {
             tls_key: self.tls_key.clone(),
             tls_ca: self.tls_ca.clone(),
             identity: None,
+            compression: self.grpc_compression,
         }
     }
 }
@@ -93,6 +97,17 @@ pub(crate) struct Args {
     /// Seconds a shutdown waits for running activities before cancelling them.
     #[arg(long, default_value_t = 30)]
     graceful_shutdown_secs: u64,
+    /// Threads running activities (default: one per CPU core). `1` runs everything on one
+    /// thread: the least CPU per activity, but a long CPU-bound reduction delays the others.
+    #[arg(long, env = "OVERSPILL_WORKER_THREADS", value_parser = clap::value_parser!(u16).range(1..))]
+    worker_threads: Option<u16>,
+}
+
+impl Args {
+    /// `--worker-threads`, for the runtime the worker runs on.
+    pub(crate) fn worker_threads(&self) -> Option<usize> {
+        self.worker_threads.map(usize::from)
+    }
 }
 
 pub(crate) async fn run(args: Args) -> CliResult {
