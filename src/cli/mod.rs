@@ -62,21 +62,12 @@ pub(crate) fn main() -> ExitCode {
 }
 
 /// The async runtime: one thread for the one-shot commands (they do one thing at a time, and
-/// start faster without a thread pool); for the worker, tokio's multi-threaded scheduler with
-/// `--worker-threads` threads, or the single-threaded one for `--worker-threads 1`.
+/// start faster without a thread pool); tokio's multi-threaded scheduler for the worker, which
+/// serves many activities at once.
 fn runtime(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
     use tokio::runtime::Builder;
     let mut builder = match command {
-        Command::Worker(args) => match args.worker_threads() {
-            Some(1) => Builder::new_current_thread(),
-            Some(threads) => {
-                let mut builder = Builder::new_multi_thread();
-                builder.worker_threads(threads);
-                builder
-            }
-            None => Builder::new_multi_thread(),
-        },
-        Command::Dev(_) => Builder::new_multi_thread(),
+        Command::Worker(_) | Command::Dev(_) => Builder::new_multi_thread(),
         Command::Reduce(_) | Command::Read(_) | Command::Spills(_) => Builder::new_current_thread(),
     };
     builder.enable_all().build()

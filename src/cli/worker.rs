@@ -97,17 +97,6 @@ pub(crate) struct Args {
     /// Seconds a shutdown waits for running activities before cancelling them.
     #[arg(long, default_value_t = 30)]
     graceful_shutdown_secs: u64,
-    /// Threads running activities (default: one per CPU core). `1` runs everything on one
-    /// thread: the least CPU per activity, but a long CPU-bound reduction delays the others.
-    #[arg(long, env = "OVERSPILL_WORKER_THREADS", value_parser = clap::value_parser!(u16).range(1..))]
-    worker_threads: Option<u16>,
-}
-
-impl Args {
-    /// `--worker-threads`, for the runtime the worker runs on.
-    pub(crate) fn worker_threads(&self) -> Option<usize> {
-        self.worker_threads.map(usize::from)
-    }
 }
 
 pub(crate) async fn run(args: Args) -> CliResult {
