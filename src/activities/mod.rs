@@ -180,7 +180,9 @@ impl OverspillActivities {
             Some(key) => key,
             None => request.call().spill_key(&request.suffix),
         };
-        let unit = Unit::new(&request.output, &limits);
+        // The unit takes the output over, so the store gets the request's own buffer.
+        let output = std::mem::replace(&mut request.output, ToolOutput::Text(String::new()));
+        let unit = Unit::owned(output, &limits);
         let data = unit.data();
         let bytes = data.len() as u64;
         let handle = self
@@ -427,6 +429,27 @@ mod tests {
             failure.message.contains("{output} only once"),
             "{}",
             failure.message
+        );
+    }
+
+    #[tokio::test]
+    async fn spill_hands_the_store_the_request_buffer() {
+        let store = Arc::new(Store::open(Some("memory://")).expect("store"));
+        let acts = OverspillActivities::new(store.clone());
+        let mut request: SpillRequest = serde_json::from_value(serde_json::json!({
+            "tool_name": "cat", "run_id": "r", "tool_call_id": "c", "output": {"text": ""},
+        }))
+        .expect("request");
+        let text = "x".repeat(50_000);
+        let buffer = text.as_ptr();
+        request.output = ToolOutput::Text(text);
+        let spilled = acts.spill_request(request, None).await.expect("spilled");
+        let stored = store.read(&spilled.handle).await.expect("stored");
+        assert_eq!(stored.len(), 50_000);
+        assert_eq!(
+            stored.as_ptr(),
+            buffer,
+            "the store got the request's buffer, not a copy"
         );
     }
 

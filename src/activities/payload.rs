@@ -81,8 +81,9 @@ impl<T> Incoming<T> {
 }
 
 impl<T: DeserializeOwned + ProtoMessage> Incoming<T> {
-    /// Decode the request, returning it with the encoding to answer in.
-    pub fn decode(&self) -> Result<(T, Encoding), Failure> {
+    /// Decode the request, returning it with the encoding to answer in. Consumes the payload, so
+    /// its bytes are freed before the request is worked on.
+    pub fn decode(self) -> Result<(T, Encoding), Failure> {
         let encoding = self.encoding()?;
         let value = match encoding {
             Encoding::JsonPlain => decode_json(&self.payload.data)?,

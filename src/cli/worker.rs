@@ -10,7 +10,7 @@ use overspill::activities::{DEFAULT_TASK_QUEUE, OverspillActivities};
 use overspill::limits::Limits;
 use overspill::store::Store;
 use overspill::summarize::ModelArgs;
-use overspill::worker::{self, Connect, LogFormat, WorkerSettings};
+use overspill::worker::{self, Compression, Connect, LogFormat, WorkerSettings};
 use overspill::workflows::ExampleTools;
 
 use super::CliResult;
@@ -42,6 +42,9 @@ pub(crate) struct TemporalArgs {
     /// Server CA certificate (PEM); default: the system roots.
     #[arg(long, env = "TEMPORAL_TLS_SERVER_CA_CERT_PATH", value_name = "FILE")]
     pub(crate) tls_ca: Option<PathBuf>,
+    /// gRPC compression to Temporal: `auto` is gzip except to a loopback address.
+    #[arg(long, env = "OVERSPILL_GRPC_COMPRESSION", value_enum, default_value_t = Compression::Auto)]
+    pub(crate) grpc_compression: Compression,
 }
 
 impl std::fmt::Debug for TemporalArgs {
@@ -60,6 +63,7 @@ impl TemporalArgs {
             tls_key: self.tls_key.clone(),
             tls_ca: self.tls_ca.clone(),
             identity: None,
+            compression: self.grpc_compression,
         }
     }
 }

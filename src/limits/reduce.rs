@@ -245,20 +245,40 @@ impl<'a> Unit<'a> {
     /// Build the unit for an output: serialize structured values, strip ANSI if asked.
     pub fn new(output: &'a ToolOutput, limits: &Limits) -> Self {
         match output {
-            ToolOutput::Bytes(data) => Self {
-                text: None,
-                chars: std::sync::OnceLock::new(),
-                binary: data.clone(),
-                sketch: String::new(),
-            },
             ToolOutput::Text(text) => {
                 Self::from_text(UnitText::Borrowed(text), String::new(), limits)
             }
-            ToolOutput::Json(value) => Self::from_text(
-                UnitText::Shared(Arc::new(serialize::render(value, limits.serializer))),
-                preview::shape_sketch(value),
-                limits,
-            ),
+            ToolOutput::Json(value) => Self::from_json(value, limits),
+            ToolOutput::Bytes(data) => Self::from_binary(data.clone()),
+        }
+    }
+
+    /// Build the unit for an output it takes over, so that [`Unit::data`] hands a spill the
+    /// output's own buffer (a text's bytes are never copied).
+    pub fn owned(output: ToolOutput, limits: &Limits) -> Self {
+        match output {
+            ToolOutput::Text(text) => {
+                Self::from_text(UnitText::Shared(Arc::new(text)), String::new(), limits)
+            }
+            ToolOutput::Json(value) => Self::from_json(&value, limits),
+            ToolOutput::Bytes(data) => Self::from_binary(data),
+        }
+    }
+
+    fn from_json(value: &Value, limits: &Limits) -> Self {
+        Self::from_text(
+            UnitText::Shared(Arc::new(serialize::render(value, limits.serializer))),
+            preview::shape_sketch(value),
+            limits,
+        )
+    }
+
+    fn from_binary(data: Bytes) -> Self {
+        Self {
+            text: None,
+            chars: std::sync::OnceLock::new(),
+            binary: data,
+            sketch: String::new(),
         }
     }
 
