@@ -64,8 +64,8 @@ impl Tokenizer {
         }
     }
 
-    /// `min(count(text), cap)`, counting no further than needed to reach `cap`: the cost is
-    /// bounded by `cap` tokens, not by the text.
+    /// `min(count(text), cap)`. A BPE encoding counts no further than needed to reach `cap`, so
+    /// the cost is bounded by `cap` tokens, not by the text.
     pub fn count_up_to(self, text: &str, cap: u64) -> u64 {
         let Some(bpe) = self.bpe() else {
             return self.count(text).min(cap);
@@ -100,10 +100,10 @@ impl Tokenizer {
     ///
     /// ```
     /// use overspill::limits::Tokenizer;
-    /// assert_eq!(Tokenizer::CharsDiv4.max_chars(10), 43);
-    /// assert_eq!(Tokenizer::Cl100kBase.max_chars(10), 1_280);
+    /// assert_eq!(Tokenizer::CharsDiv4.max_chars_within(10), 43);
+    /// assert_eq!(Tokenizer::Cl100kBase.max_chars_within(10), 1_280);
     /// ```
-    pub fn max_chars(self, tokens: u64) -> u64 {
+    pub fn max_chars_within(self, tokens: u64) -> u64 {
         match self {
             Self::CharsDiv4 => tokens
                 .saturating_mul(CHARS_PER_TOKEN)
@@ -127,17 +127,14 @@ fn independent_pieces(text: &str, chunk_bytes: usize) -> impl Iterator<Item = &s
             return None;
         }
         let bytes = rest.as_bytes();
-        let cut = (chunk_bytes < bytes.len())
-            .then(|| {
-                memchr::memchr_iter(b'\n', &bytes[chunk_bytes..])
-                    .map(|i| chunk_bytes + i + 1)
-                    .find(|&end| {
-                        bytes
-                            .get(end)
-                            .is_some_and(|&next| next.is_ascii_graphic() && next != b'/')
-                    })
+        let safe = |end: usize| {
+            (bytes.get(end)).is_some_and(|&next| next.is_ascii_graphic() && next != b'/')
+        };
+        let cut = (bytes.get(chunk_bytes..))
+            .and_then(|tail| {
+                (memchr::memchr_iter(b'\n', tail).map(|i| chunk_bytes + i + 1))
+                    .find(|&end| safe(end))
             })
-            .flatten()
             .unwrap_or(bytes.len());
         let (piece, tail) = rest.split_at(cut);
         rest = tail;
@@ -264,7 +261,7 @@ mod tests {
             for tokenizer in [Tokenizer::CharsDiv4, Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
                 let count = tokenizer.count(&text);
                 prop_assert!(tokenizer.bounds(chars, bytes).contains(&count));
-                prop_assert!(chars <= tokenizer.max_chars(count));
+                prop_assert!(chars <= tokenizer.max_chars_within(count));
             }
         }
     }

@@ -115,10 +115,13 @@ pub fn truncate_to_tokens(
     keep_tail_lines: usize,
     tokenizer: Tokenizer,
 ) -> String {
-    let max = u64::try_from(max_tokens).unwrap_or(0);
+    let Ok(max @ 1..) = u64::try_from(max_tokens) else {
+        return String::new();
+    };
     let fits = |clamped: &str| tokenizer.count_up_to(clamped, max.saturating_add(1)) <= max;
-    let (chars, bytes) = (total as u64, text.len() as u64);
-    if *tokenizer.bounds(chars, bytes).end() <= max || fits(text) {
+    let chars = total as u64;
+    let bounds = tokenizer.bounds(chars, text.len() as u64);
+    if *bounds.end() <= max || (*bounds.start() <= max && fits(text)) {
         return text.to_owned();
     }
     let clamp = |budget: u64| {
@@ -126,8 +129,8 @@ pub fn truncate_to_tokens(
         truncate_counted(text, total, budget, strategy, keep_tail_lines)
     };
     // The text itself does not fit (a budget of `total` chars keeps it whole), and a clamp keeps
-    // close to its budget while no text of more than `max_chars(max)` chars fits: search below.
-    let mut too_big = chars.min(tokenizer.max_chars(max).saturating_add(1));
+    // close to its budget while no text longer than `max_chars_within(max)` fits: search below.
+    let mut too_big = chars.min(tokenizer.max_chars_within(max).saturating_add(1));
     let (mut fitting, mut best) = (0, String::new());
     while too_big - fitting > 1 {
         let budget = fitting + (too_big - fitting) / 2;
