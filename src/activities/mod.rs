@@ -279,7 +279,7 @@ fn exhausted_without_then(limits: &Limits, tool_name: &str, reduced: &limits::Re
     let bands = limits.bands_for(tool_name);
     let chain_exhausted = |output: &ToolOutput| {
         let unit = Unit::new(output, limits);
-        limits::bands::select(bands, limits::measure::size(&unit, limits))
+        limits::measure::select(bands, &unit, limits)
             .is_some_and(|action| !ends_in_passthrough(action))
     };
     let value_stuck =
