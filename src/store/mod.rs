@@ -64,11 +64,13 @@ use crate::limits::{SpillStore, StoreError};
 use crate::read::LineIndex;
 
 mod backend;
+mod bucket;
 mod cache;
 mod key;
 mod local;
 mod url;
 
+pub use bucket::Bucket;
 pub use key::{INDEX_SUFFIX, NAMESPACE, Refusal, check_handle, sanitize_key, sanitize_segment};
 pub use url::UrlError;
 
