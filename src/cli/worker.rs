@@ -122,9 +122,9 @@ pub(crate) struct Args {
         default_value_t = 100
     )]
     max_concurrent_activities: usize,
-    /// Payload bytes running activities may hold at once (`256MiB`, `2GiB`); each activity is
-    /// charged twice its input's size, and waits while the budget is spent. Default: half the
-    /// available memory.
+    /// Memory running activities may hold for their payloads (`256MiB`, `2GiB`); each activity is
+    /// charged four times its input's size, its peak, and waits while the budget is spent.
+    /// Default: half the available memory.
     #[arg(long, env = "OVERSPILL_MAX_INFLIGHT_BYTES", value_name = "BYTES")]
     max_inflight_bytes: Option<ByteSize>,
     #[command(flatten)]

@@ -1,6 +1,7 @@
 //! Integration tests against real services: one test binary, one module per area.
 mod bench;
 mod cli;
+mod external_storage;
 mod golden;
 mod openai_server;
 mod processes;
