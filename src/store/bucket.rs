@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use object_store::ObjectStore;
+use object_store::path::Path;
 
 use super::url::StoreUrl;
 use super::{StoreOptions, backend};
@@ -26,35 +27,13 @@ pub struct Bucket {
 impl Bucket {
     /// The bucket `url` names (`file://` is not a bucket).
     pub fn open(url: &str, options: StoreOptions) -> Result<Self, StoreError> {
-        let backend_error = |e: Box<dyn std::error::Error + Send + Sync>| StoreError::Backend(e);
-        match StoreUrl::parse(url).map_err(|e| backend_error(Box::new(e)))? {
-            StoreUrl::Local { .. } => Err(backend_error(
-                format!("{url:?} is a local directory, not a bucket").into(),
-            )),
-            StoreUrl::Object {
-                scheme,
-                url,
-                prefix,
-                endpoint,
-                region,
-                allow_http,
-            } => {
-                let store = backend::build(
-                    scheme,
-                    &url,
-                    endpoint.as_deref(),
-                    region.as_deref(),
-                    allow_http,
-                    &options,
-                )
-                .map_err(|e| backend_error(Box::new(e)))?;
-                let name = ::url::Url::parse(&url)
-                    .ok()
-                    .and_then(|u| u.host_str().map(str::to_owned))
-                    .unwrap_or_default();
-                Ok(Self::new(store, name, prefix.as_ref(), options))
-            }
-        }
+        let parsed = StoreUrl::parse(url).map_err(|e| StoreError::Backend(Box::new(e)))?;
+        let (store, prefix, shown) = connect(parsed, &options)?;
+        let name = ::url::Url::parse(&shown)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .unwrap_or_default();
+        Ok(Self::new(store, name, prefix.as_ref(), options))
     }
 
     /// A bucket over an existing object store (tests use object_store's in-memory store).
@@ -76,5 +55,36 @@ impl Bucket {
     /// at its slowest allowed rate).
     pub fn deadline(&self, bytes: u64) -> Duration {
         self.options.deadline(bytes)
+    }
+}
+
+/// The object store a blob-store URL names, its key prefix and the URL without its query.
+pub(super) fn connect(
+    parsed: StoreUrl,
+    options: &StoreOptions,
+) -> Result<(Arc<dyn ObjectStore>, Path, String), StoreError> {
+    match parsed {
+        StoreUrl::Local { root } => Err(StoreError::Backend(
+            format!("{} is a local directory, not a bucket", root.display()).into(),
+        )),
+        StoreUrl::Object {
+            scheme,
+            url,
+            prefix,
+            endpoint,
+            region,
+            allow_http,
+        } => {
+            let store = backend::build(
+                scheme,
+                &url,
+                endpoint.as_deref(),
+                region.as_deref(),
+                allow_http,
+                options,
+            )
+            .map_err(|e| StoreError::Backend(Box::new(e)))?;
+            Ok((store, prefix, url))
+        }
     }
 }

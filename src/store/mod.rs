@@ -285,23 +285,8 @@ impl Store {
                 Path::default(),
                 root_url(&root),
             ),
-            StoreUrl::Object {
-                scheme,
-                url,
-                prefix,
-                endpoint,
-                region,
-                allow_http,
-            } => {
-                let store = backend::build(
-                    scheme,
-                    &url,
-                    endpoint.as_deref(),
-                    region.as_deref(),
-                    allow_http,
-                    &options,
-                )
-                .map_err(|e| StoreError::Backend(Box::new(e)))?;
+            object => {
+                let (store, prefix, url) = bucket::connect(object, &options)?;
                 (Backend::Object(store), prefix, url)
             }
         };

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import subprocess
 import threading
@@ -15,6 +16,26 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+PACKAGE_SRC = ROOT / 'workflows' / 'python' / 'src'
+EXAMPLES = ROOT / 'workflows' / 'python' / 'examples'
+
+
+def stack_env(store_url: str, name: str, model_url: str, **extra: str) -> dict[str, str]:
+    """The environment of a test's Overspill worker and example-agent workers: `store_url`, queues
+    named after `name`, the local model endpoint at `model_url`, plus `extra`."""
+    env = {
+        **os.environ,
+        'PYTHONPATH': os.pathsep.join([str(PACKAGE_SRC), str(EXAMPLES), os.environ.get('PYTHONPATH', '')]),
+        'OVERSPILL_STORE': store_url,
+        'OVERSPILL_TASK_QUEUE': f'tool-output-limits-{name}',
+        'LOG_AGENT_TASK_QUEUE': f'log-agent-{name}',
+        'OVERSPILL_MODEL_URL': model_url,
+        'OVERSPILL_MODEL': 'fake-summarizer',
+        'AWS_ALLOW_HTTP': 'true',
+        **extra,
+    }
+    env.pop('LOG_AGENT_PAUSE_FILE', None)
+    return env
 
 
 # --- the local model endpoint -----------------------------------------------------------------

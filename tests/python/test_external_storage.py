@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import ModelEndpoint, Process, spill_page
+from support import EXAMPLES, PACKAGE_SRC, ModelEndpoint, Process, spill_page, stack_env
 from temporalio import workflow
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
@@ -34,9 +34,6 @@ from temporalio.converter import DataConverter
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-ROOT = Path(__file__).resolve().parents[2]
-PACKAGE_SRC = ROOT / 'workflows' / 'python' / 'src'
-EXAMPLES = ROOT / 'workflows' / 'python' / 'examples'
 for _path in (str(PACKAGE_SRC), str(EXAMPLES)):
     if _path not in sys.path:
         sys.path.insert(0, _path)
@@ -113,18 +110,13 @@ def es(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EsStack]:
     log_dir = tmp_path_factory.mktemp('es-logs')
     model = ModelEndpoint()
     model_url = model.start()
-    env = {
-        **os.environ,
-        'PYTHONPATH': os.pathsep.join([str(PACKAGE_SRC), str(EXAMPLES), os.environ.get('PYTHONPATH', '')]),
-        'OVERSPILL_STORE': store_url,
-        'OVERSPILL_TASK_QUEUE': f'tool-output-limits-es-{tag}',
-        'LOG_AGENT_TASK_QUEUE': f'log-agent-es-{tag}',
-        'OVERSPILL_EXTERNAL_STORAGE': f's3://{bucket}',
-        'OVERSPILL_MODEL_URL': model_url,
-        'OVERSPILL_MODEL': 'fake-summarizer',
-        'OVERSPILL_MODEL_CONTEXT_TOKENS': '1000000',  # one request per summary, whatever its size
-        'AWS_ALLOW_HTTP': 'true',
-    }
+    env = stack_env(
+        store_url,
+        f'es-{tag}',
+        model_url,
+        OVERSPILL_EXTERNAL_STORAGE=f's3://{bucket}',
+        OVERSPILL_MODEL_CONTEXT_TOKENS='1000000',  # one request per summary, whatever its size
+    )
     queue = env['OVERSPILL_TASK_QUEUE']
     overspill = Process(
         'overspill-es',

@@ -30,12 +30,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from support import ModelEndpoint, Process, spill_page
+from support import EXAMPLES, PACKAGE_SRC, ModelEndpoint, Process, spill_page, stack_env
 from temporalio import workflow
 
-ROOT = Path(__file__).resolve().parents[2]
-PACKAGE_SRC = ROOT / 'workflows' / 'python' / 'src'
-EXAMPLES = ROOT / 'workflows' / 'python' / 'examples'
 REQUIRED = (
     'TEMPORAL_ADDRESS',
     'OVERSPILL_TEST_S3_URL',
@@ -100,19 +97,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     log_dir = tmp_path_factory.mktemp('logs')
     model = ModelEndpoint()
     model_url = model.start()
-    env = {
-        **os.environ,
-        'PYTHONPATH': os.pathsep.join([str(PACKAGE_SRC), str(EXAMPLES), os.environ.get('PYTHONPATH', '')]),
-        'OVERSPILL_STORE': store_url,
-        'OVERSPILL_TASK_QUEUE': f'tool-output-limits-e2e-{tag}',
-        'LOG_AGENT_TASK_QUEUE': f'log-agent-e2e-{tag}',
-        'LOG_AGENT_HEARTBEAT_SECONDS': '5',  # a killed worker's activity is retried after this
-        'OVERSPILL_MODEL_URL': model_url,
-        'OVERSPILL_MODEL': 'fake-summarizer',
-        'OVERSPILL_MODEL_API_KEY': 'test-key',
-        'AWS_ALLOW_HTTP': 'true',
-    }
-    env.pop('LOG_AGENT_PAUSE_FILE', None)
+    env = stack_env(
+        store_url,
+        f'e2e-{tag}',
+        model_url,
+        LOG_AGENT_HEARTBEAT_SECONDS='5',  # a killed worker's activity is retried after this
+        OVERSPILL_MODEL_API_KEY='test-key',
+    )
     overspill = Process(
         'overspill-worker',
         [os.environ['OVERSPILL_BIN'], 'worker', '--store', store_url, '--task-queue', env['OVERSPILL_TASK_QUEUE']],
