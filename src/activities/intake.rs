@@ -54,7 +54,7 @@ impl OverspillActivities {
             input.reference().map_err(Failure::into_activity_error)?,
             storage,
         ) {
-            (None, _) => input.len() as u64,
+            (None, _) => input.payload_bytes(),
             (Some(reference), Some(storage)) => {
                 guarded_with(ctx, storage.stored_size(&reference), progress)
                     .await?

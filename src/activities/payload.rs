@@ -70,14 +70,9 @@ impl<T> Incoming<T> {
         Reference::from_payload(&self.payload).map_err(|e| Failure::external_storage(&e))
     }
 
-    /// The payload's size in bytes (for a reference, the reference's own).
-    pub fn len(&self) -> usize {
-        self.payload.data.len()
-    }
-
-    /// Whether the payload's data is empty.
-    pub fn is_empty(&self) -> bool {
-        self.payload.data.is_empty()
+    /// The payload's data size in bytes (for a reference, the reference's own).
+    pub fn payload_bytes(&self) -> u64 {
+        self.payload.data.len() as u64
     }
 
     /// This input with an External Storage reference replaced by the payload it names, fetched

@@ -440,7 +440,10 @@ def test_bad_hash_foreign_bucket_missing_object_and_no_external_storage_are_type
     # The workers said so in their logs, with the type and the workflow's ids.
     warnings = [line for line in es.overspill.output().splitlines() if 'WARN' in line and 'activity failed' in line]
     for kind in ('ExternalStorageIntegrity', 'ExternalStorageForeignBucket', 'ExternalStorageMissing'):
-        assert any(kind in line and 'tool_output_limits.spill' in line for line in warnings), kind
+        assert any(
+            kind in line and 'tool_output_limits.spill' in line and 'raw-probe-' in line and 'run_id' in line
+            for line in warnings
+        ), kind
     assert 'ExternalStorageNotConfigured' in plain.output() and 'WARN' in plain.output()
 
 
