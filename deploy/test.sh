@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: install and start every real service the tests need (SeaweedFS,
-# the Temporal dev server), build once (debug), run every test, and stop the services again.
+# Azurite, fake-gcs-server, the Temporal dev server), build once (debug), run every test, and stop
+# the services again.
 # Works on a fresh machine: everything it installs goes under .deploy/.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$OVERSPILL_ROOT"
@@ -12,7 +13,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-for svc in seaweedfs temporal; do
+for svc in seaweedfs azurite fakegcs temporal; do
   if [ -x "deploy/$svc.sh" ]; then
     # Stop on exit only what this run started: a server already running is someone else's.
     if ! "deploy/$svc.sh" status >/dev/null 2>&1; then started+=("$svc"); fi

@@ -46,9 +46,14 @@ pub(crate) fn build(
 ) -> Result<Arc<dyn ObjectStore>, object_store::Error> {
     let endpoint = options.endpoint.as_deref().or(endpoint);
     let region = options.region.as_deref().or(region);
-    // Flag, then URL query, then AWS_ALLOW_HTTP (re-applied: with_client_options resets it).
+    // Flag, then URL query, then the backend's `*_ALLOW_HTTP` variable (re-applied:
+    // with_client_options resets it).
+    let allow_http_variable = match scheme {
+        Scheme::Gcs => "GOOGLE_ALLOW_HTTP",
+        _ => "AWS_ALLOW_HTTP",
+    };
     let allow_http = options.allow_http.or(allow_http).unwrap_or_else(|| {
-        std::env::var("AWS_ALLOW_HTTP")
+        std::env::var(allow_http_variable)
             .ok()
             .and_then(|v| parse_bool(&v))
             .unwrap_or(false)
@@ -82,7 +87,7 @@ pub(crate) fn build(
         Scheme::Gcs => Arc::new(
             GoogleCloudStorageBuilder::from_env()
                 .with_url(url)
-                .with_client_options(client_options(options))
+                .with_client_options(client_options(options).with_allow_http(allow_http))
                 .with_retry(retry_config(options))
                 .build()?,
         ),

@@ -1,12 +1,13 @@
 """Record golden outputs from the reference, pydantic-ai-harness 0.62.0's ToolOutputLimits.
 
-Run with the reference installed (deploy/golden.sh does it in a venv of its own):
+Run with the reference installed in a venv of its own:
 
-    python tests/golden/generate.py tests/golden
+    python3 -m venv /tmp/ref && /tmp/ref/bin/pip install pydantic-ai-harness==0.62.0
+    /tmp/ref/bin/python tests/golden/generate.py tests/golden
 
 Each case states its input in Overspill's JSON forms and the reference's output, so the Rust
 test (tests/integration/golden.rs) checks Overspill byte for byte against the real package.
-Cases that hit a documented quirk fix (SPEC.md: preview_chars=0, strip_ansi gaps) are left out.
+Cases that hit a documented quirk fix (preview_chars=0, strip_ansi gaps; see README) are left out.
 """
 
 from __future__ import annotations

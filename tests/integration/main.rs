@@ -1,4 +1,5 @@
 //! Integration tests against real services: one test binary, one module per area.
+mod backends;
 mod bench;
 mod cli;
 mod external_storage;

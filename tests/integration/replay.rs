@@ -1,6 +1,6 @@
 //! Replay of histories recorded from real runs (committed under `tests/histories/`) with the
 //! SDK's replayer: the current workflow code must replay them, a deliberately changed workflow
-//! must not. No server needed; `OVERSPILL_RECORD_HISTORIES=1` re-records them against one.
+//! must not. No server needed; the ignored `record_histories` re-records them against one.
 
 use std::path::PathBuf;
 
@@ -41,12 +41,11 @@ fn truncate_request() -> ReduceRequest {
     .unwrap_or_else(|e| panic!("request: {e}"))
 }
 
-/// Re-record the committed histories (`OVERSPILL_RECORD_HISTORIES=1`, needs a server).
+/// Re-record the committed histories: `cargo test --test integration record_histories --
+/// --ignored` (needs a server). Not a check, so it never runs by default.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn record_histories_when_asked() {
-    if std::env::var_os("OVERSPILL_RECORD_HISTORIES").is_none() {
-        return;
-    }
+#[ignore = "re-records tests/histories; run by hand"]
+async fn record_histories() {
     let w = TestWorker::start("record").await;
     let dir = histories_dir();
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("mkdir: {e}"));

@@ -751,6 +751,12 @@ impl CancelProbe {
         let options =
             temporalio_sdk::ActivityOptions::with_start_to_close_timeout(Duration::from_secs(120))
                 .heartbeat_timeout(Duration::from_secs(2))
+                // One attempt: a missed heartbeat fails the probe instead of being retried.
+                .retry_policy(
+                    temporalio_common::RetryPolicy::builder()
+                        .maximum_attempts(1)
+                        .build(),
+                )
                 .cancellation_type(ActivityCancellationType::WaitCancellationCompleted)
                 .build();
         let activity = Box::pin(ctx.execute_activity(
@@ -762,7 +768,9 @@ impl CancelProbe {
             },
             options,
         ));
-        let timer = Box::pin(ctx.timer(Duration::from_secs(1)));
+        // Cancel after 2.5 heartbeat timeouts: an activity that did not heartbeat would have
+        // timed out by then, and the result would be a timeout, not a cancellation.
+        let timer = Box::pin(ctx.timer(Duration::from_secs(5)));
         let activity = match select(activity, timer).await {
             Either::Left((done, _)) => return Ok(format!("finished first: {:?}", done.is_ok())),
             Either::Right((_, activity)) => activity,
@@ -778,7 +786,8 @@ impl CancelProbe {
     }
 }
 
-/// A long tool activity heartbeats and stops when its workflow cancels it; nothing is stored.
+/// A long tool activity heartbeats (it outlives its heartbeat timeout) and stops when its
+/// workflow cancels it; nothing is stored.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn long_activity_heartbeats_and_honours_cancellation() {
     let w = TestWorker::start_with("cancel", |o| {
