@@ -41,7 +41,7 @@ for _path in (str(PACKAGE_SRC), str(EXAMPLES)):
 from overspill_pydantic_ai import external_storage  # noqa: E402
 
 MB = 1_000_000
-RUN_TIMEOUT = 300
+RUN_TIMEOUT = 900  # seconds; a 40 MB run takes about one minute, far longer on a loaded machine
 EVENT_LIMIT = 256 * 1024
 HISTORY_LIMIT = 1024 * 1024
 REFERENCE_TYPE = b'temporal.api.sdk.v1.ExternalStorageReference'
@@ -142,6 +142,9 @@ def es(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EsStack]:
         model.stop()
         print(f'\n--- overspill worker log (tail) ---\n{overspill.output()[-3000:]}')
         _drop_bucket(s3, bucket)
+        # The example agent reads its configuration when imported: let the next test module
+        # import it afresh, under its own environment.
+        sys.modules.pop('log_agent', None)
 
 
 def _drop_bucket(s3: Any, bucket: str) -> None:
@@ -363,7 +366,7 @@ class RawProbe:
                     RawValue(payload),
                     task_queue=queue,
                     # Generous: a loaded CI machine moves 20 MB slowly (the activities heartbeat).
-                    start_to_close_timeout=timedelta(seconds=RUN_TIMEOUT * 3),
+                    start_to_close_timeout=timedelta(seconds=RUN_TIMEOUT),
                     heartbeat_timeout=timedelta(seconds=30),
                     retry_policy=RetryPolicy(maximum_attempts=attempts),
                 )
@@ -396,7 +399,7 @@ async def _run_raw(
             args=[queue, activity, encoded, attempts],
             id=own_queue,
             task_queue=own_queue,
-            execution_timeout=timedelta(seconds=RUN_TIMEOUT * 4),
+            execution_timeout=timedelta(seconds=RUN_TIMEOUT * 2),
         )
 
 
