@@ -99,12 +99,14 @@ EOF
   # Derived ports keep a second instance (another S3 port) from colliding with the first.
   # -filer.maxMB=1 stores objects in 1 MB chunks: SeaweedFS serves a ranged GET by reading whole
   # chunks, so a read_tool_result page of a 100 MB spill costs ~3 ms instead of ~5-10 ms.
+  # -s3.autoCreateBucket=false answers a PUT into a missing bucket with NoSuchBucket, as AWS does
+  # (SeaweedFS would create the bucket).
   local off=$((S3_PORT - 8333))
   nohup "$VENV/bin/weed" mini -dir="$SW_DIR/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
     -s3.port="$S3_PORT" -s3.config="$SW_DIR/s3.json" -bucket="$BUCKET" \
     -master.port=$((9333 + off)) -volume.port=$((8080 + off)) -filer.port=$((8888 + off)) \
     -admin.port=$((23646 + off)) -webdav=false -admin.ui=false -filer.maxMB=1 \
-    -s3.port.iceberg=0 -s3.port.lance=0 \
+    -s3.port.iceberg=0 -s3.port.lance=0 -s3.autoCreateBucket=false \
     > "$SW_DIR/weed.log" 2>&1 < /dev/null &
   echo $! > "$PID_FILE"
   if ! wait_for "SeaweedFS S3 on $ENDPOINT" 90 ready; then

@@ -10,6 +10,7 @@ pub mod api;
 pub mod external_storage;
 pub mod limits;
 pub mod read;
+mod redact;
 pub mod store;
 pub mod summarize;
 pub mod worker;

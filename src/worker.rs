@@ -59,8 +59,9 @@ impl WorkerError {
     }
 }
 
-/// How to reach the Temporal server.
-#[derive(Debug, Clone, Default)]
+/// How to reach the Temporal server. `Debug` and `Display` never show the API key or a password
+/// in the address.
+#[derive(Clone, Default)]
 pub struct Connect {
     /// `host:port` or a URL (`http://…`, `https://…`).
     pub address: String,
@@ -76,6 +77,30 @@ pub struct Connect {
     pub tls_ca: Option<PathBuf>,
     /// A custom identity (default `{pid}@{hostname}`).
     pub identity: Option<String>,
+}
+
+impl std::fmt::Debug for Connect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connect")
+            .field("address", &self.to_string())
+            .field("namespace", &self.namespace)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .field("tls_cert", &self.tls_cert)
+            .field("tls_key", &self.tls_key)
+            .field("tls_ca", &self.tls_ca)
+            .field("identity", &self.identity)
+            .finish()
+    }
+}
+
+/// The server's URL, any password in it redacted.
+impl std::fmt::Display for Connect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.url() {
+            Ok(url) => write!(f, "{}", crate::redact::url(&url)),
+            Err(_) => f.write_str("[unparsable address]"),
+        }
+    }
 }
 
 impl Connect {
@@ -104,7 +129,7 @@ impl Connect {
             format!("http://{}", self.address)
         };
         url::Url::parse(&address).map_err(|e| WorkerError::Connect {
-            address: self.address.clone(),
+            address: "[unparsable address]".to_owned(),
             source: Box::new(e),
         })
     }
@@ -147,7 +172,7 @@ impl Connect {
         let connection = Connection::connect(options)
             .await
             .map_err(|e| WorkerError::Connect {
-                address: self.address.clone(),
+                address: self.to_string(),
                 source: Box::new(e),
             })?;
         let namespace = self.namespace.clone().unwrap_or_else(|| "default".into());
@@ -323,8 +348,15 @@ pub enum LogFormat {
 
 /// Install the `tracing` subscriber: `RUST_LOG` filters (default `info`), to stderr.
 pub fn init_logging(format: LogFormat) {
+    init_logging_at(format, "info");
+}
+
+/// Install the `tracing` subscriber: `RUST_LOG` filters (default `default_filter`, e.g. `warn`),
+/// to stderr.
+pub fn init_logging_at(format: LogFormat, default_filter: &str) {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -332,4 +364,27 @@ pub fn init_logging(format: LogFormat) {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Connect;
+
+    #[test]
+    fn connect_never_shows_its_secrets() {
+        let connect = Connect {
+            address: "https://user:addr-secret@temporal.example:7233".into(),
+            api_key: Some("tk-secret".into()),
+            ..Connect::default()
+        };
+        let shown = format!("{connect:?} {connect}");
+        assert!(
+            !shown.contains("addr-secret") && !shown.contains("tk-secret"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("user:redacted@temporal.example:7233"),
+            "{shown}"
+        );
+    }
 }

@@ -5,7 +5,9 @@
 //! | `InvalidConfig` | no        | the limits configuration is invalid (message names the field) |
 //! | `InvalidInput`  | no        | the request does not decode (message names the field)       |
 //! | `ModelRetry`    | no        | read_tool_result's bad `offset` / `limit` (reference message) |
-//! | `StoreUnavailable` | yes    | the store failed and the action has no `then`               |
+//! | `StoreUnavailable` | yes    | the store is down or slow and the action has no `then`      |
+//! | `StoreMisconfigured` | no   | a missing bucket, refused or missing credentials (says what to fix) |
+//! | `StoreRefused`  | no        | a handle outside the store, or a key the store cannot hold  |
 //! | `ModelUnavailable` | yes    | the model failed and the action has no `then`               |
 //! | `ModelRejected` | no        | the model refused the request, or no model is configured    |
 //! | `ExternalStorage…` | see below | an External Storage reference could not be resolved, or a reply offloaded |
@@ -76,16 +78,17 @@ impl Failure {
         }
     }
 
-    /// A store failure: retryable unless the handle itself is refused.
+    /// A store failure: retryable only when the store may answer later.
     pub fn store(error: &StoreError) -> Self {
+        let type_name = match error {
+            StoreError::Misconfigured(_) => "StoreMisconfigured",
+            e if e.is_retryable() => "StoreUnavailable",
+            _ => "StoreRefused",
+        };
         Self {
-            type_name: if error.is_unknown_handle() {
-                "StoreRefused"
-            } else {
-                "StoreUnavailable"
-            },
+            type_name,
             message: format!("spill store failed ({}): {error}", error.type_name()),
-            retryable: !error.is_unknown_handle(),
+            retryable: error.is_retryable(),
             retry_after: None,
         }
     }

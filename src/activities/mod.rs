@@ -41,7 +41,7 @@ use crate::limits::{
 };
 use crate::read::{self, ReadOutcomeError, ReadRequest};
 use crate::store::Store;
-use crate::summarize::{ChunkBudget, ChunkProgress, Chunked, OpenAiSummarizer};
+use crate::summarize::{ChunkBudget, ChunkProgress, OpenAiSummarizer};
 pub use errors::Failure;
 pub use failure_log::LogFailures;
 pub use inflight::{InflightBudget, InflightPermit, available_memory};
@@ -110,7 +110,7 @@ impl OverspillActivities {
     /// summarize activity heartbeats its progress after every chunk and a retry resumes from it;
     /// `reduce` uses the same model (chunked, without resume).
     pub fn with_model(mut self, model: OpenAiSummarizer, budget: ChunkBudget) -> Self {
-        self.summarizer = SharedSummarizer::new(Chunked::new(model.clone(), budget));
+        self.summarizer = SharedSummarizer::chunked(model.clone(), budget);
         self.model = Some(Arc::new((model, budget)));
         self
     }
@@ -254,8 +254,9 @@ impl OverspillActivities {
             .prompt
             .as_deref()
             .unwrap_or(&self.limits.summary_prompt);
-        prompt::fields(template).map_err(|e| Failure::invalid_input("prompt", e))?;
-        let rendered = prompt::render(template, &request.tool_name, &request.output);
+        let rendered = prompt::Template::parse(template)
+            .map_err(|e| Failure::invalid_input("prompt", e))?
+            .render(&request.tool_name, &request.output);
         let summary_request = SummaryRequest {
             tool_name: &request.tool_name,
             output: &request.output,
@@ -438,6 +439,28 @@ mod tests {
             .await
             .expect("an explicit passthrough is honoured");
         assert_eq!(reduced.kind, ReductionKind::Passthrough);
+    }
+
+    /// A prompt that would copy the output 60,000 times is refused before anything renders.
+    #[tokio::test]
+    async fn an_amplifying_summarize_prompt_is_invalid_input() {
+        let acts =
+            OverspillActivities::new(Arc::new(Store::open(Some("memory://")).expect("store")));
+        let request = SummarizeRequest {
+            tool_name: "cat".into(),
+            output: "x".repeat(1_500),
+            model: None,
+            prompt: Some(format!("{{tool_name}}{}", "{output}".repeat(60_000))),
+        };
+        let failure = acts.summarize_request(request).await.expect_err("refused");
+        assert_eq!(failure.type_name, "InvalidInput");
+        assert!(!failure.retryable);
+        assert!(failure.message.contains("`prompt`"), "{}", failure.message);
+        assert!(
+            failure.message.contains("{output} only once"),
+            "{}",
+            failure.message
+        );
     }
 
     fn json_band(action: serde_json::Value) -> serde_json::Value {

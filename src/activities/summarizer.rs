@@ -18,6 +18,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 
 use crate::limits::{NoSummarizer, SummarizeError, Summarizer, Summary, SummaryRequest};
+use crate::summarize::{ChunkBudget, Chunked, OpenAiSummarizer};
 
 /// A summarizer the worker can share across activity tasks.
 pub trait ActivitySummarizer: Send + Sync + 'static {
@@ -46,6 +47,12 @@ impl SharedSummarizer {
     pub fn new(summarizer: impl ActivitySummarizer) -> Self {
         Self(Arc::new(summarizer))
     }
+
+    /// The OpenAI-compatible `model`, chunking outputs over `budget`: what `overspill worker`
+    /// and `overspill reduce` summarize with.
+    pub fn chunked(model: OpenAiSummarizer, budget: ChunkBudget) -> Self {
+        Self::new(Chunked::new(model, budget))
+    }
 }
 
 impl Default for SharedSummarizer {
@@ -66,7 +73,7 @@ impl Summarizer for SharedSummarizer {
     }
 }
 
-impl ActivitySummarizer for crate::summarize::Chunked<crate::summarize::OpenAiSummarizer> {
+impl ActivitySummarizer for Chunked<OpenAiSummarizer> {
     fn summarize<'a>(
         &'a self,
         request: SummaryRequest<'a>,

@@ -4,9 +4,12 @@ use std::io::{Read as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use overspill::activities::SharedSummarizer;
 use overspill::api::{ReduceRequest, ReduceResponse};
-use overspill::limits::{self, Limits, NoSummarizer, ToolCall, ToolOutput, ToolResult};
+use overspill::limits::{self, Limits, ToolCall, ToolOutput, ToolResult};
 use overspill::store::Store;
+use overspill::summarize::ModelArgs;
+use overspill::worker::{LogFormat, init_logging_at};
 
 use super::CliResult;
 
@@ -36,21 +39,31 @@ pub(crate) struct Args {
     /// directory under the system temp dir).
     #[arg(long, env = "OVERSPILL_STORE", value_name = "URL")]
     store: Option<String>,
+    /// The model for Summarize bands, as `overspill worker` takes it; without `--model-url`,
+    /// Summarize falls back to its `then` (with a WARN on stderr).
+    #[command(flatten)]
+    model: ModelArgs,
 }
 
 pub(crate) async fn run(args: Args) -> CliResult {
+    // Fallback warnings go to stderr; stdout carries only the result.
+    init_logging_at(LogFormat::Text, "warn");
     let defaults = match &args.config {
         Some(path) => Limits::from_json(&std::fs::read_to_string(path)?)?,
         None => Limits::default(),
     };
     let store = Store::open(args.store.as_deref())?;
+    let summarizer = match args.model.summarizer()? {
+        Some(model) => SharedSummarizer::chunked(model, args.model.budget()),
+        None => SharedSummarizer::default(),
+    };
     let mut stdout = std::io::stdout().lock();
     if let Some(path) = &args.request {
         let request: ReduceRequest = serde_json::from_str(&read_input(path)?)?;
         let limits = request.limits(&defaults)?;
         let call = request.call();
         let reduced =
-            limits::reduce(&limits, &call, request.into_result(), &store, &NoSummarizer).await;
+            limits::reduce(&limits, &call, request.into_result(), &store, &summarizer).await;
         serde_json::to_writer(&mut stdout, &ReduceResponse::from(reduced))?;
         writeln!(stdout)?;
         return Ok(ExitCode::SUCCESS);
@@ -65,7 +78,7 @@ pub(crate) async fn run(args: Args) -> CliResult {
         ..ToolCall::default()
     };
     let result = ToolResult::bare(ToolOutput::Text(text));
-    let reduced = limits::reduce(&defaults, &call, result, &store, &NoSummarizer).await;
+    let reduced = limits::reduce(&defaults, &call, result, &store, &summarizer).await;
     if let ToolOutput::Text(text) = &reduced.return_value {
         stdout.write_all(text.as_bytes())?;
     }

@@ -54,6 +54,9 @@ pub(crate) struct StoreArgs {
     /// Per-call timeout, e.g. `5s`.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     timeout: Option<Duration>,
+    /// Deadline of the whole listing or collection, every page and delete included (default 5m).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    deadline: Option<Duration>,
 }
 
 impl StoreArgs {
@@ -70,6 +73,9 @@ impl StoreArgs {
         }
         if let Some(timeout) = self.timeout {
             options = options.with_timeout(timeout);
+        }
+        if let Some(deadline) = self.deadline {
+            options = options.with_scan_timeout(deadline);
         }
         Store::open_with(self.store.as_deref(), options)
     }

@@ -17,8 +17,9 @@ use overspill::workflows::ExampleTools;
 
 use super::CliResult;
 
-/// How to reach Temporal (shared with `overspill dev`).
-#[derive(Debug, Clone, clap::Args)]
+/// How to reach Temporal (shared with `overspill dev`). `Debug` shows the [`Connect`] it makes,
+/// secrets redacted.
+#[derive(Clone, clap::Args)]
 pub(crate) struct TemporalArgs {
     /// Temporal frontend, `host:port` or URL.
     #[arg(long, env = "TEMPORAL_ADDRESS", default_value = "127.0.0.1:7233")]
@@ -43,6 +44,12 @@ pub(crate) struct TemporalArgs {
     /// Server CA certificate (PEM); default: the system roots.
     #[arg(long, env = "TEMPORAL_TLS_SERVER_CA_CERT_PATH", value_name = "FILE")]
     pub(crate) tls_ca: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for TemporalArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.connect().fmt(f)
+    }
 }
 
 impl TemporalArgs {
@@ -160,7 +167,8 @@ pub(crate) async fn run(args: Args) -> CliResult {
     if let Some(addr) = runtime.metrics_addr {
         tracing::info!(%addr, "serving Prometheus metrics on /metrics");
     }
-    let client = args.temporal.connect().client().await?;
+    let connect = args.temporal.connect();
+    let client = connect.client().await?;
     let mut activities = OverspillActivities::new(store.clone())
         .with_limits(limits)
         .with_inflight_budget(budget.clone());
@@ -190,7 +198,7 @@ pub(crate) async fn run(args: Args) -> CliResult {
     })?;
     tracing::info!(
         task_queue = %args.task_queue,
-        address = %args.temporal.address,
+        address = %connect,
         store = %store.url(),
         external_storage = external_storage.as_ref().map_or("off", |s| s.bucket_name()),
         max_inflight_bytes = %ByteSize(budget.bytes()),
@@ -212,5 +220,38 @@ pub(crate) fn load_limits(
             Ok(Limits::from_json(&text)?)
         }
         None => Ok(Limits::default()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::Args;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        worker: Args,
+    }
+
+    #[test]
+    fn debug_never_shows_secrets() {
+        let cli = Cli::try_parse_from([
+            "overspill",
+            "--address",
+            "https://ops:addr-secret@temporal.example:7233",
+            "--api-key",
+            "tk-secret",
+            "--model-api-key",
+            "sk-secret",
+            "--model-url",
+            "https://u:model-secret@llm.example/v1",
+        ])
+        .expect("flags parse");
+        let shown = format!("{:?}", cli.worker);
+        for secret in ["addr-secret", "tk-secret", "sk-secret", "model-secret"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
     }
 }

@@ -21,7 +21,8 @@ use serde::{Deserialize, Serialize};
 /// The reference's default band threshold, in characters.
 pub const DEFAULT_THRESHOLD: i64 = 10_000;
 
-/// The reference's summary prompt; must contain `{tool_name}` and `{output}`.
+/// The reference's summary prompt. A custom one must contain `{tool_name}` (at most 16 times)
+/// and `{output}` exactly once (see [`prompt::Template`](super::prompt::Template)).
 pub const DEFAULT_SUMMARY_PROMPT: &str = "The following output from the `{tool_name}` tool is too large to keep in full. Summarize it so the summary carries everything needed to keep working: concrete values, identifiers, errors, and structure. Respond ONLY with the summary, no preamble.\n\n<output>\n{output}\n</output>";
 
 /// The read-back tool's default name, as the spill marker names it.
@@ -190,21 +191,14 @@ fn validate_bands(bands: &[Band], path: &str) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// Check a summary prompt template: `{tool_name}` and `{output}` present, no other fields.
+/// Check a summary prompt template (see [`Template::parse`](super::prompt::Template::parse)).
 fn check_prompt(template: &str) -> Result<(), ConfigError> {
-    let invalid = |message: String| ConfigError::Invalid {
-        path: "summary_prompt".into(),
-        message,
-    };
-    let fields = crate::limits::prompt::fields(template).map_err(invalid)?;
-    for needed in ["tool_name", "output"] {
-        if !fields.iter().any(|f| f == needed) {
-            return Err(invalid(format!(
-                "the summary prompt must contain {{{needed}}}."
-            )));
-        }
-    }
-    Ok(())
+    super::prompt::Template::parse(template)
+        .map(drop)
+        .map_err(|e| ConfigError::Invalid {
+            path: "summary_prompt".into(),
+            message: e.to_string(),
+        })
 }
 
 /// One size band: when a return's measured size reaches `over`, `action` runs.
@@ -471,6 +465,18 @@ mod tests {
         );
         let good = r#"{"bands":[{"over":1,"action":{"type":"summarize"}}],"summary_prompt":"{tool_name}: {output} {{x}}"}"#;
         assert!(Limits::from_json(good).is_ok());
+    }
+
+    #[test]
+    fn a_summary_prompt_repeating_output_is_refused() {
+        let prompt = format!("{{tool_name}}{}", "{output}".repeat(60_000));
+        let json = serde_json::json!({
+            "bands": [{"over": 1, "action": {"type": "summarize"}}],
+            "summary_prompt": prompt,
+        });
+        let error = Limits::from_json(&json.to_string()).expect_err("amplifying prompt");
+        assert_eq!(error.path(), "summary_prompt");
+        assert!(error.to_string().contains("{output} only once"), "{error}");
     }
 
     #[test]

@@ -34,6 +34,23 @@ pub enum StoreError {
     /// The store did not answer in time.
     #[error("the store did not answer within {0:?}")]
     Timeout(std::time::Duration),
+    /// The store cannot work as configured (a missing bucket, refused or missing credentials):
+    /// retrying cannot help, and the message says what to fix.
+    #[error("{0}")]
+    Misconfigured(String),
+    /// The key is longer than the backend can hold; retrying the same key cannot help.
+    #[error(
+        "the spill key {key:?} is {bytes} bytes as an object path, more than the store's {max}: \
+         shorten the run id or tool call id"
+    )]
+    KeyTooLong {
+        /// The key.
+        key: String,
+        /// Its object path's length, line index suffix included.
+        bytes: usize,
+        /// The backend's limit.
+        max: usize,
+    },
     /// Any other failure of the backend.
     #[error("{0}")]
     Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -47,8 +64,16 @@ impl StoreError {
             Self::OutsideStore { .. } => "OutsideStore",
             Self::PermissionDenied(_) => "PermissionDenied",
             Self::Timeout(_) => "Timeout",
+            Self::Misconfigured(_) => "Misconfigured",
+            Self::KeyTooLong { .. } => "KeyTooLong",
             Self::Backend(_) => "Backend",
         }
+    }
+
+    /// Whether the same call may succeed later: a timeout or a backend failure (a store that is
+    /// down, a 5xx). Refused handles, misconfiguration and over-long keys are final.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Self::Timeout(_) | Self::Backend(_))
     }
 
     /// Whether the handle itself is unknown or refused, as opposed to the store failing.

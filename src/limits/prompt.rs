@@ -1,34 +1,111 @@
 //! The Summarize prompt template, with Python `str.format` rules for `{field}` and `{{ }}`.
+//!
+//! A [`Template`] is checked before anything is rendered: braces balanced, `{output}` exactly
+//! once and `{tool_name}` at least once and at most [`MAX_TOOL_NAME_FIELDS`] times. A rendered
+//! prompt is therefore never larger than the template, the output and a few tool names: a
+//! template cannot amplify an output (60,000 `{output}` fields over a 1.5 MB output would be
+//! 90 GB).
+//!
+//! ```
+//! use overspill::limits::prompt::{PromptError, Template};
+//!
+//! let template = Template::parse("Summarize `{tool_name}` ({{raw}}):\n{output}")?;
+//! assert_eq!(template.render("cat", "a\nb"), "Summarize `cat` ({raw}):\na\nb");
+//! assert_eq!(
+//!     Template::parse("{tool_name}: {output} {output}").unwrap_err(),
+//!     PromptError::RepeatedOutput
+//! );
+//! # Ok::<(), PromptError>(())
+//! ```
 
-/// The field names a template uses; an error for an unbalanced brace.
-pub fn fields(template: &str) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    walk(template, |piece| {
-        if let Piece::Field(name) = piece {
-            out.push(name.to_owned());
-        }
-    })?;
-    Ok(out)
+use super::config::DEFAULT_SUMMARY_PROMPT;
+
+/// The most `{tool_name}` fields a template may hold.
+pub const MAX_TOOL_NAME_FIELDS: usize = 16;
+
+/// Why a summary prompt template cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PromptError {
+    /// A `{` with no `}` after it.
+    #[error("the summary prompt has an unmatched '{{'.")]
+    UnmatchedOpen,
+    /// A `}` that closes nothing (write `}}` for a literal one).
+    #[error("the summary prompt has a single '}}'.")]
+    SingleClose,
+    /// No `{output}` field.
+    #[error("the summary prompt must contain {{output}}.")]
+    NoOutput,
+    /// More than one `{output}` field: each would copy the whole output into the prompt.
+    #[error("the summary prompt may contain {{output}} only once.")]
+    RepeatedOutput,
+    /// No `{tool_name}` field.
+    #[error("the summary prompt must contain {{tool_name}}.")]
+    NoToolName,
+    /// More than [`MAX_TOOL_NAME_FIELDS`] `{tool_name}` fields.
+    #[error("the summary prompt may contain {{tool_name}} at most {MAX_TOOL_NAME_FIELDS} times.")]
+    TooManyToolNames,
 }
 
-/// Fill `{tool_name}` and `{output}` in; other fields are left as written.
-pub fn render(template: &str, tool_name: &str, output: &str) -> String {
-    let mut out = String::with_capacity(template.len() + output.len());
-    let filled = walk(template, |piece| match piece {
-        Piece::Literal(s) => out.push_str(s),
-        Piece::Field("tool_name") => out.push_str(tool_name),
-        Piece::Field("output") => out.push_str(output),
-        Piece::Field(other) => {
-            out.push('{');
-            out.push_str(other);
-            out.push('}');
+/// A checked summary prompt template (see the [module docs](self)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Template<'a> {
+    text: &'a str,
+    tool_names: usize,
+}
+
+impl<'a> Template<'a> {
+    /// Check `text`: balanced braces, `{output}` exactly once, `{tool_name}` 1 to
+    /// [`MAX_TOOL_NAME_FIELDS`] times. Other fields are allowed and rendered as written.
+    ///
+    /// Linear in the template; stops at the first field over its limit.
+    pub fn parse(text: &'a str) -> Result<Self, PromptError> {
+        let (mut outputs, mut tool_names) = (0usize, 0usize);
+        walk(text, |piece| {
+            match piece {
+                Piece::Field("output") => outputs += 1,
+                Piece::Field("tool_name") => tool_names += 1,
+                _ => {}
+            }
+            outputs <= 1 && tool_names <= MAX_TOOL_NAME_FIELDS
+        })?;
+        // The walk stopped early if a count went over its limit: judge those first.
+        match (outputs, tool_names) {
+            (2.., _) => Err(PromptError::RepeatedOutput),
+            (_, n) if n > MAX_TOOL_NAME_FIELDS => Err(PromptError::TooManyToolNames),
+            (0, _) => Err(PromptError::NoOutput),
+            (_, 0) => Err(PromptError::NoToolName),
+            _ => Ok(Self { text, tool_names }),
         }
-    });
-    match filled {
-        Ok(()) => out,
-        Err(_) => template
-            .replace("{tool_name}", tool_name)
-            .replace("{output}", output),
+    }
+
+    /// The reference's template, [`DEFAULT_SUMMARY_PROMPT`].
+    pub fn reference() -> Template<'static> {
+        Template {
+            text: DEFAULT_SUMMARY_PROMPT,
+            tool_names: 1,
+        }
+    }
+
+    /// Fill `{tool_name}` and `{output}` in; other fields are left as written.
+    pub fn render(&self, tool_name: &str, output: &str) -> String {
+        let capacity = self.text.len() + output.len() + self.tool_names * tool_name.len();
+        let mut out = String::with_capacity(capacity);
+        // A checked template walks to its end.
+        let _ = walk(self.text, |piece| {
+            match piece {
+                Piece::Literal(s) => out.push_str(s),
+                Piece::Field("tool_name") => out.push_str(tool_name),
+                Piece::Field("output") => out.push_str(output),
+                Piece::Field(other) => {
+                    out.push('{');
+                    out.push_str(other);
+                    out.push('}');
+                }
+            }
+            true
+        });
+        out
     }
 }
 
@@ -37,24 +114,78 @@ enum Piece<'a> {
     Field(&'a str),
 }
 
-fn walk<'a>(template: &'a str, mut each: impl FnMut(Piece<'a>)) -> Result<(), String> {
+/// Hand each piece of `template` to `each` in order, until it returns `false`.
+fn walk<'a>(template: &'a str, mut each: impl FnMut(Piece<'a>) -> bool) -> Result<(), PromptError> {
     let mut rest = template;
     while let Some(i) = rest.find(['{', '}']) {
-        each(Piece::Literal(&rest[..i]));
+        if !each(Piece::Literal(&rest[..i])) {
+            return Ok(());
+        }
         let tail = &rest[i..];
-        if tail.starts_with("{{") || tail.starts_with("}}") {
-            each(Piece::Literal(&tail[..1]));
+        let piece = if tail.starts_with("{{") || tail.starts_with("}}") {
             rest = &tail[2..];
+            Piece::Literal(&tail[..1])
         } else if tail.starts_with('{') {
-            let close = tail
-                .find('}')
-                .ok_or("the summary prompt has an unmatched '{'.")?;
-            each(Piece::Field(&tail[1..close]));
+            let close = tail.find('}').ok_or(PromptError::UnmatchedOpen)?;
             rest = &tail[close + 1..];
+            Piece::Field(&tail[1..close])
         } else {
-            return Err("the summary prompt has a single '}'.".into());
+            return Err(PromptError::SingleClose);
+        };
+        if !each(piece) {
+            return Ok(());
         }
     }
     each(Piece::Literal(rest));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_fields_and_escapes() {
+        let template = Template::parse("{tool_name}/{tool_name} {{x}} {other} }} <{output}>")
+            .expect("a valid template");
+        assert_eq!(template.render("t", "o"), "t/t {x} {other} } <o>");
+        let reference = Template::reference();
+        assert_eq!(Template::parse(DEFAULT_SUMMARY_PROMPT), Ok(reference));
+        assert!(
+            reference
+                .render("cat", "X")
+                .ends_with("<output>\nX\n</output>")
+        );
+    }
+
+    #[test]
+    fn refuses_templates_that_could_amplify_the_output() {
+        let repeated = format!("{{tool_name}}{}", "{output}".repeat(60_000));
+        assert_eq!(Template::parse(&repeated), Err(PromptError::RepeatedOutput));
+        assert_eq!(Template::parse("{tool_name}"), Err(PromptError::NoOutput));
+        let names = "{tool_name}".repeat(MAX_TOOL_NAME_FIELDS + 1) + "{output}";
+        assert_eq!(Template::parse(&names), Err(PromptError::TooManyToolNames));
+        assert!(Template::parse(&names[11..]).is_ok());
+        assert_eq!(Template::parse("{output}"), Err(PromptError::NoToolName));
+    }
+
+    #[test]
+    fn refuses_unbalanced_braces() {
+        assert_eq!(
+            Template::parse("{tool_name} {output"),
+            Err(PromptError::UnmatchedOpen)
+        );
+        assert_eq!(
+            Template::parse("{tool_name} } {output}"),
+            Err(PromptError::SingleClose)
+        );
+        assert_eq!(
+            PromptError::SingleClose.to_string(),
+            "the summary prompt has a single '}'."
+        );
+        assert_eq!(
+            PromptError::TooManyToolNames.to_string(),
+            "the summary prompt may contain {tool_name} at most 16 times."
+        );
+    }
 }

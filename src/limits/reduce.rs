@@ -546,7 +546,17 @@ async fn apply<S: SpillStore, M: Summarizer>(
                     current = s.then.as_deref();
                     continue;
                 };
-                let rendered = prompt::render(&limits.summary_prompt, &call.tool_name, text);
+                // `Limits::validate` refuses such a template; one built in code falls back here.
+                let template = match prompt::Template::parse(&limits.summary_prompt) {
+                    Ok(template) => template,
+                    Err(error) => {
+                        warn_fallback("Summarizing", call, "InvalidPrompt", action.then());
+                        tracing::debug!(%error, "unusable summary prompt");
+                        current = s.then.as_deref();
+                        continue;
+                    }
+                };
+                let rendered = template.render(&call.tool_name, text);
                 let request = SummaryRequest {
                     tool_name: &call.tool_name,
                     output: text,
@@ -603,5 +613,38 @@ mod tests {
         let result = ToolResult::bare(ToolOutput::Text(String::new()));
         let future = reduce(&limits, &call, result, &store, &NoSummarizer);
         assert_send(&future);
+    }
+
+    /// Counts the calls it gets; every summary is `ok`.
+    #[derive(Default)]
+    struct Counting(std::sync::atomic::AtomicUsize);
+
+    impl Summarizer for Counting {
+        async fn summarize(
+            &self,
+            _request: SummaryRequest<'_>,
+        ) -> Result<super::super::Summary, super::super::SummarizeError> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(super::super::Summary {
+                text: "ok".into(),
+                usage: Usage::default(),
+            })
+        }
+    }
+
+    /// Limits built in code skip validation: an amplifying template still never renders.
+    #[tokio::test]
+    async fn an_unchecked_amplifying_prompt_falls_back_without_rendering() {
+        let mut limits = Limits::from_json(
+            r#"{"bands":[{"over":10,"action":{"type":"summarize","then":{"type":"truncate","max_chars":20}}}]}"#,
+        )
+        .expect("valid limits");
+        limits.summary_prompt = format!("{{tool_name}}{}", "{output}".repeat(60_000));
+        let summarizer = Counting::default();
+        let result = ToolResult::bare(ToolOutput::Text("x".repeat(1_500)));
+        let call = ToolCall::default();
+        let reduced = reduce(&limits, &call, result, &MemoryStore::new(), &summarizer).await;
+        assert_eq!(reduced.kind, ReductionKind::Truncated);
+        assert_eq!(summarizer.0.load(std::sync::atomic::Ordering::SeqCst), 0);
     }
 }

@@ -1,33 +1,78 @@
 //! Building the object_store backend a URL names, with bounded timeouts and retries.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use object_store::aws::AmazonS3Builder;
-use object_store::azure::MicrosoftAzureBuilder;
-use object_store::gcp::GoogleCloudStorageBuilder;
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
+use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::memory::InMemory;
-use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
+use object_store::{BackoffConfig, ClientConfigKey, ClientOptions, ObjectStore, RetryConfig};
 
 use super::StoreOptions;
-use super::url::{Scheme, parse_bool};
+use super::url::Scheme;
+use crate::limits::StoreError;
 
-/// HTTP client options: a connect timeout and a read-inactivity timeout. The whole call is
-/// bounded by the store's per-call deadline instead of a per-request total, so that a large
-/// transfer on a slow link is not cut off while a frozen server still fails fast.
-fn client_options(options: &StoreOptions) -> ClientOptions {
-    ClientOptions::new()
+/// The client settings read from the environment (`AWS_PROXY_URL`, `AWS_PROXY_CA_CERTIFICATE`,
+/// `AWS_ALLOW_HTTP`, …) that the store keeps; its own timeouts replace the environment's.
+const INHERITED: [ClientConfigKey; 16] = [
+    ClientConfigKey::AllowHttp,
+    ClientConfigKey::AllowInvalidCertificates,
+    ClientConfigKey::NoSystemCertificates,
+    ClientConfigKey::DefaultContentType,
+    ClientConfigKey::Http1Only,
+    ClientConfigKey::Http2Only,
+    ClientConfigKey::Http2KeepAliveInterval,
+    ClientConfigKey::Http2KeepAliveTimeout,
+    ClientConfigKey::Http2KeepAliveWhileIdle,
+    ClientConfigKey::Http2MaxFrameSize,
+    ClientConfigKey::PoolMaxIdlePerHost,
+    ClientConfigKey::ProxyUrl,
+    ClientConfigKey::ProxyCaCertificate,
+    ClientConfigKey::ProxyExcludes,
+    ClientConfigKey::RandomizeAddresses,
+    ClientConfigKey::UserAgent,
+];
+
+/// HTTP client options: what the environment set (`from_env` reads the builder's), with a
+/// connect timeout and a read-inactivity timeout. The whole call is bounded by the store's
+/// per-call deadline instead of a per-request total, so that a large transfer on a slow link is
+/// not cut off while a frozen server still fails fast.
+fn client_options(
+    options: &StoreOptions,
+    from_env: impl Fn(ClientConfigKey) -> Option<String>,
+) -> ClientOptions {
+    let inherited = INHERITED
+        .into_iter()
+        .fold(ClientOptions::new(), |client, key| match from_env(key) {
+            Some(value) => client.with_config(key, value),
+            None => client,
+        });
+    inherited
         .with_timeout_disabled()
         .with_connect_timeout(options.connect_timeout)
         .with_read_timeout(options.timeout)
-        .with_pool_idle_timeout(std::time::Duration::from_secs(30))
+        .with_pool_idle_timeout(Duration::from_secs(30))
+}
+
+/// `$env` (a builder read `from_env`) with `$url`, the client options the environment set
+/// (`$key` wraps a client key in the builder's own key type), the store's timeouts and retries.
+macro_rules! configured {
+    ($env:expr, $key:path, $url:expr, $options:expr) => {{
+        let env = $env;
+        let client = client_options($options, |k| env.get_config_value(&$key(k)));
+        env.with_url($url)
+            .with_client_options(client)
+            .with_retry(retry_config($options))
+    }};
 }
 
 /// A short retry budget: a store that is down fails within about a second.
 fn retry_config(options: &StoreOptions) -> RetryConfig {
     RetryConfig {
         backoff: BackoffConfig {
-            init_backoff: std::time::Duration::from_millis(100),
-            max_backoff: std::time::Duration::from_secs(1),
+            init_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(1),
             base: 2.0,
         },
         max_retries: options.max_retries,
@@ -35,75 +80,189 @@ fn retry_config(options: &StoreOptions) -> RetryConfig {
     }
 }
 
+/// Where a blob store is, beyond its URL: settings from the URL's query.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Location<'a> {
+    pub(crate) endpoint: Option<&'a str>,
+    pub(crate) region: Option<&'a str>,
+    pub(crate) allow_http: Option<bool>,
+}
+
 /// The backend for a blob-store URL.
 pub(crate) fn build(
     scheme: Scheme,
     url: &str,
-    endpoint: Option<&str>,
-    region: Option<&str>,
-    allow_http: Option<bool>,
+    location: Location<'_>,
     options: &StoreOptions,
-) -> Result<Arc<dyn ObjectStore>, object_store::Error> {
-    let endpoint = options.endpoint.as_deref().or(endpoint);
-    let region = options.region.as_deref().or(region);
-    // Flag, then URL query, then the backend's `*_ALLOW_HTTP` variable (re-applied:
-    // with_client_options resets it).
-    let allow_http_variable = match scheme {
-        Scheme::Gcs => "GOOGLE_ALLOW_HTTP",
-        _ => "AWS_ALLOW_HTTP",
+) -> Result<Arc<dyn ObjectStore>, StoreError> {
+    let backend = |e: object_store::Error| StoreError::Backend(Box::new(e));
+    // Options, then the URL's query, then the environment (AWS_ALLOW_HTTP is kept by
+    // `client_options`, AWS_ENDPOINT_URL and AWS_REGION by the builders' `from_env`).
+    let location = Location {
+        endpoint: options.endpoint.as_deref().or(location.endpoint),
+        region: options.region.as_deref().or(location.region),
+        allow_http: options.allow_http.or(location.allow_http),
     };
-    let allow_http = options.allow_http.or(allow_http).unwrap_or_else(|| {
-        std::env::var(allow_http_variable)
-            .ok()
-            .and_then(|v| parse_bool(&v))
-            .unwrap_or(false)
-    });
     Ok(match scheme {
         Scheme::S3 => {
-            let mut builder = AmazonS3Builder::from_env()
-                .with_url(url)
-                .with_client_options(client_options(options))
-                .with_retry(retry_config(options));
-            if allow_http {
-                builder = builder.with_allow_http(true);
-            }
-            if let Some(endpoint) = endpoint {
-                builder = builder.with_endpoint(endpoint);
-            }
-            if let Some(region) = region {
-                builder = builder.with_region(region);
-            }
-            if let Some(super::Credentials {
-                access_key_id: id,
-                secret_access_key: secret,
-            }) = &options.credentials
-            {
-                builder = builder
-                    .with_access_key_id(id)
-                    .with_secret_access_key(secret);
-            }
-            Arc::new(builder.build()?)
+            let builder = s3(AmazonS3Builder::from_env(), url, location, options)?;
+            Arc::new(builder.build().map_err(backend)?)
         }
-        Scheme::Gcs => Arc::new(
-            GoogleCloudStorageBuilder::from_env()
-                .with_url(url)
-                .with_client_options(client_options(options).with_allow_http(allow_http))
-                .with_retry(retry_config(options))
-                .build()?,
-        ),
-        Scheme::Azure => {
-            let mut builder = MicrosoftAzureBuilder::from_env()
-                .with_url(url)
-                .with_client_options(client_options(options))
-                .with_retry(retry_config(options));
-            if allow_http {
-                builder = builder.with_allow_http(true);
+        Scheme::Gcs => {
+            let env = GoogleCloudStorageBuilder::from_env();
+            let mut builder = configured!(env, GoogleConfigKey::Client, url, options);
+            if let Some(allow) = location.allow_http {
+                let key = GoogleConfigKey::Client(ClientConfigKey::AllowHttp);
+                builder = builder.with_config(key, allow.to_string());
             }
-            if let Some(endpoint) = endpoint {
+            Arc::new(builder.build().map_err(backend)?)
+        }
+        Scheme::Azure => {
+            let env = MicrosoftAzureBuilder::from_env();
+            let mut builder = configured!(env, AzureConfigKey::Client, url, options);
+            if let Some(allow) = location.allow_http {
+                builder = builder.with_allow_http(allow);
+            }
+            if let Some(endpoint) = location.endpoint {
                 builder = builder.with_endpoint(endpoint.to_owned());
             }
-            Arc::new(builder.build()?)
+            Arc::new(builder.build().map_err(backend)?)
         }
         Scheme::Memory => Arc::new(InMemory::new()),
     })
+}
+
+/// The S3 builder: `env` (the environment's settings) with the URL, `location`, the store's
+/// settings, and the check that a custom endpoint comes with credentials.
+fn s3(
+    env: AmazonS3Builder,
+    url: &str,
+    location: Location<'_>,
+    options: &StoreOptions,
+) -> Result<AmazonS3Builder, StoreError> {
+    let mut builder = configured!(env, AmazonS3ConfigKey::Client, url, options);
+    if let Some(allow) = location.allow_http {
+        builder = builder.with_allow_http(allow);
+    }
+    if let Some(endpoint) = location.endpoint {
+        builder = builder.with_endpoint(endpoint);
+    }
+    if let Some(region) = location.region {
+        builder = builder.with_region(region);
+    }
+    if let Some(super::Credentials {
+        access_key_id: id,
+        secret_access_key: secret,
+    }) = &options.credentials
+    {
+        builder = builder
+            .with_access_key_id(id)
+            .with_secret_access_key(secret);
+    }
+    let endpoint = builder.get_config_value(&AmazonS3ConfigKey::Endpoint);
+    if endpoint.is_some() && !has_credentials(&builder) {
+        return Err(StoreError::Misconfigured(
+            "no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (a store with a \
+             custom endpoint never asks the EC2 instance metadata service), or \
+             AWS_SKIP_SIGNATURE=true for a public bucket"
+                .into(),
+        ));
+    }
+    Ok(builder)
+}
+
+/// Whether `builder` has credentials other than the EC2 instance metadata service's: a key, a
+/// web identity, a container's credentials, or unsigned requests.
+fn has_credentials(builder: &AmazonS3Builder) -> bool {
+    let set = |key: AmazonS3ConfigKey| builder.get_config_value(&key).is_some();
+    set(AmazonS3ConfigKey::AccessKeyId)
+        || set(AmazonS3ConfigKey::SecretAccessKey)
+        || (set(AmazonS3ConfigKey::WebIdentityTokenFile) && set(AmazonS3ConfigKey::RoleArn))
+        || set(AmazonS3ConfigKey::ContainerCredentialsRelativeUri)
+        || (set(AmazonS3ConfigKey::ContainerCredentialsFullUri)
+            && set(AmazonS3ConfigKey::ContainerAuthorizationTokenFile))
+        || builder
+            .get_config_value(&AmazonS3ConfigKey::SkipSignature)
+            .is_some_and(|v| v == "true")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ENDPOINT: Location<'static> = Location {
+        endpoint: Some("http://127.0.0.1:9"),
+        region: None,
+        allow_http: Some(true),
+    };
+
+    fn client(builder: &AmazonS3Builder, key: ClientConfigKey) -> Option<String> {
+        builder.get_config_value(&AmazonS3ConfigKey::Client(key))
+    }
+
+    #[test]
+    fn keeps_the_environments_client_options() {
+        let env = AmazonS3Builder::new()
+            .with_access_key_id("id")
+            .with_secret_access_key("secret")
+            .with_config(
+                AmazonS3ConfigKey::Client(ClientConfigKey::ProxyUrl),
+                "http://proxy.internal:3128",
+            )
+            .with_config(
+                AmazonS3ConfigKey::Client(ClientConfigKey::ProxyCaCertificate),
+                "/etc/proxy-ca.pem",
+            );
+        let options = StoreOptions::new().with_connect_timeout(Duration::from_secs(3));
+        let builder = s3(env, "s3://spills", ENDPOINT, &options).expect("a builder");
+        assert_eq!(
+            client(&builder, ClientConfigKey::ProxyUrl).as_deref(),
+            Some("http://proxy.internal:3128")
+        );
+        assert_eq!(
+            client(&builder, ClientConfigKey::ProxyCaCertificate).as_deref(),
+            Some("/etc/proxy-ca.pem")
+        );
+        assert_eq!(client(&builder, ClientConfigKey::Timeout), None);
+        assert_eq!(
+            client(&builder, ClientConfigKey::ConnectTimeout).as_deref(),
+            Some("3s")
+        );
+        assert_eq!(
+            client(&builder, ClientConfigKey::AllowHttp).as_deref(),
+            Some("true")
+        );
+    }
+
+    #[test]
+    fn a_custom_endpoint_without_credentials_is_misconfigured() {
+        let error = s3(
+            AmazonS3Builder::new(),
+            "s3://spills",
+            ENDPOINT,
+            &StoreOptions::new(),
+        )
+        .expect_err("no credentials");
+        assert!(matches!(error, StoreError::Misconfigured(_)));
+        assert!(
+            error
+                .to_string()
+                .starts_with("no S3 credentials: set AWS_ACCESS_KEY_ID")
+        );
+        let keyed = StoreOptions::new().with_credentials("id", "secret");
+        assert!(s3(AmazonS3Builder::new(), "s3://spills", ENDPOINT, &keyed).is_ok());
+        let unsigned = AmazonS3Builder::new().with_skip_signature(true);
+        assert!(s3(unsigned, "s3://spills", ENDPOINT, &StoreOptions::new()).is_ok());
+        // On AWS itself (no endpoint), the instance's role is a legitimate source.
+        let aws = Location::default();
+        assert!(
+            s3(
+                AmazonS3Builder::new(),
+                "s3://spills",
+                aws,
+                &StoreOptions::new()
+            )
+            .is_ok()
+        );
+    }
 }

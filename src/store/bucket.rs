@@ -75,15 +75,13 @@ pub(super) fn connect(
             region,
             allow_http,
         } => {
-            let store = backend::build(
-                scheme,
-                &url,
-                endpoint.as_deref(),
-                region.as_deref(),
+            let location = backend::Location {
+                endpoint: endpoint.as_deref(),
+                region: region.as_deref(),
                 allow_http,
-                options,
-            )
-            .map_err(|e| StoreError::Backend(Box::new(e)))?;
+            };
+            let store = backend::build(scheme, &url, location, options)?;
+            let url = crate::redact::raw_url(&url);
             Ok((store, prefix, url))
         }
     }

@@ -6,13 +6,120 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use object_store::ObjectStore;
+use object_store::local::LocalFileSystem;
 
 use crate::limits::StoreError;
 use crate::limits::pyfmt::repr;
 
+/// The `file://` backend: the root's checks and the object_store filesystem over it, built on
+/// first use (once the root exists and passed its checks).
+///
+/// Every method calls `std::fs` and may block: the store runs them on a blocking thread, within
+/// its deadline.
+#[derive(Debug)]
+pub(crate) struct LocalBackend {
+    root: LocalRoot,
+    fs: OnceLock<Arc<dyn ObjectStore>>,
+}
+
+impl LocalBackend {
+    /// A backend over the directory `root` (not touched until the first call).
+    pub(crate) fn new(root: PathBuf) -> Self {
+        Self {
+            root: LocalRoot::new(root),
+            fs: OnceLock::new(),
+        }
+    }
+
+    /// The root directory.
+    pub(crate) fn path(&self) -> &Path {
+        self.root.path()
+    }
+
+    /// Before reading the object at `relative`: the root checked, the target confined to it.
+    pub(crate) fn for_read(
+        &self,
+        relative: &str,
+        handle: &str,
+    ) -> Result<Arc<dyn ObjectStore>, StoreError> {
+        self.root.check()?;
+        self.root.confine(relative, handle)?;
+        self.fs()
+    }
+
+    /// Before writing the object at `relative`: the root created and checked, and the directory
+    /// the object goes into confined to it (see [`LocalRoot::confine_dir`]).
+    pub(crate) fn for_write(
+        &self,
+        relative: &str,
+        handle: &str,
+    ) -> Result<Arc<dyn ObjectStore>, StoreError> {
+        self.root.ensure()?;
+        self.root.confine_dir(relative, handle)?;
+        self.fs()
+    }
+
+    /// Before a listing: the root checked; `None` while it does not exist (nothing is stored).
+    pub(crate) fn for_listing(&self) -> Result<Option<Arc<dyn ObjectStore>>, StoreError> {
+        match self.root.check() {
+            Ok(()) => self.fs().map(Some),
+            Err(StoreError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Before deleting `paths`: the root checked, and the paths whose target leaves it dropped
+    /// (never delete through a symlink that leads out of the root).
+    pub(crate) fn for_delete(
+        &self,
+        mut paths: Vec<object_store::path::Path>,
+    ) -> Result<(Arc<dyn ObjectStore>, Vec<object_store::path::Path>), StoreError> {
+        self.root.check()?;
+        paths.retain(|p| self.root.confine(p.as_ref(), p.as_ref()).is_ok());
+        Ok((self.fs()?, paths))
+    }
+
+    /// Whether the object at `relative` stays inside the root, symlinks resolved.
+    pub(crate) fn is_confined(&self, relative: &str) -> bool {
+        self.root.confine(relative, relative).is_ok()
+    }
+
+    /// After a garbage collection: remove the directories it left empty below `base` (never
+    /// `base` itself).
+    pub(crate) fn prune_empty_dirs(
+        &self,
+        deleted: &[object_store::path::Path],
+        base: &object_store::path::Path,
+    ) {
+        let stop = self.path().join(base.as_ref());
+        for path in deleted {
+            let mut dir = self.path().join(path.as_ref());
+            while dir.pop() && dir.starts_with(&stop) && dir != stop {
+                if std::fs::remove_dir(&dir).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+
+    fn fs(&self) -> Result<Arc<dyn ObjectStore>, StoreError> {
+        if let Some(fs) = self.fs.get() {
+            return Ok(fs.clone());
+        }
+        let built: Arc<dyn ObjectStore> = Arc::new(
+            LocalFileSystem::new_with_prefix(self.path())
+                .map_err(|e| StoreError::Backend(Box::new(e)))?,
+        );
+        Ok(self.fs.get_or_init(|| built).clone())
+    }
+}
+
 /// A local store root and its checks.
 #[derive(Debug, Clone)]
-pub(crate) struct LocalRoot {
+struct LocalRoot {
     path: PathBuf,
 }
 
@@ -109,13 +216,36 @@ impl LocalRoot {
             }
         })?;
         if !target.starts_with(&root) {
-            return Err(StoreError::PermissionDenied(format!(
-                "Handle {} resolves outside the store root.",
-                repr(handle)
-            )));
+            return Err(outside(handle));
         }
         Ok(target)
     }
+
+    /// Before a write: refuse an object at `relative` whose directory, with symlinks resolved,
+    /// leaves the resolved root. A directory symlink inside the root would otherwise redirect the
+    /// write (and the delete of a stale index beside it) outside.
+    ///
+    /// Judged on the deepest part of the directory that exists (a symlink counts, dangling or
+    /// not): what is missing below it is created inside it.
+    pub(crate) fn confine_dir(&self, relative: &str, handle: &str) -> Result<(), StoreError> {
+        let root = std::fs::canonicalize(&self.path).map_err(|e| io_error(e, &self.path))?;
+        let mut dir = self.path.join(relative);
+        dir.pop();
+        while std::fs::symlink_metadata(&dir).is_err() && dir.pop() {}
+        match std::fs::canonicalize(&dir) {
+            Ok(resolved) if resolved.starts_with(&root) => Ok(()),
+            // Outside, or a dangling symlink, which resolves nowhere inside the root.
+            _ => Err(outside(handle)),
+        }
+    }
+}
+
+/// The reference's refusal of a handle that resolves outside the root.
+fn outside(handle: &str) -> StoreError {
+    StoreError::PermissionDenied(format!(
+        "Handle {} resolves outside the store root.",
+        repr(handle)
+    ))
 }
 
 fn io_error(e: io::Error, path: &Path) -> StoreError {

@@ -48,17 +48,13 @@
 use std::collections::HashSet;
 use std::future::Future;
 use std::ops::Range;
-use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use futures::{StreamExt as _, TryStreamExt as _};
-use object_store::local::LocalFileSystem;
 use object_store::path::Path;
-use object_store::{
-    GetOptions, ObjectMeta, ObjectStore, ObjectStoreExt as _, PutMultipartOptions, PutOptions,
-};
+use object_store::{GetOptions, ObjectMeta, ObjectStore, ObjectStoreExt as _, PutOptions};
 
 use crate::limits::{SpillStore, StoreError};
 use crate::read::LineIndex;
@@ -68,6 +64,7 @@ mod bucket;
 mod cache;
 mod key;
 mod local;
+mod upload;
 mod url;
 
 pub use bucket::Bucket;
@@ -75,16 +72,23 @@ pub use key::{INDEX_SUFFIX, NAMESPACE, Refusal, check_handle, sanitize_key, sani
 pub use url::UrlError;
 
 use cache::IndexCache;
-use local::LocalRoot;
+use local::LocalBackend;
 use url::StoreUrl;
 
 /// Payloads smaller than this have their index built inline rather than on a blocking thread.
 const INLINE_INDEX_BYTES: usize = 256 * 1024;
 
+/// The longest object key S3, GCS and Azure hold, in bytes.
+const MAX_KEY_BYTES: usize = 1024;
+
+/// The longest file name a local filesystem holds, in bytes (`NAME_MAX`).
+const MAX_NAME_BYTES: usize = 255;
+
 /// How a [`Store`] talks to its backend. Defaults are documented on each setter.
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
     timeout: Duration,
+    scan_timeout: Duration,
     min_throughput: u64,
     connect_timeout: Duration,
     max_retries: usize,
@@ -118,6 +122,7 @@ impl Default for StoreOptions {
     fn default() -> Self {
         Self {
             timeout: Duration::from_secs(5),
+            scan_timeout: Duration::from_secs(300),
             min_throughput: 8 << 20,
             connect_timeout: Duration::from_secs(2),
             max_retries: 2,
@@ -143,6 +148,13 @@ impl StoreOptions {
     /// budget. Transfers get `bytes / min_throughput` on top.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// The deadline of a whole listing or garbage collection, every page and delete included
+    /// (default 5 minutes).
+    pub fn with_scan_timeout(mut self, timeout: Duration) -> Self {
+        self.scan_timeout = timeout;
         self
     }
 
@@ -202,7 +214,8 @@ impl StoreOptions {
         self
     }
 
-    /// S3 credentials (default: `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` or the instance's).
+    /// S3 credentials (default: `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY`; without them, the
+    /// instance's role, except with a custom endpoint: see [`Store::open_with`]).
     pub fn with_credentials(mut self, access_key_id: &str, secret_access_key: &str) -> Self {
         self.credentials = Some(Credentials {
             access_key_id: access_key_id.to_owned(),
@@ -236,11 +249,20 @@ struct Inner {
 #[derive(Debug)]
 enum Backend {
     Object(Arc<dyn ObjectStore>),
-    /// Built on first use, once the root exists and passed its checks.
-    Local {
-        root: LocalRoot,
-        fs: OnceLock<Arc<dyn ObjectStore>>,
-    },
+    Local(Arc<LocalBackend>),
+}
+
+/// A local backend's check of an object path (relative to its root) for a handle, giving the
+/// filesystem to use.
+type LocalCheck = fn(&LocalBackend, &str, &str) -> Result<Arc<dyn ObjectStore>, StoreError>;
+
+/// What a failed call was doing: a 404 on a write or a listing means a missing bucket, not a
+/// missing spill.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Call {
+    Read,
+    Write,
+    List,
 }
 
 /// One stored spill, as `overspill spills ls` shows it.
@@ -272,6 +294,11 @@ impl Store {
     }
 
     /// Open the store at `url` (`None`: the local default) with `options`.
+    ///
+    /// An `s3://` store with a custom endpoint (`AWS_ENDPOINT_URL`, `?endpoint=`, or
+    /// [`StoreOptions::with_endpoint`]) and no credentials is refused as
+    /// [`StoreError::Misconfigured`]: object_store would fall back to the EC2 instance metadata
+    /// service, which a self-hosted server never answers for.
     pub fn open_with(url: Option<&str>, options: StoreOptions) -> Result<Self, StoreError> {
         let parsed = match url {
             None => StoreUrl::Local {
@@ -281,7 +308,7 @@ impl Store {
         };
         let (backend, prefix, shown) = match parsed {
             StoreUrl::Local { root } => (
-                local_backend(root.clone()),
+                Backend::Local(Arc::new(LocalBackend::new(root.clone()))),
                 Path::default(),
                 root_url(&root),
             ),
@@ -301,7 +328,7 @@ impl Store {
         })
     }
 
-    /// The store's URL (without query parameters).
+    /// The store's URL, for logs: without query parameters, any password redacted.
     pub fn url(&self) -> &str {
         &self.inner.url
     }
@@ -312,7 +339,8 @@ impl Store {
         self.locate(handle).map(|p| p.to_string())
     }
 
-    /// The spills stored (for one run when `run` is given), in path order.
+    /// The spills stored (for one run when `run` is given), in path order, within the scan
+    /// deadline ([`StoreOptions::with_scan_timeout`]).
     pub async fn list(&self, run: Option<&str>) -> Result<Vec<SpillInfo>, StoreError> {
         let prefix = match run {
             None => self.inner.base.clone(),
@@ -320,15 +348,19 @@ impl Store {
                 .iter()
                 .fold(self.inner.base.clone(), |p, s| p.join(s.as_ref())),
         };
-        let metas = self.list_objects(&prefix).await?;
-        Ok(metas
-            .iter()
-            .filter(|m| !m.location.as_ref().ends_with(INDEX_SUFFIX))
-            .map(|m| self.info(m))
-            .collect())
+        self.scan(async {
+            let metas = self.list_objects(&prefix).await?;
+            Ok(metas
+                .iter()
+                .filter(|m| !m.location.as_ref().ends_with(INDEX_SUFFIX))
+                .map(|m| self.info(m))
+                .collect())
+        })
+        .await
     }
 
-    /// Delete the spills (and their line indexes) last written more than `older_than` ago.
+    /// Delete the spills (and their line indexes) last written more than `older_than` ago, within
+    /// the scan deadline ([`StoreOptions::with_scan_timeout`]).
     ///
     /// Lists every object under the store's namespace (no delimiter listings), so it works the
     /// same on S3-compatible servers and local directories. An index goes with its payload; an
@@ -337,6 +369,10 @@ impl Store {
         let cutoff = SystemTime::now()
             .checked_sub(older_than)
             .unwrap_or(SystemTime::UNIX_EPOCH);
+        self.scan(self.collect(cutoff, dry_run)).await
+    }
+
+    async fn collect(&self, cutoff: SystemTime, dry_run: bool) -> Result<GcReport, StoreError> {
         let metas = self.list_objects(&self.inner.base).await?;
         let present: HashSet<&str> = metas.iter().map(|m| m.location.as_ref()).collect();
         let mut report = GcReport::default();
@@ -365,27 +401,25 @@ impl Store {
         if dry_run || doomed.is_empty() {
             return Ok(report);
         }
-        let (fs, local_root) = match &self.inner.backend {
-            Backend::Object(store) => (store.clone(), None),
-            Backend::Local { root, fs } => {
-                root.check()?;
-                (local_fs(root, fs)?, Some(root))
-            }
+        let (fs, doomed) = match &self.inner.backend {
+            Backend::Object(store) => (store.clone(), doomed),
+            Backend::Local(local) => self.on_disk(local, move |l| l.for_delete(doomed)).await?,
         };
-        if let Some(root) = local_root {
-            // Never delete through a symlink that leads out of the root.
-            doomed.retain(|p| root.confine(p.as_ref(), p.as_ref()).is_ok());
-        }
         let count = doomed.len();
         let locations = futures::stream::iter(doomed.clone().into_iter().map(Ok)).boxed();
         let deleted: Vec<Path> = fs
             .delete_stream(locations)
             .try_collect()
             .await
-            .map_err(|e| self.map_error(e, "", self.inner.options.timeout))?;
+            .map_err(|e| self.map_error(e, "", Call::List))?;
         report.deleted_objects = deleted.len().min(count);
-        if let Some(root) = local_root {
-            prune_empty_dirs(root.path(), &doomed, &self.inner.base);
+        if let Backend::Local(local) = &self.inner.backend {
+            let base = self.inner.base.clone();
+            self.on_disk(local, move |l| {
+                l.prune_empty_dirs(&doomed, &base);
+                Ok(())
+            })
+            .await?;
         }
         Ok(report)
     }
@@ -411,16 +445,38 @@ impl Store {
     async fn list_objects(&self, prefix: &Path) -> Result<Vec<ObjectMeta>, StoreError> {
         let fs = match &self.inner.backend {
             Backend::Object(store) => store.clone(),
-            Backend::Local { root, fs } => match root.check() {
-                Ok(()) => local_fs(root, fs)?,
-                Err(StoreError::NotFound { .. }) => return Ok(Vec::new()),
-                Err(e) => return Err(e),
+            Backend::Local(local) => match self.on_disk(local, LocalBackend::for_listing).await? {
+                Some(fs) => fs,
+                None => return Ok(Vec::new()),
             },
         };
         fs.list(Some(prefix))
             .try_collect()
             .await
-            .map_err(|e| self.map_error(e, "", self.inner.options.timeout))
+            .map_err(|e| self.map_error(e, "", Call::List))
+    }
+
+    /// Run `call` within the scan deadline.
+    async fn scan<T>(
+        &self,
+        call: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        self.within(self.inner.options.scan_timeout, call).await
+    }
+
+    /// Run the blocking local-filesystem `work` on a blocking thread, within the per-call deadline.
+    async fn on_disk<T: Send + 'static>(
+        &self,
+        local: &Arc<LocalBackend>,
+        work: impl FnOnce(&LocalBackend) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let local = local.clone();
+        self.bounded(0, async move {
+            tokio::task::spawn_blocking(move || work(&local))
+                .await
+                .map_err(|e| StoreError::Backend(Box::new(e)))?
+        })
+        .await
     }
 
     /// The object path of `handle`, or why it is refused.
@@ -433,37 +489,91 @@ impl Store {
             .fold(self.inner.base.clone(), |p, s| p.join(s.as_ref())))
     }
 
-    /// The backend and object path for a read of `handle`, after the local root checks.
-    fn for_read(&self, handle: &str) -> Result<(Arc<dyn ObjectStore>, Path), StoreError> {
+    /// The backend and object path for a read of `handle`, after the local root checks. A handle
+    /// too long to have been stored is `NotFound`.
+    async fn for_read(&self, handle: &str) -> Result<(Arc<dyn ObjectStore>, Path), StoreError> {
         let path = self.locate(handle)?;
-        match &self.inner.backend {
-            Backend::Object(store) => Ok((store.clone(), path)),
-            Backend::Local { root, fs } => {
-                root.check()?;
-                root.confine(path.as_ref(), handle)?;
-                Ok((local_fs(root, fs)?, path))
-            }
+        if self.too_long(&path, handle).is_err() {
+            return Err(StoreError::NotFound {
+                handle: handle.to_owned(),
+            });
         }
+        self.backend_for(path, handle, LocalBackend::for_read).await
     }
 
-    /// The backend and object path for a write of `key`, after creating and checking the root.
-    fn for_write(&self, key: &str) -> Result<(Arc<dyn ObjectStore>, Path), StoreError> {
+    /// The backend and object path for a write of `key`, after creating, checking and confining
+    /// the local root.
+    async fn for_write(&self, key: &str) -> Result<(Arc<dyn ObjectStore>, Path), StoreError> {
         let path = self.locate(key)?;
-        match &self.inner.backend {
-            Backend::Object(store) => Ok((store.clone(), path)),
-            Backend::Local { root, fs } => {
-                root.ensure()?;
-                Ok((local_fs(root, fs)?, path))
-            }
-        }
+        self.too_long(&path, key)?;
+        self.backend_for(path, key, LocalBackend::for_write).await
     }
 
-    fn map_error(&self, error: object_store::Error, handle: &str, after: Duration) -> StoreError {
+    /// The backend for the object at `path`, after the local backend's `check` of it.
+    async fn backend_for(
+        &self,
+        path: Path,
+        handle: &str,
+        check: LocalCheck,
+    ) -> Result<(Arc<dyn ObjectStore>, Path), StoreError> {
+        let fs = match &self.inner.backend {
+            Backend::Object(store) => store.clone(),
+            Backend::Local(local) => {
+                let (relative, handle) = (path.to_string(), handle.to_owned());
+                self.on_disk(local, move |l| check(l, &relative, &handle))
+                    .await?
+            }
+        };
+        Ok((fs, path))
+    }
+
+    /// Refuse a key whose object (or line index beside it) the backend cannot name: over 1,024
+    /// bytes of key on a blob store, a file name over 255 bytes on a local disk.
+    fn too_long(&self, path: &Path, key: &str) -> Result<(), StoreError> {
+        let (bytes, max) = match &self.inner.backend {
+            Backend::Object(_) => (path.as_ref().len() + INDEX_SUFFIX.len(), MAX_KEY_BYTES),
+            Backend::Local(_) => {
+                let longest = path.parts().map(|p| p.as_ref().len()).max().unwrap_or(0);
+                (longest + INDEX_SUFFIX.len(), MAX_NAME_BYTES)
+            }
+        };
+        if bytes > max {
+            return Err(StoreError::KeyTooLong {
+                key: key.to_owned(),
+                bytes,
+                max,
+            });
+        }
+        Ok(())
+    }
+
+    /// The store's error for a failed `call`: a missing bucket and refused credentials are
+    /// [`StoreError::Misconfigured`] (final, saying what to fix), only a missing object on a
+    /// read is `NotFound`, and a timeout or any other failure is retryable.
+    fn map_error(&self, error: object_store::Error, handle: &str, call: Call) -> StoreError {
+        use object_store::Error as E;
+        let remote = matches!(self.inner.backend, Backend::Object(_));
+        // A listing's 404 comes back as a generic error: the S3 code names it.
+        let no_bucket = remote
+            && (matches!(error, E::NotFound { .. }) && call != Call::Read
+                || error.to_string().contains("<Code>NoSuchBucket</Code>"));
         match error {
-            object_store::Error::NotFound { .. } => StoreError::NotFound {
+            _ if no_bucket => StoreError::Misconfigured(format!(
+                "the bucket of store {} does not exist: create it, or fix the store URL \
+                     ({error})",
+                self.url()
+            )),
+            E::NotFound { .. } => StoreError::NotFound {
                 handle: handle.to_owned(),
             },
-            e if is_timeout(&e) => StoreError::Timeout(after),
+            E::PermissionDenied { .. } | E::Unauthenticated { .. } => {
+                StoreError::Misconfigured(format!(
+                    "store {} refused the credentials: check AWS_ACCESS_KEY_ID and \
+                     AWS_SECRET_ACCESS_KEY, and the bucket's policy ({error})",
+                    self.url()
+                ))
+            }
+            e if is_timeout(&e) => StoreError::Timeout(self.inner.options.timeout),
             e => StoreError::Backend(Box::new(e)),
         }
     }
@@ -474,7 +584,15 @@ impl Store {
         bytes: u64,
         call: impl Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
-        let deadline = self.inner.options.deadline(bytes);
+        self.within(self.inner.options.deadline(bytes), call).await
+    }
+
+    /// Run `call` within `deadline`.
+    async fn within<T>(
+        &self,
+        deadline: Duration,
+        call: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
         tokio::time::timeout(deadline, call)
             .await
             .unwrap_or(Err(StoreError::Timeout(deadline)))
@@ -492,13 +610,21 @@ impl Store {
             && data.len() >= options.multipart_threshold
             && data.len() > options.part_size;
         let result = if multipart {
-            put_multipart(fs.as_ref(), path, data, options).await
+            upload::put_multipart(
+                fs.as_ref(),
+                path,
+                data,
+                options.part_size,
+                options.part_concurrency,
+                options.timeout,
+            )
+            .await
         } else {
             fs.put_opts(path, data.into(), PutOptions::default())
                 .await
                 .map(|_| ())
         };
-        result.map_err(|e| self.map_error(e, key, options.timeout))
+        result.map_err(|e| self.map_error(e, key, Call::Write))
     }
 
     async fn get(
@@ -508,12 +634,11 @@ impl Store {
         options: GetOptions,
         handle: &str,
     ) -> Result<Bytes, StoreError> {
-        let timeout = self.inner.options.timeout;
         let result = self
             .bounded(0, async {
                 fs.get_opts(path, options)
                     .await
-                    .map_err(|e| self.map_error(e, handle, timeout))
+                    .map_err(|e| self.map_error(e, handle, Call::Read))
             })
             .await?;
         let size = result.range.end - result.range.start;
@@ -521,7 +646,7 @@ impl Store {
             result
                 .bytes()
                 .await
-                .map_err(|e| self.map_error(e, handle, timeout))
+                .map_err(|e| self.map_error(e, handle, Call::Read))
         })
         .await
     }
@@ -538,7 +663,7 @@ impl Store {
         self.bounded(bytes.len() as u64, async {
             fs.put_opts(&location, bytes.into(), PutOptions::default())
                 .await
-                .map_err(|e| self.map_error(e, "", self.inner.options.timeout))
+                .map_err(|e| self.map_error(e, "", Call::Write))
         })
         .await?;
         self.inner.cache.put(path.as_ref(), index);
@@ -552,10 +677,14 @@ impl Store {
         path: &Path,
     ) -> Result<Option<LineIndex>, StoreError> {
         let location = index_path(path);
-        if let Backend::Local { root, .. } = &self.inner.backend
-            && root.confine(location.as_ref(), location.as_ref()).is_err()
-        {
-            return Ok(None);
+        if let Backend::Local(local) = &self.inner.backend {
+            let relative = location.to_string();
+            if !self
+                .on_disk(local, move |l| Ok(l.is_confined(&relative)))
+                .await?
+            {
+                return Ok(None);
+            }
         }
         match self.get(fs, &location, GetOptions::default(), "").await {
             Ok(bytes) => Ok(LineIndex::from_bytes(&bytes)),
@@ -563,28 +692,6 @@ impl Store {
             Err(e) => Err(e),
         }
     }
-}
-
-fn local_backend(root: PathBuf) -> Backend {
-    Backend::Local {
-        root: LocalRoot::new(root),
-        fs: OnceLock::new(),
-    }
-}
-
-/// The local backend, built on first use (its root must exist by then).
-fn local_fs(
-    root: &LocalRoot,
-    cell: &OnceLock<Arc<dyn ObjectStore>>,
-) -> Result<Arc<dyn ObjectStore>, StoreError> {
-    if let Some(fs) = cell.get() {
-        return Ok(fs.clone());
-    }
-    let built: Arc<dyn ObjectStore> = Arc::new(
-        LocalFileSystem::new_with_prefix(root.path())
-            .map_err(|e| StoreError::Backend(Box::new(e)))?,
-    );
-    Ok(cell.get_or_init(|| built).clone())
 }
 
 fn root_url(root: &std::path::Path) -> String {
@@ -620,36 +727,6 @@ async fn build_index(data: Bytes) -> Result<LineIndex, StoreError> {
         .map_err(|e| StoreError::Backend(Box::new(e)))
 }
 
-/// Upload `data` in parts (zero-copy slices), a few at a time; abort the upload on failure.
-async fn put_multipart(
-    fs: &dyn ObjectStore,
-    path: &Path,
-    data: Bytes,
-    options: &StoreOptions,
-) -> object_store::Result<()> {
-    let mut upload = fs
-        .put_multipart_opts(path, PutMultipartOptions::default())
-        .await?;
-    let parts: Vec<Bytes> = (0..data.len())
-        .step_by(options.part_size)
-        .map(|start| data.slice(start..(start + options.part_size).min(data.len())))
-        .collect();
-    let sent: object_store::Result<()> = futures::stream::iter(parts)
-        .map(|part| upload.put_part(part.into()))
-        .buffer_unordered(options.part_concurrency)
-        .try_collect()
-        .await;
-    match sent {
-        Ok(()) => upload.complete().await.map(|_| ()),
-        Err(e) => {
-            if let Err(abort) = upload.abort().await {
-                tracing::debug!(target: "overspill::store", "aborting a multipart upload failed: {abort}");
-            }
-            Err(e)
-        }
-    }
-}
-
 /// Whether an object_store error is, somewhere in its chain, an HTTP timeout.
 fn is_timeout(error: &object_store::Error) -> bool {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
@@ -664,32 +741,22 @@ fn is_timeout(error: &object_store::Error) -> bool {
     false
 }
 
-/// After a local GC, remove directories left empty (never the namespace directory itself).
-fn prune_empty_dirs(root: &std::path::Path, deleted: &[Path], base: &Path) {
-    let stop = root.join(base.as_ref());
-    for path in deleted {
-        let mut dir = root.join(path.as_ref());
-        while dir.pop() && dir.starts_with(&stop) && dir != stop {
-            if std::fs::remove_dir(&dir).is_err() {
-                break;
-            }
-        }
-    }
-}
-
 impl SpillStore for Store {
     async fn write(&self, key: &str, data: Bytes) -> Result<String, StoreError> {
-        let (fs, path) = self.for_write(key)?;
+        let (fs, path) = self.for_write(key).await?;
         let len = data.len() as u64;
-        if let Backend::Local { .. } = &self.inner.backend {
+        if let Backend::Local(_) = &self.inner.backend {
             // A local file serves ranges cheaply, so its index is built on the first page read
             // (once per handle and process) instead of on the spill's path. A stale index of an
             // earlier payload under this key goes first, so it cannot describe the new one.
             self.inner.cache.remove(path.as_ref());
-            match fs.delete(&index_path(&path)).await {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(self.map_error(e, key, self.inner.options.timeout)),
-            }
+            self.bounded(0, async {
+                match fs.delete(&index_path(&path)).await {
+                    Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+                    Err(e) => Err(self.map_error(e, key, Call::Write)),
+                }
+            })
+            .await?;
             self.bounded(len, self.put(&fs, &path, data, key)).await?;
             tracing::debug!(target: "overspill::store", bytes = len, "spilled {key:?} to {path}");
             return Ok(key.to_owned());
@@ -720,24 +787,23 @@ impl SpillStore for Store {
     }
 
     async fn read(&self, handle: &str) -> Result<Bytes, StoreError> {
-        let (fs, path) = self.for_read(handle)?;
+        let (fs, path) = self.for_read(handle).await?;
         self.get(&fs, &path, GetOptions::default(), handle).await
     }
 
     async fn len(&self, handle: &str) -> Result<u64, StoreError> {
-        let (fs, path) = self.for_read(handle)?;
-        let timeout = self.inner.options.timeout;
+        let (fs, path) = self.for_read(handle).await?;
         self.bounded(0, async {
             fs.get_opts(&path, GetOptions::new().with_head(true))
                 .await
                 .map(|r| r.meta.size)
-                .map_err(|e| self.map_error(e, handle, timeout))
+                .map_err(|e| self.map_error(e, handle, Call::Read))
         })
         .await
     }
 
     async fn read_range(&self, handle: &str, range: Range<u64>) -> Result<Bytes, StoreError> {
-        let (fs, path) = self.for_read(handle)?;
+        let (fs, path) = self.for_read(handle).await?;
         if range.start >= range.end {
             return Ok(Bytes::new());
         }
@@ -746,7 +812,7 @@ impl SpillStore for Store {
     }
 
     async fn line_index(&self, handle: &str) -> Result<Option<LineIndex>, StoreError> {
-        let (fs, path) = self.for_read(handle)?;
+        let (fs, path) = self.for_read(handle).await?;
         if let Some(index) = self.inner.cache.get(path.as_ref()) {
             return Ok(Some((*index).clone()));
         }

@@ -286,6 +286,61 @@ mod local {
     }
 
     #[tokio::test]
+    async fn a_directory_symlink_cannot_redirect_a_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("spills");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        // A stale index outside, which the write's index delete would reach through the link.
+        std::fs::write(outside.join("c.0.idx"), "keep").unwrap();
+        let store = open(&root);
+        store.write("other/x.0", text(1)).await.unwrap();
+        symlink(&outside, root.join("tool_output_limits/run")).unwrap();
+        let err = store.write("run/c.0", text(2)).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "Handle 'run/c.0' resolves outside the store root."
+        );
+        assert!(!outside.join("c.0").exists(), "written outside the root");
+        assert!(outside.join("c.0.idx").exists(), "deleted outside the root");
+        // Nor a deeper, not yet existing directory below the link, nor a dangling link.
+        let err = store.write("run/sub/c.0", text(2)).await.unwrap_err();
+        assert!(err.is_unknown_handle(), "{err}");
+        assert!(!outside.join("sub").exists());
+        symlink(
+            dir.path().join("nowhere"),
+            root.join("tool_output_limits/gone"),
+        )
+        .unwrap();
+        assert!(store.write("gone/c.0", text(2)).await.is_err());
+        assert!(!dir.path().join("nowhere").exists());
+        // A link that stays inside the root is fine.
+        symlink(
+            root.join("tool_output_limits/other"),
+            root.join("tool_output_limits/alias"),
+        )
+        .unwrap();
+        store.write("alias/y.0", text(3)).await.unwrap();
+        assert_eq!(store.read("other/y.0").await.unwrap(), text(3));
+    }
+
+    /// A file name over 255 bytes cannot exist on disk: a write is refused for good (not a
+    /// retryable backend error), a read finds nothing.
+    #[tokio::test]
+    async fn a_key_too_long_for_a_file_name_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir.path().join("spills"));
+        let key = format!("run/{}.0", "c".repeat(300));
+        let err = store.write(&key, text(1)).await.unwrap_err();
+        assert!(
+            matches!(err, StoreError::KeyTooLong { max: 255, .. }),
+            "{err}"
+        );
+        assert!(!err.is_retryable());
+        assert!(store.read(&key).await.unwrap_err().is_unknown_handle());
+    }
+
+    #[tokio::test]
     async fn refuses_a_symlinked_root() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("real")).unwrap();
@@ -331,4 +386,237 @@ fn debug_never_shows_the_secret_key() {
     let shown = format!("{options:?}");
     assert!(shown.contains("AKIDEXAMPLE"));
     assert!(!shown.contains("wJalrXUtnFEMI-secret"), "{shown}");
+}
+
+#[test]
+fn url_and_debug_never_show_a_password() {
+    let options = StoreOptions::new()
+        .with_endpoint("http://127.0.0.1:9")
+        .with_credentials("key", "secret");
+    let store = Store::open_with(Some("s3://ops:url-secret@spills/team"), options).unwrap();
+    assert_eq!(store.url(), "s3://ops:redacted@spills/team");
+    assert!(!format!("{store:?}").contains("url-secret"));
+}
+
+/// A key over S3's 1,024 bytes is refused before any request, as final, naming what to shorten.
+#[tokio::test]
+async fn a_key_too_long_for_a_blob_store_is_refused() {
+    let store = Store::open(Some("memory://")).unwrap();
+    let key = format!("run/{}.0", "c".repeat(1_100));
+    let err = store.write(&key, text(1)).await.unwrap_err();
+    assert!(
+        matches!(err, StoreError::KeyTooLong { max: 1024, .. }),
+        "{err}"
+    );
+    assert!(!err.is_retryable());
+    assert!(
+        err.to_string()
+            .contains("shorten the run id or tool call id")
+    );
+    let fits = format!("run/{}.0", "c".repeat(900));
+    store.write(&fits, text(1)).await.unwrap();
+}
+
+/// Local filesystem work runs on a blocking thread under the per-call deadline: a filesystem
+/// call that hangs (a dead network mount) cannot stall the async threads or the caller.
+#[tokio::test(flavor = "current_thread")]
+async fn blocking_disk_work_is_bounded_by_the_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = ::url::Url::from_directory_path(dir.path()).unwrap();
+    let options = StoreOptions::new().with_timeout(Duration::from_millis(100));
+    let store = Store::open_with(Some(url.as_str()), options).unwrap();
+    let Backend::Local(local) = &store.inner.backend else {
+        panic!("a local backend")
+    };
+    let hung = store.on_disk(local, |_| {
+        std::thread::sleep(Duration::from_secs(1));
+        Ok(())
+    });
+    let outcome = tokio::time::timeout(Duration::from_millis(500), hung).await;
+    assert!(
+        matches!(outcome, Ok(Err(StoreError::Timeout(_)))),
+        "{outcome:?}"
+    );
+}
+
+/// Multipart parts that never finish; counts the uploads aborted.
+#[derive(Debug, Default)]
+struct StalledParts {
+    inner: object_store::memory::InMemory,
+    aborted: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl std::fmt::Display for StalledParts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StalledParts")
+    }
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for StalledParts {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: object_store::PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<object_store::PutResult> {
+        self.inner.put_opts(location, payload, opts).await
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        _location: &Path,
+        _opts: object_store::PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
+        Ok(Box::new(StalledUpload(self.aborted.clone())))
+    }
+
+    async fn get_opts(
+        &self,
+        location: &Path,
+        options: GetOptions,
+    ) -> object_store::Result<object_store::GetResult> {
+        self.inner.get_opts(location, options).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: futures::stream::BoxStream<'static, object_store::Result<Path>>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<Path>> {
+        self.inner.delete_stream(locations)
+    }
+
+    fn list(
+        &self,
+        prefix: Option<&Path>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+
+    async fn list_with_delimiter(
+        &self,
+        prefix: Option<&Path>,
+    ) -> object_store::Result<object_store::ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(
+        &self,
+        from: &Path,
+        to: &Path,
+        options: object_store::CopyOptions,
+    ) -> object_store::Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
+}
+
+#[derive(Debug)]
+struct StalledUpload(Arc<std::sync::atomic::AtomicUsize>);
+
+#[async_trait::async_trait]
+impl object_store::MultipartUpload for StalledUpload {
+    fn put_part(&mut self, _data: object_store::PutPayload) -> object_store::UploadPart {
+        Box::pin(futures::future::pending())
+    }
+
+    async fn complete(&mut self) -> object_store::Result<object_store::PutResult> {
+        Err(object_store::Error::NotImplemented {
+            operation: "complete".into(),
+            implementer: "StalledUpload".into(),
+        })
+    }
+
+    async fn abort(&mut self) -> object_store::Result<()> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// A multipart upload whose call is dropped by its deadline (as by a cancelled activity) is
+/// aborted, so its parts do not linger in the bucket.
+#[tokio::test]
+async fn a_dropped_multipart_upload_is_aborted() {
+    let backend = Arc::new(StalledParts::default());
+    let aborted = backend.aborted.clone();
+    let options = StoreOptions::new()
+        .with_timeout(Duration::from_millis(100))
+        .with_multipart(1024, 1024, 2);
+    let store = Store {
+        inner: Arc::new(Inner {
+            url: "stalled://".into(),
+            backend: Backend::Object(backend),
+            base: Path::from(NAMESPACE),
+            cache: IndexCache::new(0),
+            options,
+        }),
+    };
+    let err = store.write("run/c.0", text(1_000)).await.unwrap_err();
+    assert!(matches!(err, StoreError::Timeout(_)), "{err}");
+    for _ in 0..100 {
+        if aborted.load(std::sync::atomic::Ordering::SeqCst) == 1 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the dropped upload was never aborted");
+}
+
+/// Serves an S3 listing that never ends: every page is truncated and names a next one.
+async fn endless_listing() -> std::net::SocketAddr {
+    use http_body_util::Full;
+    use hyper::service::service_fn;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let pages = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let pages = pages.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |_request| {
+                    let n = pages.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let body = format!(
+                        "<ListBucketResult><IsTruncated>true</IsTruncated>\
+                         <NextContinuationToken>t{n}</NextContinuationToken><Contents>\
+                         <Key>tool_output_limits/r/c{n}.0</Key>\
+                         <LastModified>2024-01-01T00:00:00.000Z</LastModified>\
+                         <ETag>\"e\"</ETag><Size>1</Size></Contents></ListBucketResult>"
+                    );
+                    async move {
+                        Ok::<_, std::convert::Infallible>(hyper::Response::new(Full::new(
+                            Bytes::from(body),
+                        )))
+                    }
+                });
+                let io = hyper_util::rt::TokioIo::new(stream);
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(io, service)
+                    .await;
+            });
+        }
+    });
+    addr
+}
+
+/// `spills ls` and `spills gc` end at the scan deadline, whatever the server keeps sending.
+#[tokio::test]
+async fn a_listing_that_never_ends_stops_at_the_scan_deadline() {
+    let addr = endless_listing().await;
+    let options = StoreOptions::new()
+        .with_endpoint(format!("http://{addr}"))
+        .with_allow_http(true)
+        .with_credentials("key", "secret")
+        .with_scan_timeout(Duration::from_millis(500));
+    let store = Store::open_with(Some("s3://spills"), options).unwrap();
+    let listed = tokio::time::timeout(Duration::from_secs(30), store.list(None))
+        .await
+        .expect("the listing never ended");
+    assert!(matches!(listed, Err(StoreError::Timeout(_))), "{listed:?}");
+    let collected = tokio::time::timeout(Duration::from_secs(30), store.gc(Duration::ZERO, true))
+        .await
+        .expect("the collection never ended");
+    assert!(
+        matches!(collected, Err(StoreError::Timeout(_))),
+        "{collected:?}"
+    );
 }

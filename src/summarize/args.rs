@@ -49,7 +49,7 @@ pub struct ModelArgs {
 impl std::fmt::Debug for ModelArgs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ModelArgs")
-            .field("url", &self.url)
+            .field("url", &self.url.as_deref().map(crate::redact::raw_url))
             .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
             .field("model", &self.model)
             .field("timeout", &self.timeout)
@@ -100,7 +100,7 @@ mod tests {
         let cli = Cli::try_parse_from([
             "x",
             "--model-url",
-            "http://localhost:8000/v1",
+            "http://user:url-secret@localhost:8000/v1",
             "--model-api-key",
             "sk-flag-secret",
             "--model",
@@ -111,13 +111,17 @@ mod tests {
             "8192",
         ])
         .expect("flags parse");
-        assert!(!format!("{cli:?}").contains("sk-flag-secret"));
+        let shown = format!("{cli:?}");
+        assert!(
+            !shown.contains("sk-flag-secret") && !shown.contains("url-secret"),
+            "{shown}"
+        );
         assert_eq!(cli.model.max_retries, 2);
         assert_eq!(cli.model.budget(), ChunkBudget::from_context_tokens(8192));
         let summarizer = cli.model.summarizer().ok().flatten().expect("a summarizer");
         assert_eq!(
             summarizer.endpoint().as_str(),
-            "http://localhost:8000/v1/chat/completions"
+            "http://user:url-secret@localhost:8000/v1/chat/completions"
         );
         assert_eq!(summarizer.model(), Some("qwen"));
         assert_eq!(summarizer.timeout(), Duration::from_secs(45));

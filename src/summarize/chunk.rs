@@ -6,11 +6,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::limits::prompt::render;
+use crate::limits::prompt::Template;
 use crate::limits::pyfmt::py_strip;
-use crate::limits::{
-    DEFAULT_SUMMARY_PROMPT, SummarizeError, Summarizer, Summary, SummaryRequest, Usage,
-};
+use crate::limits::{SummarizeError, Summarizer, Summary, SummaryRequest, Usage};
 
 /// Environment variable for the model's context size in tokens (sets [`ChunkBudget`]).
 pub const ENV_CONTEXT_TOKENS: &str = "OVERSPILL_MODEL_CONTEXT_TOKENS";
@@ -279,7 +277,7 @@ impl<'a> Frame<'a> {
     fn prompt(&self, text: &str) -> String {
         match self.around {
             Some((before, after)) => [before, text, after].concat(),
-            None => render(DEFAULT_SUMMARY_PROMPT, self.request.tool_name, text),
+            None => Template::reference().render(self.request.tool_name, text),
         }
     }
 
@@ -333,7 +331,6 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::limits::prompt::render;
 
     /// Echoes a summary naming the call and counts tokens as characters; fails on request.
     #[derive(Default)]
@@ -421,7 +418,7 @@ mod tests {
     async fn within_budget_is_one_unchanged_call() {
         let fake = Fake::default();
         let output = lines(3);
-        let prompt = render(DEFAULT_SUMMARY_PROMPT, "grep", &output);
+        let prompt = Template::reference().render("grep", &output);
         let summary = summarize_chunked(
             &fake,
             request(&output, &prompt),
@@ -440,7 +437,9 @@ mod tests {
     async fn chunks_then_summarizes_the_summaries() {
         let fake = Fake::default();
         let output = lines(40); // 360 chars
-        let prompt = render("T={tool_name} <{output}> end", "grep", &output);
+        let prompt = Template::parse("T={tool_name} <{output}> end")
+            .expect("a template")
+            .render("grep", &output);
         let mut seen = Vec::new();
         let summary = summarize_chunked(
             &fake,
@@ -475,7 +474,7 @@ mod tests {
     #[tokio::test]
     async fn resumes_after_the_last_finished_chunk() {
         let output = lines(40);
-        let prompt = render(DEFAULT_SUMMARY_PROMPT, "grep", &output);
+        let prompt = Template::reference().render("grep", &output);
         let budget = ChunkBudget::chars(100);
         let killed = Fake {
             fail_at: Some(3),
@@ -521,7 +520,7 @@ mod tests {
     #[tokio::test]
     async fn a_foreign_resume_is_ignored() {
         let output = lines(40);
-        let prompt = render(DEFAULT_SUMMARY_PROMPT, "grep", &output);
+        let prompt = Template::reference().render("grep", &output);
         let foreign = ChunkProgress {
             chunks: 9,
             done: vec!["x".into()],
@@ -543,7 +542,7 @@ mod tests {
     #[tokio::test]
     async fn summaries_over_budget_are_chunked_again() {
         let output = lines(200); // 1800 chars, 18 chunks of 100; 18 summaries of ~9 chars
-        let prompt = render(DEFAULT_SUMMARY_PROMPT, "grep", &output);
+        let prompt = Template::reference().render("grep", &output);
         let fake = Fake::default();
         let summary = summarize_chunked(
             &fake,
@@ -584,7 +583,7 @@ mod tests {
             let fake = std::sync::Arc::new(Fake::default());
             let beats = std::sync::Arc::new(Mutex::new(0usize));
             let output = lines(40);
-            let prompt = render(DEFAULT_SUMMARY_PROMPT, "grep", &output);
+            let prompt = Template::reference().render("grep", &output);
             summarize_chunked(
                 &*fake,
                 request(&output, &prompt),

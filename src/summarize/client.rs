@@ -11,6 +11,7 @@ use url::Url;
 use super::wire::{self, ChatRequest};
 use super::{Error, SummaryModel};
 use crate::limits::{SummarizeError, Summarizer, Summary, SummaryRequest};
+use crate::redact;
 
 /// Environment variable naming the endpoint's base URL.
 pub const ENV_URL: &str = "OVERSPILL_MODEL_URL";
@@ -27,6 +28,8 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The default longest wait between two in-process retries.
 pub const DEFAULT_MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
+/// The most bytes of a reply body read; a longer chat completion is [`Error::Malformed`].
+pub const MAX_REPLY_BYTES: usize = 1 << 20;
 
 /// A secret that prints as `[redacted]`.
 #[derive(Clone, Default)]
@@ -93,10 +96,7 @@ impl Default for OpenAiSummarizerBuilder {
 
 impl fmt::Debug for OpenAiSummarizerBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let url = self.url.as_deref().map(|raw| match Url::parse(raw) {
-            Ok(url) => without_password(&url).to_string(),
-            Err(_) => "[unparsable]".to_owned(),
-        });
+        let url = self.url.as_deref().map(redact::raw_url);
         f.debug_struct("OpenAiSummarizerBuilder")
             .field("url", &url)
             .field("api_key", &self.api_key)
@@ -248,15 +248,6 @@ fn endpoint(raw: &str) -> Result<Url, Error> {
     Ok(url)
 }
 
-/// `url` with any password in its userinfo replaced, for printing.
-fn without_password(url: &Url) -> Url {
-    let mut shown = url.clone();
-    if shown.password().is_some() {
-        let _ = shown.set_password(Some("redacted"));
-    }
-    shown
-}
-
 /// A summarizer for any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, Ollama,
 /// llama.cpp server, LiteLLM and most gateways).
 ///
@@ -278,7 +269,7 @@ pub struct OpenAiSummarizer {
 impl fmt::Debug for OpenAiSummarizer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OpenAiSummarizer")
-            .field("endpoint", &without_password(&self.endpoint).as_str())
+            .field("endpoint", &redact::url(&self.endpoint).as_str())
             .field("api_key", &self.api_key)
             .field("model", &self.model)
             .field("timeout", &self.timeout)
@@ -369,8 +360,13 @@ impl OpenAiSummarizer {
         let reply = http.send().await.map_err(|e| self.transport(e))?;
         let status = reply.status();
         let retry_after = wire::retry_after(reply.headers(), SystemTime::now());
-        let body = reply.bytes().await.map_err(|e| self.transport(e))?;
+        let (body, complete) = self.read_body(reply).await?;
         if status.is_success() {
+            if !complete {
+                return Err(Error::Malformed(format!(
+                    "the reply is larger than {MAX_REPLY_BYTES} bytes"
+                )));
+            }
             return wire::parse_reply(&body).map_err(|e| match e {
                 Error::Malformed(m) => Error::Malformed(self.api_key.redact(m)),
                 other => other,
@@ -394,6 +390,20 @@ impl OpenAiSummarizer {
                 message,
             })
         }
+    }
+
+    /// The reply's body, read up to [`MAX_REPLY_BYTES`]; `false` when there was more.
+    async fn read_body(&self, mut reply: reqwest::Response) -> Result<(Vec<u8>, bool), Error> {
+        let mut body = Vec::new();
+        while let Some(chunk) = reply.chunk().await.map_err(|e| self.transport(e))? {
+            let room = MAX_REPLY_BYTES - body.len();
+            if chunk.len() > room {
+                body.extend_from_slice(&chunk[..room]);
+                return Ok((body, false));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok((body, true))
     }
 
     /// A transport failure, without the URL (it may carry credentials) or the key.

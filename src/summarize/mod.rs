@@ -29,7 +29,7 @@ pub use chunk::{
 };
 pub use client::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_RETRY_DELAY, DEFAULT_TIMEOUT, ENV_API_KEY, ENV_MODEL,
-    ENV_TIMEOUT, ENV_URL, OpenAiSummarizer, OpenAiSummarizerBuilder,
+    ENV_TIMEOUT, ENV_URL, MAX_REPLY_BYTES, OpenAiSummarizer, OpenAiSummarizerBuilder,
 };
 pub use error::Error;
-pub use wire::SYSTEM_PROMPT;
+pub use wire::{MAX_SUMMARY_BYTES, SYSTEM_PROMPT};

@@ -11,6 +11,10 @@ use crate::limits::{Summary, Usage};
 /// The system message of every summary call, as the reference's nested agent is instructed.
 pub const SYSTEM_PROMPT: &str = "You summarize oversized tool output.";
 
+/// The longest summary accepted, in bytes of UTF-8. Even fully JSON-escaped, two of them (a
+/// return value and a ToolReturn's content) stay under Temporal's 2 MB payload limit.
+pub const MAX_SUMMARY_BYTES: usize = 128 << 10;
+
 /// A `POST /chat/completions` body.
 #[derive(Debug, Serialize)]
 pub(super) struct ChatRequest<'a> {
@@ -99,6 +103,12 @@ pub(super) fn parse_reply(body: &[u8]) -> Result<Summary, Error> {
             }));
         }
     };
+    if text.len() > MAX_SUMMARY_BYTES {
+        return Err(Error::Malformed(format!(
+            "the summary is {} bytes, more than the {MAX_SUMMARY_BYTES} a result may carry",
+            text.len()
+        )));
+    }
     let usage = reply.usage.unwrap_or(WireUsage {
         prompt_tokens: None,
         completion_tokens: None,

@@ -7,6 +7,8 @@ fn overspill(args: &[&str], stdin: &[u8]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_overspill"))
         .args(args)
         .env_remove("OVERSPILL_STORE")
+        .env_remove("OVERSPILL_MODEL_URL")
+        .env_remove("OVERSPILL_MODEL")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -156,4 +158,111 @@ fn reduce_request_json_round_trip() {
         "{}",
         text(&out.stderr)
     );
+}
+
+/// `overspill reduce` takes the worker's model flags and summarizes exactly as the worker's
+/// reduce does (the same request to the model, the same result); without a model, the band's
+/// `then` runs and a WARN on stderr says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reduce_summarizes_through_the_model_as_the_worker_does() {
+    use overspill::activities::OverspillActivities;
+    use overspill::store::Store;
+    use overspill::summarize::{ChunkBudget, OpenAiSummarizer};
+
+    use crate::openai_server::FakeOpenAi;
+
+    const KEY: &str = "sk-cli-0123456789";
+    let server = FakeOpenAi::start(Some(KEY)).await;
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let config = serde_json::json!({"bands": [{"over": 100, "action": {"type": "summarize",
+        "then": {"type": "truncate", "max_chars": 40}}}]});
+    let config_path = dir.path().join("limits.json");
+    std::fs::write(&config_path, config.to_string()).expect("config written");
+    let config_path = config_path.to_string_lossy().into_owned();
+    let output: String = (0..40).map(|i| format!("row {i:03}: ok\n")).collect();
+    let base = server.base();
+    let reduce = [
+        "reduce",
+        "--tool",
+        "cat",
+        "--store",
+        "memory://",
+        "--config",
+        &config_path,
+    ];
+    let model = [
+        "--model-url",
+        &base,
+        "--model-api-key",
+        KEY,
+        "--model",
+        "test-model",
+    ];
+    let cli = overspill(&[&reduce[..], &model[..]].concat(), output.as_bytes());
+    assert!(cli.status.success(), "{}", text(&cli.stderr));
+
+    let worker = OverspillActivities::new(std::sync::Arc::new(
+        Store::open(Some("memory://")).expect("a store"),
+    ))
+    .with_model(
+        OpenAiSummarizer::new(base)
+            .with_api_key(KEY)
+            .with_model("test-model")
+            .build()
+            .expect("a model client"),
+        ChunkBudget::default(),
+    );
+    let request = serde_json::from_value(serde_json::json!({
+        "tool_name": "cat", "output": {"text": output}, "config": config,
+    }))
+    .expect("a reduce request");
+    let reduced = worker
+        .reduce_request(request, None)
+        .await
+        .expect("the worker reduces");
+    assert_eq!(
+        reduced.return_value.as_text(),
+        Some(text(&cli.stdout).as_str())
+    );
+    assert!(
+        text(&cli.stdout).starts_with("Summary of "),
+        "{}",
+        text(&cli.stdout)
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].body, requests[1].body);
+    assert_eq!(requests[0].authorization, requests[1].authorization);
+
+    let no_model = overspill(&reduce, output.as_bytes());
+    assert!(no_model.status.success(), "{}", text(&no_model.stderr));
+    assert_eq!(text(&no_model.stdout).chars().count(), 40);
+    let stderr = text(&no_model.stderr);
+    assert!(
+        stderr.contains("WARN")
+            && stderr.contains(
+                "Summarizing output of tool 'cat' failed (NotConfigured); falling back to Truncate"
+            ),
+        "{stderr}"
+    );
+}
+
+/// With a custom S3 endpoint and no credentials, the store says what to set instead of failing
+/// on the EC2 instance metadata service (`169.254.169.254`), which it never calls.
+#[test]
+fn missing_s3_credentials_are_named_and_instance_metadata_never_asked() {
+    let out = Command::new(env!("CARGO_BIN_EXE_overspill"))
+        .args(["spills", "ls", "--store", "s3://spills/x"])
+        .env_clear()
+        .env("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+        .env("AWS_ALLOW_HTTP", "true")
+        .output()
+        .expect("overspill runs");
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("169.254"), "{stderr}");
 }

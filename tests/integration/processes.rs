@@ -354,3 +354,76 @@ fn overspill_dev_runs_the_demo() {
         "{stdout}"
     );
 }
+
+/// No secret reaches the worker's output: passwords in the store and model URLs, the model API
+/// key and the S3 secret, planted in its flags and environment, appear nowhere in its logs (all
+/// of them at debug level), while a summary fails against a refused model endpoint.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_logs_never_show_planted_secrets() {
+    use overspill::workflows::ReduceToolOutput;
+
+    const SECRETS: [&str; 4] = [
+        "store-url-secret",
+        "model-url-secret",
+        "sk-model-key-secret",
+        "aws-secret-key-secret",
+    ];
+    let log = tempfile::NamedTempFile::new().unwrap_or_else(|e| panic!("log file: {e}"));
+    let output = || {
+        log.reopen()
+            .unwrap_or_else(|e| panic!("reopen the log: {e}"))
+    };
+    let task_queue = unique("secrets");
+    let mut worker = WorkerProcess(
+        Command::new(env!("CARGO_BIN_EXE_overspill"))
+            .args(["worker", "--graceful-shutdown-secs", "1"])
+            .args(["--task-queue", &task_queue])
+            .args(["--store", "s3://ops:store-url-secret@spills/secrets"])
+            .args(["--model-url", "http://ops:model-url-secret@127.0.0.1:9/v1"])
+            .args(["--model-api-key", "sk-model-key-secret", "--model", "m"])
+            .args(["--model-max-retries", "0"])
+            .env("TEMPORAL_ADDRESS", temporal_address())
+            .env("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+            .env("AWS_ALLOW_HTTP", "true")
+            .env("AWS_ACCESS_KEY_ID", "key-id")
+            .env("AWS_SECRET_ACCESS_KEY", "aws-secret-key-secret")
+            .env("RUST_LOG", "debug")
+            .stdout(output())
+            .stderr(output())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn overspill worker: {e}")),
+    );
+    let client = overspill::worker::Connect::new(temporal_address())
+        .client()
+        .await
+        .unwrap_or_else(|e| panic!("connect: {e}"));
+    let request: overspill::api::ReduceRequest = serde_json::from_value(json!({
+        "tool_name": "cat", "output": {"text": "x".repeat(500)},
+        "config": {"bands": [{"over": 100, "action": {"type": "summarize",
+            "then": {"type": "truncate", "max_chars": 50}}}]},
+    }))
+    .unwrap_or_else(|e| panic!("request: {e}"));
+    let reduced = client
+        .start_workflow(
+            ReduceToolOutput::run,
+            request,
+            WorkflowStartOptions::new(task_queue.clone(), unique("secrets-wf"))
+                .execution_timeout(Duration::from_secs(90))
+                .build(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("start: {e}"))
+        .get_result(WorkflowGetResultOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("ReduceToolOutput: {e:?}"));
+    assert_eq!(reduced.kind, overspill::limits::ReductionKind::Truncated);
+    worker.assert_running();
+    worker.kill();
+
+    let logs = std::fs::read_to_string(log.path()).unwrap_or_else(|e| panic!("read: {e}"));
+    assert!(logs.contains("overspill worker started"), "{logs}");
+    for secret in SECRETS {
+        let leaks: Vec<&str> = logs.lines().filter(|l| l.contains(secret)).collect();
+        assert!(leaks.is_empty(), "{secret} in the logs: {leaks:#?}");
+    }
+}

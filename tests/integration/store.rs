@@ -367,6 +367,22 @@ async fn falls_back_when_the_endpoint_is_frozen() {
     assert_fell_back(&reduced, elapsed, &log, &["Timeout", "Backend"]);
 }
 
+/// A spill to `store` falls back with a WARN naming `Misconfigured`; the write's error says
+/// `what`, and the activity failure is a final `StoreMisconfigured`.
+async fn assert_misconfigured(store: &Store, what: &str) {
+    let (reduced, elapsed, log) = reduce_with(store).await;
+    assert_fell_back(&reduced, elapsed, &log, &["Misconfigured"]);
+    let error = store
+        .write("run-f/call-f.0", text(1, "x"))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, StoreError::Misconfigured(_)), "{error}");
+    assert!(error.to_string().contains(what), "{error}");
+    let failure = overspill::activities::Failure::store(&error);
+    assert_eq!(failure.type_name, "StoreMisconfigured");
+    assert!(!failure.retryable);
+}
+
 #[tokio::test]
 async fn falls_back_when_the_credentials_are_wrong() {
     let url = unique_url("creds");
@@ -375,14 +391,29 @@ async fn falls_back_when_the_credentials_are_wrong() {
         StoreOptions::new().with_credentials("overspill", "not-the-secret"),
     )
     .unwrap();
-    let (reduced, elapsed, log) = reduce_with(&store).await;
-    assert_fell_back(&reduced, elapsed, &log, &["Backend", "PermissionDenied"]);
+    // Refused credentials are final, and the error says what to fix.
+    assert_misconfigured(&store, "refused the credentials: check AWS_ACCESS_KEY_ID").await;
     // Nothing was stored under the handle.
     let good = Store::open(Some(&url)).unwrap();
     assert!(matches!(
         good.read("run-f/call-f.0").await,
         Err(StoreError::NotFound { .. })
     ));
+}
+
+/// A bucket that does not exist is a configuration error that says so, not a missing spill:
+/// the write falls back for good (non-retryable), and listings report it too.
+#[tokio::test]
+async fn a_missing_bucket_is_misconfigured_not_a_missing_spill() {
+    base_url();
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    let store = Store::open(Some(&format!("s3://no-such-bucket-{nanos}/p"))).unwrap();
+    assert_misconfigured(&store, "does not exist: create it").await;
+    let listed = store.list(None).await.unwrap_err();
+    assert!(matches!(listed, StoreError::Misconfigured(_)), "{listed}");
 }
 
 #[tokio::test]

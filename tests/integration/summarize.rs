@@ -7,8 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use overspill::limits::{
-    self, DEFAULT_SUMMARY_PROMPT, Limits, MemoryStore, ReductionKind, ToolCall, ToolOutput,
-    ToolResult, Usage,
+    self, Limits, MemoryStore, ReductionKind, Summarizer, ToolCall, ToolOutput, ToolResult, Usage,
 };
 use overspill::summarize::{
     ChunkBudget, ChunkProgress, Chunked, Error, OpenAiSummarizer, SYSTEM_PROMPT, split_lines,
@@ -53,6 +52,18 @@ fn text(output: &str) -> ToolResult {
 
 fn numbered(lines: usize) -> String {
     (0..lines).map(|i| format!("row {i:04}: ok\n")).collect()
+}
+
+/// Reduce 20 numbered rows of tool `tool` under [`limits`] with a Truncate fallback.
+async fn reduce_rows(tool: &str, summarizer: &impl Summarizer) -> limits::Reduced {
+    limits::reduce(
+        &limits(Some(TRUNCATE)),
+        &call(tool),
+        text(&numbered(20)),
+        &MemoryStore::new(),
+        summarizer,
+    )
+    .await
 }
 
 /// Captures the `tracing` output of the current thread (tests run on a current-thread runtime).
@@ -274,14 +285,7 @@ async fn a_server_error_then_success() {
         .with_max_retries(1)
         .build()
         .expect("a summarizer");
-    let reduced = limits::reduce(
-        &limits(Some(TRUNCATE)),
-        &call("t"),
-        text(&numbered(20)),
-        &MemoryStore::new(),
-        &retrying,
-    )
-    .await;
+    let reduced = reduce_rows("t", &retrying).await;
     assert_eq!(reduced.kind, ReductionKind::Summarized);
     assert_eq!(server.requests().len(), 2);
 
@@ -310,14 +314,7 @@ async fn a_bad_request_falls_back_to_then_with_a_warning() {
     )]);
     let logs = Logs::default();
     let _guard = logs.capture();
-    let reduced = limits::reduce(
-        &limits(Some(TRUNCATE)),
-        &call("cat"),
-        text(&numbered(20)),
-        &MemoryStore::new(),
-        &summarizer(&server),
-    )
-    .await;
+    let reduced = reduce_rows("cat", &summarizer(&server)).await;
     assert_eq!(reduced.kind, ReductionKind::Truncated);
     assert!(
         reduced
@@ -374,14 +371,7 @@ async fn a_timeout_falls_back() {
         .build()
         .expect("a summarizer");
     let started = Instant::now();
-    let reduced = limits::reduce(
-        &limits(Some(TRUNCATE)),
-        &call("cat"),
-        text(&numbered(20)),
-        &MemoryStore::new(),
-        &slow,
-    )
-    .await;
+    let reduced = reduce_rows("cat", &slow).await;
     assert_eq!(reduced.kind, ReductionKind::Truncated);
     assert!(
         started.elapsed() < Duration::from_secs(3),
@@ -414,14 +404,7 @@ async fn malformed_replies_fall_back() {
     for _ in 0..2 {
         let logs = Logs::default();
         let _guard = logs.capture();
-        let reduced = limits::reduce(
-            &limits(Some(TRUNCATE)),
-            &call("cat"),
-            text(&numbered(20)),
-            &MemoryStore::new(),
-            &client,
-        )
-        .await;
+        let reduced = reduce_rows("cat", &client).await;
         assert_eq!(reduced.kind, ReductionKind::Truncated);
         assert!(
             logs.text().contains("failed (Malformed)"),
@@ -429,6 +412,47 @@ async fn malformed_replies_fall_back() {
             logs.text()
         );
     }
+}
+
+/// A reply body over the cap is not read to its end, and a summary too long to travel as a
+/// Temporal result is refused: both are `Malformed`, and the band's `then` runs.
+#[tokio::test]
+async fn oversized_replies_are_refused() {
+    use overspill::summarize::{MAX_REPLY_BYTES, MAX_SUMMARY_BYTES};
+    let server = FakeOpenAi::start(None).await;
+    server.script([
+        Reply::summary(&"a".repeat(8 * MAX_REPLY_BYTES), 1, 1),
+        Reply::summary(&"b".repeat(MAX_SUMMARY_BYTES + 1), 1, 1),
+        Reply::error(500, &"c".repeat(2 * MAX_REPLY_BYTES), "server_error"),
+    ]);
+    let client = OpenAiSummarizer::new(server.base())
+        .with_model("m")
+        .build()
+        .expect("a summarizer");
+    let request = limits::SummaryRequest {
+        tool_name: "cat",
+        output: "o",
+        prompt: "p",
+        model: None,
+    };
+    let body = client.complete_once(request).await.expect_err("too long");
+    assert!(
+        matches!(&body, Error::Malformed(m) if m.contains("larger than")),
+        "{body}"
+    );
+    let summary = client.complete_once(request).await.expect_err("too long");
+    assert!(
+        matches!(&summary, Error::Malformed(m) if m.contains("a result may carry")),
+        "{summary}"
+    );
+    // An error body over the cap keeps its status: still retryable.
+    let busy = client.complete_once(request).await.expect_err("a 500");
+    assert!(busy.is_retryable(), "{busy}");
+    assert_eq!(busy.status(), Some(500));
+
+    server.script([Reply::summary(&"d".repeat(MAX_SUMMARY_BYTES + 1), 1, 1)]);
+    let reduced = reduce_rows("cat", &client).await;
+    assert_eq!(reduced.kind, ReductionKind::Truncated);
 }
 
 #[tokio::test]
@@ -507,7 +531,7 @@ async fn chunked_through_reduce_adds_up_usage() {
     for (sent, chunk) in requests.iter().zip(split_lines(&output, 300)) {
         assert_eq!(
             sent.prompt(),
-            limits::prompt::render(DEFAULT_SUMMARY_PROMPT, "cat", chunk)
+            limits::prompt::Template::reference().render("cat", chunk)
         );
     }
     let last = requests[3].prompt();
@@ -525,7 +549,7 @@ async fn a_killed_run_resumes_from_the_last_finished_chunk() {
     ]);
     let client = summarizer(&server);
     let output = numbered(100); // 1300 chars: 4 chunks of 23 lines and one of 8
-    let prompt = limits::prompt::render(DEFAULT_SUMMARY_PROMPT, "cat", &output);
+    let prompt = limits::prompt::Template::reference().render("cat", &output);
     let budget = ChunkBudget::chars(300);
     let chunks = split_lines(&output, 300);
     assert_eq!(chunks.len(), 5);
@@ -584,7 +608,7 @@ async fn a_killed_run_resumes_from_the_last_finished_chunk() {
         3 + 3 + 1,
         "3 before the kill, chunks 3..5, the final"
     );
-    let chunk_prompt = |i: usize| limits::prompt::render(DEFAULT_SUMMARY_PROMPT, "cat", chunks[i]);
+    let chunk_prompt = |i: usize| limits::prompt::Template::reference().render("cat", chunks[i]);
     for (i, sent) in [1, 1, 2, 1, 1].into_iter().enumerate() {
         let count = prompts.iter().filter(|p| **p == chunk_prompt(i)).count();
         assert_eq!(count, sent, "chunk {i}");

@@ -809,19 +809,107 @@ async fn long_activity_heartbeats_and_honours_cancellation() {
     assert!(w.store.list(None).await.expect("list").is_empty());
 }
 
+/// A client for `model` with no in-process retries (Temporal retries the activity).
+fn model_client(
+    model: &crate::openai_server::FakeOpenAi,
+) -> overspill::summarize::OpenAiSummarizer {
+    overspill::summarize::OpenAiSummarizer::new(format!("{}/v1", model.base()))
+        .with_model("test-model")
+        .with_max_retries(0)
+        .build()
+        .expect("model client")
+}
+
+/// `ReduceToolOutput` sends its own configuration to the activities it calls: the worker's
+/// `--limits` (here `strip_ansi`) do not change the bytes a spill stores, and the request's
+/// `summary_prompt` is the prompt the model receives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reduce_tool_output_sends_its_own_configuration_to_the_activities() {
+    use crate::openai_server::FakeOpenAi;
+    use overspill::limits::Limits;
+    use overspill::summarize::ChunkBudget;
+
+    let model = FakeOpenAi::start(None).await;
+    let client = model_client(&model);
+    let worker_limits = Limits::from_json(r#"{"strip_ansi": true}"#).expect("limits");
+    let w = TestWorker::start_configured(
+        "adapters",
+        move |a| {
+            a.with_model(client, ChunkBudget::default())
+                .with_limits(worker_limits)
+        },
+        |_| {},
+    )
+    .await;
+
+    let colored = "\x1b[31merror\x1b[0m: step failed\n".repeat(50);
+    let spill: overspill::api::ReduceRequest = serde_json::from_value(json!({
+        "tool_name": "make", "run_id": "run-ansi", "tool_call_id": "call-1",
+        "output": {"text": colored},
+        "config": {"bands": [{"over": 100, "action": {"type": "spill"}}]},
+    }))
+    .expect("request");
+    let spilled = w
+        .run(ReduceToolOutput::run, spill, &unique("adapters-spill"))
+        .await
+        .expect("ReduceToolOutput spills");
+    assert_eq!(
+        spilled.metadata.as_ref().map(|m| &m["overflow_handle"]),
+        Some(&json!("run-ansi/call-1.0"))
+    );
+    let stored = overspill::limits::SpillStore::read(w.store.as_ref(), "run-ansi/call-1.0")
+        .await
+        .expect("the spill is stored");
+    assert_eq!(
+        String::from_utf8_lossy(&stored),
+        colored,
+        "the stored bytes were changed"
+    );
+
+    let output = "row ok\n".repeat(40);
+    let summarize: overspill::api::ReduceRequest = serde_json::from_value(json!({
+        "tool_name": "query", "run_id": "run-sum", "tool_call_id": "call-2",
+        "output": {"text": output},
+        "config": {
+            "summary_prompt": "Summarize what {tool_name} printed:\n{output}\n(keep counts)",
+            "bands": [{"over": 100, "action": {"type": "summarize"}}],
+        },
+    }))
+    .expect("request");
+    let summarized = w
+        .run(
+            ReduceToolOutput::run,
+            summarize,
+            &unique("adapters-summary"),
+        )
+        .await
+        .expect("ReduceToolOutput summarizes");
+    assert_eq!(
+        summarized.kind,
+        overspill::limits::ReductionKind::Summarized
+    );
+    let prompts: Vec<String> = model
+        .requests()
+        .iter()
+        .map(|r| r.prompt().to_owned())
+        .collect();
+    assert_eq!(
+        prompts,
+        [format!(
+            "Summarize what query printed:\n{output}\n(keep counts)"
+        )]
+    );
+}
+
 /// With a model, the summarize activity summarizes in chunks and heartbeats its progress; a
 /// retry after a model failure resumes from the last finished chunk instead of starting over.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn summarize_activity_resumes_a_chunked_summary_after_a_failure() {
     use crate::openai_server::{FakeOpenAi, Reply};
-    use overspill::summarize::{ChunkBudget, OpenAiSummarizer};
+    use overspill::summarize::ChunkBudget;
 
     let model = FakeOpenAi::start(None).await;
-    let client = OpenAiSummarizer::new(format!("{}/v1", model.base()))
-        .with_model("test-model")
-        .with_max_retries(0)
-        .build()
-        .expect("model client");
+    let client = model_client(&model);
     let w = TestWorker::start_configured(
         "summarize",
         move |a| a.with_model(client, ChunkBudget::chars(3_000)),

@@ -76,6 +76,8 @@ def test_store_urls_it_cannot_serve_are_refused(url: str) -> None:
         ('s3://other/x', 'foreign prefix'),
         ('run/x\0', 'control character'),
         ('run/call.0.idx', 'index object'),
+        ('run/call.0.idx/', 'index object'),
+        ('run/call.0.idx//', 'index object'),
         ('run-1/call-1.0', None),
         ('run-1/call 1.0.content', None),
         ('100%/x.0', None),

@@ -15,7 +15,7 @@ use temporalio_sdk::{ActivityOptions, WorkflowContext};
 use crate::activities::types::{SpillRequest, SpillResponse, SummarizeRequest, SummarizeResponse};
 use crate::api::{ReduceRequest, ReduceResponse};
 use crate::limits::{
-    SpillStore, StoreError, SummarizeError, Summarizer, Summary, SummaryRequest, ToolOutput,
+    Limits, SpillStore, StoreError, SummarizeError, Summarizer, Summary, SummaryRequest, ToolOutput,
 };
 use crate::read::ReadRequest;
 
@@ -70,8 +70,30 @@ pub fn activity_options() -> ActivityOptions {
 /// The engine's spill store inside workflow code: every write is a `tool_output_limits.spill`
 /// activity keyed by the engine's key, so the handle is journaled and a replay reuses it.
 pub(crate) struct ActivityStore<'a, W> {
-    pub(crate) ctx: &'a WorkflowContext<W>,
-    pub(crate) tool_name: &'a str,
+    ctx: &'a WorkflowContext<W>,
+    tool_name: &'a str,
+    config: serde_json::Value,
+}
+
+impl<'a, W> ActivityStore<'a, W> {
+    /// Spills of `tool_name`'s outputs reduced under `limits`.
+    ///
+    /// The engine hands over bytes it already prepared (ANSI stripped, JSON rendered), which the
+    /// activity must store as they are: its `config` turns `strip_ansi` off, whatever the
+    /// worker's own defaults say, and carries the settings that shape the preview.
+    pub(crate) fn new(ctx: &'a WorkflowContext<W>, tool_name: &'a str, limits: &Limits) -> Self {
+        let config = serde_json::json!({
+            "strip_ansi": false,
+            "over_tokens": limits.over_tokens,
+            "serializer": limits.serializer,
+            "read_tool_name": limits.read_tool_name,
+        });
+        Self {
+            ctx,
+            tool_name,
+            config,
+        }
+    }
 }
 
 impl<W> SpillStore for ActivityStore<'_, W> {
@@ -89,7 +111,7 @@ impl<W> SpillStore for ActivityStore<'_, W> {
             key: Some(key.to_owned()),
             output,
             preview_chars: 0,
-            config: None,
+            config: Some(self.config.clone()),
         };
         self.ctx
             .execute_activity(Overspill::spill, request, activity_options())
@@ -105,9 +127,11 @@ impl<W> SpillStore for ActivityStore<'_, W> {
     }
 }
 
-/// The engine's summarizer inside workflow code: one `tool_output_limits.summarize` activity.
+/// The engine's summarizer inside workflow code: one `tool_output_limits.summarize` activity,
+/// with the workflow's own `summary_prompt` as its template.
 pub(crate) struct ActivitySummarizer<'a, W> {
     pub(crate) ctx: &'a WorkflowContext<W>,
+    pub(crate) template: &'a str,
 }
 
 impl<W> Summarizer for ActivitySummarizer<'_, W> {
@@ -116,7 +140,7 @@ impl<W> Summarizer for ActivitySummarizer<'_, W> {
             tool_name: request.tool_name.to_owned(),
             output: request.output.to_owned(),
             model: request.model.map(str::to_owned),
-            prompt: None,
+            prompt: Some(self.template.to_owned()),
         };
         self.ctx
             .execute_activity(Overspill::summarize, request, activity_options())

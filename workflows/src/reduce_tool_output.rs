@@ -42,11 +42,11 @@ impl ReduceToolOutput {
         }
         let call = request.call();
         let ctx: &WorkflowContext<Self> = ctx;
-        let store = ActivityStore {
+        let store = ActivityStore::new(ctx, &call.tool_name, &limits);
+        let summarizer = ActivitySummarizer {
             ctx,
-            tool_name: &call.tool_name,
+            template: &limits.summary_prompt,
         };
-        let summarizer = ActivitySummarizer { ctx };
         let reduced =
             limits::reduce(&limits, &call, request.into_result(), &store, &summarizer).await;
         Ok(reduced.into())

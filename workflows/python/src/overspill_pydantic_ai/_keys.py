@@ -98,6 +98,8 @@ def refusal(handle: str) -> str | None:
         return 'path traversal'
     if _PERCENT_ESCAPE.search(handle):
         return 'percent-encoded escape'
-    if handle.endswith(INDEX_SUFFIX):
+    # Judged on the last segment as stored: `run/call.0.idx/` names the object `run/call.0.idx`.
+    segments = [part for part in handle.split('/') if part]
+    if segments and sanitize_segment(segments[-1]).endswith(INDEX_SUFFIX):
         return 'index object'
     return None
