@@ -32,7 +32,8 @@ use temporalio_sdk::runtime::RuntimeOptions;
 use temporalio_sdk::runtime::worker_tuner::{FixedSizeSlotSupplier, TunerHolder};
 use temporalio_sdk::{Runtime, Worker, WorkerOptions};
 
-use crate::activities::{DEFAULT_TASK_QUEUE, Metrics, OverspillActivities};
+use crate::activities::{DEFAULT_TASK_QUEUE, LogFailures, Metrics, OverspillActivities};
+use crate::external_storage::ExternalStorageCodec;
 
 /// Why the worker could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -290,13 +291,22 @@ impl Default for WorkerSettings {
 
 impl WorkerSettings {
     /// A worker serving `activities`; `extend` may register workflows or interceptors.
+    ///
+    /// The worker's data converter is the SDK's default with the External Storage codec over
+    /// `activities`' storage (without one, a reference in a workflow task fails it with an error
+    /// saying to configure `--external-storage`); every activity failure is logged at WARN.
     pub fn build(
         &self,
         runtime: &Runtime,
-        client: Client,
+        mut client: Client,
         activities: OverspillActivities,
         extend: impl FnOnce(&mut WorkerOptions) -> Result<(), WorkerError>,
     ) -> Result<Worker, WorkerError> {
+        let codec = ExternalStorageCodec::new(
+            activities.external_storage().cloned(),
+            client.options().namespace.clone(),
+        );
+        client.options_mut().data_converter = codec.into_data_converter();
         let tuner = TunerHolder::builder()
             .workflow_task_slot_supplier(FixedSizeSlotSupplier::new(
                 self.max_concurrent_workflow_tasks.max(2),
@@ -313,6 +323,7 @@ impl WorkerSettings {
             .tuner(tuner)
             .graceful_shutdown_period(self.graceful_shutdown)
             .register_activities(activities)
+            .activity_inbound_interceptor(LogFailures)
             .build();
         extend(&mut options)?;
         Worker::new(runtime, client, options).map_err(WorkerError::setup)

@@ -10,11 +10,18 @@
 //! Keys come from the request's `run_id` / `tool_call_id` / `retry` (`run_id` defaults to the
 //! calling workflow's run id), never from the activity attempt: a retry, a crash after the write
 //! or a replay writes the same key again and returns the same handle. Failures are typed (see
-//! [`errors`]).
+//! [`errors`]) and logged at WARN by the worker ([`LogFailures`]).
+//!
+//! An input may be a Temporal External Storage reference: the activity fetches the payload it
+//! names inside its own task, after charging the worker's [`InflightBudget`], and offloads a reply
+//! over the threshold in turn (see [`crate::external_storage`]).
 
 pub mod errors;
+mod failure_log;
 mod guard;
 pub use guard::{Progress, guarded, guarded_with};
+mod inflight;
+mod intake;
 pub mod metrics;
 pub mod payload;
 pub mod proto;
@@ -27,6 +34,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 
 use crate::api::{ReduceRequest, ReduceResponse};
+use crate::external_storage::ExternalStorage;
 use crate::limits::{
     self, Action, Limits, ReductionKind, SpillStore, StoreError, SummarizeError, Summarizer,
     Summary, SummaryRequest, ToolOutput, Unit, preview, prompt, pyfmt,
@@ -35,6 +43,8 @@ use crate::read::{self, ReadOutcomeError, ReadRequest};
 use crate::store::Store;
 use crate::summarize::{ChunkBudget, ChunkProgress, OpenAiSummarizer};
 pub use errors::Failure;
+pub use failure_log::LogFailures;
+pub use inflight::{InflightBudget, InflightPermit, available_memory};
 pub use metrics::Metrics;
 pub use payload::{Encoding, Incoming, Outgoing};
 pub use summarizer::{ActivitySummarizer, SharedSummarizer};
@@ -59,10 +69,13 @@ pub struct OverspillActivities {
     summarizer: SharedSummarizer,
     model: Option<Arc<(OpenAiSummarizer, ChunkBudget)>>,
     metrics: Metrics,
+    external_storage: Option<Arc<ExternalStorage>>,
+    budget: InflightBudget,
 }
 
 impl OverspillActivities {
-    /// Activities over `store` with the reference's default limits and no model.
+    /// Activities over `store` with the reference's default limits, no model, no External
+    /// Storage and an in-flight budget of half the available memory.
     pub fn new(store: Arc<Store>) -> Self {
         Self {
             store,
@@ -70,7 +83,27 @@ impl OverspillActivities {
             summarizer: SharedSummarizer::default(),
             model: None,
             metrics: Metrics::default(),
+            external_storage: None,
+            budget: InflightBudget::default(),
         }
+    }
+
+    /// Resolve External Storage references in inputs from `storage`, and offload replies over
+    /// its threshold to it.
+    pub fn with_external_storage(mut self, storage: Arc<ExternalStorage>) -> Self {
+        self.external_storage = Some(storage);
+        self
+    }
+
+    /// Bound the payload bytes running activities hold by `budget`.
+    pub fn with_inflight_budget(mut self, budget: InflightBudget) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// The External Storage the activities use, if any.
+    pub fn external_storage(&self) -> Option<&Arc<ExternalStorage>> {
+        self.external_storage.as_ref()
     }
 
     /// Summarize with an OpenAI-compatible `model`, chunking outputs over `budget`. The
