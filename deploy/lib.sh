@@ -20,6 +20,13 @@ ensure_venv() {
   fi
 }
 
+# The benchmarks' venv: the reference (pydantic-ai-harness 0.62.0) alone, in .deploy/bench-venv.
+BENCH_VENV="$DEPLOY_DIR/bench-venv"
+ensure_bench_venv() {
+  if [ ! -x "$BENCH_VENV/bin/python" ]; then python3 -m venv "$BENCH_VENV"; fi
+  "$BENCH_VENV/bin/pip" install --quiet --disable-pip-version-check pydantic-ai-harness==0.62.0
+}
+
 # Wait until a command succeeds, up to $2 seconds.
 wait_for() {
   local what="$1" seconds="$2"; shift 2

@@ -3,9 +3,11 @@
 //! - [`limits`]: the pure reduction engine (truncate, spill, summarize by size bands).
 //! - [`read`]: the bounded `read_tool_result` read-back.
 //! - [`api`]: the request and response forms shared by the CLI and the activities.
+//! - [`external_storage`]: Temporal External Storage (payloads of any size through a bucket).
 
 pub mod activities;
 pub mod api;
+pub mod external_storage;
 pub mod limits;
 pub mod read;
 mod redact;

@@ -10,10 +10,18 @@
 //! | `StoreRefused`  | no        | a handle outside the store, or a key the store cannot hold  |
 //! | `ModelUnavailable` | yes    | the model failed and the action has no `then`               |
 //! | `ModelRejected` | no        | the model refused the request, or no model is configured    |
+//! | `ExternalStorage…` | see below | an External Storage reference could not be resolved, or a reply offloaded |
+//!
+//! External Storage failures carry the error's own type: `ExternalStorageMissing` and
+//! `ExternalStorageUnavailable` are retryable; `ExternalStorageNotConfigured`,
+//! `ExternalStorageForeignBucket`, `ExternalStorageUnknownDriver`, `ExternalStorageIntegrity`,
+//! `ExternalStorageInvalidReference`, `ExternalStorageUndecodable` and `ExternalStorageTooLarge`
+//! are not, and say what to configure.
 
 use temporalio_common::error::ApplicationFailure;
 use temporalio_sdk::activities::ActivityError;
 
+use crate::external_storage::ExternalStorageError;
 use crate::limits::{ConfigError, StoreError, SummarizeError};
 
 /// A typed activity failure, converted into a Temporal ApplicationError.
@@ -101,6 +109,16 @@ impl Failure {
             },
             message: format!("summary failed ({}): {error}", error.type_name()),
             retryable,
+            retry_after: None,
+        }
+    }
+
+    /// An External Storage failure, typed and retryable as the error says.
+    pub fn external_storage(error: &ExternalStorageError) -> Self {
+        Self {
+            type_name: error.type_name(),
+            message: error.to_string(),
+            retryable: error.retryable(),
             retry_after: None,
         }
     }

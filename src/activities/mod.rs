@@ -10,11 +10,18 @@
 //! Keys come from the request's `run_id` / `tool_call_id` / `retry` (`run_id` defaults to the
 //! calling workflow's run id), never from the activity attempt: a retry, a crash after the write
 //! or a replay writes the same key again and returns the same handle. Failures are typed (see
-//! [`errors`]).
+//! [`errors`]) and logged at WARN by the worker ([`LogFailures`]).
+//!
+//! An input may be a Temporal External Storage reference: the activity fetches the payload it
+//! names inside its own task, after charging the worker's [`InflightBudget`], and offloads a reply
+//! over the threshold in turn (see [`crate::external_storage`]).
 
 pub mod errors;
+mod failure_log;
 mod guard;
 pub use guard::{Progress, guarded, guarded_with};
+mod inflight;
+mod intake;
 pub mod metrics;
 pub mod payload;
 pub mod proto;
@@ -27,6 +34,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 
 use crate::api::{ReduceRequest, ReduceResponse};
+use crate::external_storage::ExternalStorage;
 use crate::limits::{
     self, Action, Limits, ReductionKind, SpillStore, StoreError, SummarizeError, Summarizer,
     Summary, SummaryRequest, ToolOutput, Unit, preview, prompt, pyfmt,
@@ -35,6 +43,8 @@ use crate::read::{self, ReadOutcomeError, ReadRequest};
 use crate::store::Store;
 use crate::summarize::{ChunkBudget, ChunkProgress, OpenAiSummarizer};
 pub use errors::Failure;
+pub use failure_log::LogFailures;
+pub use inflight::{InflightBudget, InflightPermit, available_memory};
 pub use metrics::Metrics;
 pub use payload::{Encoding, Incoming, Outgoing};
 pub use summarizer::{ActivitySummarizer, SharedSummarizer};
@@ -59,10 +69,13 @@ pub struct OverspillActivities {
     summarizer: SharedSummarizer,
     model: Option<Arc<(OpenAiSummarizer, ChunkBudget)>>,
     metrics: Metrics,
+    external_storage: Option<Arc<ExternalStorage>>,
+    budget: InflightBudget,
 }
 
 impl OverspillActivities {
-    /// Activities over `store` with the reference's default limits and no model.
+    /// Activities over `store` with the reference's default limits, no model, no External
+    /// Storage and an in-flight budget of half the available memory.
     pub fn new(store: Arc<Store>) -> Self {
         Self {
             store,
@@ -70,7 +83,27 @@ impl OverspillActivities {
             summarizer: SharedSummarizer::default(),
             model: None,
             metrics: Metrics::default(),
+            external_storage: None,
+            budget: InflightBudget::default(),
         }
+    }
+
+    /// Resolve External Storage references in inputs from `storage`, and offload replies over
+    /// its threshold to it.
+    pub fn with_external_storage(mut self, storage: Arc<ExternalStorage>) -> Self {
+        self.external_storage = Some(storage);
+        self
+    }
+
+    /// Bound the payload bytes running activities hold by `budget`.
+    pub fn with_inflight_budget(mut self, budget: InflightBudget) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// The External Storage the activities use, if any.
+    pub fn external_storage(&self) -> Option<&Arc<ExternalStorage>> {
+        self.external_storage.as_ref()
     }
 
     /// Summarize with an OpenAI-compatible `model`, chunking outputs over `budget`. The
@@ -180,7 +213,9 @@ impl OverspillActivities {
             Some(key) => key,
             None => request.call().spill_key(&request.suffix),
         };
-        let unit = Unit::new(&request.output, &limits);
+        // The unit takes the output over, so the store gets the request's own buffer.
+        let output = std::mem::replace(&mut request.output, ToolOutput::Text(String::new()));
+        let unit = Unit::owned(output, &limits);
         let data = unit.data();
         let bytes = data.len() as u64;
         let handle = self
@@ -277,7 +312,7 @@ fn exhausted_without_then(limits: &Limits, tool_name: &str, reduced: &limits::Re
     let bands = limits.bands_for(tool_name);
     let chain_exhausted = |output: &ToolOutput| {
         let unit = Unit::new(output, limits);
-        limits::bands::select(bands, limits::measure::size(&unit, limits))
+        limits::measure::select(bands, &unit, limits)
             .is_some_and(|action| !ends_in_passthrough(action))
     };
     let value_stuck =
@@ -424,6 +459,27 @@ mod tests {
             failure.message.contains("{output} only once"),
             "{}",
             failure.message
+        );
+    }
+
+    #[tokio::test]
+    async fn spill_hands_the_store_the_request_buffer() {
+        let store = Arc::new(Store::open(Some("memory://")).expect("store"));
+        let acts = OverspillActivities::new(store.clone());
+        let mut request: SpillRequest = serde_json::from_value(serde_json::json!({
+            "tool_name": "cat", "run_id": "r", "tool_call_id": "c", "output": {"text": ""},
+        }))
+        .expect("request");
+        let text = "x".repeat(50_000);
+        let buffer = text.as_ptr();
+        request.output = ToolOutput::Text(text);
+        let spilled = acts.spill_request(request, None).await.expect("spilled");
+        let stored = store.read(&spilled.handle).await.expect("stored");
+        assert_eq!(stored.len(), 50_000);
+        assert_eq!(
+            stored.as_ptr(),
+            buffer,
+            "the store got the request's buffer, not a copy"
         );
     }
 

@@ -1,9 +1,11 @@
 //! Activity payloads in the encoding the caller chose, answered in the same encoding.
 //!
 //! A Python dict or dataclass, a TypeScript object or a Rust serde struct arrives as `json/plain`
-//! with snake_case fields. [`Incoming`] keeps the raw payload so that the activity itself decodes
-//! it and can fail with a non-retryable `InvalidInput` naming the field (a decoding failure inside
-//! the SDK would be retried forever); [`Outgoing`] encodes the reply like the request came in.
+//! with snake_case fields. [`Incoming`] keeps the raw payload so that the activity itself resolves
+//! it (an External Storage reference is fetched inside the activity's own task, see
+//! [`Incoming::resolve`]) and decodes it, failing with a typed, non-retryable error naming the
+//! field (a failure inside the SDK would be untyped and retried forever); [`Outgoing`] is the
+//! reply encoded like the request came in, or the reference to where it was offloaded.
 
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -17,6 +19,7 @@ use temporalio_common::protos::temporal::api::common::v1::Payload;
 
 use super::errors::Failure;
 use super::proto::ProtoMessage;
+use crate::external_storage::{self, ExternalStorage, Reference};
 
 /// The payload metadata key naming the encoding.
 const ENCODING_KEY: &str = "encoding";
@@ -62,6 +65,25 @@ impl<T> Incoming<T> {
         }
     }
 
+    /// The External Storage reference this input is, if it is one.
+    pub fn reference(&self) -> Result<Option<Reference>, Failure> {
+        Reference::from_payload(&self.payload).map_err(|e| Failure::external_storage(&e))
+    }
+
+    /// The payload's data size in bytes (for a reference, the reference's own).
+    pub fn payload_bytes(&self) -> u64 {
+        self.payload.data.len() as u64
+    }
+
+    /// This input with an External Storage reference replaced by the payload it names, fetched
+    /// from `storage` (typed failures: see [`Failure::external_storage`]).
+    pub async fn resolve(self, storage: Option<&ExternalStorage>) -> Result<Self, Failure> {
+        external_storage::resolve(storage, self.payload)
+            .await
+            .map(Self::new)
+            .map_err(|e| Failure::external_storage(&e))
+    }
+
     /// The payload's encoding, or `InvalidInput` for one Overspill does not speak.
     pub fn encoding(&self) -> Result<Encoding, Failure> {
         let raw = self.payload.metadata.get(ENCODING_KEY);
@@ -81,8 +103,9 @@ impl<T> Incoming<T> {
 }
 
 impl<T: DeserializeOwned + ProtoMessage> Incoming<T> {
-    /// Decode the request, returning it with the encoding to answer in.
-    pub fn decode(&self) -> Result<(T, Encoding), Failure> {
+    /// Decode the request, returning it with the encoding to answer in. Consumes the payload,
+    /// so its bytes are freed as soon as the request is decoded.
+    pub fn decode(self) -> Result<(T, Encoding), Failure> {
         let encoding = self.encoding()?;
         let value = match encoding {
             Encoding::JsonPlain => decode_json(&self.payload.data)?,
@@ -134,37 +157,49 @@ impl<T: 'static> TemporalSerializable for Incoming<T> {
     }
 }
 
-/// A reply, encoded like the request it answers.
+/// A reply: the payload encoded like the request it answers, or the External Storage reference
+/// it was offloaded to.
 #[derive(Debug, Clone)]
 pub struct Outgoing<T> {
-    /// The reply.
-    pub value: T,
-    /// The encoding to send it in.
-    pub encoding: Encoding,
+    payload: Payload,
+    _message: PhantomData<fn() -> T>,
 }
 
 impl<T> Outgoing<T> {
-    /// A reply in `encoding`.
-    pub fn new(value: T, encoding: Encoding) -> Self {
-        Self { value, encoding }
+    /// Wrap a ready payload (an encoded reply, or a reference to one).
+    pub fn from_payload(payload: Payload) -> Self {
+        Self {
+            payload,
+            _message: PhantomData,
+        }
+    }
+
+    /// The payload.
+    pub fn payload(&self) -> &Payload {
+        &self.payload
+    }
+
+    /// The payload, unwrapped.
+    pub fn into_payload(self) -> Payload {
+        self.payload
     }
 }
 
 impl<T: Serialize + ProtoMessage + 'static> Outgoing<T> {
-    /// The payload for this reply.
-    pub fn to_raw_payload(&self) -> Result<Payload, PayloadConversionError> {
-        let (data, message_type) = match self.encoding {
+    /// `value` encoded in `encoding`.
+    pub fn encode(value: &T, encoding: Encoding) -> Result<Self, PayloadConversionError> {
+        let (data, message_type) = match encoding {
             Encoding::JsonPlain => (
-                serde_json::to_vec(&self.value)
+                serde_json::to_vec(value)
                     .map_err(|e| PayloadConversionError::EncodingError(Box::new(e)))?,
                 None,
             ),
-            Encoding::JsonProtobuf => (self.value.to_proto_json(), Some(T::MESSAGE_TYPE)),
-            Encoding::BinaryProtobuf => (self.value.to_proto_binary(), Some(T::MESSAGE_TYPE)),
+            Encoding::JsonProtobuf => (value.to_proto_json(), Some(T::MESSAGE_TYPE)),
+            Encoding::BinaryProtobuf => (value.to_proto_binary(), Some(T::MESSAGE_TYPE)),
         };
         let mut metadata = HashMap::from([(
             ENCODING_KEY.to_owned(),
-            self.encoding.as_str().as_bytes().to_vec(),
+            encoding.as_str().as_bytes().to_vec(),
         )]);
         if let Some(message_type) = message_type {
             metadata.insert(
@@ -172,29 +207,25 @@ impl<T: Serialize + ProtoMessage + 'static> Outgoing<T> {
                 message_type.as_bytes().to_vec(),
             );
         }
-        Ok(Payload {
+        Ok(Self::from_payload(Payload {
             metadata,
             data,
             external_payloads: vec![],
-        })
+        }))
     }
 }
 
-impl<T: Serialize + ProtoMessage + 'static> TemporalSerializable for Outgoing<T> {
+impl<T: 'static> TemporalSerializable for Outgoing<T> {
     fn to_payload(&self, _: &SerializationContext<'_>) -> Result<Payload, PayloadConversionError> {
-        self.to_raw_payload()
+        Ok(self.payload.clone())
     }
 }
 
-impl<T: DeserializeOwned + ProtoMessage + 'static> TemporalDeserializable for Outgoing<T> {
+impl<T: 'static> TemporalDeserializable for Outgoing<T> {
     fn from_payload(
         _: &SerializationContext<'_>,
         payload: Payload,
     ) -> Result<Self, PayloadConversionError> {
-        let incoming = Incoming::<T>::new(payload);
-        incoming
-            .decode()
-            .map(|(value, encoding)| Self { value, encoding })
-            .map_err(|e| PayloadConversionError::EncodingError(Box::new(e)))
+        Ok(Self::from_payload(payload))
     }
 }

@@ -156,6 +156,16 @@ fn limits_to_json(l: &pb::Limits) -> Result<Value, Failure> {
     if l.over_tokens {
         m.insert("over_tokens".into(), Value::Bool(true));
     }
+    let tokenizer = match pb::Tokenizer::try_from(l.tokenizer) {
+        Ok(pb::Tokenizer::Unspecified) => None,
+        Ok(pb::Tokenizer::CharsDiv4) => Some(limits::Tokenizer::CharsDiv4),
+        Ok(pb::Tokenizer::O200kBase) => Some(limits::Tokenizer::O200kBase),
+        Ok(pb::Tokenizer::Cl100kBase) => Some(limits::Tokenizer::Cl100kBase),
+        Err(_) => return Err(bad_config("tokenizer", "unknown tokenizer")),
+    };
+    if let Some(tokenizer) = tokenizer {
+        m.insert("tokenizer".into(), json!(tokenizer));
+    }
     if l.strip_ansi {
         m.insert("strip_ansi".into(), Value::Bool(true));
     }
@@ -232,6 +242,9 @@ fn action_to_json(a: &pb::Action, path: &str) -> Result<Value, Failure> {
             if let Some(max) = t.max_chars {
                 m.insert("max_chars".into(), json!(max));
             }
+            if let Some(max) = t.max_tokens {
+                m.insert("max_tokens".into(), json!(max));
+            }
             m.insert("keep_tail_lines".into(), json!(t.keep_tail_lines));
             if let Some(then) = then(&t.then)? {
                 m.insert("then".into(), then);
@@ -277,6 +290,11 @@ pub fn limits_to_pb(l: &limits::Limits) -> pb::Limits {
             }),
         },
         over_tokens: l.over_tokens,
+        tokenizer: (match l.tokenizer {
+            limits::Tokenizer::CharsDiv4 => pb::Tokenizer::CharsDiv4,
+            limits::Tokenizer::O200kBase => pb::Tokenizer::O200kBase,
+            limits::Tokenizer::Cl100kBase => pb::Tokenizer::Cl100kBase,
+        }) as i32,
         strip_ansi: l.strip_ansi,
         serializer: (match l.serializer {
             None => pb::Serializer::Unspecified,
@@ -307,6 +325,7 @@ fn action_to_pb(a: &limits::Action) -> pb::Action {
                     limits::TruncationStrategy::HeadTail => pb::TruncationStrategy::HeadTail,
                 }) as i32,
                 max_chars: Some(t.max_chars),
+                max_tokens: t.max_tokens,
                 keep_tail_lines: t.keep_tail_lines,
                 then: then(&t.then),
             })),
@@ -548,6 +567,52 @@ mod tests {
         let back = limits_to_json(&limits_to_pb(&limits)).expect("converts");
         let again = limits::Limits::from_value(back).expect("valid again");
         assert_eq!(again.to_json(), limits.to_json());
+    }
+
+    #[test]
+    fn tokenizer_and_token_budget_round_trip_through_protobuf() {
+        let json = r#"{"bands":[{"over":7,"action":{"type":"truncate","max_tokens":300}}],"over_tokens":true,"tokenizer":"cl100k_base"}"#;
+        let limits = limits::Limits::from_json(json).expect("valid");
+        let pb = limits_to_pb(&limits);
+        assert_eq!(pb.tokenizer, pb::Tokenizer::Cl100kBase as i32);
+        let binary = prost::Message::encode_to_vec(&pb);
+        let decoded: pb::Limits = prost::Message::decode(binary.as_slice()).expect("decodes");
+        let back = limits_to_json(&decoded).expect("converts");
+        let again = limits::Limits::from_value(back).expect("valid again");
+        assert_eq!(again.tokenizer, limits::Tokenizer::Cl100kBase);
+        assert_eq!(again.bands, limits.bands);
+        let unset = limits_to_json(&pb::Limits::default()).expect("converts");
+        assert_eq!(
+            limits::Limits::from_value(unset).expect("valid").tokenizer,
+            limits::Tokenizer::CharsDiv4
+        );
+    }
+
+    #[test]
+    fn bad_protobuf_tokenizer_or_token_budget_names_the_field() {
+        let unknown = pb::Limits {
+            tokenizer: 99,
+            ..Default::default()
+        };
+        let err = limits_to_json(&unknown).expect_err("unknown tokenizer");
+        assert_eq!(err.type_name, "InvalidConfig");
+        assert!(err.message.contains("config.tokenizer"), "{}", err.message);
+        let truncate = pb::Truncate {
+            max_tokens: Some(-1),
+            ..Default::default()
+        };
+        let negative = pb::Limits {
+            bands: vec![pb::Band {
+                over: 1,
+                action: Some(pb::Action {
+                    action: Some(pb::action::Action::Truncate(Box::new(truncate))),
+                }),
+            }],
+            ..Default::default()
+        };
+        let json = limits_to_json(&negative).expect("converts");
+        let err = limits::Limits::from_value(json).expect_err("negative budget");
+        assert_eq!(err.path(), "bands[0].action.max_tokens");
     }
 
     #[test]

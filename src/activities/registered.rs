@@ -7,6 +7,7 @@ use std::sync::Arc;
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
+use super::intake::Admitted;
 use super::types::{
     ReadResponse, SpillRequest, SpillResponse, SummarizeRequest, SummarizeResponse,
 };
@@ -23,13 +24,17 @@ impl OverspillActivities {
         ctx: ActivityContext,
         input: Incoming<ReduceRequest>,
     ) -> Result<Outgoing<ReduceResponse>, ActivityError> {
-        let (request, encoding) = input.decode().map_err(Failure::into_activity_error)?;
+        let Admitted {
+            request,
+            encoding,
+            permit: _permit,
+        } = self.admit(&ctx, input).await?;
         let run_id = ctx.info().workflow_run_id.clone();
         let work = self.reduce_request(request, run_id.as_deref());
         let response = guard::guarded(&ctx, work)
             .await?
             .map_err(Failure::into_activity_error)?;
-        Ok(Outgoing::new(response, encoding))
+        self.reply(&ctx, &response, encoding).await
     }
 
     /// `tool_output_limits.spill`: persist a payload under its key; handle, preview and shape.
@@ -39,13 +44,17 @@ impl OverspillActivities {
         ctx: ActivityContext,
         input: Incoming<SpillRequest>,
     ) -> Result<Outgoing<SpillResponse>, ActivityError> {
-        let (request, encoding) = input.decode().map_err(Failure::into_activity_error)?;
+        let Admitted {
+            request,
+            encoding,
+            permit: _permit,
+        } = self.admit(&ctx, input).await?;
         let run_id = ctx.info().workflow_run_id.clone();
         let work = self.spill_request(request, run_id.as_deref());
         let response = guard::guarded(&ctx, work)
             .await?
             .map_err(Failure::into_activity_error)?;
-        Ok(Outgoing::new(response, encoding))
+        self.reply(&ctx, &response, encoding).await
     }
 
     /// `tool_output_limits.summarize`: one model call; summary and usage.
@@ -55,14 +64,22 @@ impl OverspillActivities {
         ctx: ActivityContext,
         input: Incoming<SummarizeRequest>,
     ) -> Result<Outgoing<SummarizeResponse>, ActivityError> {
-        let (request, encoding) = input.decode().map_err(Failure::into_activity_error)?;
-        // A retry resumes a chunked summary from the last chunk the previous attempt reported.
+        // A retry resumes a chunked summary from the last chunk the previous attempt reported;
+        // heartbeats keep reporting it until this attempt gets further.
         let resume = ctx
             .heartbeat_details()
             .deserialize::<crate::summarize::ChunkProgress>()
             .ok()
             .flatten();
         let latest = guard::Progress::default();
+        if let Some(resume) = &resume {
+            latest.set(resume.clone());
+        }
+        let Admitted {
+            request,
+            encoding,
+            permit: _permit,
+        } = self.admit_with(&ctx, input, &latest).await?;
         let (beat, slot) = (ctx.clone(), latest.clone());
         let work = self.summarize_resumable(request, resume, move |progress| {
             let (ctx, progress) = (beat.clone(), progress.clone());
@@ -74,7 +91,7 @@ impl OverspillActivities {
         let response = guard::guarded_with(&ctx, work, &latest)
             .await?
             .map_err(Failure::into_activity_error)?;
-        Ok(Outgoing::new(response, encoding))
+        self.reply(&ctx, &response, encoding).await
     }
 
     /// `tool_output_limits.read_tool_result`: the bounded read-back, from any worker.
@@ -84,10 +101,14 @@ impl OverspillActivities {
         ctx: ActivityContext,
         input: Incoming<ReadRequest>,
     ) -> Result<Outgoing<ReadResponse>, ActivityError> {
-        let (request, encoding) = input.decode().map_err(Failure::into_activity_error)?;
+        let Admitted {
+            request,
+            encoding,
+            permit: _permit,
+        } = self.admit(&ctx, input).await?;
         let response = guard::guarded(&ctx, self.read_request(request))
             .await?
             .map_err(Failure::into_activity_error)?;
-        Ok(Outgoing::new(response, encoding))
+        self.reply(&ctx, &response, encoding).await
     }
 }

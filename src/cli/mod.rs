@@ -36,7 +36,7 @@ enum Command {
 /// Parse the arguments and run the subcommand on a tokio runtime.
 pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Runtime::new() {
+    let runtime = match runtime(&cli.command) {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("overspill: cannot start the async runtime: {e}");
@@ -59,6 +59,18 @@ pub(crate) fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The async runtime: one thread for the one-shot commands (they do one thing at a time, and
+/// start faster without a thread pool); tokio's multi-threaded scheduler for the worker, which
+/// serves many activities at once.
+fn runtime(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
+    use tokio::runtime::Builder;
+    let mut builder = match command {
+        Command::Worker(_) | Command::Dev(_) => Builder::new_multi_thread(),
+        Command::Reduce(_) | Command::Read(_) | Command::Spills(_) => Builder::new_current_thread(),
+    };
+    builder.enable_all().build()
 }
 
 /// A subcommand's failure, printed as `overspill: <message>`.

@@ -1,7 +1,7 @@
 //! `overspill reduce`: one tool output in, what the model sees out.
 
 use std::io::{Read as _, Write as _};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use overspill::activities::SharedSummarizer;
@@ -20,7 +20,8 @@ pub(crate) struct Args {
     /// A reduce request as JSON (`-` for stdin); prints the JSON response.
     #[arg(long, value_name = "FILE|-")]
     request: Option<PathBuf>,
-    /// The tool's name; the output is read from stdin as text and the model-visible text printed.
+    /// The tool's name; the output is read from stdin (as text, or as a binary output when it is
+    /// not UTF-8) and the model-visible text printed.
     #[arg(long, value_name = "NAME")]
     tool: Option<String>,
     /// Limits configuration (JSON) for `--tool`, and the default for requests without `config`.
@@ -59,7 +60,7 @@ pub(crate) async fn run(args: Args) -> CliResult {
     };
     let mut stdout = std::io::stdout().lock();
     if let Some(path) = &args.request {
-        let request: ReduceRequest = serde_json::from_str(&read_input(path)?)?;
+        let request: ReduceRequest = serde_json::from_slice(&read_input(path)?)?;
         let limits = request.limits(&defaults)?;
         let call = request.call();
         let reduced =
@@ -68,8 +69,6 @@ pub(crate) async fn run(args: Args) -> CliResult {
         writeln!(stdout)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let mut text = String::new();
-    std::io::stdin().read_to_string(&mut text)?;
     let call = ToolCall {
         tool_name: args.tool.unwrap_or_default(),
         run_id: args.run_id,
@@ -77,20 +76,44 @@ pub(crate) async fn run(args: Args) -> CliResult {
         retry: args.retry,
         ..ToolCall::default()
     };
-    let result = ToolResult::bare(ToolOutput::Text(text));
+    let result = ToolResult::bare(tool_output(read_stdin()?));
     let reduced = limits::reduce(&defaults, &call, result, &store, &summarizer).await;
-    if let ToolOutput::Text(text) = &reduced.return_value {
-        stdout.write_all(text.as_bytes())?;
+    match &reduced.return_value {
+        ToolOutput::Text(text) => stdout.write_all(text.as_bytes())?,
+        ToolOutput::Bytes(data) => stdout.write_all(data)?,
+        ToolOutput::Json(_) => {}
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn read_input(path: &PathBuf) -> std::io::Result<String> {
-    if path.as_os_str() == "-" {
-        let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s)?;
-        Ok(s)
-    } else {
-        std::fs::read_to_string(path)
+/// Raw tool output as the reference types it: a `str` when it is UTF-8, else `bytes` (measured
+/// in bytes, spilled verbatim, never truncated). Neither form copies the buffer.
+fn tool_output(data: Vec<u8>) -> ToolOutput {
+    match String::from_utf8(data) {
+        Ok(text) => ToolOutput::Text(text),
+        Err(not_utf8) => ToolOutput::Bytes(not_utf8.into_bytes().into()),
     }
+}
+
+fn read_input(path: &Path) -> std::io::Result<Vec<u8>> {
+    if path.as_os_str() == "-" {
+        read_stdin()
+    } else {
+        std::fs::read(path)
+    }
+}
+
+/// All of stdin in one buffer. Read through a `File`, which sizes the buffer from `fstat` when
+/// stdin is a regular file (`< big.log`): one allocation and one copy, no regrowth.
+fn read_stdin() -> std::io::Result<Vec<u8>> {
+    let mut data = Vec::new();
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd as _;
+        let stdin = std::io::stdin().as_fd().try_clone_to_owned()?;
+        std::fs::File::from(stdin).read_to_end(&mut data)?;
+    }
+    #[cfg(not(unix))]
+    std::io::stdin().read_to_end(&mut data)?;
+    Ok(data)
 }

@@ -6,11 +6,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use overspill::activities::{DEFAULT_TASK_QUEUE, OverspillActivities};
+use bytesize::ByteSize;
+use overspill::activities::{DEFAULT_TASK_QUEUE, InflightBudget, OverspillActivities};
+use overspill::external_storage::{ExternalStorage, ExternalStorageSettings};
 use overspill::limits::Limits;
 use overspill::store::Store;
 use overspill::summarize::ModelArgs;
-use overspill::worker::{self, Connect, LogFormat, WorkerSettings};
+use overspill::worker::{self, Compression, Connect, LogFormat, WorkerSettings};
 use overspill::workflows::ExampleTools;
 
 use super::CliResult;
@@ -42,6 +44,9 @@ pub(crate) struct TemporalArgs {
     /// Server CA certificate (PEM); default: the system roots.
     #[arg(long, env = "TEMPORAL_TLS_SERVER_CA_CERT_PATH", value_name = "FILE")]
     pub(crate) tls_ca: Option<PathBuf>,
+    /// gRPC compression to Temporal: `auto` is gzip except to a loopback address.
+    #[arg(long, env = "OVERSPILL_GRPC_COMPRESSION", value_enum, default_value_t = Compression::Auto)]
+    pub(crate) grpc_compression: Compression,
 }
 
 impl std::fmt::Debug for TemporalArgs {
@@ -60,7 +65,49 @@ impl TemporalArgs {
             tls_key: self.tls_key.clone(),
             tls_ca: self.tls_ca.clone(),
             identity: None,
+            compression: self.grpc_compression,
         }
+    }
+}
+
+/// Temporal External Storage: where payloads over Temporal's size limits live.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct ExternalStorageArgs {
+    /// The bucket of the senders' External Storage driver: `s3://BUCKET[/prefix]` (their
+    /// `S3StorageDriver`'s bucket; endpoint and credentials as for `--store`) or
+    /// `gs://BUCKET[/prefix]`. References in inputs are fetched from it, and payloads over the
+    /// threshold are offloaded to it.
+    #[arg(long, env = "OVERSPILL_EXTERNAL_STORAGE", value_name = "URL")]
+    external_storage: Option<String>,
+    /// Payloads of at least this size are offloaded (`256KiB`, as Python's default).
+    #[arg(
+        long,
+        env = "OVERSPILL_EXTERNAL_STORAGE_THRESHOLD",
+        value_name = "BYTES",
+        default_value = "256KiB"
+    )]
+    external_storage_threshold: ByteSize,
+    /// The largest payload fetched or stored (`50MiB`, as the Python driver's default).
+    #[arg(
+        long,
+        env = "OVERSPILL_EXTERNAL_STORAGE_MAX_PAYLOAD",
+        value_name = "BYTES",
+        default_value = "50MiB"
+    )]
+    external_storage_max_payload: ByteSize,
+}
+
+impl ExternalStorageArgs {
+    /// The storage, if `--external-storage` is given.
+    pub(crate) fn open(&self) -> Result<Option<Arc<ExternalStorage>>, Box<dyn std::error::Error>> {
+        let Some(url) = &self.external_storage else {
+            return Ok(None);
+        };
+        let settings = ExternalStorageSettings {
+            threshold: self.external_storage_threshold.as_u64(),
+            max_payload_bytes: self.external_storage_max_payload.as_u64(),
+        };
+        Ok(Some(Arc::new(ExternalStorage::open(url, settings)?)))
     }
 }
 
@@ -86,6 +133,13 @@ pub(crate) struct Args {
         default_value_t = 100
     )]
     max_concurrent_activities: usize,
+    /// Memory running activities may hold for their payloads (`256MiB`, `2GiB`); each activity is
+    /// charged four times its input's size, its peak, and waits while the budget is spent.
+    /// Default: half the available memory.
+    #[arg(long, env = "OVERSPILL_MAX_INFLIGHT_BYTES", value_name = "BYTES")]
+    max_inflight_bytes: Option<ByteSize>,
+    #[command(flatten)]
+    external_storage: ExternalStorageArgs,
     /// Serve Prometheus metrics on this address (`/metrics`), e.g. `127.0.0.1:9464`.
     #[arg(long, env = "OVERSPILL_METRICS_ADDR", value_name = "ADDR")]
     metrics: Option<SocketAddr>,
@@ -108,13 +162,23 @@ pub(crate) async fn run(args: Args) -> CliResult {
     let shutdown = worker::shutdown_signal();
     let limits = load_limits(args.limits.as_deref())?;
     let store = Arc::new(Store::open(args.store.as_deref())?);
+    let external_storage = args.external_storage.open()?;
+    let budget = match args.max_inflight_bytes {
+        Some(bytes) => InflightBudget::new(bytes.as_u64()),
+        None => InflightBudget::from_available_memory(),
+    };
     let runtime = worker::runtime(args.metrics)?;
     if let Some(addr) = runtime.metrics_addr {
         tracing::info!(%addr, "serving Prometheus metrics on /metrics");
     }
     let connect = args.temporal.connect();
     let client = connect.client().await?;
-    let mut activities = OverspillActivities::new(store.clone()).with_limits(limits);
+    let mut activities = OverspillActivities::new(store.clone())
+        .with_limits(limits)
+        .with_inflight_budget(budget.clone());
+    if let Some(storage) = external_storage.clone() {
+        activities = activities.with_external_storage(storage);
+    }
     if let Some(model) = args.model.summarizer()? {
         let budget = args.model.budget();
         activities = activities.with_model(model, budget);
@@ -140,6 +204,8 @@ pub(crate) async fn run(args: Args) -> CliResult {
         task_queue = %args.task_queue,
         address = %connect,
         store = %store.url(),
+        external_storage = external_storage.as_ref().map_or("off", |s| s.bucket_name()),
+        max_inflight_bytes = %ByteSize(budget.bytes()),
         "overspill worker started"
     );
     worker::run_until(&mut worker, shutdown).await?;

@@ -14,9 +14,10 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+
+use super::tokens::Tokenizer;
 
 /// The reference's default band threshold, in characters.
 pub const DEFAULT_THRESHOLD: i64 = 10_000;
@@ -69,8 +70,10 @@ pub struct Limits {
     pub per_tool: BTreeMap<String, Vec<Band>>,
     /// Which tools are reduced at all.
     pub tool_filter: ToolFilter,
-    /// Measure thresholds in estimated tokens (`chars / 4`, or `tokenizer`) instead of chars.
+    /// Measure text thresholds in tokens of `tokenizer` instead of chars.
     pub over_tokens: bool,
+    /// How tokens are counted, for `over_tokens` and `max_tokens`.
+    pub tokenizer: Tokenizer,
     /// Strip ANSI escape sequences from text before measuring and reducing.
     pub strip_ansi: bool,
     /// How structured (JSON) returns are rendered to text; `None` is compact JSON.
@@ -79,9 +82,6 @@ pub struct Limits {
     pub summary_prompt: String,
     /// The read-back tool's name as the model sees it, named in the spill marker.
     pub read_tool_name: String,
-    /// A custom token counter for `over_tokens` (library use only; not part of the JSON form).
-    #[serde(skip)]
-    pub tokenizer: Option<Tokenizer>,
 }
 
 impl Default for Limits {
@@ -97,11 +97,11 @@ impl Default for Limits {
             per_tool: BTreeMap::new(),
             tool_filter: ToolFilter::All,
             over_tokens: false,
+            tokenizer: Tokenizer::CharsDiv4,
             strip_ansi: false,
             serializer: None,
             summary_prompt: DEFAULT_SUMMARY_PROMPT.to_owned(),
             read_tool_name: DEFAULT_READ_TOOL_NAME.to_owned(),
-            tokenizer: None,
         }
     }
 }
@@ -113,9 +113,9 @@ impl fmt::Debug for Limits {
             .field("per_tool", &self.per_tool)
             .field("tool_filter", &self.tool_filter)
             .field("over_tokens", &self.over_tokens)
+            .field("tokenizer", &self.tokenizer)
             .field("strip_ansi", &self.strip_ansi)
             .field("serializer", &self.serializer)
-            .field("tokenizer", &self.tokenizer.as_ref().map(|_| "custom"))
             .finish_non_exhaustive()
     }
 }
@@ -257,18 +257,27 @@ impl Action {
     }
 
     fn validate(&self, path: &str) -> Result<(), ConfigError> {
+        let invalid = |field: &str, message: &str| {
+            Err(ConfigError::Invalid {
+                path: format!("{path}.{field}"),
+                message: message.into(),
+            })
+        };
         match self {
             Self::Truncate(t) if t.keep_tail_lines < 0 => {
-                return Err(ConfigError::Invalid {
-                    path: format!("{path}.keep_tail_lines"),
-                    message: "keep_tail_lines must be non-negative.".into(),
-                });
+                return invalid("keep_tail_lines", "keep_tail_lines must be non-negative.");
+            }
+            Self::Truncate(t) if t.max_tokens.is_some_and(|max| max < 0) => {
+                return invalid("max_tokens", "max_tokens must be non-negative.");
+            }
+            Self::Truncate(t) if t.max_tokens.is_some() && t.max_chars != DEFAULT_MAX_CHARS => {
+                return invalid(
+                    "max_tokens",
+                    "max_tokens replaces max_chars: set one budget, not both.",
+                );
             }
             Self::Spill(s) if s.preview_chars < 0 => {
-                return Err(ConfigError::Invalid {
-                    path: format!("{path}.preview_chars"),
-                    message: "preview_chars must be non-negative.".into(),
-                });
+                return invalid("preview_chars", "preview_chars must be non-negative.");
             }
             _ => {}
         }
@@ -279,7 +288,10 @@ impl Action {
     }
 }
 
-/// Clamp text to `max_chars` (marker included).
+/// The reference's Truncate budget, in chars.
+pub const DEFAULT_MAX_CHARS: i64 = 4_000;
+
+/// Clamp text to `max_chars` chars or `max_tokens` tokens (marker included).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Truncate {
@@ -287,6 +299,9 @@ pub struct Truncate {
     pub strategy: TruncationStrategy,
     /// The budget in chars, marker included; `<= 0` gives empty text.
     pub max_chars: i64,
+    /// A budget in tokens of the limits' `tokenizer` instead of `max_chars` (marker included;
+    /// `0` gives empty text).
+    pub max_tokens: Option<i64>,
     /// Reserve this many complete final lines before spending the rest of the budget.
     pub keep_tail_lines: i64,
     /// Fallback for a binary return.
@@ -297,7 +312,8 @@ impl Default for Truncate {
     fn default() -> Self {
         Self {
             strategy: TruncationStrategy::HeadTail,
-            max_chars: 4_000,
+            max_chars: DEFAULT_MAX_CHARS,
+            max_tokens: None,
             keep_tail_lines: 0,
             then: None,
         }
@@ -403,17 +419,6 @@ pub enum SerializerKind {
     JsonLines,
 }
 
-/// A custom token counter, `text -> tokens`.
-#[derive(Clone)]
-pub struct Tokenizer(pub Arc<dyn Fn(&str) -> u64 + Send + Sync>);
-
-impl Tokenizer {
-    /// Wrap a counting function.
-    pub fn new(count: impl Fn(&str) -> u64 + Send + Sync + 'static) -> Self {
-        Self(Arc::new(count))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -452,6 +457,33 @@ mod tests {
         );
         assert!(Limits::from_json(r#"{"tool_filter":7}"#).is_err());
         assert!(Limits::from_json(r#"{"serializer":"yaml"}"#).is_err());
+    }
+
+    #[test]
+    fn tokenizer_and_token_budget_are_checked() {
+        let good = Limits::from_json(
+            r#"{"tokenizer":"o200k_base","bands":[{"over":1,"action":{"type":"truncate","max_tokens":0}}]}"#,
+        )
+        .expect("valid");
+        assert_eq!(good.tokenizer, Tokenizer::O200kBase);
+        assert_eq!(Limits::default().tokenizer, Tokenizer::CharsDiv4);
+        let unknown = Limits::from_json(r#"{"tokenizer":"gpt2"}"#).expect_err("unknown");
+        assert_eq!(unknown.path(), "tokenizer");
+        for (truncate, message) in [
+            (r#"{"max_tokens":-1}"#, "max_tokens must be non-negative."),
+            (
+                r#"{"max_tokens":10,"max_chars":50}"#,
+                "max_tokens replaces max_chars",
+            ),
+        ] {
+            let json = format!(
+                r#"{{"bands":[{{"over":1,"action":{{"type":"spill","then":{{"type":"truncate",{}}}}}}}]}}"#,
+                &truncate[1..truncate.len() - 1]
+            );
+            let err = Limits::from_json(&json).expect_err(truncate);
+            assert_eq!(err.path(), "bands[0].action.then.max_tokens");
+            assert!(err.to_string().contains(message), "{err}");
+        }
     }
 
     #[test]

@@ -1,25 +1,134 @@
-//! Measuring a unit: bytes for binary, code points for text, or estimated tokens.
+//! Measuring a unit and choosing its band: bytes for binary, code points for text, or tokens.
 
-use super::config::Limits;
+use std::ops::RangeInclusive;
+
+use super::bands;
+use super::config::{Action, Band, Limits};
 use super::reduce::Unit;
-
-/// Chars per token in the reference's token heuristic (`len(text) // 4`).
-pub const CHARS_PER_TOKEN: u64 = 4;
 
 /// The number of Unicode code points (Python `len(str)`).
 pub fn chars(text: &str) -> u64 {
     text.chars().count() as u64
 }
 
-/// The size a band threshold is compared with: binary → bytes (even with `over_tokens`);
-/// text → chars, or tokens with `over_tokens` (the custom tokenizer if set).
-pub fn size(unit: &Unit<'_>, limits: &Limits) -> u64 {
+/// The action for `unit`, or `None` (passthrough) when no threshold is met.
+///
+/// Binary is measured in bytes (even with `over_tokens`), text in chars, or with `over_tokens`
+/// in tokens of `limits.tokenizer`. Tokens are counted only when the text's length leaves the
+/// band open, and then only up to the largest threshold in question.
+pub fn select<'b>(bands: &'b [Band], unit: &Unit<'_>, limits: &Limits) -> Option<&'b Action> {
     match unit.text() {
-        None => unit.binary_len(),
-        Some(text) if limits.over_tokens => match &limits.tokenizer {
-            Some(tokenizer) => (tokenizer.0)(text),
-            None => unit.chars() / CHARS_PER_TOKEN,
-        },
-        Some(_) => unit.chars(),
+        None => bands::select(bands, unit.binary_len()),
+        Some(_) if !limits.over_tokens => bands::select(bands, unit.chars()),
+        Some(text) => {
+            let tokenizer = limits.tokenizer;
+            let bounds = tokenizer.bounds(unit.chars(), text.len() as u64);
+            select_within(bands, bounds, |cap| tokenizer.count_up_to(text, cap))
+        }
+    }
+}
+
+/// Band selection for a size known only to lie in `bounds`: when no threshold falls inside them,
+/// every size there picks the same band and nothing is counted; otherwise `count_up_to(cap)`
+/// (the size, or `cap` if larger) decides, with `cap` the largest threshold inside.
+fn select_within(
+    bands: &[Band],
+    bounds: RangeInclusive<u64>,
+    count_up_to: impl FnOnce(u64) -> u64,
+) -> Option<&Action> {
+    let undecided = bands
+        .iter()
+        .filter_map(|band| u64::try_from(band.over).ok())
+        .filter(|over| *bounds.start() < *over && bounds.contains(over))
+        .max();
+    match undecided {
+        None => bands::select(bands, *bounds.start()),
+        Some(cap) => bands::select(bands, count_up_to(cap)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::limits::{Tokenizer, ToolOutput, Truncate};
+
+    /// Bands over the given thresholds, told apart by their `max_chars`.
+    fn bands(thresholds: &[i64]) -> Vec<Band> {
+        (thresholds.iter().enumerate())
+            .map(|(i, &over)| Band {
+                over,
+                action: Action::Truncate(Truncate {
+                    max_chars: i as i64,
+                    ..Truncate::default()
+                }),
+            })
+            .collect()
+    }
+
+    fn by_tokens(tokenizer: Tokenizer) -> Limits {
+        Limits {
+            over_tokens: true,
+            tokenizer,
+            ..Limits::default()
+        }
+    }
+
+    #[test]
+    fn a_band_the_length_decides_counts_nothing() {
+        let bands = bands(&[100, 1_000]);
+        let never = |_| -> u64 { panic!("counted a decided band") };
+        assert_eq!(
+            select_within(&bands, 200..=900, never),
+            Some(&bands[0].action)
+        );
+        assert_eq!(
+            select_within(&bands, 1_000..=1_000, never),
+            Some(&bands[1].action)
+        );
+        assert_eq!(select_within(&bands, 0..=99, never), None);
+        let mut asked = None;
+        let picked = select_within(&bands, 50..=2_000, |cap| {
+            asked = Some(cap);
+            150
+        });
+        assert_eq!((asked, picked), (Some(1_000), Some(&bands[0].action)));
+    }
+
+    #[test]
+    fn cjk_text_is_banded_by_its_real_tokens() {
+        let text = "人工智能的研究正在迅速发展。".repeat(200);
+        let output = ToolOutput::Text(text.clone());
+        let estimate = chars(&text) / 4;
+        let bands = bands(&[estimate as i64 + 1]);
+        let estimated = by_tokens(Tokenizer::CharsDiv4);
+        assert_eq!(
+            select(&bands, &Unit::new(&output, &estimated), &estimated),
+            None
+        );
+        for tokenizer in [Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
+            assert!(tokenizer.count(&text) > estimate + 1, "{tokenizer:?}");
+            let limits = by_tokens(tokenizer);
+            let unit = Unit::new(&output, &limits);
+            assert_eq!(select(&bands, &unit, &limits), Some(&bands[0].action));
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn token_bands_are_those_of_the_exact_count(
+            text in "(\\PC{0,12}[ \n]){0,40}",
+            thresholds in proptest::collection::vec(0i64..200, 0..4),
+        ) {
+            let bands = bands(&thresholds);
+            let output = ToolOutput::Text(text.clone());
+            for tokenizer in [Tokenizer::CharsDiv4, Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
+                let limits = by_tokens(tokenizer);
+                let unit = Unit::new(&output, &limits);
+                let exact = bands::select(&bands, tokenizer.count(&text));
+                prop_assert_eq!(select(&bands, &unit, &limits), exact);
+            }
+        }
     }
 }

@@ -1,5 +1,5 @@
-//! The pure reduction engine: configuration, measuring, band selection, truncation, spill
-//! previews, serializers and ANSI stripping.
+//! The pure reduction engine: configuration, measuring and token counting, band selection,
+//! truncation, spill previews, serializers and ANSI stripping.
 //!
 //! No I/O and no Temporal: a Spill reaches storage only through [`SpillStore`] and a Summarize
 //! reaches a model only through [`Summarizer`], so the engine is deterministic and runs in
@@ -16,11 +16,13 @@ pub mod prompt;
 pub mod pyfmt;
 mod reduce;
 pub mod serialize;
+pub mod tokens;
 pub mod truncate;
 
 pub use config::{
-    Action, Band, ConfigError, DEFAULT_READ_TOOL_NAME, DEFAULT_SUMMARY_PROMPT, DEFAULT_THRESHOLD,
-    Limits, SerializerKind, Spill, Summarize, Tokenizer, ToolFilter, Truncate, TruncationStrategy,
+    Action, Band, ConfigError, DEFAULT_MAX_CHARS, DEFAULT_READ_TOOL_NAME, DEFAULT_SUMMARY_PROMPT,
+    DEFAULT_THRESHOLD, Limits, SerializerKind, Spill, Summarize, ToolFilter, Truncate,
+    TruncationStrategy,
 };
 pub use effects::{
     MemoryStore, NoStore, NoSummarizer, SpillStore, StoreError, SummarizeError, Summarizer,
@@ -30,3 +32,4 @@ pub use reduce::{
     CONTENT_SUFFIX, EXEMPT_TOOL_KINDS, Reduced, ReductionKind, ToolCall, ToolOutput, ToolResult,
     Unit, reduce,
 };
+pub use tokens::Tokenizer;

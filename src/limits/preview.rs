@@ -3,9 +3,9 @@
 use serde_json::Value;
 
 use super::config::Limits;
-use super::measure;
 use super::pyfmt::{repr, thousands, type_name};
 use super::reduce::Unit;
+use super::tokens::CHARS_PER_TOKEN;
 use super::truncate::{head_chars, tail_chars};
 
 /// Keys a shape sketch names at most.
@@ -58,8 +58,10 @@ pub fn spill_message(unit: &Unit<'_>, handle: &str, preview_chars: i64, limits: 
         }
         Some(text) => {
             let chars = unit.chars();
+            // The reference's estimate whatever the tokenizer, as the reference does when a
+            // custom tokenizer chose the band: counting a whole spill would cost more than it.
             let size = if limits.over_tokens {
-                format!("{} tokens", thousands(chars / measure::CHARS_PER_TOKEN))
+                format!("{} tokens", thousands(chars / CHARS_PER_TOKEN))
             } else {
                 format!("{} chars", thousands(chars))
             };

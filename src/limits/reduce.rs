@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::config::{Action, Limits};
 use super::effects::{SpillStore, Summarizer, SummaryRequest, Usage};
-use super::{ansi, bands, measure, preview, prompt, pyfmt, serialize, truncate};
+use super::{ansi, measure, preview, prompt, pyfmt, serialize, truncate};
 
 /// Tool kinds whose returns are never reduced: the read-back tool's own pages, and core's
 /// capability-load / tool-search returns (core reads them back from history).
@@ -245,20 +245,40 @@ impl<'a> Unit<'a> {
     /// Build the unit for an output: serialize structured values, strip ANSI if asked.
     pub fn new(output: &'a ToolOutput, limits: &Limits) -> Self {
         match output {
-            ToolOutput::Bytes(data) => Self {
-                text: None,
-                chars: std::sync::OnceLock::new(),
-                binary: data.clone(),
-                sketch: String::new(),
-            },
             ToolOutput::Text(text) => {
                 Self::from_text(UnitText::Borrowed(text), String::new(), limits)
             }
-            ToolOutput::Json(value) => Self::from_text(
-                UnitText::Shared(Arc::new(serialize::render(value, limits.serializer))),
-                preview::shape_sketch(value),
-                limits,
-            ),
+            ToolOutput::Json(value) => Self::from_json(value, limits),
+            ToolOutput::Bytes(data) => Self::from_binary(data.clone()),
+        }
+    }
+
+    /// Build the unit for an output it takes over, so that [`Unit::data`] hands a spill the
+    /// output's own buffer (a text's bytes are never copied).
+    pub fn owned(output: ToolOutput, limits: &Limits) -> Self {
+        match output {
+            ToolOutput::Text(text) => {
+                Self::from_text(UnitText::Shared(Arc::new(text)), String::new(), limits)
+            }
+            ToolOutput::Json(value) => Self::from_json(&value, limits),
+            ToolOutput::Bytes(data) => Self::from_binary(data),
+        }
+    }
+
+    fn from_json(value: &Value, limits: &Limits) -> Self {
+        Self::from_text(
+            UnitText::Shared(Arc::new(serialize::render(value, limits.serializer))),
+            preview::shape_sketch(value),
+            limits,
+        )
+    }
+
+    fn from_binary(data: Bytes) -> Self {
+        Self {
+            text: None,
+            chars: std::sync::OnceLock::new(),
+            binary: data,
+            sketch: String::new(),
         }
     }
 
@@ -369,7 +389,7 @@ pub async fn reduce<S: SpillStore, M: Summarizer>(
             Some(text) => Unit::from_text(UnitText::Shared(text.clone()), String::new(), limits),
             None => Unit::new(&result.return_value, limits),
         };
-        match bands::select(bands, measure::size(&unit, limits)) {
+        match measure::select(bands, &unit, limits) {
             Some(action) => apply(action, &unit, limits, call, "", store, summarizer).await,
             None => Applied::default(),
         }
@@ -384,7 +404,7 @@ pub async fn reduce<S: SpillStore, M: Summarizer>(
     let content = match &result.content {
         Some(Value::String(text)) => {
             let unit = Unit::from_text(UnitText::Borrowed(text), String::new(), limits);
-            match bands::select(bands, measure::size(&unit, limits)) {
+            match measure::select(bands, &unit, limits) {
                 Some(action) => {
                     apply(
                         action,
@@ -417,7 +437,7 @@ pub async fn reduce<S: SpillStore, M: Summarizer>(
 fn warn_on_large_parts(parts: &[Value], bands: &[super::Band], limits: &Limits, call: &ToolCall) {
     let text: String = parts.iter().filter_map(Value::as_str).collect();
     let unit = Unit::from_text(UnitText::Shared(Arc::new(text)), String::new(), limits);
-    if let Some(action) = bands::select(bands, measure::size(&unit, limits))
+    if let Some(action) = measure::select(bands, &unit, limits)
         && !matches!(action, Action::Passthrough)
     {
         tracing::warn!(
@@ -503,15 +523,22 @@ async fn apply<S: SpillStore, M: Summarizer>(
             Action::Passthrough => break,
             Action::Truncate(t) => match unit.text() {
                 Some(text) => {
-                    let keep = t.keep_tail_lines.max(0) as usize;
-                    return Applied {
-                        replacement: Some(truncate::truncate_counted(
+                    let (keep, chars) = (t.keep_tail_lines.max(0) as usize, unit.chars() as usize);
+                    let clamped = match t.max_tokens {
+                        Some(max_tokens) => truncate::truncate_to_tokens(
                             text,
-                            unit.chars() as usize,
-                            t.max_chars,
+                            chars,
+                            max_tokens,
                             t.strategy,
                             keep,
-                        )),
+                            limits.tokenizer,
+                        ),
+                        None => {
+                            truncate::truncate_counted(text, chars, t.max_chars, t.strategy, keep)
+                        }
+                    };
+                    return Applied {
+                        replacement: Some(clamped),
                         kind: ReductionKind::Truncated,
                         usage,
                         ..Applied::default()
@@ -603,7 +630,37 @@ fn warn_fallback(verb: &str, call: &ToolCall, error_type: &str, then: Option<&Ac
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::limits::{MemoryStore, NoSummarizer};
+    use crate::limits::{MemoryStore, NoSummarizer, Tokenizer};
+
+    #[test]
+    fn token_bands_and_budgets_run_through_reduce() {
+        let limits = Limits::from_json(
+            r#"{"over_tokens":true,"tokenizer":"cl100k_base","bands":[
+                {"over":2000,"action":{"type":"truncate","strategy":"tail","max_tokens":300}}]}"#,
+        )
+        .expect("valid");
+        let reduce_text = |text: &str| {
+            let result = ToolResult::bare(ToolOutput::Text(text.to_owned()));
+            let call = ToolCall::default();
+            futures::executor::block_on(reduce(
+                &limits,
+                &call,
+                result,
+                &MemoryStore::new(),
+                &NoSummarizer,
+            ))
+        };
+        let log = "2024-05-01 12:00:00 INFO worker=7 took=12ms ok\n".repeat(400);
+        let reduced = reduce_text(&log);
+        assert_eq!(reduced.kind, ReductionKind::Truncated);
+        let text = reduced.return_value.as_text().expect("text");
+        assert!(Tokenizer::Cl100kBase.count(text) <= 300);
+        assert!(text.starts_with("[... output truncated, showing last "));
+        // 9,000 chars: over 2,000 by the estimate, under it in real tokens.
+        let small = "word ".repeat(1_800);
+        assert!(Tokenizer::Cl100kBase.count(&small) < 2_000);
+        assert_eq!(reduce_text(&small).kind, ReductionKind::Passthrough);
+    }
 
     /// Activities run `reduce` on tokio's multi-threaded runtime: its future must stay `Send`.
     #[test]

@@ -1,10 +1,11 @@
-//! Truncation to a char budget, marker included, with `keep_tail_lines` (SPEC §5).
+//! Truncation to a char or token budget, marker included, with `keep_tail_lines` (SPEC §5).
 //!
 //! Chars are code points. Slicing walks from the nearer end, so clamping a 100 MB text costs one
 //! char count and two short walks, never a copy of the text.
 
 use super::config::TruncationStrategy;
 use super::pyfmt::thousands;
+use super::tokens::Tokenizer;
 
 /// The first `n` chars of `text` (all of it when shorter).
 pub fn head_chars(text: &str, n: usize) -> &str {
@@ -91,6 +92,56 @@ pub fn truncate_counted(
         TruncationStrategy::Head => head_and_tail(text, total, max, 5, reserved),
         TruncationStrategy::HeadTail => head_and_tail(text, total, max, 2, reserved),
     }
+}
+
+/// Clamp `text` (of `total` chars) to `max_tokens` tokens of `tokenizer`, marker included: the
+/// clamp of [`truncate_counted`] with the largest char budget that fits, found by bisection.
+/// The markers still count chars, as they describe what was kept.
+///
+/// ```
+/// use overspill::limits::{truncate::truncate_to_tokens, Tokenizer, TruncationStrategy::*};
+/// let text = "lorem ipsum dolor sit amet\n".repeat(1_000);
+/// let total = text.chars().count();
+/// let out = truncate_to_tokens(&text, total, 100, Tail, 0, Tokenizer::O200kBase);
+/// assert!(out.starts_with("[... output truncated, showing last "));
+/// assert!(Tokenizer::O200kBase.count(&out) <= 100);
+/// assert_eq!(truncate_to_tokens("short", 5, 100, Head, 0, Tokenizer::O200kBase), "short");
+/// ```
+pub fn truncate_to_tokens(
+    text: &str,
+    total: usize,
+    max_tokens: i64,
+    strategy: TruncationStrategy,
+    keep_tail_lines: usize,
+    tokenizer: Tokenizer,
+) -> String {
+    let Ok(max @ 1..) = u64::try_from(max_tokens) else {
+        return String::new();
+    };
+    let fits = |clamped: &str| tokenizer.count_up_to(clamped, max.saturating_add(1)) <= max;
+    let chars = total as u64;
+    let bounds = tokenizer.bounds(chars, text.len() as u64);
+    if *bounds.end() <= max || (*bounds.start() <= max && fits(text)) {
+        return text.to_owned();
+    }
+    let clamp = |budget: u64| {
+        let budget = i64::try_from(budget).unwrap_or(i64::MAX);
+        truncate_counted(text, total, budget, strategy, keep_tail_lines)
+    };
+    // The text itself does not fit (a budget of `total` chars keeps it whole), and a clamp keeps
+    // close to its budget while no text longer than `max_chars_within(max)` fits: search below.
+    let mut too_big = chars.min(tokenizer.max_chars_within(max).saturating_add(1));
+    let (mut fitting, mut best) = (0, String::new());
+    while too_big - fitting > 1 {
+        let budget = fitting + (too_big - fitting) / 2;
+        let clamped = clamp(budget);
+        if fits(&clamped) {
+            (fitting, best) = (budget, clamped);
+        } else {
+            too_big = budget;
+        }
+    }
+    best
 }
 
 /// The byte offset where the final `k` lines start (LF-separated; a terminating LF does not start
@@ -222,6 +273,31 @@ mod tests {
     }
 
     #[test]
+    fn token_budget_keeps_the_most_the_estimate_allows() {
+        let text = "0123456789".repeat(100);
+        for strategy in [Head, Tail, HeadTail] {
+            let out = truncate_to_tokens(&text, 1_000, 25, strategy, 0, Tokenizer::CharsDiv4);
+            assert_eq!(out, truncate_text(&text, 103, strategy, 0), "{strategy:?}");
+        }
+        assert_eq!(
+            truncate_to_tokens(&text, 1_000, 0, Head, 0, Tokenizer::O200kBase),
+            ""
+        );
+    }
+
+    #[test]
+    fn token_budget_fills_most_of_the_budget() {
+        let text = "The quick brown fox jumps over the lazy dog.\n".repeat(400);
+        let total = text.chars().count();
+        for tokenizer in [Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
+            let out = truncate_to_tokens(&text, total, 500, HeadTail, 2, tokenizer);
+            let count = tokenizer.count(&out);
+            assert!((490..=500).contains(&count), "{tokenizer:?}: {count}");
+            assert!(out.ends_with("lazy dog.\nThe quick brown fox jumps over the lazy dog.\n"));
+        }
+    }
+
+    #[test]
     fn keep_tail_lines_larger_than_budget_falls_back_to_tail() {
         let text = format!("{}\n{}", "a".repeat(50), "b".repeat(500));
         let out = truncate_text(&text, 100, Head, 1);
@@ -239,6 +315,26 @@ mod tests {
             let out = truncate_text(&text, max, strategy, keep);
             prop_assert!(out.chars().count() as i64 <= max.max(0));
             if text.chars().count() as i64 <= max {
+                prop_assert_eq!(out, text);
+            }
+        }
+
+        #[test]
+        fn token_budget_is_never_exceeded(
+            text in "\\PC{0,300}|(\\PC{0,20}\n){0,30}|([a-z]{1,8}[ .,\n]){0,120}",
+            max in 0i64..120,
+            keep in prop_oneof![0usize..5, Just(usize::MAX)],
+            strategy in prop_oneof![Just(Head), Just(Tail), Just(HeadTail)],
+            tokenizer in prop_oneof![
+                Just(Tokenizer::CharsDiv4),
+                Just(Tokenizer::O200kBase),
+                Just(Tokenizer::Cl100kBase),
+            ],
+        ) {
+            let total = text.chars().count();
+            let out = truncate_to_tokens(&text, total, max, strategy, keep, tokenizer);
+            prop_assert!(tokenizer.count(&out) <= max as u64, "{} tokens", tokenizer.count(&out));
+            if tokenizer.count(&text) <= max as u64 {
                 prop_assert_eq!(out, text);
             }
         }

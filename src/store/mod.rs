@@ -60,12 +60,14 @@ use crate::limits::{SpillStore, StoreError};
 use crate::read::{IndexCache, Version};
 
 mod backend;
+mod bucket;
 mod index;
 mod key;
 mod local;
 mod upload;
 mod url;
 
+pub use bucket::Bucket;
 pub use key::{INDEX_SUFFIX, NAMESPACE, Refusal, check_handle, sanitize_key, sanitize_segment};
 pub use url::UrlError;
 
@@ -307,21 +309,9 @@ impl Store {
                 Path::default(),
                 root_url(&root),
             ),
-            StoreUrl::Object {
-                scheme,
-                url,
-                prefix,
-                endpoint,
-                region,
-                allow_http,
-            } => {
-                let location = backend::Location {
-                    endpoint: endpoint.as_deref(),
-                    region: region.as_deref(),
-                    allow_http,
-                };
-                let store = backend::build(scheme, &url, location, &options)?;
-                (Backend::Object(store), prefix, crate::redact::raw_url(&url))
+            object => {
+                let (store, prefix, url) = bucket::connect(object, &options)?;
+                (Backend::Object(store), prefix, url)
             }
         };
         Ok(Self {

@@ -266,3 +266,73 @@ fn missing_s3_credentials_are_named_and_instance_metadata_never_asked() {
     );
     assert!(!stderr.contains("169.254"), "{stderr}");
 }
+
+#[test]
+fn reduce_takes_non_utf8_stdin_as_a_binary_output() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let store = format!("file://{}", dir.path().display());
+    let small = [0xff, 0xfe, b'a', 0x80];
+    let out = overspill(&["reduce", "--tool", "cat", "--store", &store], &small);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        out.stdout, small,
+        "a small binary output passes through byte for byte"
+    );
+
+    let big: Vec<u8> = (0..20_000u32).map(|i| (i % 256) as u8).collect();
+    let args = [
+        "reduce",
+        "--tool",
+        "cat",
+        "--run-id",
+        "run-1",
+        "--call-id",
+        "call-1",
+        "--store",
+        &store,
+    ];
+    let out = overspill(&args, &big);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "[Tool output too large (20,000 bytes (binary)); stored to handle 'run-1/call-1.0'. Read it with read_tool_result(handle='run-1/call-1.0', offset=0, limit=200, from_end=False, pattern=None).]\n<20,000 bytes of binary data>"
+    );
+    let stored = std::fs::read(dir.path().join("tool_output_limits/run-1/call-1.0"))
+        .expect("the spill is stored");
+    assert_eq!(stored, big, "spilled verbatim");
+}
+
+#[test]
+fn reduce_reads_a_regular_file_on_stdin_like_a_pipe() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let log: String = (0..5_000).map(|i| format!("line {i}: ok\n")).collect();
+    let path = dir.path().join("log.txt");
+    std::fs::write(&path, &log).expect("the log is written");
+    let config = dir.path().join("limits.json");
+    std::fs::write(
+        &config,
+        r#"{"bands": [{"over": 100, "action": {"type": "truncate", "max_chars": 200}}]}"#,
+    )
+    .expect("the config is written");
+    let config = config.display().to_string();
+    let args = [
+        "reduce",
+        "--tool",
+        "cat",
+        "--store",
+        "memory://",
+        "--config",
+        &config,
+    ];
+    let piped = overspill(&args, log.as_bytes());
+    let from_file = Command::new(env!("CARGO_BIN_EXE_overspill"))
+        .args(args)
+        .env_remove("OVERSPILL_STORE")
+        .stdin(std::fs::File::open(&path).expect("the log opens"))
+        .output()
+        .expect("overspill finishes");
+    assert!(from_file.status.success(), "{}", text(&from_file.stderr));
+    let shown = text(&piped.stdout);
+    assert!(shown.contains("chars omitted from the middle"), "{shown}");
+    assert_eq!(text(&from_file.stdout), shown);
+}

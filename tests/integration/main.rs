@@ -2,6 +2,7 @@
 mod backends;
 mod bench;
 mod cli;
+mod external_storage;
 mod golden;
 mod openai_server;
 mod processes;

@@ -18,26 +18,21 @@ import asyncio
 import importlib
 import json
 import os
-import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from support import EXAMPLES, PACKAGE_SRC, ModelEndpoint, Process, spill_page, stack_env
 from temporalio import workflow
 
-ROOT = Path(__file__).resolve().parents[2]
-PACKAGE_SRC = ROOT / 'workflows' / 'python' / 'src'
-EXAMPLES = ROOT / 'workflows' / 'python' / 'examples'
 REQUIRED = (
     'TEMPORAL_ADDRESS',
     'OVERSPILL_TEST_S3_URL',
@@ -49,115 +44,6 @@ REQUIRED = (
 SPILL_LINES = 1_000  # ≈ 60,000 chars: over the 20,000-char spill band
 SUMMARY_LINES = 150  # ≈ 9,000 chars: in the 5,000-char summarize band
 RUN_TIMEOUT = 180  # seconds a workflow may take, a worker restart included
-
-
-# --- the local model endpoint -----------------------------------------------------------------
-
-
-@dataclass
-class ModelEndpoint:
-    """An OpenAI chat-completions endpoint on loopback that answers with a fixed-form summary."""
-
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    server: ThreadingHTTPServer | None = None
-
-    @staticmethod
-    def summary_for(prompt: str) -> str:
-        errors = prompt.count(' ERROR ')
-        return f'  The build log has {errors} ERROR lines; the first is line 00013.  \n'
-
-    def start(self) -> str:
-        endpoint = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get('Content-Length', 0))))
-                if self.path != '/v1/chat/completions':
-                    self.send_error(404)
-                    return
-                endpoint.requests.append({'body': body, 'authorization': self.headers.get('Authorization')})
-                prompt = body['messages'][-1]['content']
-                reply = {
-                    'id': f'chatcmpl-{len(endpoint.requests)}',
-                    'object': 'chat.completion',
-                    'created': int(time.time()),
-                    'model': body.get('model', 'unknown'),
-                    'choices': [
-                        {
-                            'index': 0,
-                            'message': {'role': 'assistant', 'content': endpoint.summary_for(prompt)},
-                            'finish_reason': 'stop',
-                        }
-                    ],
-                    'usage': {
-                        'prompt_tokens': len(prompt) // 4,
-                        'completion_tokens': 17,
-                        'total_tokens': len(prompt) // 4 + 17,
-                    },
-                }
-                data = json.dumps(reply).encode()
-                self.send_response(200)
-                self.send_header('Content-Type', 'application/json')
-                self.send_header('Content-Length', str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(('127.0.0.1', 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return f'http://127.0.0.1:{self.server.server_address[1]}/v1'
-
-    def stop(self) -> None:
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
-
-
-# --- processes ----------------------------------------------------------------------------------
-
-
-class Process:
-    """A subprocess with its output in a file, ready once a line appears in it."""
-
-    def __init__(self, name: str, args: list[str], env: dict[str, str], log_dir: Path, cwd: Path = ROOT) -> None:
-        self.name = name
-        self.log = log_dir / f'{name}.log'
-        self._file = self.log.open('wb')
-        self.proc = subprocess.Popen(
-            args, env=env, cwd=cwd, stdout=self._file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-        )
-
-    def wait_for(self, text: str, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if text in self.output():
-                return
-            if self.proc.poll() is not None:
-                raise AssertionError(f'{self.name} exited with {self.proc.returncode}:\n{self.output()[-4000:]}')
-            time.sleep(0.1)
-        raise AssertionError(f'{self.name} did not print {text!r} within {timeout}s:\n{self.output()[-4000:]}')
-
-    def output(self) -> str:
-        return self.log.read_text(errors='replace')
-
-    def kill(self) -> None:
-        """SIGKILL: no graceful shutdown, as a crashed host would stop."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-        self._file.close()
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self._file.close()
 
 
 @dataclass
@@ -211,19 +97,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     log_dir = tmp_path_factory.mktemp('logs')
     model = ModelEndpoint()
     model_url = model.start()
-    env = {
-        **os.environ,
-        'PYTHONPATH': os.pathsep.join([str(PACKAGE_SRC), str(EXAMPLES), os.environ.get('PYTHONPATH', '')]),
-        'OVERSPILL_STORE': store_url,
-        'OVERSPILL_TASK_QUEUE': f'tool-output-limits-e2e-{tag}',
-        'LOG_AGENT_TASK_QUEUE': f'log-agent-e2e-{tag}',
-        'LOG_AGENT_HEARTBEAT_SECONDS': '5',  # a killed worker's activity is retried after this
-        'OVERSPILL_MODEL_URL': model_url,
-        'OVERSPILL_MODEL': 'fake-summarizer',
-        'OVERSPILL_MODEL_API_KEY': 'test-key',
-        'AWS_ALLOW_HTTP': 'true',
-    }
-    env.pop('LOG_AGENT_PAUSE_FILE', None)
+    env = stack_env(
+        store_url,
+        f'e2e-{tag}',
+        model_url,
+        LOG_AGENT_HEARTBEAT_SECONDS='5',  # a killed worker's activity is retried after this
+        OVERSPILL_MODEL_API_KEY='test-key',
+    )
     overspill = Process(
         'overspill-worker',
         [os.environ['OVERSPILL_BIN'], 'worker', '--store', store_url, '--task-queue', env['OVERSPILL_TASK_QUEUE']],
@@ -338,17 +218,6 @@ def _replay(stack: Stack, history: Any) -> None:
     asyncio.run(Replayer(workflows=workflows, plugins=[PydanticAIPlugin()]).replay_workflow(history))
 
 
-def _spill_page(data: bytes, handle: str, **kwargs: Any) -> str:
-    """What the harness's own `read_tool_result` returns for `data` (its `_read_slice`)."""
-    from pydantic_ai_harness.tool_output_limits._capability import _read_slice  # pyright: ignore[reportPrivateUsage]
-
-    async def read(_: str) -> bytes:
-        return data
-
-    args = {'offset': 0, 'limit': 200, 'from_end': False, 'pattern': None, **kwargs}
-    return asyncio.run(_read_slice(read, handle, args['offset'], args['limit'], args['from_end'], args['pattern']))
-
-
 # --- the tests ----------------------------------------------------------------------------------
 
 
@@ -382,7 +251,7 @@ def test_spill_goes_to_overspill_and_matches_local_file_store(stack: Stack, tmp_
     assert stack.agent_module.store.object_key(handle).split('/')[-3] == 'tool_output_limits'
 
     # read_tool_result ran in its activity, read the bucket, and returned the right page.
-    assert seen[1] == _spill_page(log.encode(), handle, limit=5, pattern='ERROR')
+    assert seen[1] == spill_page(log.encode(), handle, limit=5, pattern='ERROR')
     assert seen[1].startswith(f'[handle {handle!r}: 11 matching line(s); showing 5]\n00013 ERROR')
     assert _overspill_read(stack.store_url, handle, '--limit', '5', '--pattern', 'ERROR') == seen[1]
 
@@ -499,7 +368,7 @@ def test_read_tool_result_in_workflow_code_reads_through_the_read_activity(stack
     _, raw = _activity_payloads(history, 'overspill.read_spill')
     assert [(p.metadata['encoding'], p.data) for p in raw] == [(b'binary/plain', log.encode())], 'raw bytes'
     assert not any('tool_output_limits__call_tool' in name for name in reads), 'the tool ran in the workflow'
-    assert seen[1] == _spill_page(log.encode(), handle, limit=5, pattern='ERROR')
+    assert seen[1] == spill_page(log.encode(), handle, limit=5, pattern='ERROR')
 
 
 def test_against_overspill_dev_with_its_file_store(stack: Stack, tmp_path: Path) -> None:
@@ -534,7 +403,7 @@ def test_against_overspill_dev_with_its_file_store(stack: Stack, tmp_path: Path)
     handle = f'{report.run_id}/call-log.0'
     assert f'stored to handle {handle!r}.' in seen[0]
     assert (spills / 'tool_output_limits').joinpath(*sanitize_key(handle).split('/')).read_bytes() == log.encode()
-    assert seen[1] == _spill_page(log.encode(), handle, limit=5, pattern='ERROR')
+    assert seen[1] == spill_page(log.encode(), handle, limit=5, pattern='ERROR')
 
 
 @workflow.defn(sandboxed=False)

@@ -15,8 +15,10 @@ truncation); 5,000 or more are summarized by Overspill's model (falling back to 
 Run it against `overspill dev` (or any Temporal server plus `overspill worker --store s3://…`):
 `python run_worker.py` in one terminal, `python run_agent.py 2000` in another. Configuration comes
 from the same variables the Overspill worker reads: `TEMPORAL_ADDRESS`, `OVERSPILL_STORE` (default:
-`overspill dev`'s `file://<checkout>/.deploy/dev/spills`), `OVERSPILL_TASK_QUEUE`, plus
-`LOG_AGENT_TASK_QUEUE` for this agent's own worker.
+`overspill dev`'s `file://<checkout>/.deploy/dev/spills`), `OVERSPILL_TASK_QUEUE`,
+`OVERSPILL_EXTERNAL_STORAGE` (a bucket, `s3://…`: turns Temporal External Storage on, so a log of
+any size stays out of the workflow history), plus `LOG_AGENT_TASK_QUEUE` for this agent's own
+worker.
 """
 
 from __future__ import annotations
@@ -29,10 +31,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from overspill_pydantic_ai import DEFAULT_TASK_QUEUE, OverspillStore, OverspillSummarizer
+from overspill_pydantic_ai import DEFAULT_TASK_QUEUE, OverspillStore, OverspillSummarizer, external_storage
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import SetToolMetadata
-from pydantic_ai.durable_exec.temporal import PydanticAIWorkflow, TemporalDurability
+from pydantic_ai.durable_exec.temporal import PydanticAIPlugin, PydanticAIWorkflow, TemporalDurability
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -52,6 +54,8 @@ from pydantic_ai_harness.tool_output_limits import (
     Truncate,
 )
 from temporalio import workflow
+from temporalio.client import Client
+from temporalio.converter import DataConverter
 
 AGENT_NAME = 'log_agent'
 WORKFLOW_TASK_QUEUE = os.environ.get('LOG_AGENT_TASK_QUEUE', 'log-agent')
@@ -60,6 +64,8 @@ STORE_URL = (
     os.environ.get('OVERSPILL_STORE') or f'file://{Path(os.path.abspath(__file__)).parents[3]}/.deploy/dev/spills'
 )
 """The Overspill worker's store: `OVERSPILL_STORE`, else `overspill dev`'s default directory."""
+EXTERNAL_STORAGE_URL = os.environ.get('OVERSPILL_EXTERNAL_STORAGE')
+"""The bucket of the Overspill worker's `--external-storage`, if External Storage is on."""
 PAUSE_FILE_ENV = 'LOG_AGENT_PAUSE_FILE'
 """Test hook: when set, the model's first attempt at answering a `fetch_build_log` return creates
 this file and then hangs, so a test can kill the worker at a known point of the run."""
@@ -168,6 +174,18 @@ agent = build_agent(store=store, heartbeat_timeout=_heartbeat)
 
 workflow_read_agent = build_agent('log_agent_wf_read', store=store, heartbeat_timeout=_heartbeat, read_in_workflow=True)
 """The same agent with `read_tool_result` in workflow code, reading through `store.read_activity()`."""
+
+
+async def connect() -> Client:
+    """A client for this agent (and its worker): pydantic-ai's plugin, plus Temporal External
+    Storage in `OVERSPILL_EXTERNAL_STORAGE`'s bucket when it is set."""
+    converter = DataConverter(external_storage=external_storage(EXTERNAL_STORAGE_URL)) if EXTERNAL_STORAGE_URL else None
+    return await Client.connect(
+        os.environ.get('TEMPORAL_ADDRESS', '127.0.0.1:7233'),
+        namespace=os.environ.get('TEMPORAL_NAMESPACE', 'default'),
+        plugins=[PydanticAIPlugin()],
+        **({'data_converter': converter} if converter else {}),
+    )
 
 
 @dataclass

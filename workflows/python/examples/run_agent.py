@@ -12,21 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 import uuid
 
-from log_agent import WORKFLOW_TASK_QUEUE, LogAgentReadInWorkflow, LogAgentWorkflow
-from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
-from temporalio.client import Client
+from log_agent import WORKFLOW_TASK_QUEUE, LogAgentReadInWorkflow, LogAgentWorkflow, connect
 
 
 async def main(lines: int, read_in_workflow: bool) -> None:
-    client = await Client.connect(
-        os.environ.get('TEMPORAL_ADDRESS', '127.0.0.1:7233'),
-        namespace=os.environ.get('TEMPORAL_NAMESPACE', 'default'),
-        plugins=[PydanticAIPlugin()],
-    )
+    client = await connect()
     run = LogAgentReadInWorkflow.run if read_in_workflow else LogAgentWorkflow.run
     report = await client.execute_workflow(
         run,

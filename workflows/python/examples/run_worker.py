@@ -7,20 +7,13 @@ this worker runs the agent; Overspill runs the spills, summaries and reads it de
 from __future__ import annotations
 
 import asyncio
-import os
 
-from log_agent import WORKFLOW_TASK_QUEUE, LogAgentReadInWorkflow, LogAgentWorkflow, store
-from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
-from temporalio.client import Client
+from log_agent import WORKFLOW_TASK_QUEUE, LogAgentReadInWorkflow, LogAgentWorkflow, connect, store
 from temporalio.worker import Worker
 
 
 async def main() -> None:
-    client = await Client.connect(
-        os.environ.get('TEMPORAL_ADDRESS', '127.0.0.1:7233'),
-        namespace=os.environ.get('TEMPORAL_NAMESPACE', 'default'),
-        plugins=[PydanticAIPlugin()],
-    )
+    client = await connect()
     worker = Worker(
         client,
         task_queue=WORKFLOW_TASK_QUEUE,

@@ -19,11 +19,16 @@ limits = ToolOutputLimits(
 - `OverspillStore`: the `OverflowStore` (spill through `tool_output_limits.spill`, read from the
   bucket or, in workflow code, through `OverspillStore.read_activity()`).
 - `OverspillSummarizer`: the `Summarize(summarize=...)` callable (`tool_output_limits.summarize`).
+- `external_storage(url)`: Temporal External Storage for the agent's client, in the bucket the
+  Overspill worker reads with `--external-storage`, so tool outputs of any size stay out of
+  the workflow history:
+  `Client.connect(..., data_converter=DataConverter(external_storage=external_storage('s3://spills')))`.
 
 The model sees exactly the text it would see with the harness's `LocalFileStore`: the harness
 still builds every marker and preview; Overspill only stores and summarizes.
 """
 
+from overspill_pydantic_ai._external_storage import Boto3StorageDriverClient, external_storage
 from overspill_pydantic_ai._keys import NAMESPACE, sanitize_key
 from overspill_pydantic_ai._store import (
     DEFAULT_TASK_QUEUE,
@@ -36,6 +41,7 @@ from overspill_pydantic_ai._store import (
 from overspill_pydantic_ai._summarize import SUMMARIZE_ACTIVITY, OverspillSummarizer, SummarizeError
 
 __all__ = [
+    'Boto3StorageDriverClient',
     'DEFAULT_TASK_QUEUE',
     'NAMESPACE',
     'READ_ACTIVITY',
@@ -46,5 +52,6 @@ __all__ = [
     'SpillError',
     'SpillReadError',
     'SummarizeError',
+    'external_storage',
     'sanitize_key',
 ]

@@ -1,0 +1,139 @@
+//! Why a reference could not be resolved or a payload could not be offloaded.
+
+/// An External Storage failure. Each says what to configure or what went wrong; only a missing
+/// object and an unavailable store are worth retrying ([`Self::retryable`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExternalStorageError {
+    /// A reference arrived at a worker started without `--external-storage`.
+    #[error(
+        "received an External Storage reference (driver {driver:?}) but this worker has no \
+         External Storage: start it with --external-storage s3://BUCKET (OVERSPILL_EXTERNAL_STORAGE), \
+         the bucket the sender's S3StorageDriver writes to"
+    )]
+    NotConfigured {
+        /// The driver the reference names.
+        driver: String,
+    },
+    /// The reference names a driver this worker does not serve.
+    #[error(
+        "External Storage reference names driver {driver:?}, but this worker's \
+         --external-storage serves {served:?}; point --external-storage at the sender's storage \
+         (s3:// for aws.s3driver, gs:// for gcp.gcsdriver) and keep the driver's default name"
+    )]
+    UnknownDriver {
+        /// The driver the reference names.
+        driver: String,
+        /// The driver this worker serves.
+        served: &'static str,
+    },
+    /// The claim names a bucket other than the configured one.
+    #[error(
+        "External Storage claim names bucket {claimed:?}, but this worker's --external-storage \
+         is bucket {configured:?}; use the same bucket on both sides"
+    )]
+    ForeignBucket {
+        /// The bucket in the claim.
+        claimed: String,
+        /// The bucket this worker reads.
+        configured: String,
+    },
+    /// The reference or its claim is malformed, or names a key outside the storage's keys.
+    #[error("invalid External Storage reference: {0}")]
+    InvalidReference(String),
+    /// A marked reference that is still encoded by a payload codec Overspill does not have.
+    #[error(
+        "External Storage reference is encoded by a payload codec (encoding {encoding:?}); \
+         Overspill runs no payload codec, so the sender must not encode references"
+    )]
+    EncodedReference {
+        /// The reference payload's encoding.
+        encoding: String,
+    },
+    /// The stored object does not hash to the claim's hash.
+    #[error(
+        "External Storage integrity check failed for {bucket}/{key}: expected sha256 {expected}, \
+         got {actual}"
+    )]
+    HashMismatch {
+        /// The claim's bucket.
+        bucket: String,
+        /// The claim's key.
+        key: String,
+        /// The claim's hash.
+        expected: String,
+        /// The stored object's hash.
+        actual: String,
+    },
+    /// The stored object is not a serialized Temporal payload.
+    #[error(
+        "External Storage object {bucket}/{key} is not a serialized Temporal payload: {reason}"
+    )]
+    Undecodable {
+        /// The claim's bucket.
+        bucket: String,
+        /// The claim's key.
+        key: String,
+        /// What the decoder said.
+        reason: String,
+    },
+    /// A payload over the configured size limit.
+    #[error(
+        "External Storage payload {what} is {size} bytes, over the limit of {limit} bytes; raise \
+         --external-storage-max-payload (OVERSPILL_EXTERNAL_STORAGE_MAX_PAYLOAD)"
+    )]
+    TooLarge {
+        /// Which payload (a key, or "to offload").
+        what: String,
+        /// Its size in bytes.
+        size: u64,
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// No object under the claim's key (yet): retryable, the writer may still be uploading.
+    #[error("External Storage object {bucket}/{key} does not exist")]
+    Missing {
+        /// The claim's bucket.
+        bucket: String,
+        /// The claim's key.
+        key: String,
+    },
+    /// The store failed or did not answer in time: retryable.
+    #[error("External Storage at {bucket}/{key} failed: {reason}")]
+    Unavailable {
+        /// The bucket.
+        bucket: String,
+        /// The key.
+        key: String,
+        /// What the store said.
+        reason: String,
+    },
+    /// The `--external-storage` URL cannot be used.
+    #[error("--external-storage: {0}")]
+    Config(String),
+}
+
+impl ExternalStorageError {
+    /// The Temporal ApplicationError type an activity fails with.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Self::NotConfigured { .. } => "ExternalStorageNotConfigured",
+            Self::UnknownDriver { .. } => "ExternalStorageUnknownDriver",
+            Self::ForeignBucket { .. } => "ExternalStorageForeignBucket",
+            Self::InvalidReference(_) | Self::EncodedReference { .. } => {
+                "ExternalStorageInvalidReference"
+            }
+            Self::HashMismatch { .. } => "ExternalStorageIntegrity",
+            Self::Undecodable { .. } => "ExternalStorageUndecodable",
+            Self::TooLarge { .. } => "ExternalStorageTooLarge",
+            Self::Missing { .. } => "ExternalStorageMissing",
+            Self::Unavailable { .. } => "ExternalStorageUnavailable",
+            Self::Config(_) => "ExternalStorageConfig",
+        }
+    }
+
+    /// Whether trying again may succeed: only a missing object or an unavailable store.
+    pub fn retryable(&self) -> bool {
+        matches!(self, Self::Missing { .. } | Self::Unavailable { .. })
+    }
+}

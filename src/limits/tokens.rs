@@ -1,0 +1,323 @@
+//! Token counting: the reference's `chars // 4` estimate, or OpenAI's exact BPE encodings.
+//!
+//! The `o200k_base` and `cl100k_base` vocabularies are compiled into the binary (the `tiktoken`
+//! crate embeds them) and decoded once, on first use: nothing is read or downloaded at run time,
+//! and a count depends on the text alone, so workflow code can count too. Counts are those of
+//! tiktoken's `encode_ordinary`: text that looks like a special token (`<|endoftext|>`) counts
+//! as plain text.
+//!
+//! ```
+//! use overspill::limits::Tokenizer;
+//! assert_eq!(Tokenizer::CharsDiv4.count("hello world"), 2);
+//! assert_eq!(Tokenizer::O200kBase.count("hello world"), 2);
+//! assert_eq!(Tokenizer::Cl100kBase.count_up_to(&"word ".repeat(1_000), 10), 10);
+//! ```
+
+use std::ops::RangeInclusive;
+use std::sync::LazyLock;
+
+use serde::{Deserialize, Serialize};
+use tiktoken::CoreBpe;
+
+/// Chars per token in the reference's estimate (`len(text) // 4`).
+pub const CHARS_PER_TOKEN: u64 = 4;
+
+/// The longest token of `o200k_base` and `cl100k_base`, in bytes: a text of `n` bytes counts at
+/// least `n / 128` tokens.
+pub const LONGEST_TOKEN_BYTES: u64 = 128;
+
+/// How many bytes [`Tokenizer::count_up_to`] counts before it checks the cap.
+const CHUNK_BYTES: usize = 16 * 1024;
+
+static O200K_BASE: LazyLock<CoreBpe> = LazyLock::new(tiktoken::encoding::o200k_base);
+static CL100K_BASE: LazyLock<CoreBpe> = LazyLock::new(tiktoken::encoding::cl100k_base);
+
+/// How `over_tokens` thresholds and `max_tokens` budgets count tokens (the `tokenizer` field).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Tokenizer {
+    /// The reference's estimate, `len(text) // 4` in chars: free, and what the reference uses.
+    #[default]
+    #[serde(rename = "chars_div_4")]
+    CharsDiv4,
+    /// OpenAI's `o200k_base` (GPT-4o, GPT-4.1, GPT-5, the o-series), exact.
+    #[serde(rename = "o200k_base")]
+    O200kBase,
+    /// OpenAI's `cl100k_base` (GPT-4, GPT-3.5), exact.
+    #[serde(rename = "cl100k_base")]
+    Cl100kBase,
+}
+
+impl Tokenizer {
+    fn bpe(self) -> Option<&'static CoreBpe> {
+        match self {
+            Self::CharsDiv4 => None,
+            Self::O200kBase => Some(&O200K_BASE),
+            Self::Cl100kBase => Some(&CL100K_BASE),
+        }
+    }
+
+    /// The number of tokens in `text`.
+    pub fn count(self, text: &str) -> u64 {
+        match self.bpe() {
+            None => text.chars().count() as u64 / CHARS_PER_TOKEN,
+            Some(bpe) => bpe.count(text) as u64,
+        }
+    }
+
+    /// `min(count(text), cap)`. A BPE encoding counts no further than needed to reach `cap`, so
+    /// the cost is bounded by `cap` tokens, not by the text.
+    pub fn count_up_to(self, text: &str, cap: u64) -> u64 {
+        let Some(bpe) = self.bpe() else {
+            return self.count(text).min(cap);
+        };
+        let mut counted = 0;
+        for piece in independent_pieces(text, CHUNK_BYTES) {
+            counted += bpe.count(piece) as u64;
+            if counted >= cap {
+                return cap;
+            }
+        }
+        counted
+    }
+
+    /// Where the count of a text of `chars` chars and `bytes` UTF-8 bytes lies, known without
+    /// counting: exactly `chars / 4` for the estimate; for a BPE encoding at least one token per
+    /// [`LONGEST_TOKEN_BYTES`] and at most one per byte.
+    ///
+    /// ```
+    /// use overspill::limits::Tokenizer;
+    /// assert_eq!(Tokenizer::CharsDiv4.bounds(10, 30), 2..=2);
+    /// assert_eq!(Tokenizer::O200kBase.bounds(1_000, 1_000), 8..=1_000);
+    /// ```
+    pub fn bounds(self, chars: u64, bytes: u64) -> RangeInclusive<u64> {
+        match self {
+            Self::CharsDiv4 => chars / CHARS_PER_TOKEN..=chars / CHARS_PER_TOKEN,
+            Self::O200kBase | Self::Cl100kBase => bytes.div_ceil(LONGEST_TOKEN_BYTES)..=bytes,
+        }
+    }
+
+    /// The most chars a text of at most `tokens` tokens can have.
+    ///
+    /// ```
+    /// use overspill::limits::Tokenizer;
+    /// assert_eq!(Tokenizer::CharsDiv4.max_chars_within(10), 43);
+    /// assert_eq!(Tokenizer::Cl100kBase.max_chars_within(10), 1_280);
+    /// ```
+    pub fn max_chars_within(self, tokens: u64) -> u64 {
+        match self {
+            Self::CharsDiv4 => tokens
+                .saturating_mul(CHARS_PER_TOKEN)
+                .saturating_add(CHARS_PER_TOKEN - 1),
+            Self::O200kBase | Self::Cl100kBase => tokens.saturating_mul(LONGEST_TOKEN_BYTES),
+        }
+    }
+}
+
+/// `text` cut into pieces of a little over `chunk_bytes` whose counts add up to the count of
+/// `text`.
+///
+/// Both encodings split text into pre-tokens before merging bytes, and no pre-token runs past a
+/// line feed into a following char that is neither whitespace nor `/` (a pre-token holding a line
+/// feed ends with line breaks, or with punctuation followed by line breaks and slashes). So a
+/// cut right after such a line feed changes no token; a text without one stays whole.
+fn independent_pieces(text: &str, chunk_bytes: usize) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let bytes = rest.as_bytes();
+        let safe = |end: usize| {
+            (bytes.get(end)).is_some_and(|&next| next.is_ascii_graphic() && next != b'/')
+        };
+        let cut = (bytes.get(chunk_bytes..))
+            .and_then(|tail| {
+                (memchr::memchr_iter(b'\n', tail).map(|i| chunk_bytes + i + 1))
+                    .find(|&end| safe(end))
+            })
+            .unwrap_or(bytes.len());
+        let (piece, tail) = rest.split_at(cut);
+        rest = tail;
+        Some(piece)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use proptest::prelude::*;
+    use tiktoken_rs::CoreBPE;
+
+    /// Prose in several scripts, with the edge cases of the pre-tokenizer patterns: contractions
+    /// in both cases, digit runs, whitespace runs before words and at the end, CRLF, slashes
+    /// after line feeds, combining marks, emoji, non-breaking and ideographic spaces.
+    const MULTILINGUAL: &str = "东京是日本的首都，人工智能的研究正在迅速发展。\n\
+        東京は日本の首都です。機械学習モデルのトークン数を数えます。\r\n\
+        서울은 대한민국의 수도입니다. 토큰화는 중요합니다.\n\
+        Москва — столица России; «кавычки» и числа 1234567.\n\
+        القاهرة هي عاصمة مصر ٣٤٥٦\tनमस्ते दुनिया, यह एक परीक्षण है।\n\
+        I'm sure THEY'LL say it's fine, we'd've DON'T.   \n\n\n   spaces\u{a0}\u{3000}here\n\
+        /usr/bin/env\n//comment\n\u{65}\u{301}\u{301}\u{928}\u{93f} 🦀🚀👩‍💻 ÀÉÎÕÜ ǅungla ʰmodifier\n\
+        <|endoftext|> <|fim_prefix|> ========== ---------- ********** \t\t\t\n   \n";
+
+    /// Mixed text, code, JSON and CJK: this repository's README and engine source, a slice of a
+    /// golden JSON file, and the multilingual sample.
+    fn corpus() -> Vec<&'static str> {
+        let json = include_str!("../../tests/golden/truncate.json");
+        let mut end = 200_000.min(json.len());
+        while !json.is_char_boundary(end) {
+            end -= 1;
+        }
+        vec![
+            include_str!("../../README.md"),
+            include_str!("reduce.rs"),
+            include_str!("pyfmt.rs"),
+            &json[..end],
+            MULTILINGUAL,
+        ]
+    }
+
+    fn reference(tokenizer: Tokenizer) -> &'static CoreBPE {
+        match tokenizer {
+            Tokenizer::O200kBase => tiktoken_rs::o200k_base_singleton(),
+            Tokenizer::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
+            Tokenizer::CharsDiv4 => unreachable!("no BPE"),
+        }
+    }
+
+    /// The counts equal those of tiktoken-rs (a port of OpenAI's tiktoken with its own copy of
+    /// the vocabularies and a backtracking regex engine), whole and line by line.
+    #[test]
+    fn counts_equal_an_independent_implementation() {
+        for tokenizer in [Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
+            let reference = reference(tokenizer);
+            for doc in corpus() {
+                let expected = reference.encode_ordinary(doc).len() as u64;
+                assert_eq!(tokenizer.count(doc), expected, "{tokenizer:?}");
+                assert_eq!(tokenizer.count_up_to(doc, u64::MAX), expected);
+                for line in doc.split_inclusive('\n') {
+                    let expected = reference.encode_ordinary(line).len() as u64;
+                    assert_eq!(tokenizer.count(line), expected, "{tokenizer:?} {line:?}");
+                }
+            }
+        }
+    }
+
+    /// Characters chosen to hit every branch of both pre-tokenizer patterns.
+    fn tricky_text() -> impl Strategy<Value = String> {
+        let pick = prop_oneof![
+            Just("\n"),
+            Just("\r\n"),
+            Just(" "),
+            Just("  "),
+            Just("\t"),
+            Just("\u{a0}"),
+            Just("\u{3000}"),
+            Just("/"),
+            Just("'"),
+            Just("'s"),
+            Just("'LL"),
+            Just("a"),
+            Just("Word"),
+            Just("WORD"),
+            Just("word"),
+            Just("x1"),
+            Just("12345"),
+            Just("٣"),
+            Just("é"),
+            Just("e\u{301}"),
+            Just("東京"),
+            Just("의"),
+            Just("🦀"),
+            Just("{\"k\":"),
+            Just("."),
+            Just("=="),
+            Just("<|endoftext|>"),
+            Just("ǅ"),
+            Just("ʰ"),
+        ];
+        proptest::collection::vec(pick, 0..60).prop_map(|parts| parts.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn random_texts_count_as_the_reference_and_cut_anywhere_safe(
+            text in tricky_text(),
+            chunk in 0usize..40,
+        ) {
+            for tokenizer in [Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
+                let bpe = tokenizer.bpe().expect("BPE");
+                let expected = reference(tokenizer).encode_ordinary(&text).len();
+                prop_assert_eq!(bpe.count(&text), expected);
+                let pieces: usize = independent_pieces(&text, chunk).map(|p| bpe.count(p)).sum();
+                prop_assert_eq!(pieces, expected);
+            }
+        }
+
+        #[test]
+        fn bounds_hold(text in tricky_text()) {
+            let (chars, bytes) = (text.chars().count() as u64, text.len() as u64);
+            for tokenizer in [Tokenizer::CharsDiv4, Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
+                let count = tokenizer.count(&text);
+                prop_assert!(tokenizer.bounds(chars, bytes).contains(&count));
+                prop_assert!(chars <= tokenizer.max_chars_within(count));
+            }
+        }
+    }
+
+    #[test]
+    fn longest_token_is_128_bytes() {
+        for tokenizer in [Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
+            let bpe = tokenizer.bpe().expect("BPE");
+            let longest = (0..bpe.vocab_size() as u32)
+                .map(|id| bpe.decode(&[id]).len() as u64)
+                .max();
+            assert_eq!(longest, Some(LONGEST_TOKEN_BYTES), "{tokenizer:?}");
+        }
+    }
+
+    #[test]
+    fn names_are_the_json_form() {
+        for (tokenizer, name) in [
+            (Tokenizer::CharsDiv4, "\"chars_div_4\""),
+            (Tokenizer::O200kBase, "\"o200k_base\""),
+            (Tokenizer::Cl100kBase, "\"cl100k_base\""),
+        ] {
+            assert_eq!(serde_json::to_string(&tokenizer).expect("ser"), name);
+            assert_eq!(
+                serde_json::from_str::<Tokenizer>(name).expect("de"),
+                tokenizer
+            );
+        }
+        assert!(serde_json::from_str::<Tokenizer>("\"p50k_base\"").is_err());
+    }
+
+    #[test]
+    fn pieces_cut_only_after_a_line_feed_before_a_safe_char() {
+        let line = "x".repeat(100) + "\n";
+        let text = line.repeat(500) + " indented\n/slash\nend";
+        let pieces: Vec<&str> = independent_pieces(&text, CHUNK_BYTES).collect();
+        assert!(pieces.len() > 2, "{}", pieces.len());
+        assert_eq!(pieces.concat(), text);
+        for pair in pieces.windows(2) {
+            assert!(pair[0].ends_with('\n') && pair[0].len() > CHUNK_BYTES);
+            let next = pair[1].as_bytes()[0];
+            assert!(next.is_ascii_graphic() && next != b'/', "{next}");
+        }
+        let one_line = "y".repeat(3 * CHUNK_BYTES);
+        assert_eq!(independent_pieces(&one_line, CHUNK_BYTES).count(), 1);
+    }
+
+    #[test]
+    fn count_up_to_stops_at_the_cap() {
+        let text = "alpha beta\n".repeat(10_000);
+        for tokenizer in [Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
+            let full = tokenizer.count(&text);
+            assert_eq!(tokenizer.count_up_to(&text, u64::MAX), full);
+            assert_eq!(tokenizer.count_up_to(&text, 7), 7);
+            assert_eq!(tokenizer.count_up_to(&text, full), full);
+        }
+        assert_eq!(Tokenizer::CharsDiv4.count_up_to(&text, 7), 7);
+    }
+}

@@ -1,0 +1,159 @@
+"""Helpers the Python end-to-end tests share: a local OpenAI-compatible model endpoint, worker
+subprocesses, and the harness's own page of a spill."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE_SRC = ROOT / 'workflows' / 'python' / 'src'
+EXAMPLES = ROOT / 'workflows' / 'python' / 'examples'
+
+
+def stack_env(store_url: str, name: str, model_url: str, **extra: str) -> dict[str, str]:
+    """The environment of a test's Overspill worker and example-agent workers: `store_url`, queues
+    named after `name`, the local model endpoint at `model_url`, plus `extra`."""
+    env = {
+        **os.environ,
+        'PYTHONPATH': os.pathsep.join([str(PACKAGE_SRC), str(EXAMPLES), os.environ.get('PYTHONPATH', '')]),
+        'OVERSPILL_STORE': store_url,
+        'OVERSPILL_TASK_QUEUE': f'tool-output-limits-{name}',
+        'LOG_AGENT_TASK_QUEUE': f'log-agent-{name}',
+        'OVERSPILL_MODEL_URL': model_url,
+        'OVERSPILL_MODEL': 'fake-summarizer',
+        'AWS_ALLOW_HTTP': 'true',
+        **extra,
+    }
+    env.pop('LOG_AGENT_PAUSE_FILE', None)
+    return env
+
+
+# --- the local model endpoint -----------------------------------------------------------------
+
+
+@dataclass
+class ModelEndpoint:
+    """An OpenAI chat-completions endpoint on loopback that answers with a fixed-form summary."""
+
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    server: ThreadingHTTPServer | None = None
+
+    @staticmethod
+    def summary_for(prompt: str) -> str:
+        errors = prompt.count(' ERROR ')
+        return f'  The build log has {errors} ERROR lines; the first is line 00013.  \n'
+
+    def start(self) -> str:
+        endpoint = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get('Content-Length', 0))))
+                if self.path != '/v1/chat/completions':
+                    self.send_error(404)
+                    return
+                endpoint.requests.append({'body': body, 'authorization': self.headers.get('Authorization')})
+                prompt = body['messages'][-1]['content']
+                reply = {
+                    'id': f'chatcmpl-{len(endpoint.requests)}',
+                    'object': 'chat.completion',
+                    'created': int(time.time()),
+                    'model': body.get('model', 'unknown'),
+                    'choices': [
+                        {
+                            'index': 0,
+                            'message': {'role': 'assistant', 'content': endpoint.summary_for(prompt)},
+                            'finish_reason': 'stop',
+                        }
+                    ],
+                    'usage': {
+                        'prompt_tokens': len(prompt) // 4,
+                        'completion_tokens': 17,
+                        'total_tokens': len(prompt) // 4 + 17,
+                    },
+                }
+                data = json.dumps(reply).encode()
+                self.send_response(200)
+                self.send_header('Content-Type', 'application/json')
+                self.send_header('Content-Length', str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return f'http://127.0.0.1:{self.server.server_address[1]}/v1'
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+
+
+# --- processes ----------------------------------------------------------------------------------
+
+
+class Process:
+    """A subprocess with its output in a file, ready once a line appears in it."""
+
+    def __init__(self, name: str, args: list[str], env: dict[str, str], log_dir: Path, cwd: Path = ROOT) -> None:
+        self.name = name
+        self.log = log_dir / f'{name}.log'
+        self._file = self.log.open('wb')
+        self.proc = subprocess.Popen(
+            args, env=env, cwd=cwd, stdout=self._file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
+
+    def wait_for(self, text: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in self.output():
+                return
+            if self.proc.poll() is not None:
+                raise AssertionError(f'{self.name} exited with {self.proc.returncode}:\n{self.output()[-4000:]}')
+            time.sleep(0.1)
+        raise AssertionError(f'{self.name} did not print {text!r} within {timeout}s:\n{self.output()[-4000:]}')
+
+    def output(self) -> str:
+        return self.log.read_text(errors='replace')
+
+    def kill(self) -> None:
+        """SIGKILL: no graceful shutdown, as a crashed host would stop."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+        self._file.close()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._file.close()
+
+
+
+def spill_page(data: bytes, handle: str, **kwargs: Any) -> str:
+    """What the harness's own `read_tool_result` returns for `data` (its `_read_slice`)."""
+    from pydantic_ai_harness.tool_output_limits._capability import _read_slice  # pyright: ignore[reportPrivateUsage]
+
+    async def read(_: str) -> bytes:
+        return data
+
+    args = {'offset': 0, 'limit': 200, 'from_end': False, 'pattern': None, **kwargs}
+    return asyncio.run(_read_slice(read, handle, args['offset'], args['limit'], args['from_end'], args['pattern']))

@@ -1,0 +1,96 @@
+"""Temporal External Storage in the bucket an Overspill worker reads (`--external-storage`).
+
+Tool outputs over Temporal's payload limit (2 MB) fail a tool activity before ToolOutputLimits
+sees them, and smaller ones sit in the workflow history twice (tool result, spill input).
+With External Storage on the agent's client, every payload over the threshold goes to the bucket
+and history carries a small reference; the Overspill worker, started with
+`--external-storage` on the same bucket, resolves those references and offloads its own large
+replies the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import anyio.to_thread
+from temporalio.contrib.aws.s3driver import S3StorageDriver, S3StorageDriverClient
+from temporalio.converter import ExternalStorage
+
+from overspill_pydantic_ai._keys import StoreLocation
+from overspill_pydantic_ai._store import _default_client
+
+DEFAULT_THRESHOLD = 256 * 1024
+"""Payloads of at least this many bytes are offloaded (Temporal's default, and Overspill's)."""
+
+DEFAULT_MAX_PAYLOAD = 50 * 1024 * 1024
+"""The largest payload stored (the S3 driver's default, and Overspill's)."""
+
+
+def external_storage(
+    url: str,
+    *,
+    payload_size_threshold: int = DEFAULT_THRESHOLD,
+    max_payload_size: int = DEFAULT_MAX_PAYLOAD,
+    s3_client: Any = None,
+) -> ExternalStorage:
+    """The `ExternalStorage` for the bucket of `url` (`s3://bucket`), as temporalio's own
+    `S3StorageDriver` writes it: pass it to the agent's client,
+    `Client.connect(..., data_converter=DataConverter(external_storage=external_storage(url)))`,
+    and start the Overspill worker with `--external-storage` on the same bucket.
+
+    Endpoint, region and credentials come from the URL's `?endpoint=…&region=…` or the usual
+    `AWS_*` variables, as for `OverspillStore`; pass `s3_client` to use a boto3 client of your
+    own. The driver writes keys under `v0/` at the bucket's root (a URL prefix is not used here;
+    the worker reads `v0/` keys anywhere in its bucket). The bucket must exist.
+    """
+    location = StoreLocation.parse(url)
+    if location.root is not None:
+        raise ValueError(f'External Storage needs an s3:// bucket, not {url!r}')
+    if s3_client is None:
+        s3_client = _default_client(location)
+    driver = S3StorageDriver(
+        client=Boto3StorageDriverClient(s3_client), bucket=location.bucket, max_payload_size=max_payload_size
+    )
+    return ExternalStorage(drivers=[driver], payload_size_threshold=payload_size_threshold)
+
+
+class Boto3StorageDriverClient(S3StorageDriverClient):
+    """temporalio's `S3StorageDriverClient` over a (synchronous, thread-safe) boto3 S3 client;
+    each call runs on a worker thread."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def describe(self) -> Mapping[str, str]:
+        """The client's region and endpoint, for the driver's error messages."""
+        meta = self._client.meta
+        return {'client_region': meta.region_name or '', 'endpoint': meta.endpoint_url or ''}
+
+    async def put_object(self, *, bucket: str, key: str, data: bytes) -> None:
+        """Upload `data` to `bucket`/`key`."""
+        await anyio.to_thread.run_sync(lambda: self._client.put_object(Bucket=bucket, Key=key, Body=data))
+
+    async def object_exists(self, *, bucket: str, key: str) -> bool:
+        """Whether `bucket`/`key` exists (a HEAD; 404 is `False`)."""
+
+        def head() -> bool:
+            try:
+                self._client.head_object(Bucket=bucket, Key=key)
+            except Exception as error:
+                status = getattr(error, 'response', {}).get('ResponseMetadata', {}).get('HTTPStatusCode')
+                if status == 404:
+                    return False
+                raise
+            return True
+
+        return await anyio.to_thread.run_sync(head)
+
+    async def get_object(self, *, bucket: str, key: str) -> bytes:
+        """The bytes stored at `bucket`/`key`."""
+
+        def get() -> bytes:
+            body: bytes = self._client.get_object(Bucket=bucket, Key=key)['Body'].read()
+            return body
+
+        return await anyio.to_thread.run_sync(get)
