@@ -235,21 +235,21 @@ impl MatchScan {
         let mut misses = 0;
         while pos < data.len() && misses < MISSES && !self.stopped() {
             let limit = data.len().min(pos + SHORT);
-            let Some((end, len)) = (pos..limit)
-                .find_map(|i| {
-                    may_break(data[i])
-                        .then(|| (i, break_len(data, i)))
-                        .filter(|b| b.1 > 0)
-                })
-                .or((limit == data.len()).then_some((limit, 0)))
-            else {
-                break;
-            };
+            let (mut end, mut len) = (pos, 0);
+            while end < limit {
+                if may_break(data[end]) {
+                    len = break_len(data, end);
+                    if len > 0 {
+                        break;
+                    }
+                }
+                end += 1;
+            }
+            if len == 0 && end < data.len() {
+                break; // A long line: the search takes it.
+            }
             let line = &data[pos..end];
-            if line
-                .windows(self.pattern.len())
-                .any(|w| w == self.pattern.as_slice())
-            {
+            if contains_short(line, &self.pattern) {
                 self.matched(line);
                 misses = 0;
             } else {
@@ -261,16 +261,33 @@ impl MatchScan {
     }
 
     /// Count a matching `line`, and keep it if the window holds it.
+    #[inline]
     fn matched(&mut self, line: &[u8]) {
         let number = self.matches;
         self.matches += 1;
-        self.keep(number, line);
+        if self.window.contains(&number) {
+            self.keep(number, line);
+        }
     }
 
     /// Whether a second pass may stop here.
     fn stopped(&self) -> bool {
         self.stop_when_full && self.full()
     }
+}
+
+/// Whether a short `line` holds `pattern` (non-empty), without a library call per line.
+#[inline]
+fn contains_short(line: &[u8], pattern: &[u8]) -> bool {
+    let Some((&first, rest)) = pattern.split_first() else {
+        return true;
+    };
+    let last_start = match line.len().checked_sub(pattern.len()) {
+        Some(last) => last,
+        None => return false,
+    };
+    (0..=last_start)
+        .any(|i| line[i] == first && (rest.is_empty() || &line[i + 1..i + pattern.len()] == rest))
 }
 
 /// Keep the last `n` bytes of `tail` followed by `piece` in `tail`.
