@@ -8,8 +8,8 @@
 //! | `StoreUnavailable` | yes    | the store is down or slow and the action has no `then`      |
 //! | `StoreMisconfigured` | no   | a missing bucket, refused or missing credentials (says what to fix) |
 //! | `StoreRefused`  | no        | a handle outside the store, or a key the store cannot hold  |
-//! | `ModelUnavailable` | yes    | the model failed and the action has no `then`               |
-//! | `ModelRejected` | no        | the model refused the request, or no model is configured    |
+//! | `ModelUnavailable` | yes    | the model is unavailable (429, 5xx, 408, 409, no connection) and the action has no `then`; waits the server's `Retry-After` |
+//! | `ModelRejected` | no        | the model timed out, refused the request or replied malformed, or no model is configured |
 //! | `ExternalStorage…` | see below | an External Storage reference could not be resolved, or a reply offloaded |
 //!
 //! External Storage failures carry the error's own type: `ExternalStorageMissing` and
@@ -93,14 +93,10 @@ impl Failure {
         }
     }
 
-    /// A model failure: retryable when the model may answer later.
+    /// A model failure: retryable when the model may answer later, after the server's
+    /// `Retry-After` when it named one.
     pub fn model(error: &SummarizeError) -> Self {
-        let retryable = matches!(
-            error,
-            SummarizeError::Timeout(_)
-                | SummarizeError::Unavailable(_)
-                | SummarizeError::Malformed(_)
-        );
+        let retryable = error.is_retryable();
         Self {
             type_name: if retryable {
                 "ModelUnavailable"
@@ -109,7 +105,7 @@ impl Failure {
             },
             message: format!("summary failed ({}): {error}", error.type_name()),
             retryable,
-            retry_after: None,
+            retry_after: error.retry_after(),
         }
     }
 
@@ -121,12 +117,6 @@ impl Failure {
             retryable: error.retryable(),
             retry_after: None,
         }
-    }
-
-    /// Ask Temporal to wait `delay` before the next attempt (a model's `Retry-After`).
-    pub fn with_retry_after(mut self, delay: Option<std::time::Duration>) -> Self {
-        self.retry_after = delay;
-        self
     }
 }
 
@@ -143,5 +133,49 @@ impl Failure {
                 .maybe_next_retry_delay(retry_after)
                 .build(),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// One retry rule: only an unavailable model is retried, after the server's delay; a timeout,
+    /// a refusal and a malformed reply go to the action's `then` at once.
+    #[test]
+    fn model_failures_retry_only_when_unavailable() {
+        let busy = Failure::model(&SummarizeError::Unavailable {
+            status: Some(429),
+            message: "slow down".into(),
+            retry_after: Some(Duration::from_secs(7)),
+        });
+        assert_eq!(
+            (busy.type_name, busy.retryable, busy.retry_after),
+            ("ModelUnavailable", true, Some(Duration::from_secs(7)))
+        );
+        for final_error in [
+            SummarizeError::Timeout(Duration::from_secs(1)),
+            SummarizeError::Malformed("no choices".into()),
+            SummarizeError::Rejected {
+                status: 400,
+                message: "bad".into(),
+            },
+            SummarizeError::NotConfigured("no model".into()),
+        ] {
+            let failure = Failure::model(&final_error);
+            assert_eq!(
+                (failure.type_name, failure.retryable),
+                ("ModelRejected", false),
+                "{final_error:?}"
+            );
+        }
+        let ActivityError::Application(failure) = busy.into_activity_error() else {
+            panic!("an application failure")
+        };
+        assert_eq!(failure.type_name(), Some("ModelUnavailable"));
+        assert!(!failure.is_non_retryable());
+        assert_eq!(failure.next_retry_delay(), Some(Duration::from_secs(7)));
     }
 }

@@ -26,7 +26,6 @@ pub mod metrics;
 pub mod payload;
 pub mod proto;
 mod registered;
-pub mod summarizer;
 pub mod types;
 
 use std::sync::{Arc, Mutex};
@@ -36,18 +35,17 @@ use bytes::Bytes;
 use crate::api::{ReduceRequest, ReduceResponse};
 use crate::external_storage::ExternalStorage;
 use crate::limits::{
-    self, Action, Limits, ReductionKind, SpillStore, StoreError, SummarizeError, Summarizer,
-    Summary, SummaryRequest, ToolOutput, Unit, preview, prompt, pyfmt,
+    self, Action, Limits, NoSummarizer, ReductionKind, SpillStore, StoreError, SummarizeError,
+    Summarizer, Summary, SummaryRequest, ToolOutput, Unit, preview, prompt, pyfmt,
 };
 use crate::read::{self, ReadOutcomeError, ReadRequest};
 use crate::store::Store;
-use crate::summarize::{ChunkBudget, ChunkProgress, OpenAiSummarizer};
+use crate::summarize::{ChunkProgress, Chunked, OpenAiSummarizer};
 pub use errors::Failure;
 pub use failure_log::LogFailures;
 pub use inflight::{InflightBudget, InflightPermit, available_memory};
 pub use metrics::Metrics;
 pub use payload::{Encoding, Incoming, Outgoing};
-pub use summarizer::{ActivitySummarizer, SharedSummarizer};
 pub use types::{ReadResponse, SpillRequest, SpillResponse, SummarizeRequest, SummarizeResponse};
 
 /// The reduce activity's name.
@@ -66,8 +64,7 @@ pub const DEFAULT_TASK_QUEUE: &str = "tool-output-limits";
 pub struct OverspillActivities {
     store: Arc<Store>,
     limits: Arc<Limits>,
-    summarizer: SharedSummarizer,
-    model: Option<Arc<(OpenAiSummarizer, ChunkBudget)>>,
+    summarizer: Option<Chunked<OpenAiSummarizer>>,
     metrics: Metrics,
     external_storage: Option<Arc<ExternalStorage>>,
     budget: InflightBudget,
@@ -80,8 +77,7 @@ impl OverspillActivities {
         Self {
             store,
             limits: Arc::new(Limits::default()),
-            summarizer: SharedSummarizer::default(),
-            model: None,
+            summarizer: None,
             metrics: Metrics::default(),
             external_storage: None,
             budget: InflightBudget::default(),
@@ -106,24 +102,18 @@ impl OverspillActivities {
         self.external_storage.as_ref()
     }
 
-    /// Summarize with an OpenAI-compatible `model`, chunking outputs over `budget`. The
+    /// Summarize with an OpenAI-compatible model, chunking outputs over its budget. The
     /// summarize activity heartbeats its progress after every chunk and a retry resumes from it;
-    /// `reduce` uses the same model (chunked, without resume).
-    pub fn with_model(mut self, model: OpenAiSummarizer, budget: ChunkBudget) -> Self {
-        self.summarizer = SharedSummarizer::chunked(model.clone(), budget);
-        self.model = Some(Arc::new((model, budget)));
+    /// `reduce` uses the same model (chunked, without resume). Without one, every Summarize falls
+    /// back to its `then`.
+    pub fn with_summarizer(mut self, summarizer: Chunked<OpenAiSummarizer>) -> Self {
+        self.summarizer = Some(summarizer);
         self
     }
 
     /// Use `limits` for requests that carry no `config`.
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = Arc::new(limits);
-        self
-    }
-
-    /// Summarize with `summarizer`.
-    pub fn with_summarizer(mut self, summarizer: SharedSummarizer) -> Self {
-        self.summarizer = summarizer;
         self
     }
 
@@ -253,7 +243,7 @@ impl OverspillActivities {
         F: std::future::Future<Output = ()>,
     {
         let template = request
-            .prompt
+            .template
             .as_deref()
             .unwrap_or(&self.limits.summary_prompt);
         let rendered = prompt::Template::parse(template)
@@ -265,28 +255,15 @@ impl OverspillActivities {
             prompt: &rendered,
             model: request.model.as_deref(),
         };
-        let summary = match &self.model {
-            Some(model) => {
-                let (client, budget) = model.as_ref();
-                crate::summarize::summarize_chunked(
-                    client,
-                    summary_request,
-                    *budget,
-                    resume,
-                    on_chunk,
-                )
-                .await
-                .map_err(|e| {
-                    let retry_after = e.retry_after();
-                    Failure::model(&e.into()).with_retry_after(retry_after)
-                })?
+        let summary = match &self.summarizer {
+            Some(summarizer) => {
+                summarizer
+                    .summarize_resumable(summary_request, resume, on_chunk)
+                    .await
             }
-            None => self
-                .summarizer
-                .summarize(summary_request)
-                .await
-                .map_err(|e| Failure::model(&e))?,
-        };
+            None => NoSummarizer.summarize(summary_request).await,
+        }
+        .map_err(|e| Failure::model(&e))?;
         self.metrics.reduced(ReductionKind::Summarized);
         Ok(SummarizeResponse {
             summary: pyfmt::py_strip(&summary.text).to_owned(),
@@ -376,7 +353,7 @@ impl<T: Summarizer> Summarizer for Watched<'_, T> {
     async fn summarize(&self, request: SummaryRequest<'_>) -> Result<Summary, SummarizeError> {
         let result = self.inner.summarize(request).await;
         if let Err(e) = &result
-            && !matches!(e, SummarizeError::NotConfigured)
+            && !matches!(e, SummarizeError::NotConfigured(_))
         {
             self.note(Failure::model(e));
         }
@@ -449,7 +426,7 @@ mod tests {
             tool_name: "cat".into(),
             output: "x".repeat(1_500),
             model: None,
-            prompt: Some(format!("{{tool_name}}{}", "{output}".repeat(60_000))),
+            template: Some(format!("{{tool_name}}{}", "{output}".repeat(60_000))),
         };
         let failure = acts.summarize_request(request).await.expect_err("refused");
         assert_eq!(failure.type_name, "InvalidInput");

@@ -490,7 +490,7 @@ impl ProtoForm for SummarizeRequest {
             tool_name: pb.tool_name,
             output: pb.output,
             model: pb.model,
-            prompt: pb.prompt,
+            template: pb.prompt,
         })
     }
     fn to_pb(&self) -> Self::Pb {
@@ -498,7 +498,7 @@ impl ProtoForm for SummarizeRequest {
             tool_name: self.tool_name.clone(),
             output: self.output.clone(),
             model: self.model.clone(),
-            prompt: self.prompt.clone(),
+            prompt: self.template.clone(),
         }
     }
 }

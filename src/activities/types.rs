@@ -82,9 +82,10 @@ pub struct SummarizeRequest {
     /// The model override (default: the worker's model).
     #[serde(default)]
     pub model: Option<String>,
-    /// The prompt template with `{tool_name}` and `{output}` (default: the reference's).
-    #[serde(default)]
-    pub prompt: Option<String>,
+    /// The prompt template with `{tool_name}` and `{output}` (default: the worker's
+    /// `summary_prompt`); `prompt` on the wire.
+    #[serde(default, rename = "prompt")]
+    pub template: Option<String>,
 }
 
 /// What a summary returns.

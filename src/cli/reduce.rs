@@ -4,7 +4,6 @@ use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use overspill::activities::SharedSummarizer;
 use overspill::api::{ReduceRequest, ReduceResponse};
 use overspill::limits::{self, Limits, ToolCall, ToolOutput, ToolResult};
 use overspill::store::Store;
@@ -54,10 +53,7 @@ pub(crate) async fn run(args: Args) -> CliResult {
         None => Limits::default(),
     };
     let store = Store::open(args.store.as_deref())?;
-    let summarizer = match args.model.summarizer()? {
-        Some(model) => SharedSummarizer::chunked(model, args.model.budget()),
-        None => SharedSummarizer::default(),
-    };
+    let summarizer = args.model.summarizer()?;
     let mut stdout = std::io::stdout().lock();
     if let Some(path) = &args.request {
         let request: ReduceRequest = serde_json::from_slice(&read_input(path)?)?;

@@ -179,9 +179,8 @@ pub(crate) async fn run(args: Args) -> CliResult {
     if let Some(storage) = external_storage.clone() {
         activities = activities.with_external_storage(storage);
     }
-    if let Some(model) = args.model.summarizer()? {
-        let budget = args.model.budget();
-        activities = activities.with_model(model, budget);
+    if let Some(summarizer) = args.model.summarizer()? {
+        activities = activities.with_summarizer(summarizer);
     }
     let activities = activities.with_metrics(runtime.metrics.clone());
     let settings = WorkerSettings {

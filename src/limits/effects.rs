@@ -137,36 +137,88 @@ pub struct Summary {
     pub usage: Usage,
 }
 
-/// Why a summary could not be made.
+/// Why a summary could not be made: the one error of every summarizer, from the engine's to the
+/// OpenAI-compatible client, with the one retry rule ([`SummarizeError::is_retryable`]).
+///
+/// Texts never contain an API key: server messages are redacted before they are stored here.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SummarizeError {
-    /// No summarizer is configured.
-    #[error("no summarizer is configured")]
-    NotConfigured,
+    /// No model is configured, or the configuration is unusable (the text says what is missing).
+    #[error("the summarizer is not configured: {0}")]
+    NotConfigured(String),
     /// The model did not answer in time.
     #[error("the model did not answer within {0:?}")]
     Timeout(std::time::Duration),
-    /// The model refused the request (a 4xx other than 429).
-    #[error("the model refused the request: {0}")]
-    Rejected(String),
+    /// The model refused the request: a 4xx other than 408, 409 and 429 (a bad model name, a
+    /// context length exceeded, a bad key).
+    #[error("the model refused the request (HTTP {status}): {message}")]
+    Rejected {
+        /// The HTTP status.
+        status: u16,
+        /// The server's error message.
+        message: String,
+    },
     /// The model's reply could not be understood.
     #[error("malformed model reply: {0}")]
     Malformed(String),
-    /// The model is unavailable for now (429, 5xx, connection failure); worth retrying.
-    #[error("the model is unavailable: {0}")]
-    Unavailable(String),
+    /// The model is unavailable for now: a 429, a 5xx, a 408 or 409, or a connection failure.
+    #[error("the model is unavailable ({}): {message}", status_text(*status))]
+    Unavailable {
+        /// The HTTP status, or `None` when no reply came.
+        status: Option<u16>,
+        /// The server's error message (or the transport error).
+        message: String,
+        /// The delay the server asked for before the next attempt (`Retry-After`).
+        retry_after: Option<std::time::Duration>,
+    },
+}
+
+fn status_text(status: Option<u16>) -> String {
+    status.map_or_else(|| "no response".to_owned(), |s| format!("HTTP {s}"))
 }
 
 impl SummarizeError {
-    /// The error's type name, as logged in fallback warnings.
+    /// The error's type name, as logged in fallback warnings (`… failed (Timeout)`).
     pub fn type_name(&self) -> &'static str {
         match self {
-            Self::NotConfigured => "NotConfigured",
+            Self::NotConfigured(_) => "NotConfigured",
             Self::Timeout(_) => "Timeout",
-            Self::Rejected(_) => "Rejected",
+            Self::Rejected { .. } => "Rejected",
             Self::Malformed(_) => "Malformed",
-            Self::Unavailable(_) => "Unavailable",
+            Self::Unavailable { .. } => "Unavailable",
+        }
+    }
+
+    /// Whether the same request may succeed later: only [`SummarizeError::Unavailable`]. A
+    /// timeout is final (the model spent its time on this exact input, so the output goes to the
+    /// action's `then` rather than paying for the call again), and so are a refusal and a
+    /// malformed reply.
+    ///
+    /// ```
+    /// use overspill::limits::SummarizeError;
+    /// let busy = SummarizeError::Unavailable { status: Some(429), message: "slow down".into(), retry_after: None };
+    /// assert!(busy.is_retryable());
+    /// assert!(!SummarizeError::Timeout(std::time::Duration::from_secs(1)).is_retryable());
+    /// ```
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Self::Unavailable { .. })
+    }
+
+    /// The delay the server asked for before the next attempt, if any.
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            Self::Unavailable { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// The HTTP status of the failed reply, if there was one.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Self::Unavailable { status, .. } => *status,
+            Self::Rejected { status, .. } => Some(*status),
+            _ => None,
         }
     }
 }
@@ -196,7 +248,26 @@ pub struct NoSummarizer;
 
 impl Summarizer for NoSummarizer {
     async fn summarize(&self, _request: SummaryRequest<'_>) -> Result<Summary, SummarizeError> {
-        Err(SummarizeError::NotConfigured)
+        Err(SummarizeError::NotConfigured(
+            "no model is configured".into(),
+        ))
+    }
+}
+
+/// A borrowed summarizer summarizes as its owner.
+impl<S: Summarizer + ?Sized> Summarizer for &S {
+    async fn summarize(&self, request: SummaryRequest<'_>) -> Result<Summary, SummarizeError> {
+        (**self).summarize(request).await
+    }
+}
+
+/// No summarizer is [`NoSummarizer`]: an optional model, as a worker holds it.
+impl<S: Summarizer> Summarizer for Option<S> {
+    async fn summarize(&self, request: SummaryRequest<'_>) -> Result<Summary, SummarizeError> {
+        match self {
+            Some(summarizer) => summarizer.summarize(request).await,
+            None => NoSummarizer.summarize(request).await,
+        }
     }
 }
 

@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use super::{ChunkBudget, Error, OpenAiSummarizer};
+use super::{ChunkBudget, Chunked, OpenAiSummarizer};
+use crate::limits::SummarizeError;
 
 /// The model flags: `--model-url`, `--model-api-key`, `--model`, `--model-timeout`,
 /// `--model-max-retries`, `--model-context-tokens`, each with its `OVERSPILL_MODEL*` variable.
@@ -60,8 +61,8 @@ impl std::fmt::Debug for ModelArgs {
 }
 
 impl ModelArgs {
-    /// The summarizer, or `None` when no URL is given.
-    pub fn summarizer(&self) -> Result<Option<OpenAiSummarizer>, Error> {
+    /// The summarizer, chunking at the configured context, or `None` when no URL is given.
+    pub fn summarizer(&self) -> Result<Option<Chunked<OpenAiSummarizer>>, SummarizeError> {
         let Some(url) = &self.url else {
             return Ok(None);
         };
@@ -74,12 +75,8 @@ impl ModelArgs {
         if let Some(model) = &self.model {
             builder = builder.with_model(model.clone());
         }
-        builder.build().map(Some)
-    }
-
-    /// The chunk budget for the configured context.
-    pub fn budget(&self) -> ChunkBudget {
-        ChunkBudget::from_context_tokens(self.context_tokens)
+        let budget = ChunkBudget::from_context_tokens(self.context_tokens);
+        Ok(Some(Chunked::new(builder.build()?, budget)))
     }
 }
 
@@ -117,8 +114,9 @@ mod tests {
             "{shown}"
         );
         assert_eq!(cli.model.max_retries, 2);
-        assert_eq!(cli.model.budget(), ChunkBudget::from_context_tokens(8192));
-        let summarizer = cli.model.summarizer().ok().flatten().expect("a summarizer");
+        let chunked = cli.model.summarizer().ok().flatten().expect("a summarizer");
+        assert_eq!(chunked.budget(), ChunkBudget::from_context_tokens(8192));
+        let summarizer = chunked.model();
         assert_eq!(
             summarizer.endpoint().as_str(),
             "http://user:url-secret@localhost:8000/v1/chat/completions"

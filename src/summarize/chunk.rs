@@ -10,9 +10,6 @@ use crate::limits::prompt::Template;
 use crate::limits::pyfmt::py_strip;
 use crate::limits::{SummarizeError, Summarizer, Summary, SummaryRequest, Usage};
 
-/// Environment variable for the model's context size in tokens (sets [`ChunkBudget`]).
-pub const ENV_CONTEXT_TOKENS: &str = "OVERSPILL_MODEL_CONTEXT_TOKENS";
-
 /// How many levels of summaries-of-summaries are made before the last one is sent as it is.
 const MAX_LEVELS: u32 = 4;
 
@@ -47,22 +44,6 @@ impl ChunkBudget {
         let usable = tokens.saturating_sub(Self::RESERVED_TOKENS) * Self::CHARS_PER_TOKEN;
         Self::chars(usize::try_from(usable).unwrap_or(usize::MAX).max(1_000))
     }
-
-    /// The budget from [`ENV_CONTEXT_TOKENS`], else the default.
-    pub fn from_env() -> Result<Self, super::Error> {
-        match std::env::var(ENV_CONTEXT_TOKENS) {
-            Ok(value) if !value.trim().is_empty() => value
-                .trim()
-                .parse::<u64>()
-                .map(Self::from_context_tokens)
-                .map_err(|_| {
-                    super::Error::NotConfigured(format!(
-                        "{ENV_CONTEXT_TOKENS}={value:?} is not a token count"
-                    ))
-                }),
-            _ => Ok(Self::default()),
-        }
-    }
 }
 
 impl Default for ChunkBudget {
@@ -88,27 +69,6 @@ pub struct ChunkProgress {
     pub usage: Usage,
 }
 
-/// Anything that makes one summary with one model call, with its own error type.
-///
-/// [`OpenAiSummarizer`](super::OpenAiSummarizer) implements it with the rich
-/// [`Error`](super::Error) (its `retry_after()` is what an activity needs).
-#[allow(async_fn_in_trait)]
-pub trait SummaryModel {
-    /// Why a call failed.
-    type Error;
-
-    /// One summary of `request.prompt` (no stripping).
-    async fn complete(&self, request: SummaryRequest<'_>) -> Result<Summary, Self::Error>;
-}
-
-impl<T: SummaryModel> SummaryModel for &T {
-    type Error = T::Error;
-
-    async fn complete(&self, request: SummaryRequest<'_>) -> Result<Summary, T::Error> {
-        (**self).complete(request).await
-    }
-}
-
 /// Summarize `request`, chunking when its output is over `budget`.
 ///
 /// An output within budget is one call with `request` exactly as given. A larger one is split on
@@ -129,7 +89,7 @@ impl<T: SummaryModel> SummaryModel for &T {
 /// # use overspill::summarize::{summarize_chunked, ChunkBudget, ChunkProgress};
 /// # async fn heartbeat(_: ChunkProgress) {}
 /// # async fn run(model: &overspill::summarize::OpenAiSummarizer, request: SummaryRequest<'_>,
-/// #     resume: Option<ChunkProgress>) -> Result<(), overspill::summarize::Error> {
+/// #     resume: Option<ChunkProgress>) -> Result<(), overspill::limits::SummarizeError> {
 /// let _summary = summarize_chunked(model, request, ChunkBudget::default(), resume, |progress| {
 ///     heartbeat(progress.clone())
 /// })
@@ -139,13 +99,13 @@ impl<T: SummaryModel> SummaryModel for &T {
 ///
 /// The per-chunk prompt is `request.prompt` with the output replaced by the chunk, when the
 /// output occurs in the prompt exactly once; otherwise the default template is used.
-pub async fn summarize_chunked<M: SummaryModel, F>(
+pub async fn summarize_chunked<M: Summarizer, F>(
     model: &M,
     request: SummaryRequest<'_>,
     budget: ChunkBudget,
     resume: Option<ChunkProgress>,
     mut on_chunk: impl FnMut(&ChunkProgress) -> F,
-) -> Result<Summary, M::Error>
+) -> Result<Summary, SummarizeError>
 where
     F: Future<Output = ()>,
 {
@@ -154,7 +114,7 @@ where
         .filter(|p| fits(p, request.output, max))
         .unwrap_or_default();
     if progress.level == 0 && !over(request.output, max) {
-        return model.complete(request).await;
+        return model.summarize(request).await;
     }
     let frame = Frame::of(request);
     loop {
@@ -162,7 +122,7 @@ where
         let text = source.as_deref().unwrap_or(request.output);
         if !over(text, max) || progress.level >= MAX_LEVELS {
             let prompt = frame.prompt(text);
-            let mut summary = model.complete(frame.request(&prompt, text)).await?;
+            let mut summary = model.summarize(frame.request(&prompt, text)).await?;
             let mut usage = progress.usage;
             usage += summary.usage;
             summary.usage = usage;
@@ -173,7 +133,7 @@ where
         progress.source = source.clone();
         for chunk in chunks.iter().skip(progress.done.len()) {
             let prompt = frame.prompt(chunk);
-            let summary = model.complete(frame.request(&prompt, chunk)).await?;
+            let summary = model.summarize(frame.request(&prompt, chunk)).await?;
             progress.done.push(py_strip(&summary.text).to_owned());
             progress.usage += summary.usage;
             on_chunk(&progress).await;
@@ -294,8 +254,9 @@ impl<'a> Frame<'a> {
     }
 }
 
-/// A [`Summarizer`] that chunks outputs over its budget (no resume): for
-/// [`limits::reduce`](crate::limits::reduce) outside Temporal, such as the CLI.
+/// A model that chunks outputs over its budget: what the worker and `overspill reduce`
+/// summarize with. As a [`Summarizer`] it starts over each time; [`Chunked::summarize_resumable`]
+/// resumes and reports progress, for the summarize activity's heartbeats.
 #[derive(Debug, Clone)]
 pub struct Chunked<M> {
     model: M,
@@ -312,17 +273,29 @@ impl<M> Chunked<M> {
     pub fn model(&self) -> &M {
         &self.model
     }
+
+    /// The most output one call carries.
+    pub fn budget(&self) -> ChunkBudget {
+        self.budget
+    }
 }
 
-impl<M> Summarizer for Chunked<M>
-where
-    M: SummaryModel,
-    M::Error: Into<SummarizeError>,
-{
+impl<M: Summarizer> Chunked<M> {
+    /// [`summarize_chunked`] with this model and budget: resume from `resume`, report progress
+    /// after every chunk to `on_chunk`.
+    pub async fn summarize_resumable<F: Future<Output = ()>>(
+        &self,
+        request: SummaryRequest<'_>,
+        resume: Option<ChunkProgress>,
+        on_chunk: impl FnMut(&ChunkProgress) -> F,
+    ) -> Result<Summary, SummarizeError> {
+        summarize_chunked(&self.model, request, self.budget, resume, on_chunk).await
+    }
+}
+
+impl<M: Summarizer> Summarizer for Chunked<M> {
     async fn summarize(&self, request: SummaryRequest<'_>) -> Result<Summary, SummarizeError> {
-        summarize_chunked(&self.model, request, self.budget, None, |_| async {})
-            .await
-            .map_err(Into::into)
+        self.summarize_resumable(request, None, |_| async {}).await
     }
 }
 
@@ -345,20 +318,22 @@ mod tests {
         }
     }
 
-    impl SummaryModel for Fake {
-        type Error = SummarizeError;
-
-        async fn complete(&self, request: SummaryRequest<'_>) -> Result<Summary, SummarizeError> {
+    impl Summarizer for Fake {
+        async fn summarize(&self, request: SummaryRequest<'_>) -> Result<Summary, SummarizeError> {
             let n = {
                 let mut prompts = self
                     .prompts
                     .lock()
-                    .map_err(|_| SummarizeError::NotConfigured)?;
+                    .map_err(|_| SummarizeError::NotConfigured("poisoned".into()))?;
                 prompts.push(request.prompt.to_owned());
                 prompts.len()
             };
             if self.fail_at == Some(n) {
-                return Err(SummarizeError::Unavailable("killed".into()));
+                return Err(SummarizeError::Unavailable {
+                    status: None,
+                    message: "killed".into(),
+                    retry_after: None,
+                });
             }
             let first = request.output.lines().next().unwrap_or("");
             Ok(Summary {

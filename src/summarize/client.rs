@@ -9,18 +9,8 @@ use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use url::Url;
 
 use super::wire::{self, ChatRequest};
-use super::{Error, SummaryModel};
-use crate::limits::{SummarizeError, Summarizer, Summary, SummaryRequest};
+use crate::limits::{SummarizeError as Error, Summarizer, Summary, SummaryRequest};
 use crate::redact;
-
-/// Environment variable naming the endpoint's base URL.
-pub const ENV_URL: &str = "OVERSPILL_MODEL_URL";
-/// Environment variable holding the API key (sent as `Authorization: Bearer …`).
-pub const ENV_API_KEY: &str = "OVERSPILL_MODEL_API_KEY";
-/// Environment variable naming the default model.
-pub const ENV_MODEL: &str = "OVERSPILL_MODEL";
-/// Environment variable for the per-request timeout (humantime: `90s`, `2m`).
-pub const ENV_TIMEOUT: &str = "OVERSPILL_MODEL_TIMEOUT";
 
 /// The default per-request timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -65,7 +55,7 @@ impl Secret {
 ///     .with_timeout(Duration::from_secs(60))
 ///     .build()?;
 /// assert_eq!(summarizer.endpoint().as_str(), "http://localhost:11434/v1/chat/completions");
-/// # Ok::<(), overspill::summarize::Error>(())
+/// # Ok::<(), overspill::limits::SummarizeError>(())
 /// ```
 #[derive(Clone)]
 pub struct OpenAiSummarizerBuilder {
@@ -76,7 +66,6 @@ pub struct OpenAiSummarizerBuilder {
     connect_timeout: Duration,
     max_retries: u32,
     max_retry_delay: Duration,
-    invalid: Option<String>,
 }
 
 impl Default for OpenAiSummarizerBuilder {
@@ -89,7 +78,6 @@ impl Default for OpenAiSummarizerBuilder {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             max_retries: 0,
             max_retry_delay: DEFAULT_MAX_RETRY_DELAY,
-            invalid: None,
         }
     }
 }
@@ -108,8 +96,7 @@ impl fmt::Debug for OpenAiSummarizerBuilder {
 }
 
 impl OpenAiSummarizerBuilder {
-    /// A builder with nothing set; [`OpenAiSummarizer::new`] and [`OpenAiSummarizer::from_env`]
-    /// are the usual starts.
+    /// A builder with nothing set; [`OpenAiSummarizer::new`] is the usual start.
     pub fn new() -> Self {
         Self::default()
     }
@@ -166,39 +153,11 @@ impl OpenAiSummarizerBuilder {
         self
     }
 
-    /// Read [`ENV_URL`], [`ENV_API_KEY`], [`ENV_MODEL`] and [`ENV_TIMEOUT`] into unset fields. An
-    /// unparsable timeout is reported by [`build`](Self::build).
-    pub fn with_env(mut self) -> Self {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-        if self.url.is_none() {
-            self.url = var(ENV_URL);
-        }
-        if self.api_key.0.is_none() {
-            self.api_key = Secret(var(ENV_API_KEY));
-        }
-        if self.model.is_none() {
-            self.model = var(ENV_MODEL);
-        }
-        if let Some(timeout) = var(ENV_TIMEOUT) {
-            match humantime::parse_duration(timeout.trim()) {
-                Ok(timeout) => self.timeout = timeout,
-                Err(e) => {
-                    self.invalid =
-                        Some(format!("{ENV_TIMEOUT}={timeout:?} is not a duration: {e}"));
-                }
-            }
-        }
-        self
-    }
-
     /// Build the summarizer; fails on a missing or unusable URL.
     pub fn build(self) -> Result<OpenAiSummarizer, Error> {
-        if let Some(invalid) = self.invalid {
-            return Err(Error::NotConfigured(invalid));
-        }
-        let raw = self
-            .url
-            .ok_or_else(|| Error::NotConfigured(format!("no endpoint URL (set {ENV_URL})")))?;
+        let raw = self.url.ok_or_else(|| {
+            Error::NotConfigured("no endpoint URL (set --model-url or OVERSPILL_MODEL_URL)".into())
+        })?;
         let endpoint = endpoint(&raw)?;
         let client = reqwest::Client::builder()
             .timeout(self.timeout)
@@ -285,11 +244,6 @@ impl OpenAiSummarizer {
         OpenAiSummarizerBuilder::new().with_url(base_url)
     }
 
-    /// A builder from [`ENV_URL`], [`ENV_API_KEY`], [`ENV_MODEL`] and [`ENV_TIMEOUT`].
-    pub fn from_env() -> OpenAiSummarizerBuilder {
-        OpenAiSummarizerBuilder::new().with_env()
-    }
-
     /// The chat-completions URL requests go to.
     pub fn endpoint(&self) -> &Url {
         &self.endpoint
@@ -305,44 +259,17 @@ impl OpenAiSummarizer {
         self.timeout
     }
 
-    /// Summarize with retries of [`Error::Unavailable`] as configured, returning the rich error.
+    /// One HTTP request, no retry (the [`Summarizer`] retries an [`Error::Unavailable`] as
+    /// configured).
     ///
     /// Uses `request.prompt` as the user message and `request.model`, else the default model; a
     /// pydantic-ai `openai:` prefix on the model name is dropped.
-    pub async fn complete(&self, request: SummaryRequest<'_>) -> Result<Summary, Error> {
-        let mut attempt = 0u32;
-        loop {
-            match self.complete_once(request).await {
-                Err(error) if error.is_retryable() && attempt < self.max_retries => {
-                    let delay = error
-                        .retry_after()
-                        .unwrap_or_else(|| Duration::from_secs(1u64 << attempt.min(5)));
-                    if delay > self.max_retry_delay {
-                        return Err(error);
-                    }
-                    attempt += 1;
-                    tracing::info!(
-                        target: "overspill::summarize",
-                        error_type = error.type_name(),
-                        status = error.status(),
-                        ?delay,
-                        attempt,
-                        "model unavailable; retrying"
-                    );
-                    tokio::time::sleep(delay).await;
-                }
-                result => return result,
-            }
-        }
-    }
-
-    /// One HTTP request, no retry.
     pub async fn complete_once(&self, request: SummaryRequest<'_>) -> Result<Summary, Error> {
         let model = (request.model.filter(|m| !m.is_empty()))
             .or(self.model.as_deref())
             .ok_or_else(|| {
                 Error::NotConfigured(format!(
-                    "no model named (set {ENV_MODEL} or the Summarize action's model)"
+                    "no model named (set --model, OVERSPILL_MODEL, or the Summarize action's model)"
                 ))
             })?;
         // A pydantic-ai model name (`openai:gpt-4o-mini`) names the provider first.
@@ -427,17 +354,34 @@ impl OpenAiSummarizer {
     }
 }
 
-impl SummaryModel for OpenAiSummarizer {
-    type Error = Error;
-
-    async fn complete(&self, request: SummaryRequest<'_>) -> Result<Summary, Error> {
-        OpenAiSummarizer::complete(self, request).await
-    }
-}
-
+/// One summary, retrying an [`Error::Unavailable`] in process as configured
+/// ([`OpenAiSummarizerBuilder::with_max_retries`]).
 impl Summarizer for OpenAiSummarizer {
-    async fn summarize(&self, request: SummaryRequest<'_>) -> Result<Summary, SummarizeError> {
-        Ok(OpenAiSummarizer::complete(self, request).await?)
+    async fn summarize(&self, request: SummaryRequest<'_>) -> Result<Summary, Error> {
+        let mut attempt = 0u32;
+        loop {
+            match self.complete_once(request).await {
+                Err(error) if error.is_retryable() && attempt < self.max_retries => {
+                    let delay = error
+                        .retry_after()
+                        .unwrap_or_else(|| Duration::from_secs(1u64 << attempt.min(5)));
+                    if delay > self.max_retry_delay {
+                        return Err(error);
+                    }
+                    attempt += 1;
+                    tracing::info!(
+                        target: "overspill::summarize",
+                        error_type = error.type_name(),
+                        status = error.status(),
+                        ?delay,
+                        attempt,
+                        "model unavailable; retrying"
+                    );
+                    tokio::time::sleep(delay).await;
+                }
+                result => return result,
+            }
+        }
     }
 }
 

@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::Error;
+use crate::limits::SummarizeError as Error;
 use crate::limits::{Summary, Usage};
 
 /// The system message of every summary call, as the reference's nested agent is instructed.

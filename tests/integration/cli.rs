@@ -167,7 +167,7 @@ fn reduce_request_json_round_trip() {
 async fn reduce_summarizes_through_the_model_as_the_worker_does() {
     use overspill::activities::OverspillActivities;
     use overspill::store::Store;
-    use overspill::summarize::{ChunkBudget, OpenAiSummarizer};
+    use overspill::summarize::{ChunkBudget, Chunked, OpenAiSummarizer};
 
     use crate::openai_server::FakeOpenAi;
 
@@ -204,14 +204,14 @@ async fn reduce_summarizes_through_the_model_as_the_worker_does() {
     let worker = OverspillActivities::new(std::sync::Arc::new(
         Store::open(Some("memory://")).expect("a store"),
     ))
-    .with_model(
+    .with_summarizer(Chunked::new(
         OpenAiSummarizer::new(base)
             .with_api_key(KEY)
             .with_model("test-model")
             .build()
             .expect("a model client"),
         ChunkBudget::default(),
-    );
+    ));
     let request = serde_json::from_value(serde_json::json!({
         "tool_name": "cat", "output": {"text": output}, "config": config,
     }))

@@ -827,7 +827,7 @@ fn model_client(
 async fn reduce_tool_output_sends_its_own_configuration_to_the_activities() {
     use crate::openai_server::FakeOpenAi;
     use overspill::limits::Limits;
-    use overspill::summarize::ChunkBudget;
+    use overspill::summarize::{ChunkBudget, Chunked};
 
     let model = FakeOpenAi::start(None).await;
     let client = model_client(&model);
@@ -835,7 +835,7 @@ async fn reduce_tool_output_sends_its_own_configuration_to_the_activities() {
     let w = TestWorker::start_configured(
         "adapters",
         move |a| {
-            a.with_model(client, ChunkBudget::default())
+            a.with_summarizer(Chunked::new(client, ChunkBudget::default()))
                 .with_limits(worker_limits)
         },
         |_| {},
@@ -908,13 +908,13 @@ async fn reduce_tool_output_sends_its_own_configuration_to_the_activities() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn summarize_activity_resumes_a_chunked_summary_after_a_failure() {
     use crate::openai_server::{FakeOpenAi, Reply};
-    use overspill::summarize::ChunkBudget;
+    use overspill::summarize::{ChunkBudget, Chunked};
 
     let model = FakeOpenAi::start(None).await;
     let client = model_client(&model);
     let w = TestWorker::start_configured(
         "summarize",
-        move |a| a.with_model(client, ChunkBudget::chars(3_000)),
+        move |a| a.with_summarizer(Chunked::new(client, ChunkBudget::chars(3_000))),
         |_| {},
     )
     .await;

@@ -134,7 +134,7 @@ impl<W> Summarizer for ActivitySummarizer<'_, W> {
             tool_name: request.tool_name.to_owned(),
             output: request.output.to_owned(),
             model: request.model.map(str::to_owned),
-            prompt: Some(self.template.to_owned()),
+            template: Some(self.template.to_owned()),
         };
         self.ctx
             .execute_activity(Overspill::summarize, request, activity_options())
@@ -143,6 +143,10 @@ impl<W> Summarizer for ActivitySummarizer<'_, W> {
                 text: r.summary,
                 usage: r.usage,
             })
-            .map_err(|e| SummarizeError::Unavailable(e.to_string()))
+            .map_err(|e| SummarizeError::Unavailable {
+                status: None,
+                message: e.to_string(),
+                retry_after: None,
+            })
     }
 }
