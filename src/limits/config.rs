@@ -165,17 +165,6 @@ impl Limits {
     pub fn bands_for(&self, tool_name: &str) -> &[Band] {
         self.per_tool.get(tool_name).unwrap_or(&self.bands)
     }
-
-    /// Merge a later configuration into this one, as the reference merges two capabilities with
-    /// the same id: bands concatenated, a later band replacing an earlier one at the same `over`.
-    pub fn merge(mut self, later: Limits) -> Self {
-        let stated: Vec<i64> = later.bands.iter().map(|b| b.over).collect();
-        self.bands.retain(|b| !stated.contains(&b.over));
-        self.bands.extend(later.bands);
-        self.bands.sort_by_key(|b| std::cmp::Reverse(b.over));
-        self.per_tool.extend(later.per_tool);
-        self
-    }
 }
 
 fn validate_bands(bands: &[Band], path: &str) -> Result<(), ConfigError> {
@@ -244,11 +233,6 @@ impl Action {
             Self::Spill(_) => "Spill",
             Self::Summarize(_) => "Summarize",
         }
-    }
-
-    /// Whether this action or any fallback in its chain spills.
-    pub fn can_spill(&self) -> bool {
-        matches!(self, Self::Spill(_)) || self.then().is_some_and(Action::can_spill)
     }
 
     /// Whether this action or any fallback in its chain summarizes.
@@ -509,29 +493,6 @@ mod tests {
         let error = Limits::from_json(&json.to_string()).expect_err("amplifying prompt");
         assert_eq!(error.path(), "summary_prompt");
         assert!(error.to_string().contains("{output} only once"), "{error}");
-    }
-
-    #[test]
-    fn merge_lets_the_later_band_win_a_shared_threshold() {
-        let band = |over, max_chars| Band {
-            over,
-            action: Action::Truncate(Truncate {
-                max_chars,
-                ..Truncate::default()
-            }),
-        };
-        let earlier = Limits {
-            bands: vec![band(10, 1), band(20, 2)],
-            ..Limits::default()
-        };
-        let later = Limits {
-            bands: vec![band(10, 3), band(10, 4)],
-            ..Limits::default()
-        };
-        assert_eq!(
-            earlier.merge(later).bands,
-            vec![band(20, 2), band(10, 3), band(10, 4)]
-        );
     }
 
     #[test]

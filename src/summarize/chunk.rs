@@ -128,7 +128,7 @@ where
             summary.usage = usage;
             return Ok(summary);
         }
-        let chunks = split_lines(text, max);
+        let chunks = chunk_lines(text, max);
         progress.chunks = chunks.len();
         progress.source = source.clone();
         for chunk in chunks.iter().skip(progress.done.len()) {
@@ -161,7 +161,7 @@ fn fits(resume: &ChunkProgress, output: &str, max: usize) -> bool {
         (level, Some(source)) if level > 0 => source,
         _ => return false,
     };
-    let chunks = split_lines(text, max).len();
+    let chunks = chunk_lines(text, max).len();
     let fits = resume.chunks == chunks && resume.done.len() <= chunks && over(text, max);
     if !fits {
         tracing::warn!(
@@ -182,7 +182,7 @@ fn over(text: &str, max: usize) -> bool {
 
 /// Split `text` into chunks of at most `max` characters, at line ends; a line longer than `max`
 /// is cut into `max`-character pieces. Concatenated, the chunks are `text`.
-pub fn split_lines(text: &str, max: usize) -> Vec<&str> {
+pub fn chunk_lines(text: &str, max: usize) -> Vec<&str> {
     let max = max.max(1);
     let mut chunks = Vec::new();
     let (mut start, mut count, mut pos) = (0usize, 0usize, 0usize);
@@ -357,7 +357,7 @@ mod tests {
     #[test]
     fn splits_on_line_ends() {
         let text = lines(10); // 9 chars a line
-        let chunks = split_lines(&text, 20);
+        let chunks = chunk_lines(&text, 20);
         assert_eq!(chunks.len(), 5);
         assert!(
             chunks
@@ -365,19 +365,19 @@ mod tests {
                 .all(|c| c.chars().count() <= 20 && c.ends_with('\n'))
         );
         assert_eq!(chunks.concat(), text);
-        assert_eq!(split_lines("abc", 10), vec!["abc"]);
-        assert!(split_lines("", 10).is_empty());
+        assert_eq!(chunk_lines("abc", 10), vec!["abc"]);
+        assert!(chunk_lines("", 10).is_empty());
     }
 
     #[test]
     fn cuts_long_lines_at_char_boundaries() {
         let text = format!("ab\n{}\ncd", "é".repeat(25));
-        let chunks = split_lines(&text, 10);
+        let chunks = chunk_lines(&text, 10);
         assert_eq!(chunks.concat(), text);
         assert!(chunks.iter().all(|c| c.chars().count() <= 10), "{chunks:?}");
         assert_eq!(chunks[0], "ab\n");
-        assert_eq!(split_lines("abcdef", 1).len(), 6);
-        assert_eq!(split_lines("abc", 0), vec!["a", "b", "c"]);
+        assert_eq!(chunk_lines("abcdef", 1).len(), 6);
+        assert_eq!(chunk_lines("abc", 0), vec!["a", "b", "c"]);
     }
 
     fn request<'a>(output: &'a str, prompt: &'a str) -> SummaryRequest<'a> {
@@ -486,7 +486,7 @@ mod tests {
         .expect("a summary");
         let prompts = fresh.prompts();
         assert_eq!(prompts.len(), 3, "chunks 3 and 4, then the final");
-        let chunks = split_lines(&output, 100);
+        let chunks = chunk_lines(&output, 100);
         assert!(prompts[0].contains(chunks[2]) && !prompts[0].contains(chunks[1]));
         assert!(prompts[2].contains("s1:line 0\n\ns2:line 0\n\ns1:line 0\n\ns2:line 0"));
         assert_eq!(summary.usage.requests, 2 + 3);

@@ -18,7 +18,7 @@ mod client;
 mod wire;
 
 pub use args::ModelArgs;
-pub use chunk::{ChunkBudget, ChunkProgress, Chunked, split_lines, summarize_chunked};
+pub use chunk::{ChunkBudget, ChunkProgress, Chunked, chunk_lines, summarize_chunked};
 pub use client::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_RETRY_DELAY, DEFAULT_TIMEOUT, MAX_REPLY_BYTES,
     OpenAiSummarizer, OpenAiSummarizerBuilder,

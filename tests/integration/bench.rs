@@ -6,9 +6,6 @@
 //!    server's own clock: ActivityTaskScheduled → ActivityTaskCompleted in the history, median.
 //! 2. Throughput: 100 concurrent workflows of 5 `reduce` calls each; activities per second.
 
-// The `#[activities]` macro's per-activity marker constant is unused: the no-op is called by name.
-#![allow(dead_code)]
-
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -133,7 +130,7 @@ async fn bench_worker_latency_and_throughput() {
         let input =
             json!({"tool_name": "cat", "tool_call_id": unique("call"), "output": {"text": text}});
         let mut medians = Vec::new();
-        for activity in ["overspill.bench.noop", "tool_output_limits.reduce"] {
+        for activity in [Noop::noop.name(), "tool_output_limits.reduce"] {
             let id = unique("bench");
             let calls = Calls {
                 activity: activity.into(),

@@ -11,7 +11,7 @@ use overspill::limits::{
     ToolOutput, ToolResult, Usage,
 };
 use overspill::summarize::{
-    ChunkBudget, ChunkProgress, Chunked, OpenAiSummarizer, SYSTEM_PROMPT, split_lines,
+    ChunkBudget, ChunkProgress, Chunked, OpenAiSummarizer, SYSTEM_PROMPT, chunk_lines,
     summarize_chunked,
 };
 
@@ -527,7 +527,7 @@ async fn chunked_through_reduce_adds_up_usage() {
     let requests = server.requests();
     assert_eq!(requests.len(), 4, "3 chunks and the summary of summaries");
     assert_eq!(reduced.usage.requests, 4);
-    for (sent, chunk) in requests.iter().zip(split_lines(&output, 300)) {
+    for (sent, chunk) in requests.iter().zip(chunk_lines(&output, 300)) {
         assert_eq!(
             sent.prompt(),
             limits::prompt::Template::reference().render("cat", chunk)
@@ -550,7 +550,7 @@ async fn a_killed_run_resumes_from_the_last_finished_chunk() {
     let output = numbered(100); // 1300 chars: 4 chunks of 23 lines and one of 8
     let prompt = limits::prompt::Template::reference().render("cat", &output);
     let budget = ChunkBudget::chars(300);
-    let chunks = split_lines(&output, 300);
+    let chunks = chunk_lines(&output, 300);
     assert_eq!(chunks.len(), 5);
 
     let (beats, mut heard) = tokio::sync::mpsc::unbounded_channel::<ChunkProgress>();
