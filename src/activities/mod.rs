@@ -35,8 +35,8 @@ use bytes::Bytes;
 use crate::api::{ReduceRequest, ReduceResponse};
 use crate::external_storage::ExternalStorage;
 use crate::limits::{
-    self, Action, Limits, NoSummarizer, ReductionKind, SpillStore, StoreError, SummarizeError,
-    Summarizer, Summary, SummaryRequest, ToolOutput, Unit, preview, prompt, pyfmt,
+    self, Limits, NoSummarizer, ReductionKind, SpillStore, StoreError, SummarizeError, Summarizer,
+    Summary, SummaryRequest, ToolOutput, Unit, preview, prompt, pyfmt,
 };
 use crate::read::{self, ReadOutcomeError, ReadRequest};
 use crate::store::Store;
@@ -154,7 +154,7 @@ impl OverspillActivities {
         let failure = store.failure().or_else(|| summarizer.failure());
         if let Some(failure) = failure {
             self.metrics.fallback();
-            if exhausted_without_then(&limits, &call.tool_name, &reduced) {
+            if reduced.exhausted {
                 return Err(failure);
             }
         }
@@ -278,36 +278,6 @@ impl OverspillActivities {
             Err(ReadOutcomeError::Retry(retry)) => Err(Failure::model_retry(retry.to_string())),
             Err(ReadOutcomeError::Store(e)) => Err(Failure::store(&e)),
         }
-    }
-}
-
-/// Whether a failed store or model call left a unit unreduced because its action chain ran out
-/// (no `then`), as opposed to an explicit `Passthrough` fallback or a successful `then`.
-///
-/// A unit that passed through is the original output, so `reduced` has what to re-measure.
-fn exhausted_without_then(limits: &Limits, tool_name: &str, reduced: &limits::Reduced) -> bool {
-    let bands = limits.bands_for(tool_name);
-    let chain_exhausted = |output: &ToolOutput| {
-        let unit = Unit::new(output, limits);
-        limits::measure::select(bands, &unit, limits)
-            .is_some_and(|action| !ends_in_passthrough(action))
-    };
-    let value_stuck =
-        reduced.kind == ReductionKind::Passthrough && chain_exhausted(&reduced.return_value);
-    let content_stuck = reduced.content_kind == ReductionKind::Passthrough
-        && match &reduced.content {
-            Some(serde_json::Value::String(text)) => {
-                chain_exhausted(&ToolOutput::Text(text.clone()))
-            }
-            _ => false,
-        };
-    value_stuck || content_stuck
-}
-
-fn ends_in_passthrough(action: &Action) -> bool {
-    match action.then() {
-        Some(next) => ends_in_passthrough(next),
-        None => matches!(action, Action::Passthrough),
     }
 }
 

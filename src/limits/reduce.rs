@@ -184,6 +184,10 @@ pub struct Reduced {
     pub envelope: bool,
     /// Model usage of any summaries.
     pub usage: Usage,
+    /// Whether a part was left unreduced because its action chain ran out: the last action
+    /// failed (a spill or summary) or could not apply (a Truncate of binary) and had no `then`.
+    /// An explicit `Passthrough` in the chain is not running out.
+    pub exhausted: bool,
 }
 
 impl Reduced {
@@ -197,6 +201,7 @@ impl Reduced {
             metadata: result.metadata,
             envelope: result.envelope,
             usage: Usage::default(),
+            exhausted: false,
         }
     }
 
@@ -341,6 +346,8 @@ struct Applied {
     spilled_bytes: u64,
     kind: ReductionKind,
     usage: Usage,
+    /// The chain ran out without reducing the unit (see [`Reduced::exhausted`]).
+    exhausted: bool,
 }
 
 /// Reduce one tool result under `limits`, spilling to `store` and summarizing with `summarizer`.
@@ -428,7 +435,10 @@ pub async fn reduce<S: SpillStore, M: Summarizer>(
     };
 
     if value.replacement.is_none() && content.replacement.is_none() {
-        return Reduced::original(result);
+        return Reduced {
+            exhausted: value.exhausted || content.exhausted,
+            ..Reduced::original(result)
+        };
     }
     assemble(result, value, content)
 }
@@ -481,6 +491,7 @@ fn assemble(result: ToolResult, value: Applied, content: Applied) -> Reduced {
         metadata,
         envelope,
         usage,
+        exhausted: value.exhausted || content.exhausted,
     }
 }
 
@@ -559,6 +570,7 @@ async fn apply<S: SpillStore, M: Summarizer>(
                             spilled_bytes,
                             kind: ReductionKind::Spilled,
                             usage,
+                            exhausted: false,
                         };
                     }
                     Err(error) => {
@@ -609,8 +621,10 @@ async fn apply<S: SpillStore, M: Summarizer>(
             }
         }
     }
+    // A `Passthrough` breaks out with `current` still set; running out leaves it `None`.
     Applied {
         usage,
+        exhausted: current.is_none(),
         ..Applied::default()
     }
 }
