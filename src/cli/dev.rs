@@ -10,7 +10,7 @@ use std::time::Duration;
 use overspill::activities::{DEFAULT_TASK_QUEUE, OverspillActivities};
 use overspill::store::Store;
 use overspill::worker::{self, Connect, LogFormat, WorkerError, WorkerSettings};
-use overspill::workflows::{AgentLoop, AgentLoopInput, AgentLoopOutput, ExampleTools};
+use overspill::workflows::{AgentLoop, AgentLoopInput, AgentLoopOutput};
 use temporalio_client::{Client, WorkflowGetResultOptions, WorkflowStartOptions};
 
 use super::CliResult;
@@ -65,7 +65,7 @@ pub(crate) async fn run(args: Args) -> CliResult {
     let runtime = worker::runtime(args.metrics)?;
     let client = Connect::new(args.address.clone()).client().await?;
     let activities = OverspillActivities::new(store).with_metrics(runtime.metrics.clone());
-    let tools = ExampleTools::new(activities.clone());
+    let examples = activities.clone();
     let settings = WorkerSettings {
         task_queue: args.task_queue.clone(),
         graceful_shutdown: Duration::from_secs(5),
@@ -73,7 +73,7 @@ pub(crate) async fn run(args: Args) -> CliResult {
     };
     let mut worker = settings.build(&runtime, client.clone(), activities, |o| {
         overspill::workflows::register(o)?;
-        o.register_activities(tools);
+        overspill::workflows::register_examples(o, examples)?;
         Ok(())
     })?;
     println!(

@@ -13,7 +13,6 @@ use overspill::limits::Limits;
 use overspill::store::Store;
 use overspill::summarize::ModelArgs;
 use overspill::worker::{self, Compression, Connect, LogFormat, WorkerSettings};
-use overspill::workflows::ExampleTools;
 
 use super::CliResult;
 
@@ -148,7 +147,8 @@ pub(crate) struct Args {
     log_format: LogFormat,
     #[command(flatten)]
     model: ModelArgs,
-    /// Also serve the example tool activities (`overspill.example.*`) of the agent-loop workflow.
+    /// Also serve the example agent-loop workflow (`OverspillAgentLoop`) and its tool activities
+    /// (`overspill.example.*`).
     #[arg(long, hide = true)]
     example_tools: bool,
     /// Seconds a shutdown waits for running activities before cancelling them.
@@ -189,13 +189,11 @@ pub(crate) async fn run(args: Args) -> CliResult {
         graceful_shutdown: std::time::Duration::from_secs(args.graceful_shutdown_secs),
         ..WorkerSettings::default()
     };
-    let tools = args
-        .example_tools
-        .then(|| ExampleTools::new(activities.clone()));
+    let examples = args.example_tools.then(|| activities.clone());
     let mut worker = settings.build(&runtime, client, activities, |options| {
         overspill::workflows::register(options)?;
-        if let Some(tools) = tools {
-            options.register_activities(tools);
+        if let Some(overspill) = examples {
+            overspill::workflows::register_examples(options, overspill)?;
         }
         Ok(())
     })?;

@@ -22,8 +22,17 @@ impl WorkerProcess {
     }
 
     fn start_with(task_queue: &str, store: &str, extra: &[&str]) -> Self {
+        Self::spawn(task_queue, store, &[&["--example-tools"], extra].concat())
+    }
+
+    /// A worker without the example workflow and tools.
+    fn start_plain(task_queue: &str, store: &str) -> Self {
+        Self::spawn(task_queue, store, &[])
+    }
+
+    fn spawn(task_queue: &str, store: &str, extra: &[&str]) -> Self {
         let child = Command::new(env!("CARGO_BIN_EXE_overspill"))
-            .args(["worker", "--example-tools", "--graceful-shutdown-secs", "1"])
+            .args(["worker", "--graceful-shutdown-secs", "1"])
             .args(extra)
             .args(["--task-queue", task_queue, "--store", store])
             .env("TEMPORAL_ADDRESS", temporal_address())
@@ -154,6 +163,65 @@ async fn sigkill_mid_spill_then_restart_completes_with_the_same_handle() {
         build_log(lines).len() as u64,
         "a complete object"
     );
+}
+
+/// The example agent loop is no part of the production worker: without `--example-tools` its
+/// workflow task fails (an unknown workflow type) and nothing is spilled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plain_worker_serves_no_example_workflow() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let task_queue = unique("plain");
+    let client = overspill::worker::Connect::new(temporal_address())
+        .client()
+        .await
+        .unwrap_or_else(|e| panic!("connect: {e}"));
+    let handle = client
+        .start_workflow(
+            AgentLoop::run,
+            AgentLoopInput {
+                log_lines: 10,
+                file_lines: 10,
+                config: None,
+            },
+            WorkflowStartOptions::new(task_queue.clone(), unique("plain-wf"))
+                .execution_timeout(Duration::from_secs(60))
+                .build(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("start: {e}"));
+    let mut worker =
+        WorkerProcess::start_plain(&task_queue, &format!("file://{}", dir.path().display()));
+    let started = Instant::now();
+    loop {
+        let events = handle
+            .fetch_history(Default::default())
+            .into_events()
+            .await
+            .unwrap_or_default();
+        let failed = events.iter().any(|e| {
+            matches!(
+                e.attributes,
+                Some(Attributes::WorkflowTaskFailedEventAttributes(_))
+            )
+        });
+        let scheduled = events.iter().any(|e| {
+            matches!(
+                e.attributes,
+                Some(Attributes::ActivityTaskScheduledEventAttributes(_))
+            )
+        });
+        assert!(!scheduled, "the plain worker ran the example workflow");
+        if failed {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no workflow task failed"
+        );
+        worker.assert_running();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let _ = handle.terminate(Default::default()).await;
 }
 
 /// Two worker processes on different task queues share one S3 store: each resolves the other's

@@ -11,7 +11,7 @@ use std::time::Duration;
 use overspill::activities::OverspillActivities;
 use overspill::store::Store;
 use overspill::worker::{Connect, WorkerSettings};
-use overspill::workflows::{AgentLoop, AgentLoopInput, ExampleTools, ReduceToolOutput};
+use overspill::workflows::{AgentLoop, AgentLoopInput, ReduceToolOutput};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use temporalio_client::{Client, WorkflowGetResultOptions, WorkflowStartOptions};
@@ -263,7 +263,7 @@ impl TestWorker {
                 let runtime = overspill::worker::runtime(None).expect("sdk runtime");
                 let client = Connect::new(address).client().await.expect("connect");
                 let activities = configure(OverspillActivities::new(thread_store));
-                let tools = ExampleTools::new(activities.clone());
+                let examples = activities.clone();
                 let settings = WorkerSettings {
                     task_queue: thread_queue,
                     graceful_shutdown: Duration::from_secs(1),
@@ -272,7 +272,7 @@ impl TestWorker {
                 let mut worker = settings
                     .build(&runtime, client, activities, |o| {
                         overspill::workflows::register(o)?;
-                        o.register_activities(tools);
+                        overspill::workflows::register_examples(o, examples)?;
                         o.activity_inbound_interceptor(FailAfterWrite);
                         o.register_workflow::<ProbeWorkflow>()
                             .map_err(overspill::worker::WorkerError::setup)?;

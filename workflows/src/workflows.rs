@@ -23,14 +23,27 @@ pub use tools::{ExampleTools, ToolRequest, build_log};
 
 use temporalio_sdk::WorkerOptions;
 
+use crate::activities::OverspillActivities;
 use crate::worker::WorkerError;
 
-/// Register the workflows (not the example tools) on a worker.
+/// Register the production workflow, [`ReduceToolOutput`], on a worker.
 pub fn register(options: &mut WorkerOptions) -> Result<(), WorkerError> {
     options
         .register_workflow::<ReduceToolOutput>()
-        .map_err(WorkerError::setup)?
+        .map_err(WorkerError::setup)?;
+    Ok(())
+}
+
+/// Register the example: the [`AgentLoop`] workflow and its tool activities ([`ExampleTools`]),
+/// which reduce through `overspill`. `overspill dev` serves them, and `overspill worker` only
+/// with `--example-tools`.
+pub fn register_examples(
+    options: &mut WorkerOptions,
+    overspill: OverspillActivities,
+) -> Result<(), WorkerError> {
+    options
         .register_workflow::<AgentLoop>()
         .map_err(WorkerError::setup)?;
+    options.register_activities(ExampleTools::new(overspill));
     Ok(())
 }
