@@ -12,7 +12,7 @@ use temporalio_sdk::activities::{ActivityContext, ActivityError, ActivityInfo};
 
 use super::guard::{Progress, guarded, guarded_with};
 use super::inflight::InflightPermit;
-use super::proto::ProtoMessage;
+use super::proto::ProtoForm;
 use super::{Encoding, Failure, Incoming, Outgoing, OverspillActivities};
 use crate::external_storage::KeyScope;
 
@@ -31,7 +31,7 @@ impl OverspillActivities {
         input: Incoming<T>,
     ) -> Result<Admitted<T>, ActivityError>
     where
-        T: DeserializeOwned + ProtoMessage,
+        T: DeserializeOwned + ProtoForm,
     {
         self.admit_with(ctx, input, &Progress::<u64>::default())
             .await
@@ -46,7 +46,7 @@ impl OverspillActivities {
         progress: &Progress<P>,
     ) -> Result<Admitted<T>, ActivityError>
     where
-        T: DeserializeOwned + ProtoMessage,
+        T: DeserializeOwned + ProtoForm,
         P: Serialize + Clone + Send + Sync + 'static,
     {
         let storage = self.external_storage.as_deref();
@@ -83,7 +83,7 @@ impl OverspillActivities {
         encoding: Encoding,
     ) -> Result<Outgoing<T>, ActivityError>
     where
-        T: Serialize + ProtoMessage + 'static,
+        T: Serialize + ProtoForm + 'static,
     {
         let reply = Outgoing::encode(value, encoding)?;
         let Some(storage) = self

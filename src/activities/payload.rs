@@ -18,7 +18,7 @@ use temporalio_common::data_converters::{
 use temporalio_common::protos::temporal::api::common::v1::Payload;
 
 use super::errors::Failure;
-use super::proto::ProtoMessage;
+use super::proto::{ProtoForm, decode_json};
 use crate::external_storage::{self, ExternalStorage, Reference};
 
 /// The payload metadata key naming the encoding.
@@ -102,7 +102,7 @@ impl<T> Incoming<T> {
     }
 }
 
-impl<T: DeserializeOwned + ProtoMessage> Incoming<T> {
+impl<T: DeserializeOwned + ProtoForm> Incoming<T> {
     /// Decode the request, returning it with the encoding to answer in. Consumes the payload,
     /// so its bytes are freed as soon as the request is decoded.
     pub fn decode(self) -> Result<(T, Encoding), Failure> {
@@ -131,15 +131,6 @@ impl<T: DeserializeOwned + ProtoMessage> Incoming<T> {
         };
         Ok((value, encoding))
     }
-}
-
-/// Decode plain JSON, naming the offending field in the error.
-pub(crate) fn decode_json<T: DeserializeOwned>(data: &[u8]) -> Result<T, Failure> {
-    let de = &mut serde_json::Deserializer::from_slice(data);
-    serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        Failure::invalid_input(&path, e.into_inner().to_string())
-    })
 }
 
 impl<T: 'static> TemporalDeserializable for Incoming<T> {
@@ -185,7 +176,7 @@ impl<T> Outgoing<T> {
     }
 }
 
-impl<T: Serialize + ProtoMessage + 'static> Outgoing<T> {
+impl<T: Serialize + ProtoForm + 'static> Outgoing<T> {
     /// `value` encoded in `encoding`.
     pub fn encode(value: &T, encoding: Encoding) -> Result<Self, PayloadConversionError> {
         let (data, message_type) = match encoding {

@@ -24,7 +24,7 @@ pub mod pb {
     include!(concat!(env!("OUT_DIR"), "/overspill.v1.serde.rs"));
 }
 
-/// A serde form with a protobuf counterpart.
+/// A serde form with a protobuf counterpart, in both protobuf encodings.
 pub trait ProtoForm: Sized {
     /// The generated message.
     type Pb: prost::Message + Default + Serialize + DeserializeOwned;
@@ -34,38 +34,34 @@ pub trait ProtoForm: Sized {
     fn from_pb(pb: Self::Pb) -> Result<Self, Failure>;
     /// To the message.
     fn to_pb(&self) -> Self::Pb;
-}
 
-/// A message with a protobuf form named `MESSAGE_TYPE`, in both protobuf encodings.
-pub trait ProtoMessage: Sized {
-    /// The full protobuf message name (the payload's `messageType`).
-    const MESSAGE_TYPE: &'static str;
     /// Decode the protobuf wire form.
-    fn from_proto_binary(data: &[u8]) -> Result<Self, Failure>;
-    /// Decode the proto3 JSON form.
-    fn from_proto_json(data: &[u8]) -> Result<Self, Failure>;
-    /// Encode the protobuf wire form.
-    fn to_proto_binary(&self) -> Vec<u8>;
-    /// Encode the proto3 JSON form.
-    fn to_proto_json(&self) -> Vec<u8>;
-}
-
-impl<T: ProtoForm> ProtoMessage for T {
-    const MESSAGE_TYPE: &'static str = T::MESSAGE_TYPE;
     fn from_proto_binary(data: &[u8]) -> Result<Self, Failure> {
-        let pb = <T::Pb as prost::Message>::decode(data)
+        let pb = <Self::Pb as prost::Message>::decode(data)
             .map_err(|e| Failure::invalid_input("request", e))?;
-        T::from_pb(pb)
+        Self::from_pb(pb)
     }
+    /// Decode the proto3 JSON form.
     fn from_proto_json(data: &[u8]) -> Result<Self, Failure> {
-        T::from_pb(super::payload::decode_json(data)?)
+        Self::from_pb(decode_json(data)?)
     }
+    /// Encode the protobuf wire form.
     fn to_proto_binary(&self) -> Vec<u8> {
         prost::Message::encode_to_vec(&self.to_pb())
     }
+    /// Encode the proto3 JSON form.
     fn to_proto_json(&self) -> Vec<u8> {
         serde_json::to_vec(&self.to_pb()).unwrap_or_default()
     }
+}
+
+/// Decode plain JSON, naming the offending field in the error.
+pub(crate) fn decode_json<T: DeserializeOwned>(data: &[u8]) -> Result<T, Failure> {
+    let de = &mut serde_json::Deserializer::from_slice(data);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        Failure::invalid_input(&path, e.into_inner().to_string())
+    })
 }
 
 fn output_from_pb(output: Option<pb::ToolOutput>, field: &str) -> Result<ToolOutput, Failure> {

@@ -605,7 +605,7 @@ async fn agent_loop_keeps_large_outputs_out_of_history() {
 /// each reply comes back in the request's encoding.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn protobuf_payloads_are_answered_in_kind() {
-    use overspill::activities::proto::{ProtoMessage, pb};
+    use overspill::activities::proto::{ProtoForm, pb};
     use prost::Message as _;
 
     let w = TestWorker::start("proto").await;
