@@ -1,20 +1,30 @@
-//! The request and response forms of `reduce`, shared by `overspill reduce --request` and the
-//! `tool_output_limits.reduce` activity (mirrored in `proto/overspill/v1/`).
+//! The request and response forms of the `tool_output_limits.*` activities (`json/plain`,
+//! snake_case; mirrored in `proto/overspill/v1/`), shared by the activities, the workflows and
+//! `overspill reduce --request`.
+//!
+//! | activity | request → response |
+//! |---|---|
+//! | `reduce` | [`ReduceRequest`] → [`ReduceResponse`] |
+//! | `spill` | [`SpillRequest`] → [`SpillResponse`] |
+//! | `summarize` | [`SummarizeRequest`] → [`SummarizeResponse`] |
+//! | `read_tool_result` | [`ReadRequest`] → [`ReadResponse`] |
 //!
 //! ```
 //! use overspill::api::ReduceRequest;
 //! let request: ReduceRequest = serde_json::from_str(
 //!     r#"{"tool_name":"cat","run_id":"r","tool_call_id":"c","output":{"text":"hi"}}"#,
 //! )?;
-//! assert_eq!(request.call().spill_key(""), "r/c.0");
+//! assert_eq!(request.call(None).spill_key(""), "r/c.0");
 //! # Ok::<(), serde_json::Error>(())
 //! ```
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::read::ReadRequest;
+
 use crate::limits::{
-    ConfigError, Limits, Reduced, ReductionKind, ToolCall, ToolOutput, ToolResult, Usage,
+    ConfigError, DEFAULT_PREVIEW_CHARS, Limits, Reduced, ToolCall, ToolOutput, ToolResult, Usage,
 };
 
 /// One tool result to reduce, with the call it came from and (optionally) its configuration.
@@ -52,14 +62,17 @@ pub struct ReduceRequest {
 }
 
 impl ReduceRequest {
-    /// The call this result came from.
-    pub fn call(&self) -> ToolCall {
+    /// The call this result came from; `workflow_run_id` stands in for a missing `run_id`.
+    pub fn call(&self, workflow_run_id: Option<&str>) -> ToolCall {
         ToolCall {
-            tool_name: self.tool_name.clone(),
             tool_kind: self.tool_kind.clone(),
-            run_id: self.run_id.clone(),
-            tool_call_id: self.tool_call_id.clone(),
-            retry: self.retry,
+            ..call(
+                &self.tool_name,
+                &self.run_id,
+                &self.tool_call_id,
+                self.retry,
+                workflow_run_id,
+            )
         }
     }
 
@@ -83,40 +96,125 @@ impl ReduceRequest {
     }
 }
 
-/// A reduced result, as the model will see it.
+/// A reduced result, as the model will see it: the engine's [`Reduced`], whose serde form is
+/// the reduce activity's reply.
+pub type ReduceResponse = Reduced;
+
+/// `tool_output_limits.spill`: persist one output under its key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ReduceResponse {
-    /// What happened to the return value.
-    pub kind: ReductionKind,
-    /// What happened to the envelope's text content.
+#[serde(deny_unknown_fields)]
+pub struct SpillRequest {
+    /// The tool's name (named in the preview's header).
     #[serde(default)]
-    pub content_kind: ReductionKind,
-    /// The return value (the model-visible text when reduced).
-    pub return_value: ToolOutput,
-    /// The envelope's content.
+    pub tool_name: String,
+    /// The agent run (default: the calling workflow's run id).
     #[serde(default)]
-    pub content: Option<Value>,
-    /// The metadata, with `overflow_handle` / `overflow_bytes` / `overflow_content_handle`.
+    pub run_id: Option<String>,
+    /// The model's tool call id (default `call`).
     #[serde(default)]
-    pub metadata: Option<Value>,
-    /// Whether the result is a ToolReturn envelope (a bare value that spilled becomes one).
+    pub tool_call_id: Option<String>,
+    /// The tool call's retry (never the activity attempt).
     #[serde(default)]
-    pub envelope: bool,
-    /// Model usage of summaries.
+    pub retry: u32,
+    /// The handle suffix: `""` for the return value, `".content"` for a ToolReturn's content.
     #[serde(default)]
+    pub suffix: String,
+    /// An explicit spill key (`run/call.0`), as the engine derives it; overrides `run_id`,
+    /// `tool_call_id`, `retry` and `suffix`. Workflow-side stores send this.
+    #[serde(default)]
+    pub key: Option<String>,
+    /// The payload.
+    pub output: ToolOutput,
+    /// The preview's content budget in chars (default [`DEFAULT_PREVIEW_CHARS`]).
+    #[serde(default = "default_preview_chars")]
+    pub preview_chars: i64,
+    /// Limits settings that shape the preview (`over_tokens`, `strip_ansi`, `serializer`,
+    /// `read_tool_name`); bands are ignored.
+    #[serde(default)]
+    pub config: Option<Value>,
+}
+
+fn default_preview_chars() -> i64 {
+    DEFAULT_PREVIEW_CHARS
+}
+
+impl SpillRequest {
+    /// The call this payload came from; `workflow_run_id` stands in for a missing `run_id`.
+    pub fn call(&self, workflow_run_id: Option<&str>) -> ToolCall {
+        call(
+            &self.tool_name,
+            &self.run_id,
+            &self.tool_call_id,
+            self.retry,
+            workflow_run_id,
+        )
+    }
+}
+
+/// What a spill returns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpillResponse {
+    /// The handle to read the payload back with.
+    pub handle: String,
+    /// The model-visible text: header, shape line and head/tail preview.
+    pub preview: String,
+    /// The top-level shape sketch of a structured output (empty otherwise).
+    pub shape: String,
+    /// Bytes stored (UTF-8 of the text, or the binary length).
+    pub overflow_bytes: u64,
+}
+
+/// `tool_output_limits.summarize`: one model call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SummarizeRequest {
+    /// The tool whose output is summarized.
+    #[serde(default)]
+    pub tool_name: String,
+    /// The text to summarize.
+    pub output: String,
+    /// The model override (default: the worker's model).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The prompt template with `{tool_name}` and `{output}` (default: the worker's
+    /// `summary_prompt`); `prompt` on the wire.
+    #[serde(default, rename = "prompt")]
+    pub template: Option<String>,
+}
+
+/// What a summary returns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SummarizeResponse {
+    /// The summary, stripped of surrounding whitespace.
+    pub summary: String,
+    /// What the call cost.
     pub usage: Usage,
 }
 
-impl From<Reduced> for ReduceResponse {
-    fn from(r: Reduced) -> Self {
-        Self {
-            kind: r.kind,
-            content_kind: r.content_kind,
-            return_value: r.return_value,
-            content: r.content,
-            metadata: r.metadata,
-            envelope: r.envelope,
-            usage: r.usage,
-        }
+/// What `tool_output_limits.read_tool_result` returns: the model-visible text (a bare JSON
+/// string in `json/plain`, `ReadToolResultResponse.text` in the protobuf encodings).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ReadResponse(pub String);
+
+/// The call identity a request names. A missing or empty `run_id` is the calling workflow's run
+/// id when there is one (the engine's key then falls back to `run`).
+fn call(
+    tool_name: &str,
+    run_id: &Option<String>,
+    tool_call_id: &Option<String>,
+    retry: u32,
+    workflow_run_id: Option<&str>,
+) -> ToolCall {
+    let run_id = run_id
+        .as_deref()
+        .filter(|id| !id.is_empty())
+        .or(workflow_run_id);
+    ToolCall {
+        tool_name: tool_name.to_owned(),
+        tool_kind: None,
+        run_id: run_id.map(str::to_owned),
+        tool_call_id: tool_call_id.clone(),
+        retry,
     }
 }

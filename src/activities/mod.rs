@@ -26,19 +26,21 @@ pub mod metrics;
 pub mod payload;
 pub mod proto;
 mod registered;
-pub mod types;
 
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
-use crate::api::{ReduceRequest, ReduceResponse};
+use crate::api::{
+    ReadRequest, ReadResponse, ReduceRequest, ReduceResponse, SpillRequest, SpillResponse,
+    SummarizeRequest, SummarizeResponse,
+};
 use crate::external_storage::ExternalStorage;
 use crate::limits::{
     self, Limits, NoSummarizer, ReductionKind, SpillStore, StoreError, SummarizeError, Summarizer,
     Summary, SummaryRequest, ToolOutput, Unit, preview, prompt, pyfmt,
 };
-use crate::read::{self, ReadOutcomeError, ReadRequest};
+use crate::read::{self, ReadOutcomeError};
 use crate::store::Store;
 use crate::summarize::{ChunkProgress, Chunked, OpenAiSummarizer};
 pub use errors::Failure;
@@ -46,7 +48,6 @@ pub use failure_log::LogFailures;
 pub use inflight::{InflightBudget, InflightPermit, available_memory};
 pub use metrics::Metrics;
 pub use payload::{Encoding, Incoming, Outgoing};
-pub use types::{ReadResponse, SpillRequest, SpillResponse, SummarizeRequest, SummarizeResponse};
 
 /// The reduce activity's name.
 pub const REDUCE: &str = "tool_output_limits.reduce";
@@ -133,7 +134,7 @@ impl OverspillActivities {
     /// `workflow_run_id` fills a missing `run_id`. Errors are the typed activity failures.
     pub async fn reduce_request(
         &self,
-        mut request: ReduceRequest,
+        request: ReduceRequest,
         workflow_run_id: Option<&str>,
     ) -> Result<ReduceResponse, Failure> {
         let limits = request
@@ -142,10 +143,7 @@ impl OverspillActivities {
         if request.tool_name.is_empty() {
             return Err(Failure::invalid_input("tool_name", "must not be empty"));
         }
-        if request.run_id.as_deref().is_none_or(str::is_empty) {
-            request.run_id = workflow_run_id.map(str::to_owned);
-        }
-        let call = request.call();
+        let call = request.call(workflow_run_id);
         let result = request.into_result();
         let store = Watched::new(self.store.as_ref());
         let summarizer = Watched::new(&self.summarizer);
@@ -171,7 +169,7 @@ impl OverspillActivities {
                 .unwrap_or(0);
             self.metrics.spilled(bytes);
         }
-        Ok(reduced.into())
+        Ok(reduced)
     }
 
     /// Spill one payload (the body of [`SPILL`], without Temporal).
@@ -196,12 +194,9 @@ impl OverspillActivities {
                 "preview_chars must be non-negative.",
             ));
         }
-        if request.run_id.as_deref().is_none_or(str::is_empty) {
-            request.run_id = workflow_run_id.map(str::to_owned);
-        }
         let key = match request.key.take().filter(|k| !k.is_empty()) {
             Some(key) => key,
-            None => request.call().spill_key(&request.suffix),
+            None => request.call(workflow_run_id).spill_key(&request.suffix),
         };
         // The unit takes the output over, so the store gets the request's own buffer.
         let output = std::mem::replace(&mut request.output, ToolOutput::Text(String::new()));

@@ -10,12 +10,11 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use super::errors::Failure;
-use super::types::{
-    ReadResponse, SpillRequest, SpillResponse, SummarizeRequest, SummarizeResponse,
+use crate::api::{
+    ReadRequest, ReadResponse, ReduceRequest, ReduceResponse, SpillRequest, SpillResponse,
+    SummarizeRequest, SummarizeResponse,
 };
-use crate::api::{ReduceRequest, ReduceResponse};
-use crate::limits::{self, ReductionKind, ToolOutput, Usage};
-use crate::read::ReadRequest;
+use crate::limits::{self, DEFAULT_PREVIEW_CHARS, ReductionKind, ToolOutput, Usage};
 
 /// The generated `overspill.v1` messages (prost) with their proto3 JSON mapping (pbjson).
 #[allow(missing_docs, unreachable_pub, clippy::all)]
@@ -396,6 +395,7 @@ impl ProtoForm for ReduceResponse {
             metadata: json_from_text(pb.metadata_json, "metadata_json")?,
             envelope: pb.envelope,
             usage: usage_from_pb(pb.usage),
+            exhausted: false,
         })
     }
     fn to_pb(&self) -> Self::Pb {
@@ -438,7 +438,7 @@ impl ProtoForm for SpillRequest {
             suffix: pb.suffix,
             key: pb.key,
             output: output_from_pb(pb.output, "output")?,
-            preview_chars: pb.preview_chars.unwrap_or(1_000),
+            preview_chars: pb.preview_chars.unwrap_or(DEFAULT_PREVIEW_CHARS),
             config: config_from_pb(pb.config)?,
         })
     }

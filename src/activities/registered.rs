@@ -8,12 +8,11 @@ use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
 use super::intake::Admitted;
-use super::types::{
-    ReadResponse, SpillRequest, SpillResponse, SummarizeRequest, SummarizeResponse,
-};
 use super::{Failure, Incoming, Outgoing, OverspillActivities, guard};
-use crate::api::{ReduceRequest, ReduceResponse};
-use crate::read::ReadRequest;
+use crate::api::{
+    ReadRequest, ReadResponse, ReduceRequest, ReduceResponse, SpillRequest, SpillResponse,
+    SummarizeRequest, SummarizeResponse,
+};
 
 #[activities]
 impl OverspillActivities {

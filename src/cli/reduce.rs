@@ -4,7 +4,7 @@ use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use overspill::api::{ReduceRequest, ReduceResponse};
+use overspill::api::ReduceRequest;
 use overspill::limits::{self, Limits, ToolCall, ToolOutput, ToolResult};
 use overspill::store::Store;
 use overspill::summarize::ModelArgs;
@@ -58,10 +58,10 @@ pub(crate) async fn run(args: Args) -> CliResult {
     if let Some(path) = &args.request {
         let request: ReduceRequest = serde_json::from_slice(&read_input(path)?)?;
         let limits = request.limits(&defaults)?;
-        let call = request.call();
+        let call = request.call(None);
         let reduced =
             limits::reduce(&limits, &call, request.into_result(), &store, &summarizer).await;
-        serde_json::to_writer(&mut stdout, &ReduceResponse::from(reduced))?;
+        serde_json::to_writer(&mut stdout, &reduced)?;
         writeln!(stdout)?;
         return Ok(ExitCode::SUCCESS);
     }

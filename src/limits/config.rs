@@ -317,6 +317,9 @@ pub enum TruncationStrategy {
     HeadTail,
 }
 
+/// A Spill's preview budget in chars when none is given, as the reference's.
+pub const DEFAULT_PREVIEW_CHARS: i64 = 1_000;
+
 /// Persist the payload and show a preview.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -330,7 +333,7 @@ pub struct Spill {
 impl Default for Spill {
     fn default() -> Self {
         Self {
-            preview_chars: 1_000,
+            preview_chars: DEFAULT_PREVIEW_CHARS,
             then: None,
         }
     }

@@ -20,9 +20,9 @@ pub mod tokens;
 pub mod truncate;
 
 pub use config::{
-    Action, Band, ConfigError, DEFAULT_MAX_CHARS, DEFAULT_READ_TOOL_NAME, DEFAULT_SUMMARY_PROMPT,
-    DEFAULT_THRESHOLD, Limits, SerializerKind, Spill, Summarize, ToolFilter, Truncate,
-    TruncationStrategy,
+    Action, Band, ConfigError, DEFAULT_MAX_CHARS, DEFAULT_PREVIEW_CHARS, DEFAULT_READ_TOOL_NAME,
+    DEFAULT_SUMMARY_PROMPT, DEFAULT_THRESHOLD, Limits, SerializerKind, Spill, Summarize,
+    ToolFilter, Truncate, TruncationStrategy,
 };
 pub use effects::{
     MemoryStore, NoStore, NoSummarizer, SpillStore, StoreError, SummarizeError, Summarizer,

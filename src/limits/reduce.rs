@@ -166,27 +166,33 @@ pub enum ReductionKind {
     Summarized,
 }
 
-/// A reduced result, as the model will see it.
-#[derive(Debug, Clone, PartialEq)]
+/// A reduced result, as the model will see it (the reduce activity's reply, `api::ReduceResponse`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Reduced {
     /// What happened to the return value.
     pub kind: ReductionKind,
     /// What happened to the envelope's text content.
+    #[serde(default)]
     pub content_kind: ReductionKind,
     /// The (possibly replaced) return value.
     pub return_value: ToolOutput,
     /// The (possibly replaced) content.
+    #[serde(default)]
     pub content: Option<Value>,
     /// The metadata, with `overflow_handle` / `overflow_bytes` / `overflow_content_handle` added
     /// when something spilled.
+    #[serde(default)]
     pub metadata: Option<Value>,
     /// Whether the result is an envelope (a bare value that spilled becomes one).
+    #[serde(default)]
     pub envelope: bool,
     /// Model usage of any summaries.
+    #[serde(default)]
     pub usage: Usage,
     /// Whether a part was left unreduced because its action chain ran out: the last action
     /// failed (a spill or summary) or could not apply (a Truncate of binary) and had no `then`.
-    /// An explicit `Passthrough` in the chain is not running out.
+    /// An explicit `Passthrough` in the chain is not running out. Never serialized.
+    #[serde(skip)]
     pub exhausted: bool,
 }
 

@@ -51,7 +51,7 @@ async fn reduce_matches_reference() {
         let request: ReduceRequest =
             serde_json::from_value(case["request"].clone()).expect("request parses");
         let limits = request.limits(&Limits::default()).expect("config is valid");
-        let call = request.call();
+        let call = request.call(None);
         let original = request.clone().into_result();
         let memory = MemoryStore::new();
         let reduced = if case["store"] == "failing" {

@@ -127,7 +127,7 @@ impl ChangedReduceToolOutput {
         request: ReduceRequest,
     ) -> WorkflowResult<ReduceResponse> {
         let limits = overspill::limits::Limits::default();
-        let call = request.call();
+        let call = request.call(None);
         let reduced = overspill::limits::reduce(
             &limits,
             &call,

@@ -12,12 +12,13 @@ use temporalio_macros::activity_definitions;
 use temporalio_sdk::activities::ActivityError;
 use temporalio_sdk::{ActivityOptions, WorkflowContext};
 
-use crate::activities::types::{SpillRequest, SpillResponse, SummarizeRequest, SummarizeResponse};
-use crate::api::{ReduceRequest, ReduceResponse};
+use crate::api::{
+    ReadRequest, ReduceRequest, ReduceResponse, SpillRequest, SpillResponse, SummarizeRequest,
+    SummarizeResponse,
+};
 use crate::limits::{
     Limits, SpillStore, StoreError, SummarizeError, Summarizer, Summary, SummaryRequest, ToolOutput,
 };
-use crate::read::ReadRequest;
 
 /// The `tool_output_limits.*` activities, as workflow code calls them (`json/plain`).
 pub struct Overspill;

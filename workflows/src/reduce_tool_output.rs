@@ -24,7 +24,7 @@ impl ReduceToolOutput {
     #[run(name = "ReduceToolOutput")]
     pub async fn run(
         ctx: &mut WorkflowContext<Self>,
-        mut request: ReduceRequest,
+        request: ReduceRequest,
     ) -> WorkflowResult<ReduceResponse> {
         let limits = request.limits(&Limits::default()).map_err(|e| {
             ApplicationFailure::builder(Box::new(e))
@@ -32,15 +32,12 @@ impl ReduceToolOutput {
                 .non_retryable(true)
                 .build()
         })?;
-        if request.run_id.as_deref().is_none_or(str::is_empty) {
-            // Started as a child: the key is the parent's, as if it had called the activity.
-            let run_id = match ctx.info().parent() {
-                Some(parent) => parent.run_id().to_owned(),
-                None => ctx.run_id().to_owned(),
-            };
-            request.run_id = Some(run_id);
-        }
-        let call = request.call();
+        // Started as a child: the key is the parent's, as if it had called the activity.
+        let run_id = match ctx.info().parent() {
+            Some(parent) => parent.run_id().to_owned(),
+            None => ctx.run_id().to_owned(),
+        };
+        let call = request.call(Some(&run_id));
         let ctx: &WorkflowContext<Self> = ctx;
         let store = ActivityStore::new(ctx, &call.tool_name, &limits);
         let summarizer = ActivitySummarizer {
