@@ -17,14 +17,11 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::prompt::DEFAULT_SUMMARY_PROMPT;
 use super::tokens::Tokenizer;
 
 /// The reference's default band threshold, in characters.
 pub const DEFAULT_THRESHOLD: i64 = 10_000;
-
-/// The reference's summary prompt. A custom one must contain `{tool_name}` (at most 16 times)
-/// and `{output}` exactly once (see [`prompt::Template`](super::prompt::Template)).
-pub const DEFAULT_SUMMARY_PROMPT: &str = "The following output from the `{tool_name}` tool is too large to keep in full. Summarize it so the summary carries everything needed to keep working: concrete values, identifiers, errors, and structure. Respond ONLY with the summary, no preamble.\n\n<output>\n{output}\n</output>";
 
 /// The read-back tool's default name, as the spill marker names it.
 pub const DEFAULT_READ_TOOL_NAME: &str = "read_tool_result";

@@ -4,12 +4,7 @@ use std::ops::RangeInclusive;
 
 use super::bands;
 use super::config::{Action, Band, Limits};
-use super::reduce::Unit;
-
-/// The number of Unicode code points (Python `len(str)`).
-pub fn chars(text: &str) -> u64 {
-    text.chars().count() as u64
-}
+use super::unit::Unit;
 
 /// The action for `unit`, or `None` (passthrough) when no threshold is met.
 ///
@@ -100,7 +95,7 @@ mod tests {
     fn cjk_text_is_banded_by_its_real_tokens() {
         let text = "人工智能的研究正在迅速发展。".repeat(200);
         let output = ToolOutput::Text(text.clone());
-        let estimate = chars(&text) / 4;
+        let estimate = text.chars().count() as u64 / 4;
         let bands = bands(&[estimate as i64 + 1]);
         let estimated = by_tokens(Tokenizer::CharsDiv4);
         assert_eq!(

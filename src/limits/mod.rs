@@ -11,6 +11,7 @@ pub mod bands;
 mod config;
 mod effects;
 pub mod measure;
+mod output;
 pub mod preview;
 pub mod prompt;
 pub mod pyfmt;
@@ -18,18 +19,19 @@ mod reduce;
 pub mod serialize;
 pub mod tokens;
 pub mod truncate;
+pub mod unit;
 
 pub use config::{
     Action, Band, ConfigError, DEFAULT_MAX_CHARS, DEFAULT_PREVIEW_CHARS, DEFAULT_READ_TOOL_NAME,
-    DEFAULT_SUMMARY_PROMPT, DEFAULT_THRESHOLD, Limits, SerializerKind, Spill, Summarize,
-    ToolFilter, Truncate, TruncationStrategy,
+    DEFAULT_THRESHOLD, Limits, SerializerKind, Spill, Summarize, ToolFilter, Truncate,
+    TruncationStrategy,
 };
 pub use effects::{
     MemoryStore, NoStore, NoSummarizer, SpillStore, StoreError, SummarizeError, Summarizer,
     Summary, SummaryRequest, Usage,
 };
-pub use reduce::{
-    CONTENT_SUFFIX, EXEMPT_TOOL_KINDS, Reduced, ReductionKind, ToolCall, ToolOutput, ToolResult,
-    Unit, reduce,
-};
+pub use output::{ToolCall, ToolOutput, ToolResult};
+pub use prompt::DEFAULT_SUMMARY_PROMPT;
+pub use reduce::{CONTENT_SUFFIX, EXEMPT_TOOL_KINDS, Reduced, ReductionKind, reduce};
 pub use tokens::Tokenizer;
+pub use unit::Unit;

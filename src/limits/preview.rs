@@ -1,49 +1,10 @@
 //! The spill marker the model sees: header, shape sketch, head/tail preview (SPEC §6).
 
-use serde_json::Value;
-
 use super::config::Limits;
-use super::pyfmt::{repr, thousands, type_name};
-use super::reduce::Unit;
+use super::pyfmt::{repr, thousands};
 use super::tokens::CHARS_PER_TOKEN;
 use super::truncate::{head_chars, tail_chars};
-
-/// Keys a shape sketch names at most.
-pub const SKETCH_KEYS: usize = 10;
-
-/// A one-line sketch of a structured value's top level; empty for scalars.
-///
-/// ```
-/// use overspill::limits::preview::shape_sketch;
-/// use serde_json::json;
-/// assert_eq!(shape_sketch(&json!({"rows": [1], "ok": true})), "{'rows': list, 'ok': bool}");
-/// assert_eq!(shape_sketch(&json!([{"a": 1}, 2])), "[2 items of dict]");
-/// assert_eq!(shape_sketch(&json!([])), "[0 items of empty]");
-/// assert_eq!(shape_sketch(&json!("text")), "");
-/// ```
-pub fn shape_sketch(value: &Value) -> String {
-    match value {
-        Value::Object(map) if super::serialize::bytes_leaf(value).is_none() => {
-            let keys: Vec<String> = map
-                .iter()
-                .take(SKETCH_KEYS)
-                .map(|(k, v)| format!("{}: {}", repr(k), type_name(v)))
-                .collect();
-            let more = if map.len() > SKETCH_KEYS {
-                format!(", ... ({} keys)", map.len())
-            } else {
-                String::new()
-            };
-            format!("{{{}{more}}}", keys.join(", "))
-        }
-        Value::Array(items) => format!(
-            "[{} items of {}]",
-            items.len(),
-            items.first().map_or("empty", type_name)
-        ),
-        _ => String::new(),
-    }
-}
+use super::unit::Unit;
 
 /// The model-visible text of a spilled unit: header, optional `shape:` line, preview body.
 pub fn spill_message(unit: &Unit<'_>, handle: &str, preview_chars: i64, limits: &Limits) -> String {

@@ -18,7 +18,9 @@
 //! # Ok::<(), PromptError>(())
 //! ```
 
-use super::config::DEFAULT_SUMMARY_PROMPT;
+/// The reference's summary prompt. A custom one must contain `{tool_name}` (at most 16 times)
+/// and `{output}` exactly once (see [`Template`]).
+pub const DEFAULT_SUMMARY_PROMPT: &str = "The following output from the `{tool_name}` tool is too large to keep in full. Summarize it so the summary carries everything needed to keep working: concrete values, identifiers, errors, and structure. Respond ONLY with the summary, no preamble.\n\n<output>\n{output}\n</output>";
 
 /// The most `{tool_name}` fields a template may hold.
 pub const MAX_TOOL_NAME_FIELDS: usize = 16;

@@ -1,16 +1,15 @@
 //! The pipeline: exemptions, filter, units, measure, band, action chain, assembly (SPEC §1, §4).
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
-use base64::Engine as _;
-use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::config::{Action, Limits};
 use super::effects::{SpillStore, Summarizer, SummaryRequest, Usage};
-use super::{ansi, measure, preview, prompt, pyfmt, serialize, truncate};
+use super::output::{ToolCall, ToolOutput, ToolResult};
+use super::unit::{Unit, UnitText};
+use super::{measure, preview, prompt, pyfmt, truncate};
 
 /// Tool kinds whose returns are never reduced: the read-back tool's own pages, and core's
 /// capability-load / tool-search returns (core reads them back from history).
@@ -22,134 +21,6 @@ pub const EXEMPT_TOOL_KINDS: [&str; 3] = [
 
 /// The handle suffix of a ToolReturn's `content`.
 pub const CONTENT_SUFFIX: &str = ".content";
-
-/// Which call produced a return: names the tool and derives the spill key.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ToolCall {
-    /// The tool's name as the model called it.
-    pub tool_name: String,
-    /// The tool's kind, for exemptions (`tool_output_limits.read_tool_result`, …).
-    pub tool_kind: Option<String>,
-    /// The agent run; `run` when absent.
-    pub run_id: Option<String>,
-    /// The model's tool call id; `call` when absent.
-    pub tool_call_id: Option<String>,
-    /// The tool call's retry (a new attempt by the model), never an activity attempt.
-    pub retry: u32,
-}
-
-impl ToolCall {
-    /// The spill key, `{run_id}/{tool_call_id}.{retry}{suffix}`, exactly as the reference builds it.
-    ///
-    /// ```
-    /// let call = overspill::limits::ToolCall {
-    ///     run_id: Some("run-1".into()),
-    ///     tool_call_id: Some("call-1".into()),
-    ///     ..Default::default()
-    /// };
-    /// assert_eq!(call.spill_key(""), "run-1/call-1.0");
-    /// assert_eq!(overspill::limits::ToolCall::default().spill_key(".content"), "run/call.0.content");
-    /// ```
-    pub fn spill_key(&self, suffix: &str) -> String {
-        let run = self
-            .run_id
-            .as_deref()
-            .filter(|s| !s.is_empty())
-            .unwrap_or("run");
-        let call = (self.tool_call_id.as_deref())
-            .filter(|s| !s.is_empty())
-            .unwrap_or("call");
-        format!("{run}/{call}.{}{suffix}", self.retry)
-    }
-}
-
-/// A tool's return value: text, structured JSON, or raw bytes.
-///
-/// JSON form: `{"text": "…"}`, `{"json": …}` or `{"bytes_b64": "…"}` (standard base64). Inside
-/// `json`, an object `{"$bytes_b64": "…"}` stands for a bytes leaf (Python `bytes`).
-#[derive(Debug, Clone, PartialEq)]
-pub enum ToolOutput {
-    /// A string return (never serialized).
-    Text(String),
-    /// A structured return, rendered by the serializer when a band triggers.
-    Json(Value),
-    /// A binary return (measured in bytes, spilled verbatim, never truncated).
-    Bytes(Bytes),
-}
-
-impl ToolOutput {
-    /// The text, if this is a text output.
-    pub fn as_text(&self) -> Option<&str> {
-        match self {
-            Self::Text(text) => Some(text),
-            _ => None,
-        }
-    }
-}
-
-impl Serialize for ToolOutput {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = s.serialize_map(Some(1))?;
-        match self {
-            Self::Text(text) => map.serialize_entry("text", text)?,
-            Self::Json(value) => map.serialize_entry("json", value)?,
-            Self::Bytes(data) => map.serialize_entry(
-                "bytes_b64",
-                &base64::engine::general_purpose::STANDARD.encode(data),
-            )?,
-        }
-        map.end()
-    }
-}
-
-impl<'de> Deserialize<'de> for ToolOutput {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(rename_all = "snake_case", deny_unknown_fields)]
-        enum Form {
-            Text(String),
-            Json(Value),
-            BytesB64(String),
-        }
-        Ok(match Form::deserialize(d)? {
-            Form::Text(text) => Self::Text(text),
-            Form::Json(value) => Self::Json(value),
-            Form::BytesB64(b64) => Self::Bytes(
-                base64::engine::general_purpose::STANDARD
-                    .decode(b64.as_bytes())
-                    .map_err(|e| serde::de::Error::custom(format!("bytes_b64: {e}")))?
-                    .into(),
-            ),
-        })
-    }
-}
-
-/// A tool's result: a bare return value, or a ToolReturn envelope with `content` and `metadata`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolResult {
-    /// The return value.
-    pub return_value: ToolOutput,
-    /// The envelope's model-visible `content` (a string, a list of parts, anything).
-    pub content: Option<Value>,
-    /// The envelope's app-side metadata.
-    pub metadata: Option<Value>,
-    /// Whether the result is a ToolReturn envelope (as opposed to a bare value).
-    pub envelope: bool,
-}
-
-impl ToolResult {
-    /// A bare return value.
-    pub fn bare(return_value: ToolOutput) -> Self {
-        Self {
-            return_value,
-            content: None,
-            metadata: None,
-            envelope: false,
-        }
-    }
-}
 
 /// What happened to one part of a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -219,127 +90,6 @@ impl Reduced {
     /// The spill handle of the return value, if it spilled.
     pub fn overflow_handle(&self) -> Option<&str> {
         self.metadata.as_ref()?.get("overflow_handle")?.as_str()
-    }
-}
-
-/// One measurable part of a result (the return value, or the envelope's text content).
-///
-/// Never copies the output: clamping a 100 MB string copies only what is kept, and a spill hands
-/// the store the output's own buffer.
-#[derive(Debug, Clone)]
-pub struct Unit<'a> {
-    text: Option<UnitText<'a>>,
-    /// The text's length in chars, counted once on first use (a 100 MB count is not free).
-    chars: std::sync::OnceLock<u64>,
-    binary: Bytes,
-    /// The top-level shape sketch of a structured value (empty otherwise).
-    pub sketch: String,
-}
-
-/// A unit's text: borrowed from the result, or shared with the store a spill writes to.
-#[derive(Debug, Clone)]
-enum UnitText<'a> {
-    Borrowed(&'a str),
-    Shared(Arc<String>),
-}
-
-/// Lets a spill's [`Bytes`] own the text's buffer instead of a copy of it.
-struct SharedText(Arc<String>);
-
-impl AsRef<[u8]> for SharedText {
-    fn as_ref(&self) -> &[u8] {
-        self.0.as_bytes()
-    }
-}
-
-impl<'a> Unit<'a> {
-    /// Build the unit for an output: serialize structured values, strip ANSI if asked.
-    pub fn new(output: &'a ToolOutput, limits: &Limits) -> Self {
-        match output {
-            ToolOutput::Text(text) => {
-                Self::from_text(UnitText::Borrowed(text), String::new(), limits)
-            }
-            ToolOutput::Json(value) => Self::from_json(value, limits),
-            ToolOutput::Bytes(data) => Self::from_binary(data.clone()),
-        }
-    }
-
-    /// Build the unit for an output it takes over, so that [`Unit::data`] hands a spill the
-    /// output's own buffer (a text's bytes are never copied).
-    pub fn owned(output: ToolOutput, limits: &Limits) -> Self {
-        match output {
-            ToolOutput::Text(text) => {
-                Self::from_text(UnitText::Shared(Arc::new(text)), String::new(), limits)
-            }
-            ToolOutput::Json(value) => Self::from_json(&value, limits),
-            ToolOutput::Bytes(data) => Self::from_binary(data),
-        }
-    }
-
-    fn from_json(value: &Value, limits: &Limits) -> Self {
-        Self::from_text(
-            UnitText::Shared(Arc::new(serialize::render(value, limits.serializer))),
-            preview::shape_sketch(value),
-            limits,
-        )
-    }
-
-    fn from_binary(data: Bytes) -> Self {
-        Self {
-            text: None,
-            chars: std::sync::OnceLock::new(),
-            binary: data,
-            sketch: String::new(),
-        }
-    }
-
-    fn from_text(text: UnitText<'a>, sketch: String, limits: &Limits) -> Self {
-        let text = match text {
-            UnitText::Borrowed(t) if limits.strip_ansi => match ansi::strip_ansi(t) {
-                Cow::Borrowed(t) => UnitText::Borrowed(t),
-                Cow::Owned(t) => UnitText::Shared(Arc::new(t)),
-            },
-            UnitText::Shared(t) if limits.strip_ansi => match ansi::strip_ansi(&t) {
-                Cow::Borrowed(_) => UnitText::Shared(t),
-                Cow::Owned(stripped) => UnitText::Shared(Arc::new(stripped)),
-            },
-            t => t,
-        };
-        Self {
-            text: Some(text),
-            chars: std::sync::OnceLock::new(),
-            binary: Bytes::new(),
-            sketch,
-        }
-    }
-
-    /// The text, or `None` for a binary unit.
-    pub fn text(&self) -> Option<&str> {
-        match self.text.as_ref()? {
-            UnitText::Borrowed(t) => Some(t),
-            UnitText::Shared(t) => Some(t),
-        }
-    }
-
-    /// The text's length in chars (Python `len(str)`; 0 for binary).
-    pub fn chars(&self) -> u64 {
-        *self
-            .chars
-            .get_or_init(|| self.text().map_or(0, super::measure::chars))
-    }
-
-    /// The binary payload's length (0 for text).
-    pub fn binary_len(&self) -> u64 {
-        self.binary.len() as u64
-    }
-
-    /// What a spill stores: the UTF-8 of the text, or the binary payload.
-    pub fn data(&self) -> Bytes {
-        match &self.text {
-            Some(UnitText::Shared(text)) => Bytes::from_owner(SharedText(text.clone())),
-            Some(UnitText::Borrowed(text)) => Bytes::copy_from_slice(text.as_bytes()),
-            None => self.binary.clone(),
-        }
     }
 }
 

@@ -1,0 +1,135 @@
+//! What a tool call returns, as the engine takes it: the call, its return value, and the
+//! ToolReturn envelope around it.
+
+use base64::Engine as _;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Which call produced a return: names the tool and derives the spill key.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ToolCall {
+    /// The tool's name as the model called it.
+    pub tool_name: String,
+    /// The tool's kind, for exemptions (`tool_output_limits.read_tool_result`, …).
+    pub tool_kind: Option<String>,
+    /// The agent run; `run` when absent.
+    pub run_id: Option<String>,
+    /// The model's tool call id; `call` when absent.
+    pub tool_call_id: Option<String>,
+    /// The tool call's retry (a new attempt by the model), never an activity attempt.
+    pub retry: u32,
+}
+
+impl ToolCall {
+    /// The spill key, `{run_id}/{tool_call_id}.{retry}{suffix}`, exactly as the reference builds it.
+    ///
+    /// ```
+    /// let call = overspill::limits::ToolCall {
+    ///     run_id: Some("run-1".into()),
+    ///     tool_call_id: Some("call-1".into()),
+    ///     ..Default::default()
+    /// };
+    /// assert_eq!(call.spill_key(""), "run-1/call-1.0");
+    /// assert_eq!(overspill::limits::ToolCall::default().spill_key(".content"), "run/call.0.content");
+    /// ```
+    pub fn spill_key(&self, suffix: &str) -> String {
+        let run = self
+            .run_id
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .unwrap_or("run");
+        let call = (self.tool_call_id.as_deref())
+            .filter(|s| !s.is_empty())
+            .unwrap_or("call");
+        format!("{run}/{call}.{}{suffix}", self.retry)
+    }
+}
+
+/// A tool's return value: text, structured JSON, or raw bytes.
+///
+/// JSON form: `{"text": "…"}`, `{"json": …}` or `{"bytes_b64": "…"}` (standard base64). Inside
+/// `json`, an object `{"$bytes_b64": "…"}` stands for a bytes leaf (Python `bytes`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolOutput {
+    /// A string return (never serialized).
+    Text(String),
+    /// A structured return, rendered by the serializer when a band triggers.
+    Json(Value),
+    /// A binary return (measured in bytes, spilled verbatim, never truncated).
+    Bytes(Bytes),
+}
+
+impl ToolOutput {
+    /// The text, if this is a text output.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Self::Text(text) => Some(text),
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for ToolOutput {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(1))?;
+        match self {
+            Self::Text(text) => map.serialize_entry("text", text)?,
+            Self::Json(value) => map.serialize_entry("json", value)?,
+            Self::Bytes(data) => map.serialize_entry(
+                "bytes_b64",
+                &base64::engine::general_purpose::STANDARD.encode(data),
+            )?,
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolOutput {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "snake_case", deny_unknown_fields)]
+        enum Form {
+            Text(String),
+            Json(Value),
+            BytesB64(String),
+        }
+        Ok(match Form::deserialize(d)? {
+            Form::Text(text) => Self::Text(text),
+            Form::Json(value) => Self::Json(value),
+            Form::BytesB64(b64) => Self::Bytes(
+                base64::engine::general_purpose::STANDARD
+                    .decode(b64.as_bytes())
+                    .map_err(|e| serde::de::Error::custom(format!("bytes_b64: {e}")))?
+                    .into(),
+            ),
+        })
+    }
+}
+
+/// A tool's result: a bare return value, or a ToolReturn envelope with `content` and `metadata`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult {
+    /// The return value.
+    pub return_value: ToolOutput,
+    /// The envelope's model-visible `content` (a string, a list of parts, anything).
+    pub content: Option<Value>,
+    /// The envelope's app-side metadata.
+    pub metadata: Option<Value>,
+    /// Whether the result is a ToolReturn envelope (as opposed to a bare value).
+    pub envelope: bool,
+}
+
+impl ToolResult {
+    /// A bare return value.
+    pub fn bare(return_value: ToolOutput) -> Self {
+        Self {
+            return_value,
+            content: None,
+            metadata: None,
+            envelope: false,
+        }
+    }
+}
