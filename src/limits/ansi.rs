@@ -1,4 +1,4 @@
-//! ANSI escape stripping (SPEC §7), with the reference's gaps closed.
+//! ANSI escape stripping before measuring (`strip_ansi`), with the reference's gaps closed.
 
 use std::borrow::Cow;
 use std::sync::LazyLock;

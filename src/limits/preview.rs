@@ -1,4 +1,5 @@
-//! The spill marker the model sees: header, shape sketch, head/tail preview (SPEC §6).
+//! The spill marker the model sees: a header naming the size, the handle and the read-back
+//! call, the shape line of a structured value, and a head/tail preview.
 
 use super::config::Limits;
 use super::pyfmt::{repr, thousands};

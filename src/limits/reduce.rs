@@ -1,4 +1,7 @@
-//! The pipeline: exemptions, filter, units, measure, band, action chain, assembly (SPEC §1, §4).
+//! The pipeline, as the reference runs it: exempt tool kinds and the tool filter pass a result
+//! through untouched; otherwise the return value and a ToolReturn's text content are each
+//! measured, given the band their size falls in, and reduced by the band's action, whose `then`
+//! runs when it fails; the parts are then assembled back into one result.
 
 use std::sync::Arc;
 
@@ -251,8 +254,8 @@ fn assemble(result: ToolResult, value: Applied, content: Applied) -> Reduced {
     }
 }
 
-/// Metadata after a spill (SPEC §10): existing mapping copied (keys stringified), a non-mapping
-/// kept under `original_metadata`, then the overflow keys.
+/// Metadata after a spill, as the reference builds it: an existing mapping copied (keys
+/// stringified), a non-mapping kept under `original_metadata`, then the overflow keys.
 fn with_handles(
     existing: Option<Value>,
     value: Option<(String, u64)>,
@@ -273,7 +276,8 @@ fn with_handles(
     Value::Object(meta)
 }
 
-/// Apply `action` to `unit`, descending the `then` chain on failure (SPEC §4).
+/// Apply `action` to `unit`, descending the `then` chain when an action fails (a store or model
+/// error, an unusable prompt) or cannot apply (Truncate and Summarize of binary).
 async fn apply<S: SpillStore, M: Summarizer>(
     action: &Action,
     unit: &Unit<'_>,

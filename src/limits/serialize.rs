@@ -1,4 +1,4 @@
-//! Rendering structured returns to text as pydantic-core's `to_json` does (SPEC §8).
+//! Rendering structured returns to text as pydantic-core's `to_json` does.
 //!
 //! Compact JSON by default; `indented_json` and `json_lines` give a pageable layout. Bytes leaves
 //! (`{"$bytes_b64": "…"}`) render as the text they decode to, or, when any of them is not UTF-8,

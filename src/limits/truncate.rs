@@ -1,4 +1,5 @@
-//! Truncation to a char or token budget, marker included, with `keep_tail_lines` (SPEC §5).
+//! Truncation to a char or token budget, the omission marker counted in it, with
+//! `keep_tail_lines`.
 //!
 //! Chars are code points. Slicing walks from the nearer end, so clamping a 100 MB text costs one
 //! char count and two short walks, never a copy of the text.

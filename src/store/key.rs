@@ -1,4 +1,5 @@
-//! Keys, handles and object paths: segment sanitizing (SPEC §9) and the read-safety refusals.
+//! Keys, handles and object paths: segment sanitizing (as the reference's LocalFileStore does)
+//! and the read-safety refusals.
 //!
 //! A handle is the engine's key (`{run_id}/{tool_call_id}.{retry}[.content]`), unsanitized, as
 //! the reference's LocalFileStore returns it. Its object lives at
@@ -60,7 +61,8 @@ pub(super) fn segments(key: &str) -> Vec<Cow<'_, str>> {
     }
 }
 
-/// The sanitized form of a whole key, segments joined by `/` (SPEC §9).
+/// The sanitized form of a whole key: each segment sanitized ([`sanitize_segment`]), empty
+/// segments dropped, joined by `/`.
 ///
 /// ```
 /// use overspill::store::sanitize_key;

@@ -50,9 +50,9 @@ impl Overspill {
     }
 }
 
-/// Options for Overspill's activities: 60 s per attempt, 2 minutes in all, 10 s heartbeats,
-/// backoff from 200 ms. A store outage that outlasts them fails the call, and the engine runs the
-/// action's `then`.
+/// Options for Overspill's activities: 60 s per attempt, at most 2 minutes waiting for a worker
+/// to start it, 10 s heartbeats, and 5 attempts with backoff from 200 ms to 10 s. A store
+/// outage that outlasts them fails the call, and the engine runs the action's `then`.
 pub fn activity_options() -> ActivityOptions {
     ActivityOptions::with_start_to_close_timeout(Duration::from_secs(60))
         .schedule_to_start_timeout(Duration::from_secs(120))

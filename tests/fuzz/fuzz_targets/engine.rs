@@ -1,7 +1,8 @@
 //! Truncation, read-back and config parsing must never panic, whatever the input.
 //!
+//! Run it on stable Rust for a minute (libFuzzer prints its run count, and stops at the first
+//! panic with the input that caused it, under `tests/fuzz/artifacts/engine/`):
 //! `cargo install cargo-fuzz && cargo fuzz run --fuzz-dir tests/fuzz --sanitizer none engine -- -max_total_time=60`
-//! (stable Rust; 8.3 million runs a minute here, none failing).
 #![no_main]
 
 use arbitrary::Arbitrary;
