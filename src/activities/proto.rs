@@ -558,11 +558,17 @@ mod tests {
 
     #[test]
     fn limits_round_trip_through_protobuf() {
-        let json = r#"{"bands":[{"over":50000,"action":{"type":"summarize","model":"m","then":{"type":"spill","preview_chars":300,"then":{"type":"truncate","strategy":"tail","max_chars":2000,"keep_tail_lines":3}}}},{"over":0,"action":{"type":"passthrough"}}],"per_tool":{"ls":[]},"tool_filter":["ls","cat"],"over_tokens":true,"strip_ansi":true,"serializer":"json_lines"}"#;
+        // Every field away from its default, so that a field the conversion drops shows.
+        let json = r#"{"bands":[{"over":50000,"action":{"type":"summarize","model":"m","then":{"type":"spill","preview_chars":300,"then":{"type":"truncate","strategy":"tail","max_tokens":500,"keep_tail_lines":3}}}},{"over":0,"action":{"type":"passthrough"}}],"per_tool":{"ls":[]},"tool_filter":["ls","cat"],"over_tokens":true,"tokenizer":"cl100k_base","strip_ansi":true,"serializer":"json_lines","summary_prompt":"Sum up {tool_name}: {output}","read_tool_name":"page_back"}"#;
         let limits = limits::Limits::from_json(json).expect("valid");
+        assert_ne!(limits, limits::Limits::default());
         let back = limits_to_json(&limits_to_pb(&limits)).expect("converts");
         let again = limits::Limits::from_value(back).expect("valid again");
-        assert_eq!(again.to_json(), limits.to_json());
+        assert!(
+            again == limits,
+            "{again:?}
+{limits:?}"
+        );
     }
 
     #[test]

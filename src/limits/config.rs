@@ -58,7 +58,7 @@ impl ConfigError {
 }
 
 /// Everything that decides how tool returns are reduced.
-#[derive(Clone, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Limits {
     /// Size bands; the band with the largest threshold met wins (first listed among equals).
@@ -138,11 +138,6 @@ impl Limits {
             })?;
         limits.validate()?;
         Ok(limits)
-    }
-
-    /// The canonical JSON form.
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(self).unwrap_or_default()
     }
 
     /// Check every range rule, naming the offending field.
