@@ -268,9 +268,10 @@ impl OpenAiSummarizer {
         let model = (request.model.filter(|m| !m.is_empty()))
             .or(self.model.as_deref())
             .ok_or_else(|| {
-                Error::NotConfigured(format!(
+                Error::NotConfigured(
                     "no model named (set --model, OVERSPILL_MODEL, or the Summarize action's model)"
-                ))
+                        .into(),
+                )
             })?;
         // A pydantic-ai model name (`openai:gpt-4o-mini`) names the provider first.
         let model = model.strip_prefix("openai:").unwrap_or(model);

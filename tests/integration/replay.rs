@@ -136,7 +136,7 @@ impl ChangedReduceToolOutput {
             &overspill::limits::NoSummarizer,
         )
         .await;
-        Ok(reduced.into())
+        Ok(reduced)
     }
 }
 

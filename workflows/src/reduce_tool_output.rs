@@ -46,6 +46,6 @@ impl ReduceToolOutput {
         };
         let reduced =
             limits::reduce(&limits, &call, request.into_result(), &store, &summarizer).await;
-        Ok(reduced.into())
+        Ok(reduced)
     }
 }
