@@ -24,6 +24,30 @@ pub(crate) struct Admitted<T> {
 }
 
 impl OverspillActivities {
+    /// The whole life of a simple activity: admit `input`, run `work` on the request while
+    /// heartbeating and cancellable, and reply in the request's encoding.
+    pub(crate) async fn serve<T, R, W>(
+        &self,
+        ctx: &ActivityContext,
+        input: Incoming<T>,
+        work: impl FnOnce(T) -> W,
+    ) -> Result<Outgoing<R>, ActivityError>
+    where
+        T: DeserializeOwned + ProtoForm,
+        R: Serialize + ProtoForm + 'static,
+        W: Future<Output = Result<R, Failure>>,
+    {
+        let Admitted {
+            request,
+            encoding,
+            permit: _permit,
+        } = self.admit(ctx, input).await?;
+        let response = guarded(ctx, work(request))
+            .await?
+            .map_err(Failure::into_activity_error)?;
+        self.reply(ctx, &response, encoding).await
+    }
+
     /// [`Self::admit_with`], heartbeating a beat count.
     pub(crate) async fn admit<T>(
         &self,

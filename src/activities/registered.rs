@@ -23,17 +23,11 @@ impl OverspillActivities {
         ctx: ActivityContext,
         input: Incoming<ReduceRequest>,
     ) -> Result<Outgoing<ReduceResponse>, ActivityError> {
-        let Admitted {
-            request,
-            encoding,
-            permit: _permit,
-        } = self.admit(&ctx, input).await?;
         let run_id = ctx.info().workflow_run_id.clone();
-        let work = self.reduce_request(request, run_id.as_deref());
-        let response = guard::guarded(&ctx, work)
-            .await?
-            .map_err(Failure::into_activity_error)?;
-        self.reply(&ctx, &response, encoding).await
+        self.serve(&ctx, input, |request| {
+            self.reduce_request(request, run_id.as_deref())
+        })
+        .await
     }
 
     /// `tool_output_limits.spill`: persist a payload under its key; handle, preview and shape.
@@ -43,17 +37,11 @@ impl OverspillActivities {
         ctx: ActivityContext,
         input: Incoming<SpillRequest>,
     ) -> Result<Outgoing<SpillResponse>, ActivityError> {
-        let Admitted {
-            request,
-            encoding,
-            permit: _permit,
-        } = self.admit(&ctx, input).await?;
         let run_id = ctx.info().workflow_run_id.clone();
-        let work = self.spill_request(request, run_id.as_deref());
-        let response = guard::guarded(&ctx, work)
-            .await?
-            .map_err(Failure::into_activity_error)?;
-        self.reply(&ctx, &response, encoding).await
+        self.serve(&ctx, input, |request| {
+            self.spill_request(request, run_id.as_deref())
+        })
+        .await
     }
 
     /// `tool_output_limits.summarize`: one model call; summary and usage.
@@ -100,14 +88,7 @@ impl OverspillActivities {
         ctx: ActivityContext,
         input: Incoming<ReadRequest>,
     ) -> Result<Outgoing<ReadResponse>, ActivityError> {
-        let Admitted {
-            request,
-            encoding,
-            permit: _permit,
-        } = self.admit(&ctx, input).await?;
-        let response = guard::guarded(&ctx, self.read_request(request))
-            .await?
-            .map_err(Failure::into_activity_error)?;
-        self.reply(&ctx, &response, encoding).await
+        self.serve(&ctx, input, |request| self.read_request(request))
+            .await
     }
 }
