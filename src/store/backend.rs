@@ -150,7 +150,7 @@ fn s3(
     if let Some(region) = location.region {
         builder = builder.with_region(region);
     }
-    if let Some(super::Credentials {
+    if let Some(super::options::Credentials {
         access_key_id: id,
         secret_access_key: secret,
     }) = &options.credentials

@@ -46,15 +46,13 @@
 //! # }).unwrap();
 //! ```
 
-use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use bytes::Bytes;
-use futures::{StreamExt as _, TryStreamExt as _};
 use object_store::path::Path;
-use object_store::{GetOptions, ObjectMeta, ObjectStore, PutOptions};
+use object_store::{GetOptions, ObjectStore, PutOptions};
 
 use crate::limits::{SpillStore, StoreError};
 use crate::read::{IndexCache, Version};
@@ -63,12 +61,16 @@ mod backend;
 mod bucket;
 mod index;
 mod key;
+mod listing;
 mod local;
+mod options;
 mod upload;
 mod url;
 
 pub use bucket::Bucket;
 pub use key::{INDEX_SUFFIX, NAMESPACE, Refusal, check_handle, sanitize_key, sanitize_segment};
+pub use listing::{GcReport, SpillInfo};
+pub use options::StoreOptions;
 pub use url::UrlError;
 
 use local::LocalBackend;
@@ -79,153 +81,6 @@ const MAX_KEY_BYTES: usize = 1024;
 
 /// The longest file name a local filesystem holds, in bytes (`NAME_MAX`).
 const MAX_NAME_BYTES: usize = 255;
-
-/// How a [`Store`] talks to its backend. Defaults are documented on each setter.
-#[derive(Debug, Clone)]
-pub struct StoreOptions {
-    timeout: Duration,
-    scan_timeout: Duration,
-    min_throughput: u64,
-    connect_timeout: Duration,
-    max_retries: usize,
-    multipart_threshold: usize,
-    part_size: usize,
-    part_concurrency: usize,
-    index_cache_bytes: usize,
-    endpoint: Option<String>,
-    region: Option<String>,
-    allow_http: Option<bool>,
-    credentials: Option<Credentials>,
-}
-
-/// An S3 access key pair; `Debug` shows the key id, never the secret.
-#[derive(Clone)]
-pub(crate) struct Credentials {
-    pub(crate) access_key_id: String,
-    pub(crate) secret_access_key: String,
-}
-
-impl std::fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Credentials")
-            .field("access_key_id", &self.access_key_id)
-            .field("secret_access_key", &"<redacted>")
-            .finish()
-    }
-}
-
-impl Default for StoreOptions {
-    fn default() -> Self {
-        Self {
-            timeout: Duration::from_secs(5),
-            scan_timeout: Duration::from_secs(300),
-            min_throughput: 8 << 20,
-            connect_timeout: Duration::from_secs(2),
-            max_retries: 2,
-            multipart_threshold: 16 << 20,
-            part_size: 8 << 20,
-            part_concurrency: 4,
-            index_cache_bytes: 64 << 20,
-            endpoint: None,
-            region: None,
-            allow_http: None,
-            credentials: None,
-        }
-    }
-}
-
-impl StoreOptions {
-    /// Options with the defaults below.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The per-call deadline (default 5 s), also the HTTP read-inactivity timeout and the retry
-    /// budget. Transfers get `bytes / min_throughput` on top.
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// The deadline of a whole listing or garbage collection, every page and delete included
-    /// (default 5 minutes).
-    pub fn with_scan_timeout(mut self, timeout: Duration) -> Self {
-        self.scan_timeout = timeout;
-        self
-    }
-
-    /// The slowest transfer rate a deadline allows for, in bytes a second (default 8 MiB/s).
-    pub fn with_min_throughput(mut self, bytes_per_second: u64) -> Self {
-        self.min_throughput = bytes_per_second.max(1);
-        self
-    }
-
-    /// The TCP/TLS connect timeout (default 2 s).
-    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// Retries of a failed request inside one call (default 2, backoff 100 ms doubling to 1 s).
-    pub fn with_max_retries(mut self, retries: usize) -> Self {
-        self.max_retries = retries;
-        self
-    }
-
-    /// Upload payloads of at least `threshold` bytes (default 16 MiB) in `part_size` parts
-    /// (default 8 MiB, at least 5 MiB for S3), `concurrency` at a time (default 4).
-    pub fn with_multipart(
-        mut self,
-        threshold: usize,
-        part_size: usize,
-        concurrency: usize,
-    ) -> Self {
-        self.multipart_threshold = threshold;
-        self.part_size = part_size.max(1);
-        self.part_concurrency = concurrency.max(1);
-        self
-    }
-
-    /// Bytes of opened line indexes kept in memory per store (default 64 MiB; 0 disables the
-    /// cache). An entry holds at most an index's first 64 KiB.
-    pub fn with_index_cache_bytes(mut self, bytes: usize) -> Self {
-        self.index_cache_bytes = bytes;
-        self
-    }
-
-    /// The S3/Azure endpoint (default: `AWS_ENDPOINT_URL`, the URL's `endpoint`, or the cloud).
-    pub fn with_endpoint(mut self, endpoint: impl Into<String>) -> Self {
-        self.endpoint = Some(endpoint.into());
-        self
-    }
-
-    /// The S3 region (default: `AWS_REGION`, the URL's `region`, or `us-east-1`).
-    pub fn with_region(mut self, region: impl Into<String>) -> Self {
-        self.region = Some(region.into());
-        self
-    }
-
-    /// Allow plain-HTTP endpoints (default: `AWS_ALLOW_HTTP`, the URL's `allow_http`, or no).
-    pub fn with_allow_http(mut self, allow: bool) -> Self {
-        self.allow_http = Some(allow);
-        self
-    }
-
-    /// S3 credentials (default: `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY`; without them, the
-    /// instance's role, except with a custom endpoint: see [`Store::open_with`]).
-    pub fn with_credentials(mut self, access_key_id: &str, secret_access_key: &str) -> Self {
-        self.credentials = Some(Credentials {
-            access_key_id: access_key_id.to_owned(),
-            secret_access_key: secret_access_key.to_owned(),
-        });
-        self
-    }
-
-    /// The deadline for a call moving `bytes`.
-    fn deadline(&self, bytes: u64) -> Duration {
-        self.timeout + Duration::from_secs_f64(bytes as f64 / self.min_throughput as f64)
-    }
-}
 
 /// The spill store chosen by URL. Cheap to clone; clones share the backend and the index cache.
 #[derive(Debug, Clone)]
@@ -260,28 +115,6 @@ enum Call {
     Read,
     Write,
     List,
-}
-
-/// One stored spill, as `overspill spills ls` shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SpillInfo {
-    /// The sanitized handle (readable as a handle: sanitizing is idempotent).
-    pub handle: String,
-    /// The payload's size in bytes.
-    pub size: u64,
-    /// When the payload was last written.
-    pub last_modified: SystemTime,
-}
-
-/// What a garbage collection removed (or would remove, on a dry run).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct GcReport {
-    /// The spills removed, oldest first.
-    pub removed: Vec<SpillInfo>,
-    /// Spills newer than the cutoff, kept.
-    pub kept: usize,
-    /// Objects deleted, line indexes included (0 on a dry run).
-    pub deleted_objects: usize,
 }
 
 impl Store {
@@ -334,123 +167,6 @@ impl Store {
     /// directory), or why it is refused.
     pub fn object_path(&self, handle: &str) -> Result<String, StoreError> {
         self.locate(handle).map(|p| p.to_string())
-    }
-
-    /// The spills stored (for one run when `run` is given), in path order, within the scan
-    /// deadline ([`StoreOptions::with_scan_timeout`]).
-    pub async fn list(&self, run: Option<&str>) -> Result<Vec<SpillInfo>, StoreError> {
-        let prefix = match run {
-            None => self.inner.base.clone(),
-            Some(run) => key::segments(run)
-                .iter()
-                .fold(self.inner.base.clone(), |p, s| p.join(s.as_ref())),
-        };
-        self.scan(async {
-            let metas = self.list_objects(&prefix).await?;
-            Ok(metas
-                .iter()
-                .filter(|m| !m.location.as_ref().ends_with(INDEX_SUFFIX))
-                .map(|m| self.info(m))
-                .collect())
-        })
-        .await
-    }
-
-    /// Delete the spills (and their line indexes) last written more than `older_than` ago, within
-    /// the scan deadline ([`StoreOptions::with_scan_timeout`]).
-    ///
-    /// Lists every object under the store's namespace (no delimiter listings), so it works the
-    /// same on S3-compatible servers and local directories. An index goes with its payload; an
-    /// index whose payload is gone goes once it is older than the cutoff.
-    pub async fn gc(&self, older_than: Duration, dry_run: bool) -> Result<GcReport, StoreError> {
-        let cutoff = SystemTime::now()
-            .checked_sub(older_than)
-            .unwrap_or(SystemTime::UNIX_EPOCH);
-        self.scan(self.collect(cutoff, dry_run)).await
-    }
-
-    async fn collect(&self, cutoff: SystemTime, dry_run: bool) -> Result<GcReport, StoreError> {
-        let metas = self.list_objects(&self.inner.base).await?;
-        let present: HashSet<&str> = metas.iter().map(|m| m.location.as_ref()).collect();
-        let mut report = GcReport::default();
-        let mut doomed: Vec<Path> = Vec::new();
-        for meta in &metas {
-            let path = meta.location.as_ref();
-            let old = SystemTime::from(meta.last_modified) < cutoff;
-            match path.strip_suffix(INDEX_SUFFIX) {
-                Some(payload) => {
-                    if old && !present.contains(payload) {
-                        doomed.push(meta.location.clone());
-                    }
-                }
-                None if old => {
-                    report.removed.push(self.info(meta));
-                    doomed.push(meta.location.clone());
-                    let index = format!("{path}{INDEX_SUFFIX}");
-                    if present.contains(index.as_str()) {
-                        doomed.push(Path::from(index));
-                    }
-                }
-                None => report.kept += 1,
-            }
-        }
-        report.removed.sort_by_key(|s| s.last_modified);
-        if dry_run || doomed.is_empty() {
-            return Ok(report);
-        }
-        let (fs, doomed) = match &self.inner.backend {
-            Backend::Object(store) => (store.clone(), doomed),
-            Backend::Local(local) => self.on_disk(local, move |l| l.for_delete(doomed)).await?,
-        };
-        let count = doomed.len();
-        let locations = futures::stream::iter(doomed.clone().into_iter().map(Ok)).boxed();
-        let deleted: Vec<Path> = fs
-            .delete_stream(locations)
-            .try_collect()
-            .await
-            .map_err(|e| self.map_error(e, "", Call::List))?;
-        report.deleted_objects = deleted.len().min(count);
-        if let Backend::Local(local) = &self.inner.backend {
-            let base = self.inner.base.clone();
-            self.on_disk(local, move |l| {
-                l.prune_empty_dirs(&doomed, &base);
-                Ok(())
-            })
-            .await?;
-        }
-        Ok(report)
-    }
-
-    fn info(&self, meta: &ObjectMeta) -> SpillInfo {
-        let handle = meta
-            .location
-            .prefix_match(&self.inner.base)
-            .map(|parts| {
-                parts
-                    .map(|p| p.as_ref().to_owned())
-                    .collect::<Vec<_>>()
-                    .join("/")
-            })
-            .unwrap_or_else(|| meta.location.to_string());
-        SpillInfo {
-            handle,
-            size: meta.size,
-            last_modified: SystemTime::from(meta.last_modified),
-        }
-    }
-
-    async fn list_objects(&self, prefix: &Path) -> Result<Vec<ObjectMeta>, StoreError> {
-        let fs = match &self.inner.backend {
-            Backend::Object(store) => store.clone(),
-            Backend::Local(local) => match self.on_disk(local, LocalBackend::for_listing).await? {
-                Some(fs) => fs,
-                None => return Ok(Vec::new()),
-            },
-        };
-        fs.list(Some(prefix))
-            .try_collect()
-            .await
-            .map_err(|e| self.map_error(e, "", Call::List))
     }
 
     /// Run `call` within the scan deadline.

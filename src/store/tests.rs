@@ -582,7 +582,7 @@ impl ObjectStore for StalledParts {
     fn list(
         &self,
         prefix: Option<&Path>,
-    ) -> futures::stream::BoxStream<'static, object_store::Result<ObjectMeta>> {
+    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
         self.inner.list(prefix)
     }
 
