@@ -218,3 +218,38 @@ fn call(
         retry,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request's own `run_id` keys the spill; a missing or empty one is the calling workflow's
+    /// run id, and without a workflow the engine's `run`.
+    #[test]
+    fn run_id_defaults_to_the_calling_workflow() {
+        let spill = |run_id: Option<&str>| SpillRequest {
+            tool_name: "cat".into(),
+            run_id: run_id.map(str::to_owned),
+            tool_call_id: Some("c".into()),
+            retry: 0,
+            suffix: String::new(),
+            key: None,
+            output: ToolOutput::Text(String::new()),
+            preview_chars: DEFAULT_PREVIEW_CHARS,
+            config: None,
+        };
+        let key =
+            |request: &SpillRequest, workflow: Option<&str>| request.call(workflow).spill_key("");
+        assert_eq!(key(&spill(Some("r")), Some("wf")), "r/c.0");
+        assert_eq!(key(&spill(Some("")), Some("wf")), "wf/c.0");
+        assert_eq!(key(&spill(None), Some("wf")), "wf/c.0");
+        assert_eq!(key(&spill(None), None), "run/c.0");
+        let reduce: ReduceRequest = serde_json::from_value(serde_json::json!({
+            "tool_name": "cat", "tool_kind": "k", "tool_call_id": "c", "output": {"text": ""}
+        }))
+        .expect("a request");
+        let call = reduce.call(Some("wf"));
+        assert_eq!(call.spill_key(""), "wf/c.0");
+        assert_eq!(call.tool_kind.as_deref(), Some("k"));
+    }
+}
