@@ -139,6 +139,44 @@ fn ends_break(data: &[u8], end: usize) -> bool {
     }
 }
 
+/// The length of the line break that ends exactly at `end` (`end > 0`), or 0 if none does.
+pub(crate) fn break_ending_at(data: &[u8], end: usize) -> usize {
+    if !ends_break(data, end) {
+        return 0;
+    }
+    match data[end - 1] {
+        b'\n' if end >= 2 && data[end - 2] == b'\r' => 2,
+        0x85 => 2,
+        0xa8 | 0xa9 => 3,
+        _ => 1,
+    }
+}
+
+/// The start of the line break that `data[at]` is part of, or `at` when it is part of none but
+/// the break starting there: a position inside `\r\n` or a multi-byte break moves to its start.
+pub(crate) fn break_start(data: &[u8], at: usize) -> usize {
+    (at.saturating_sub(2)..at)
+        .find(|&i| i + break_len(data, i) > at)
+        .unwrap_or(at)
+}
+
+/// The line breaks in `data`, which starts at a line start and ends at one (or at the payload's
+/// end): `str.splitlines()` counts one more line when the last one has no break.
+pub(crate) fn count_breaks(data: &[u8]) -> u64 {
+    let newlines = memchr::memchr_iter(b'\n', data).count();
+    // `\r\n` is one break, and `memchr` counted its `\n` already.
+    let rare = rare_breaks(data, 0, data.len())
+        .filter(|&(at, len)| !(data[at] == b'\r' && len == 2))
+        .count();
+    (newlines + rare) as u64
+}
+
+/// The lines `str.splitlines()` finds in `data` (which starts at a line start).
+pub(crate) fn count_lines(data: &[u8]) -> u64 {
+    let unterminated = !data.is_empty() && break_ending_at(data, data.len()) == 0;
+    count_breaks(data) + u64::from(unterminated)
+}
+
 /// Where a chunk of a longer payload can end so that the next chunk starts at a line start: just
 /// after its last line break, unless that break could still grow with the bytes that follow (a
 /// final `\r` may be half of a `\r\n`). `None` if the chunk holds no such break.
