@@ -8,12 +8,14 @@ use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
 use super::intake::Admitted;
+use super::tools::{GrepResponse, ListResponse};
 use super::types::{
     ReadResponse, SpillRequest, SpillResponse, SummarizeRequest, SummarizeResponse,
 };
 use super::{Failure, Incoming, Outgoing, OverspillActivities, guard};
 use crate::api::{ReduceRequest, ReduceResponse};
-use crate::read::ReadRequest;
+use crate::read::{GrepRequest, ReadRequest};
+use crate::store::ListRequest;
 
 #[activities]
 impl OverspillActivities {
@@ -107,6 +109,44 @@ impl OverspillActivities {
             permit: _permit,
         } = self.admit(&ctx, input).await?;
         let response = guard::guarded(&ctx, self.read_request(request))
+            .await?
+            .map_err(Failure::into_activity_error)?;
+        self.reply(&ctx, &response, encoding).await
+    }
+
+    /// `tool_output_limits.grep_tool_result`: a spill's matching lines with context, from any
+    /// worker.
+    #[activity(name = "tool_output_limits.grep_tool_result")]
+    pub async fn grep_tool_result(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: Incoming<GrepRequest>,
+    ) -> Result<Outgoing<GrepResponse>, ActivityError> {
+        let Admitted {
+            request,
+            encoding,
+            permit: _permit,
+        } = self.admit(&ctx, input).await?;
+        let response = guard::guarded(&ctx, self.grep_request(request))
+            .await?
+            .map_err(Failure::into_activity_error)?;
+        self.reply(&ctx, &response, encoding).await
+    }
+
+    /// `tool_output_limits.list_tool_results`: a run's spills, newest first.
+    #[activity(name = "tool_output_limits.list_tool_results")]
+    pub async fn list_tool_results(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: Incoming<ListRequest>,
+    ) -> Result<Outgoing<ListResponse>, ActivityError> {
+        let Admitted {
+            request,
+            encoding,
+            permit: _permit,
+        } = self.admit(&ctx, input).await?;
+        let run_id = ctx.info().workflow_run_id.clone();
+        let response = guard::guarded(&ctx, self.list_request(request, run_id.as_deref()))
             .await?
             .map_err(Failure::into_activity_error)?;
         self.reply(&ctx, &response, encoding).await
