@@ -96,12 +96,14 @@ impl ProtoForm for ListRequest {
         Ok(Self {
             run_id: pb.run_id,
             limit: pb.limit.unwrap_or(DEFAULT_LIST_LIMIT),
+            tool_names: pb.tool_names,
         })
     }
     fn to_pb(&self) -> Self::Pb {
         pb::ListToolResultsRequest {
             run_id: self.run_id.clone(),
             limit: Some(self.limit),
+            tool_names: self.tool_names.clone(),
         }
     }
 }
@@ -160,6 +162,7 @@ mod tests {
         let list = ListRequest {
             run_id: "run-1".into(),
             limit: 5,
+            tool_names: [("call-1".to_owned(), "cat".to_owned())].into(),
         };
         assert_eq!(
             ListRequest::from_proto_json(&list.to_proto_json()).expect("decodes"),

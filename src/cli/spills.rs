@@ -95,7 +95,11 @@ pub(crate) async fn run(cmd: Command) -> CliResult {
             limit,
             store,
         } => {
-            let request = ListRequest { run_id, limit };
+            let request = ListRequest {
+                run_id,
+                limit,
+                ..ListRequest::default()
+            };
             let listing = store.open()?.list_run(&request).await;
             drop(out);
             return print_page(listing.map(|l| l.render(now)));

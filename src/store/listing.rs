@@ -3,6 +3,7 @@
 //! `HEAD` on S3), or, where the backend keeps none (a local directory) or the metadata has no
 //! line count (spills of 64 KiB or more), its line index's header. Never a payload read.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 use futures::{FutureExt as _, StreamExt as _};
@@ -10,7 +11,7 @@ use object_store::GetOptions;
 use serde::{Deserialize, Serialize};
 
 use super::meta::SpillFacts;
-use super::{Backend, SpillInfo, Store};
+use super::{Backend, SpillInfo, Store, sanitize_segment};
 use crate::limits::StoreError;
 use crate::limits::pyfmt::{repr, thousands};
 use crate::read::index::Header;
@@ -31,6 +32,10 @@ pub struct ListRequest {
     pub run_id: String,
     /// Spills to show, newest first (clamped to 1,000).
     pub limit: i64,
+    /// Tool names by tool call id, for spills whose metadata names none (the handle's last
+    /// segment is `{tool_call_id}.{retry}`): a caller that knows its run's calls, as the
+    /// pydantic-ai toolset does, names the tools of spills written without metadata.
+    pub tool_names: BTreeMap<String, String>,
 }
 
 impl Default for ListRequest {
@@ -38,6 +43,7 @@ impl Default for ListRequest {
         Self {
             run_id: String::new(),
             limit: DEFAULT_LIST_LIMIT,
+            tool_names: BTreeMap::new(),
         }
     }
 }
@@ -90,13 +96,21 @@ impl Store {
             .scan(async { Ok(facts.await) })
             .await
             .map_err(ReadOutcomeError::Store)?;
+        let named: BTreeMap<String, &String> = request
+            .tool_names
+            .iter()
+            .map(|(call, tool)| (sanitize_segment(call).into_owned(), tool))
+            .collect();
+        let spills = spills.into_iter().zip(facts).map(|(info, mut facts)| {
+            if facts.tool.is_none() {
+                let call = tool_call_id(&info.handle);
+                facts.tool = call.and_then(|c| named.get(c)).map(|t| (*t).clone());
+            }
+            ListedSpill { info, facts }
+        });
         Ok(RunListing {
             run_id: request.run_id.clone(),
-            spills: spills
-                .into_iter()
-                .zip(facts)
-                .map(|(info, facts)| ListedSpill { info, facts })
-                .collect(),
+            spills: spills.collect(),
             total,
         })
     }
@@ -141,6 +155,13 @@ impl Store {
         let header = Header::decode(&fetched.bytes, fetched.version.size).ok()?;
         (header.payload_len() == size).then(|| header.lines())
     }
+}
+
+/// The (sanitized) tool call id of a handle `{run_id}/{tool_call_id}.{retry}[.content]`.
+fn tool_call_id(handle: &str) -> Option<&str> {
+    let last = handle.rsplit('/').next()?;
+    let call = last.strip_suffix(".content").unwrap_or(last);
+    call.rsplit_once('.').map(|(call, _retry)| call)
 }
 
 impl RunListing {

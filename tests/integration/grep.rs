@@ -293,6 +293,7 @@ async fn list_shows_a_runs_spills_newest_first_from_metadata_and_indexes() {
     let request = ListRequest {
         run_id: "run-l".into(),
         limit: 3,
+        tool_names: [("legacy".to_owned(), "old_tool".to_owned())].into(),
     };
     let ListResponse(text) = activities
         .list_request(request, None)
@@ -301,7 +302,7 @@ async fn list_shows_a_runs_spills_newest_first_from_metadata_and_indexes() {
     assert_eq!(
         without_ages(&text),
         "[run 'run-l': 4 spilled tool result(s); showing 3, newest first]\n\
-         - 'run-l/legacy.0': unknown tool, ? chars, ? lines, written … ago\n\
+         - 'run-l/legacy.0': old_tool, ? chars, ? lines, written … ago\n\
          - 'run-l/call-3.0': grep, 20,000 chars, 2,000 lines, written … ago; first line: 'ünï match'\n\
          - 'run-l/call-2.0': run_command, 90,007 chars, 10,001 lines, written … ago; first line: '$ make'\n\
          [1 older spill(s) not shown: call list_tool_results again with a larger limit]"
@@ -316,6 +317,10 @@ async fn list_shows_a_runs_spills_newest_first_from_metadata_and_indexes() {
         String::from_utf8_lossy(&cli.stderr)
     );
     let listed = String::from_utf8_lossy(&cli.stdout);
+    assert!(
+        listed.contains("- 'run-l/legacy.0': unknown tool, ? chars, ? lines"),
+        "{listed}"
+    );
     assert!(
         without_ages(&listed).ends_with(
             "- 'run-l/call-1.0': cat, 20,018 chars, 2 lines, written … ago; first line: 'first line of cat'"
