@@ -251,6 +251,27 @@ impl<'a> LineChunk<'a> {
     }
 }
 
+/// `data` (a chunk's bytes, or their decoding) cut where its lines start: the piece that goes on
+/// with a line begun in an earlier chunk (or begins one longer than the chunk), with whether that
+/// line ends in it, then the whole lines after it.
+pub(crate) fn split_open_line(
+    data: &[u8],
+    starts_line: bool,
+    ends_line: bool,
+) -> (Option<(&[u8], bool)>, &[u8]) {
+    if !starts_line {
+        let (end, len) = next_break(data, 0).unwrap_or((data.len(), 0));
+        (
+            Some((&data[..end], len > 0 || ends_line)),
+            &data[end + len..],
+        )
+    } else if !ends_line {
+        (Some((data, false)), &[])
+    } else {
+        (None, data)
+    }
+}
+
 /// Takes a payload's chunks in order, on a blocking thread (CPU-heavy work stays off the async
 /// threads, so heartbeats and other tasks keep running).
 pub trait ChunkSink: Send + 'static {

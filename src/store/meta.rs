@@ -124,7 +124,7 @@ mod tests {
             facts,
             SpillFacts {
                 tool: Some("run command".into()),
-                chars: Some(27),
+                chars: Some(28),
                 lines: Some(3),
                 first_line: Some("ünïcode & more".into()),
             }

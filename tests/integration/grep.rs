@@ -147,6 +147,14 @@ async fn grep_pages_stream_byte_exact_from_seaweedfs() {
     );
 }
 
+/// What `overspill ARGS` prints, once it succeeded.
+fn cli(args: &[&str]) -> String {
+    let out = overspill().args(args).output().expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 fn thousands(n: usize) -> String {
     overspill::limits::pyfmt::thousands(n as u64)
 }
@@ -200,16 +208,10 @@ async fn grep_activity_and_cli_serve_the_same_page() {
         "[handle 'run-c/call-1.0': 2 matching line(s) for 'beta'; showing matches 1-2]\n\
          1-alpha\n2:beta\n3-gamma\n4:beta 2"
     );
-    let cli = overspill()
-        .args(["grep", &handle, "beta", "-C", "1", "--store", &url])
-        .output()
-        .expect("runs");
-    assert!(
-        cli.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cli.stderr)
+    assert_eq!(
+        cli(&["grep", &handle, "beta", "-C", "1", "--store", &url]),
+        text
     );
-    assert_eq!(String::from_utf8_lossy(&cli.stdout), text);
 
     let bad = overspill()
         .args(["grep", &handle, "(unclosed", "--regex", "--store", &url])
@@ -307,16 +309,7 @@ async fn list_shows_a_runs_spills_newest_first_from_metadata_and_indexes() {
          - 'run-l/call-2.0': run_command, 90,007 chars, 10,001 lines, written … ago; first line: '$ make'\n\
          [1 older spill(s) not shown: call list_tool_results again with a larger limit]"
     );
-    let cli = overspill()
-        .args(["spills", "ls", "--run", "run-l", "--store", &url])
-        .output()
-        .expect("runs");
-    assert!(
-        cli.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cli.stderr)
-    );
-    let listed = String::from_utf8_lossy(&cli.stdout);
+    let listed = cli(&["spills", "ls", "--run", "run-l", "--store", &url]);
     assert!(
         listed.contains("- 'run-l/legacy.0': unknown tool, ? chars, ? lines"),
         "{listed}"

@@ -15,7 +15,7 @@ use super::render::{Kept, Page};
 use super::{Checked, GrepRequest, Matcher};
 use crate::read::lines::{
     ChunkSink, LineChunk, break_ending_at, break_start, count_breaks, count_lines, line_start,
-    next_break,
+    next_break, split_open_line,
 };
 use crate::read::request::PAGE_BYTES_CAP;
 
@@ -282,15 +282,9 @@ impl ChunkSink for GrepScan {
                 matches: self.matches,
             });
         }
-        let data = chunk.bytes;
-        let mut lines = data;
-        if !chunk.starts_line {
-            let (end, len) = next_break(data, 0).unwrap_or((data.len(), 0));
-            self.continue_open(&data[..end], len > 0 || chunk.ends_line);
-            lines = &data[end + len..];
-        } else if !chunk.ends_line {
-            self.continue_open(data, false);
-            lines = &[];
+        let (open, lines) = split_open_line(chunk.bytes, chunk.starts_line, chunk.ends_line);
+        if let Some((piece, ends)) = open {
+            self.continue_open(piece, ends);
         }
         self.scan_lines(lines);
         match self.stopped() {
