@@ -15,11 +15,11 @@ matches with their context); GNU grep prints every match with its context.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -37,9 +37,9 @@ ROWS = (
 def timed(command: list[str], out_path: Path) -> tuple[float, float]:
     """Run `command` under `/usr/bin/time -f %M`, stdout to `out_path`: (wall ms, peak RSS MB)."""
     with tempfile.NamedTemporaryFile('r') as rss, out_path.open('wb') as out:
-        start = os.times().elapsed
+        start = time.perf_counter()
         done = subprocess.run(['/usr/bin/time', '-f', '%M', '-o', rss.name, *command], stdout=out, stderr=subprocess.PIPE)
-        elapsed = (os.times().elapsed - start) * 1000
+        elapsed = (time.perf_counter() - start) * 1000
         if done.returncode not in (0, 1):  # GNU grep exits 1 when nothing matched
             raise SystemExit(f'{command[0]} failed: {done.stderr.decode(errors="replace")}')
         return elapsed, int(rss.read().split()[-1]) / 1024
@@ -76,6 +76,9 @@ def main() -> None:
             header = out.read_text().split('\n', 1)[0]
             matches = header.split(': ', 1)[1].split(' matching', 1)[0]
             gnu_ms, gnu_rss = median(['grep', '-n', '-C2', *theirs, pattern, str(log)], out, args.runs)
+            counted = subprocess.run(['grep', '-c', *theirs, pattern, str(log)], capture_output=True, text=True)
+            if int(counted.stdout) != int(matches.replace(',', '')):
+                raise SystemExit(f'{row}: GNU grep counts {counted.stdout.strip()} matches, overspill {matches}')
             print(
                 f'| {row} (`{pattern}`) | {over_ms:.1f} | {gnu_ms:.1f} | {gnu_ms / over_ms:.2f}× '
                 f'| {over_rss:.1f} | {gnu_rss:.1f} | {matches} |'
