@@ -165,6 +165,7 @@ def build_agent(
     `search`, the agent also has `OverspillToolset`'s `list_tool_results` and `grep_tool_result`,
     and its model lists the run's spills and greps the log's errors before it reports.
     """
+    spills = store or OverspillStore(STORE_URL, task_queue=OVERSPILL_TASK_QUEUE)
     limits = ToolOutputLimits(
         bands=[
             Band(over=20_000, action=Spill(then=Truncate())),
@@ -173,9 +174,12 @@ def build_agent(
                 action=Summarize(summarize=OverspillSummarizer(task_queue=summarize_task_queue), then=Truncate()),
             ),
         ],
-        store=store or OverspillStore(STORE_URL, task_queue=OVERSPILL_TASK_QUEUE),
+        store=spills,
     )
-    assert isinstance(limits.store, OverspillStore)
+    toolsets = []
+    if search:
+        assert isinstance(spills, OverspillStore), "the search tools read Overspill's store"
+        toolsets.append(OverspillToolset(spills))
     durability = TemporalDurability(
         activity_config={'start_to_close_timeout': timedelta(seconds=60), 'heartbeat_timeout': heartbeat_timeout},
     )
@@ -185,7 +189,7 @@ def build_agent(
         FunctionModel(search_script if search else script, model_name='scripted'),
         name=name,
         tools=[fetch_build_log],
-        toolsets=[OverspillToolset(limits.store)] if search else [],
+        toolsets=toolsets,
         capabilities=[limits, *in_workflow, durability],
     )
 
