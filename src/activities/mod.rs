@@ -6,6 +6,8 @@
 //! | [`SPILL`] `tool_output_limits.spill` | [`SpillRequest`] → [`SpillResponse`] |
 //! | [`SUMMARIZE`] `tool_output_limits.summarize` | [`SummarizeRequest`] → [`SummarizeResponse`] |
 //! | [`READ_TOOL_RESULT`] `tool_output_limits.read_tool_result` | [`ReadRequest`] → model-visible text |
+//! | [`GREP_TOOL_RESULT`] `tool_output_limits.grep_tool_result` | [`GrepRequest`](crate::read::GrepRequest) → model-visible text |
+//! | [`LIST_TOOL_RESULTS`] `tool_output_limits.list_tool_results` | [`ListRequest`](crate::store::ListRequest) → model-visible text |
 //!
 //! Keys come from the request's `run_id` / `tool_call_id` / `retry` (`run_id` defaults to the
 //! calling workflow's run id), never from the activity attempt: a retry, a crash after the write
@@ -27,6 +29,7 @@ pub mod payload;
 pub mod proto;
 mod registered;
 pub mod summarizer;
+mod tools;
 pub mod types;
 
 use std::sync::{Arc, Mutex};
@@ -39,7 +42,7 @@ use crate::limits::{
     self, Action, Limits, ReductionKind, SpillStore, StoreError, SummarizeError, Summarizer,
     Summary, SummaryRequest, ToolOutput, Unit, preview, prompt, pyfmt,
 };
-use crate::read::{self, ReadOutcomeError, ReadRequest};
+use crate::read::{self, ReadRequest};
 use crate::store::Store;
 use crate::summarize::{ChunkBudget, ChunkProgress, OpenAiSummarizer};
 pub use errors::Failure;
@@ -48,6 +51,7 @@ pub use inflight::{InflightBudget, InflightPermit, available_memory};
 pub use metrics::Metrics;
 pub use payload::{Encoding, Incoming, Outgoing};
 pub use summarizer::{ActivitySummarizer, SharedSummarizer};
+pub use tools::{GrepResponse, ListResponse};
 pub use types::{ReadResponse, SpillRequest, SpillResponse, SummarizeRequest, SummarizeResponse};
 
 /// The reduce activity's name.
@@ -58,6 +62,10 @@ pub const SPILL: &str = "tool_output_limits.spill";
 pub const SUMMARIZE: &str = "tool_output_limits.summarize";
 /// The read-back activity's name.
 pub const READ_TOOL_RESULT: &str = "tool_output_limits.read_tool_result";
+/// The grep activity's name.
+pub const GREP_TOOL_RESULT: &str = "tool_output_limits.grep_tool_result";
+/// The listing activity's name.
+pub const LIST_TOOL_RESULTS: &str = "tool_output_limits.list_tool_results";
 /// The default task queue.
 pub const DEFAULT_TASK_QUEUE: &str = "tool-output-limits";
 
@@ -157,7 +165,8 @@ impl OverspillActivities {
         }
         let call = request.call();
         let result = request.into_result();
-        let store = Watched::new(self.store.as_ref());
+        let spills = self.store.for_tool(&call.tool_name);
+        let store = Watched::new(&spills);
         let summarizer = Watched::new(&self.summarizer);
         let reduced = limits::reduce(&limits, &call, result, &store, &summarizer).await;
 
@@ -220,6 +229,7 @@ impl OverspillActivities {
         let bytes = data.len() as u64;
         let handle = self
             .store
+            .for_tool(&request.tool_name)
             .write(&key, data)
             .await
             .map_err(|e| Failure::store(&e))?;
@@ -296,11 +306,10 @@ impl OverspillActivities {
 
     /// Read a page back (the body of [`READ_TOOL_RESULT`], without Temporal).
     pub async fn read_request(&self, request: ReadRequest) -> Result<ReadResponse, Failure> {
-        match read::read_tool_result(self.store.as_ref(), &request).await {
-            Ok(text) => Ok(ReadResponse(text)),
-            Err(ReadOutcomeError::Retry(retry)) => Err(Failure::model_retry(retry.to_string())),
-            Err(ReadOutcomeError::Store(e)) => Err(Failure::store(&e)),
-        }
+        read::read_tool_result(self.store.as_ref(), &request)
+            .await
+            .map(ReadResponse)
+            .map_err(|e| tools::read_failure(&e))
     }
 }
 

@@ -2,18 +2,25 @@
 // The macro adds an undocumented associated constant per activity.
 #![allow(missing_docs)]
 
+use std::future::Future;
 use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
 use super::intake::Admitted;
+use super::proto::ProtoMessage;
+use super::tools::{GrepResponse, ListResponse};
 use super::types::{
     ReadResponse, SpillRequest, SpillResponse, SummarizeRequest, SummarizeResponse,
 };
 use super::{Failure, Incoming, Outgoing, OverspillActivities, guard};
 use crate::api::{ReduceRequest, ReduceResponse};
-use crate::read::ReadRequest;
+use crate::read::{GrepRequest, ReadRequest};
+use crate::store::ListRequest;
 
 #[activities]
 impl OverspillActivities {
@@ -101,14 +108,59 @@ impl OverspillActivities {
         ctx: ActivityContext,
         input: Incoming<ReadRequest>,
     ) -> Result<Outgoing<ReadResponse>, ActivityError> {
+        self.answer(&ctx, input, |request| self.read_request(request))
+            .await
+    }
+
+    /// `tool_output_limits.grep_tool_result`: a spill's matching lines with context, from any
+    /// worker.
+    #[activity(name = "tool_output_limits.grep_tool_result")]
+    pub async fn grep_tool_result(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: Incoming<GrepRequest>,
+    ) -> Result<Outgoing<GrepResponse>, ActivityError> {
+        self.answer(&ctx, input, |request| self.grep_request(request))
+            .await
+    }
+
+    /// `tool_output_limits.list_tool_results`: a run's spills, newest first.
+    #[activity(name = "tool_output_limits.list_tool_results")]
+    pub async fn list_tool_results(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: Incoming<ListRequest>,
+    ) -> Result<Outgoing<ListResponse>, ActivityError> {
+        let run_id = ctx.info().workflow_run_id.clone();
+        self.answer(&ctx, input, |request| {
+            self.list_request(request, run_id.as_deref())
+        })
+        .await
+    }
+}
+
+impl OverspillActivities {
+    /// Admit `input`, run `work` on the request while heartbeating, and reply in the request's
+    /// encoding: the whole of an activity that only reads.
+    async fn answer<T, R, F>(
+        &self,
+        ctx: &ActivityContext,
+        input: Incoming<T>,
+        work: impl FnOnce(T) -> F,
+    ) -> Result<Outgoing<R>, ActivityError>
+    where
+        T: DeserializeOwned + ProtoMessage,
+        R: Serialize + ProtoMessage + 'static,
+        F: Future<Output = Result<R, Failure>>,
+    {
         let Admitted {
             request,
             encoding,
             permit: _permit,
-        } = self.admit(&ctx, input).await?;
-        let response = guard::guarded(&ctx, self.read_request(request))
+        } = self.admit(ctx, input).await?;
+        let response = guard::guarded(ctx, work(request))
             .await?
             .map_err(Failure::into_activity_error)?;
-        self.reply(&ctx, &response, encoding).await
+        self.reply(ctx, &response, encoding).await
     }
 }
