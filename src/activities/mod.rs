@@ -6,6 +6,8 @@
 //! | [`SPILL`] `tool_output_limits.spill` | [`SpillRequest`] → [`SpillResponse`] |
 //! | [`SUMMARIZE`] `tool_output_limits.summarize` | [`SummarizeRequest`] → [`SummarizeResponse`] |
 //! | [`READ_TOOL_RESULT`] `tool_output_limits.read_tool_result` | [`ReadRequest`] → model-visible text |
+//! | [`GREP_TOOL_RESULT`] `tool_output_limits.grep_tool_result` | [`GrepRequest`](crate::read::GrepRequest) → model-visible text |
+//! | [`LIST_TOOL_RESULTS`] `tool_output_limits.list_tool_results` | [`ListRequest`](crate::store::ListRequest) → model-visible text |
 //!
 //! Keys come from the request's `run_id` / `tool_call_id` / `retry` (`run_id` defaults to the
 //! calling workflow's run id), never from the activity attempt: a retry, a crash after the write
@@ -26,6 +28,7 @@ pub mod metrics;
 pub mod payload;
 pub mod proto;
 mod registered;
+mod tools;
 
 use std::sync::{Arc, Mutex};
 
@@ -40,7 +43,7 @@ use crate::limits::{
     self, Limits, NoSummarizer, ReductionKind, SpillStore, StoreError, SummarizeError, Summarizer,
     Summary, SummaryRequest, ToolOutput, Unit, preview, prompt, pyfmt,
 };
-use crate::read::{self, ReadOutcomeError};
+use crate::read;
 use crate::store::Store;
 use crate::summarize::{ChunkProgress, Chunked, OpenAiSummarizer};
 pub use errors::Failure;
@@ -48,6 +51,7 @@ pub use failure_log::LogFailures;
 pub use inflight::{InflightBudget, InflightPermit, available_memory};
 pub use metrics::Metrics;
 pub use payload::{Encoding, Incoming, Outgoing};
+pub use tools::{GrepResponse, ListResponse};
 
 /// The reduce activity's name.
 pub const REDUCE: &str = "tool_output_limits.reduce";
@@ -57,6 +61,10 @@ pub const SPILL: &str = "tool_output_limits.spill";
 pub const SUMMARIZE: &str = "tool_output_limits.summarize";
 /// The read-back activity's name.
 pub const READ_TOOL_RESULT: &str = "tool_output_limits.read_tool_result";
+/// The grep activity's name.
+pub const GREP_TOOL_RESULT: &str = "tool_output_limits.grep_tool_result";
+/// The listing activity's name.
+pub const LIST_TOOL_RESULTS: &str = "tool_output_limits.list_tool_results";
 /// The default task queue.
 pub const DEFAULT_TASK_QUEUE: &str = "tool-output-limits";
 
@@ -145,7 +153,8 @@ impl OverspillActivities {
         }
         let call = request.call(workflow_run_id);
         let result = request.into_result();
-        let store = Watched::new(self.store.as_ref());
+        let spills = self.store.for_tool(&call.tool_name);
+        let store = Watched::new(&spills);
         let summarizer = Watched::new(&self.summarizer);
         let reduced = limits::reduce(&limits, &call, result, &store, &summarizer).await;
 
@@ -205,6 +214,7 @@ impl OverspillActivities {
         let bytes = data.len() as u64;
         let handle = self
             .store
+            .for_tool(&request.tool_name)
             .write(&key, data)
             .await
             .map_err(|e| Failure::store(&e))?;
@@ -268,11 +278,10 @@ impl OverspillActivities {
 
     /// Read a page back (the body of [`READ_TOOL_RESULT`], without Temporal).
     pub async fn read_request(&self, request: ReadRequest) -> Result<ReadResponse, Failure> {
-        match read::read_tool_result(self.store.as_ref(), &request).await {
-            Ok(text) => Ok(ReadResponse(text)),
-            Err(ReadOutcomeError::Retry(retry)) => Err(Failure::model_retry(retry.to_string())),
-            Err(ReadOutcomeError::Store(e)) => Err(Failure::store(&e)),
-        }
+        read::read_tool_result(self.store.as_ref(), &request)
+            .await
+            .map(ReadResponse)
+            .map_err(|e| tools::read_failure(&e))
     }
 }
 

@@ -8,11 +8,14 @@ use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
 use super::intake::Admitted;
+use super::tools::{GrepResponse, ListResponse};
 use super::{Failure, Incoming, Outgoing, OverspillActivities, guard};
 use crate::api::{
     ReadRequest, ReadResponse, ReduceRequest, ReduceResponse, SpillRequest, SpillResponse,
     SummarizeRequest, SummarizeResponse,
 };
+use crate::read::GrepRequest;
+use crate::store::ListRequest;
 
 #[activities]
 impl OverspillActivities {
@@ -90,5 +93,31 @@ impl OverspillActivities {
     ) -> Result<Outgoing<ReadResponse>, ActivityError> {
         self.serve(&ctx, input, |request| self.read_request(request))
             .await
+    }
+
+    /// `tool_output_limits.grep_tool_result`: a spill's matching lines with context, from any
+    /// worker.
+    #[activity(name = "tool_output_limits.grep_tool_result")]
+    pub async fn grep_tool_result(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: Incoming<GrepRequest>,
+    ) -> Result<Outgoing<GrepResponse>, ActivityError> {
+        self.serve(&ctx, input, |request| self.grep_request(request))
+            .await
+    }
+
+    /// `tool_output_limits.list_tool_results`: a run's spills, newest first.
+    #[activity(name = "tool_output_limits.list_tool_results")]
+    pub async fn list_tool_results(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: Incoming<ListRequest>,
+    ) -> Result<Outgoing<ListResponse>, ActivityError> {
+        let run_id = ctx.info().workflow_run_id.clone();
+        self.serve(&ctx, input, |request| {
+            self.list_request(request, run_id.as_deref())
+        })
+        .await
     }
 }

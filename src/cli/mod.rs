@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod dev;
+mod grep;
 mod read;
 mod reduce;
 mod spills;
@@ -24,6 +25,8 @@ enum Command {
     Reduce(reduce::Args),
     /// Page back into a spill, exactly as read_tool_result returns it.
     Read(read::Args),
+    /// Search a spill, exactly as grep_tool_result returns it.
+    Grep(grep::Args),
     /// List or garbage-collect spills.
     #[command(subcommand)]
     Spills(spills::Command),
@@ -47,6 +50,7 @@ pub(crate) fn main() -> ExitCode {
         match cli.command {
             Command::Reduce(args) => reduce::run(args).await,
             Command::Read(args) => read::run(args).await,
+            Command::Grep(args) => grep::run(args).await,
             Command::Spills(cmd) => spills::run(cmd).await,
             Command::Worker(args) => worker::run(*args).await,
             Command::Dev(args) => dev::run(args).await,
@@ -68,7 +72,9 @@ fn runtime(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
     use tokio::runtime::Builder;
     let mut builder = match command {
         Command::Worker(_) | Command::Dev(_) => Builder::new_multi_thread(),
-        Command::Reduce(_) | Command::Read(_) | Command::Spills(_) => Builder::new_current_thread(),
+        Command::Reduce(_) | Command::Read(_) | Command::Grep(_) | Command::Spills(_) => {
+            Builder::new_current_thread()
+        }
     };
     builder.enable_all().build()
 }

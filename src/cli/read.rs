@@ -39,7 +39,12 @@ pub(crate) async fn run(args: Args) -> CliResult {
         from_end: args.from_end,
         pattern: args.pattern,
     };
-    match read::read_tool_result(&store, &request).await {
+    print_page(read::read_tool_result(&store, &request).await)
+}
+
+/// Print a page on stdout; a bad argument is its message on stderr and exit code 2.
+pub(crate) fn print_page(page: Result<String, ReadOutcomeError>) -> CliResult {
+    match page {
         Ok(page) => {
             std::io::stdout().lock().write_all(page.as_bytes())?;
             Ok(ExitCode::SUCCESS)

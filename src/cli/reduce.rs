@@ -59,8 +59,9 @@ pub(crate) async fn run(args: Args) -> CliResult {
         let request: ReduceRequest = serde_json::from_slice(&read_input(path)?)?;
         let limits = request.limits(&defaults)?;
         let call = request.call(None);
+        let spills = store.for_tool(&call.tool_name);
         let reduced =
-            limits::reduce(&limits, &call, request.into_result(), &store, &summarizer).await;
+            limits::reduce(&limits, &call, request.into_result(), &spills, &summarizer).await;
         serde_json::to_writer(&mut stdout, &reduced)?;
         writeln!(stdout)?;
         return Ok(ExitCode::SUCCESS);
@@ -73,7 +74,8 @@ pub(crate) async fn run(args: Args) -> CliResult {
         ..ToolCall::default()
     };
     let result = ToolResult::bare(tool_output(read_stdin()?));
-    let reduced = limits::reduce(&defaults, &call, result, &store, &summarizer).await;
+    let spills = store.for_tool(&call.tool_name);
+    let reduced = limits::reduce(&defaults, &call, result, &spills, &summarizer).await;
     match &reduced.return_value {
         ToolOutput::Text(text) => stdout.write_all(text.as_bytes())?,
         ToolOutput::Bytes(data) => stdout.write_all(data)?,

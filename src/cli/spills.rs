@@ -8,18 +8,23 @@ use std::io::Write as _;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
-use overspill::store::{SpillInfo, Store, StoreOptions};
+use overspill::store::{ListRequest, SpillInfo, Store, StoreOptions};
 
 use super::CliResult;
+use super::read::print_page;
 
 /// Spill housekeeping.
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum Command {
-    /// List spills: handle, size in bytes, age.
+    /// List spills: handle, size in bytes, age. With `--run`, the run's newest spills as
+    /// list_tool_results shows them: tool, chars, lines, age and first line.
     Ls {
         /// Only the spills of this agent run.
         #[arg(long, value_name = "RUN_ID")]
         run: Option<String>,
+        /// With `--run`: spills to show, newest first.
+        #[arg(long, default_value_t = overspill::store::DEFAULT_LIST_LIMIT, requires = "run")]
+        limit: i64,
         #[command(flatten)]
         store: StoreArgs,
     },
@@ -85,8 +90,24 @@ pub(crate) async fn run(cmd: Command) -> CliResult {
     let now = SystemTime::now();
     let mut out = std::io::stdout().lock();
     match cmd {
-        Command::Ls { run, store } => {
-            let spills = store.open()?.list(run.as_deref()).await?;
+        Command::Ls {
+            run: Some(run_id),
+            limit,
+            store,
+        } => {
+            let request = ListRequest {
+                run_id,
+                limit,
+                ..ListRequest::default()
+            };
+            let listing = store.open()?.list_run(&request).await;
+            drop(out);
+            return print_page(listing.map(|l| l.render(now)));
+        }
+        Command::Ls {
+            run: None, store, ..
+        } => {
+            let spills = store.open()?.list(None).await?;
             print_table(&mut out, &spills, now, None)?;
         }
         Command::Gc {

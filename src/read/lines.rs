@@ -139,6 +139,44 @@ fn ends_break(data: &[u8], end: usize) -> bool {
     }
 }
 
+/// The length of the line break that ends exactly at `end` (`end > 0`), or 0 if none does.
+pub(crate) fn break_ending_at(data: &[u8], end: usize) -> usize {
+    if !ends_break(data, end) {
+        return 0;
+    }
+    match data[end - 1] {
+        b'\n' if end >= 2 && data[end - 2] == b'\r' => 2,
+        0x85 => 2,
+        0xa8 | 0xa9 => 3,
+        _ => 1,
+    }
+}
+
+/// The start of the line break that `data[at]` is part of, or `at` when it is part of none but
+/// the break starting there: a position inside `\r\n` or a multi-byte break moves to its start.
+pub(crate) fn break_start(data: &[u8], at: usize) -> usize {
+    (at.saturating_sub(2)..at)
+        .find(|&i| i + break_len(data, i) > at)
+        .unwrap_or(at)
+}
+
+/// The line breaks in `data`, which starts at a line start and ends at one (or at the payload's
+/// end): `str.splitlines()` counts one more line when the last one has no break.
+pub(crate) fn count_breaks(data: &[u8]) -> u64 {
+    let newlines = memchr::memchr_iter(b'\n', data).count();
+    // `\r\n` is one break, and `memchr` counted its `\n` already.
+    let rare = rare_breaks(data, 0, data.len())
+        .filter(|&(at, len)| !(data[at] == b'\r' && len == 2))
+        .count();
+    (newlines + rare) as u64
+}
+
+/// The lines `str.splitlines()` finds in `data` (which starts at a line start).
+pub(crate) fn count_lines(data: &[u8]) -> u64 {
+    let unterminated = !data.is_empty() && break_ending_at(data, data.len()) == 0;
+    count_breaks(data) + u64::from(unterminated)
+}
+
 /// Where a chunk of a longer payload can end so that the next chunk starts at a line start: just
 /// after its last line break, unless that break could still grow with the bytes that follow (a
 /// final `\r` may be half of a `\r\n`). `None` if the chunk holds no such break.
@@ -210,6 +248,27 @@ impl<'a> LineChunk<'a> {
             starts_line: true,
             ends_line: true,
         }
+    }
+}
+
+/// `data` (a chunk's bytes, or their decoding) cut where its lines start: the piece that goes on
+/// with a line begun in an earlier chunk (or begins one longer than the chunk), with whether that
+/// line ends in it, then the whole lines after it.
+pub(crate) fn split_open_line(
+    data: &[u8],
+    starts_line: bool,
+    ends_line: bool,
+) -> (Option<(&[u8], bool)>, &[u8]) {
+    if !starts_line {
+        let (end, len) = next_break(data, 0).unwrap_or((data.len(), 0));
+        (
+            Some((&data[..end], len > 0 || ends_line)),
+            &data[end + len..],
+        )
+    } else if !ends_line {
+        (Some((data, false)), &[])
+    } else {
+        (None, data)
     }
 }
 

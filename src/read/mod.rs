@@ -16,6 +16,7 @@
 //! ```
 
 mod cache;
+mod grep;
 pub mod index;
 pub mod lines;
 mod offset;
@@ -24,6 +25,9 @@ mod request;
 mod source;
 
 pub use cache::IndexCache;
+pub use grep::{
+    DEFAULT_GREP_LIMIT, GrepRequest, MAX_CONTEXT, MAX_PATTERN_BYTES, grep_page, grep_tool_result,
+};
 pub use index::Version;
 pub use lines::{ChunkSink, LineChunk, split_lines};
 pub use request::{
@@ -47,9 +51,15 @@ pub async fn read_tool_result<R: SpillReader>(
         None => offset::offset_page(reader, request, limit).await,
         Some(pattern) => pattern::pattern_page(reader, request, pattern, limit).await,
     };
+    outcome(&request.handle, page)
+}
+
+/// A page, or what the caller sees instead: the "No stored tool result" text for an unknown or
+/// refused `handle`, a store error to retry otherwise.
+fn outcome(handle: &str, page: Result<String, PageError>) -> Result<String, ReadOutcomeError> {
     match page {
         Ok(page) => Ok(page),
-        Err(PageError::Store(e)) if e.is_unknown_handle() => Ok(no_stored_result(&request.handle)),
+        Err(PageError::Store(e)) if e.is_unknown_handle() => Ok(no_stored_result(handle)),
         Err(PageError::Store(e)) => Err(ReadOutcomeError::Store(e)),
         Err(PageError::Stale) => Err(ReadOutcomeError::Store(StoreError::Backend(
             "the spill kept changing while it was read".into(),
@@ -60,7 +70,7 @@ pub async fn read_tool_result<R: SpillReader>(
 /// Why a read could not be served.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadOutcomeError {
-    /// The model must retry with other arguments.
+    /// The model must retry with other arguments (an activity's `ModelRetry`).
     #[error(transparent)]
     Retry(#[from] ReadError),
     /// The store failed (not an unknown handle): worth retrying later.

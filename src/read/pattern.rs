@@ -11,7 +11,9 @@ use std::ops::{ControlFlow, Range};
 
 use memchr::memmem::Finder;
 
-use super::lines::{ChunkSink, LineChunk, break_len, line_start, may_break, next_break};
+use super::lines::{
+    ChunkSink, LineChunk, break_len, line_start, may_break, next_break, split_open_line,
+};
 use super::request::{PAGE_BYTES_CAP, ReadRequest, render};
 use super::source::{PageError, SpillReader, stream_lines};
 
@@ -317,14 +319,9 @@ impl ChunkSink for MatchScan {
             }
             false => chunk.bytes,
         };
-        let mut lines = data;
-        if !chunk.starts_line {
-            let (end, len) = next_break(data, 0).unwrap_or((data.len(), 0));
-            self.continue_open(&data[..end], len > 0 || chunk.ends_line);
-            lines = &data[end + len..];
-        } else if !chunk.ends_line {
-            self.continue_open(data, false);
-            lines = &[];
+        let (open, lines) = split_open_line(data, chunk.starts_line, chunk.ends_line);
+        if let Some((piece, ends)) = open {
+            self.continue_open(piece, ends);
         }
         self.scan_lines(lines);
         match self.stopped() {

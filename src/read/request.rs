@@ -59,6 +59,10 @@ pub enum ReadError {
     /// Bad `offset` or `limit`; the message is the reference's ModelRetry text.
     #[error("{0}")]
     ModelRetry(&'static str),
+    /// A bad argument of a call the reference does not have (`grep_tool_result`'s pattern,
+    /// context, …); the message says what to change.
+    #[error("{0}")]
+    BadArgument(String),
 }
 
 impl ReadRequest {
@@ -75,19 +79,25 @@ impl ReadRequest {
 
     /// The lines `[start, end)` of `total` this request selects.
     pub(crate) fn window(&self, total: u64, limit: u64) -> Range<u64> {
-        let offset = u64::try_from(self.offset).unwrap_or(0);
-        if self.from_end {
-            let end = total.saturating_sub(offset);
-            end.saturating_sub(limit)..end
-        } else {
-            let start = offset.min(total);
-            start..start.saturating_add(limit).min(total)
-        }
+        window(self.offset, self.from_end, total, limit)
     }
 
     /// The pattern, unless it keeps every line (`None` or `""`).
     pub(crate) fn filter(&self) -> Option<&str> {
         self.pattern.as_deref().filter(|p| !p.is_empty())
+    }
+}
+
+/// Items `[start, end)` of `total` that `offset`, `limit` and `from_end` select: from the start,
+/// or the `limit` items ending `offset` items before the end (still in order).
+pub(crate) fn window(offset: i64, from_end: bool, total: u64, limit: u64) -> Range<u64> {
+    let offset = u64::try_from(offset).unwrap_or(0);
+    if from_end {
+        let end = total.saturating_sub(offset);
+        end.saturating_sub(limit)..end
+    } else {
+        let start = offset.min(total);
+        start..start.saturating_add(limit).min(total)
     }
 }
 

@@ -77,7 +77,7 @@ fn reference_page(data: &[u8], request: &ReadRequest) -> Result<String, ReadErro
     })
 }
 
-fn payload() -> impl Strategy<Value = Vec<u8>> {
+pub(in crate::read) fn payload() -> impl Strategy<Value = Vec<u8>> {
     let piece = prop_oneof![
         Just(b"\n".to_vec()),
         Just(b"\r\n".to_vec()),
@@ -135,7 +135,7 @@ impl Object {
 }
 
 /// A spill in memory that counts the bytes each page reads.
-struct MemoryReader {
+pub(in crate::read) struct MemoryReader {
     payload: Mutex<Object>,
     index: Mutex<Option<Object>>,
     chunk_bytes: usize,
@@ -147,7 +147,7 @@ struct MemoryReader {
 }
 
 impl MemoryReader {
-    fn new(payload: impl Into<Bytes>) -> Self {
+    pub(in crate::read) fn new(payload: impl Into<Bytes>) -> Self {
         Self {
             payload: Mutex::new(Object::new(payload)),
             index: Mutex::new(None),
@@ -175,7 +175,7 @@ impl MemoryReader {
         }
     }
 
-    fn chunked(self, chunk_bytes: usize) -> Self {
+    pub(in crate::read) fn chunked(self, chunk_bytes: usize) -> Self {
         Self {
             chunk_bytes,
             ..self
@@ -264,7 +264,7 @@ impl SpillReader for MemoryReader {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(in crate::read) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("a runtime")

@@ -1,154 +1,211 @@
-//! Listing and garbage collection: every object under the store's namespace, from one full
-//! listing (no delimiter listings), the same on every backend.
+//! `list_tool_results(run_id)`: a run's spills, newest first, with what each says about itself
+//! ([`SpillFacts`]), from a listing and one small request per spill shown: its metadata (a
+//! `HEAD` on S3), or, where the backend keeps none (a local directory) or the metadata has no
+//! line count (spills of 64 KiB or more), its line index's header. Never a payload read.
 
-use std::collections::HashSet;
+use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use futures::{StreamExt as _, TryStreamExt as _};
-use object_store::ObjectMeta;
-use object_store::path::Path;
+use futures::{FutureExt as _, StreamExt as _};
+use object_store::GetOptions;
+use serde::{Deserialize, Serialize};
 
-use super::local::LocalBackend;
-use super::{Backend, Call, INDEX_SUFFIX, Store, key};
+use super::meta::SpillFacts;
+use super::{Backend, SpillInfo, Store, sanitize_segment};
 use crate::limits::StoreError;
+use crate::limits::pyfmt::{repr, thousands};
+use crate::read::index::Header;
+use crate::read::{Part, ReadError, ReadOutcomeError, SpillReader};
 
-/// One stored spill, as `overspill spills ls` shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SpillInfo {
-    /// The sanitized handle (readable as a handle: sanitizing is idempotent).
-    pub handle: String,
-    /// The payload's size in bytes.
-    pub size: u64,
-    /// When the payload was last written.
-    pub last_modified: SystemTime,
+/// Spills listed per call when the caller does not say.
+pub const DEFAULT_LIST_LIMIT: i64 = 50;
+/// The most spills listed per call.
+pub const MAX_LIST_LIMIT: i64 = 1_000;
+/// Spills whose facts are fetched at once.
+const CONCURRENCY: usize = 8;
+
+/// One `list_tool_results` call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ListRequest {
+    /// The agent run whose spills to list (handles start with `{run_id}/`).
+    pub run_id: String,
+    /// Spills to show, newest first (clamped to 1,000).
+    pub limit: i64,
+    /// Tool names by tool call id, for spills whose metadata names none (the handle's last
+    /// segment is `{tool_call_id}.{retry}`): a caller that knows its run's calls, as the
+    /// pydantic-ai toolset does, names the tools of spills written without metadata.
+    pub tool_names: BTreeMap<String, String>,
 }
 
-/// What a garbage collection removed (or would remove, on a dry run).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct GcReport {
-    /// The spills removed, oldest first.
-    pub removed: Vec<SpillInfo>,
-    /// Spills newer than the cutoff, kept.
-    pub kept: usize,
-    /// Objects deleted, line indexes included (0 on a dry run).
-    pub deleted_objects: usize,
+impl Default for ListRequest {
+    fn default() -> Self {
+        Self {
+            run_id: String::new(),
+            limit: DEFAULT_LIST_LIMIT,
+            tool_names: BTreeMap::new(),
+        }
+    }
+}
+
+/// A listed spill: where it is and what it says about itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedSpill {
+    /// Handle, size in bytes and last write.
+    pub info: SpillInfo,
+    /// Tool, chars, lines and first line, where known.
+    pub facts: SpillFacts,
+}
+
+/// The newest spills of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunListing {
+    /// The run.
+    pub run_id: String,
+    /// The spills shown, newest first.
+    pub spills: Vec<ListedSpill>,
+    /// All the run's spills, shown or not.
+    pub total: usize,
 }
 
 impl Store {
-    /// The spills stored (for one run when `run` is given), in path order, within the scan
-    /// deadline ([`StoreOptions::with_scan_timeout`]).
-    pub async fn list(&self, run: Option<&str>) -> Result<Vec<SpillInfo>, StoreError> {
-        let prefix = match run {
-            None => self.inner.base.clone(),
-            Some(run) => key::segments(run)
-                .iter()
-                .fold(self.inner.base.clone(), |p, s| p.join(s.as_ref())),
-        };
-        self.scan(async {
-            let metas = self.list_objects(&prefix).await?;
-            Ok(metas
-                .iter()
-                .filter(|m| !m.location.as_ref().ends_with(INDEX_SUFFIX))
-                .map(|m| self.info(m))
-                .collect())
-        })
-        .await
-    }
-
-    /// Delete the spills (and their line indexes) last written more than `older_than` ago, within
-    /// the scan deadline ([`StoreOptions::with_scan_timeout`]).
-    ///
-    /// Lists every object under the store's namespace (no delimiter listings), so it works the
-    /// same on S3-compatible servers and local directories. An index goes with its payload; an
-    /// index whose payload is gone goes once it is older than the cutoff.
-    pub async fn gc(&self, older_than: Duration, dry_run: bool) -> Result<GcReport, StoreError> {
-        let cutoff = SystemTime::now()
-            .checked_sub(older_than)
-            .unwrap_or(SystemTime::UNIX_EPOCH);
-        self.scan(self.collect(cutoff, dry_run)).await
-    }
-
-    async fn collect(&self, cutoff: SystemTime, dry_run: bool) -> Result<GcReport, StoreError> {
-        let metas = self.list_objects(&self.inner.base).await?;
-        let present: HashSet<&str> = metas.iter().map(|m| m.location.as_ref()).collect();
-        let mut report = GcReport::default();
-        let mut doomed: Vec<Path> = Vec::new();
-        for meta in &metas {
-            let path = meta.location.as_ref();
-            let old = SystemTime::from(meta.last_modified) < cutoff;
-            match path.strip_suffix(INDEX_SUFFIX) {
-                Some(payload) => {
-                    if old && !present.contains(payload) {
-                        doomed.push(meta.location.clone());
-                    }
-                }
-                None if old => {
-                    report.removed.push(self.info(meta));
-                    doomed.push(meta.location.clone());
-                    let index = format!("{path}{INDEX_SUFFIX}");
-                    if present.contains(index.as_str()) {
-                        doomed.push(Path::from(index));
-                    }
-                }
-                None => report.kept += 1,
-            }
+    /// The `limit` newest spills of `run_id` with their facts, within the scan deadline.
+    pub async fn list_run(&self, request: &ListRequest) -> Result<RunListing, ReadOutcomeError> {
+        if request.run_id.is_empty() {
+            return Err(ReadError::BadArgument("`run_id` must not be empty.".into()).into());
         }
-        report.removed.sort_by_key(|s| s.last_modified);
-        if dry_run || doomed.is_empty() {
-            return Ok(report);
+        if request.limit < 1 {
+            return Err(ReadError::ModelRetry("`limit` must be >= 1.").into());
         }
-        let (fs, doomed) = match &self.inner.backend {
-            Backend::Object(store) => (store.clone(), doomed),
-            Backend::Local(local) => self.on_disk(local, move |l| l.for_delete(doomed)).await?,
-        };
-        let count = doomed.len();
-        let locations = futures::stream::iter(doomed.clone().into_iter().map(Ok)).boxed();
-        let deleted: Vec<Path> = fs
-            .delete_stream(locations)
-            .try_collect()
+        let limit = request.limit.min(MAX_LIST_LIMIT) as usize;
+        let mut spills = self
+            .list(Some(&request.run_id))
             .await
-            .map_err(|e| self.map_error(e, "", Call::List))?;
-        report.deleted_objects = deleted.len().min(count);
-        if let Backend::Local(local) = &self.inner.backend {
-            let base = self.inner.base.clone();
-            self.on_disk(local, move |l| {
-                l.prune_empty_dirs(&doomed, &base);
-                Ok(())
+            .map_err(ReadOutcomeError::Store)?;
+        spills.sort_by(|a, b| (b.last_modified, &b.handle).cmp(&(a.last_modified, &a.handle)));
+        let total = spills.len();
+        spills.truncate(limit);
+        let pending: Vec<_> = spills
+            .iter()
+            .map(|s| self.facts(&s.handle, s.size).boxed())
+            .collect();
+        let facts = futures::stream::iter(pending)
+            .buffered(CONCURRENCY)
+            .collect::<Vec<_>>();
+        let facts = self
+            .scan(async { Ok(facts.await) })
+            .await
+            .map_err(ReadOutcomeError::Store)?;
+        let named: BTreeMap<String, &String> = request
+            .tool_names
+            .iter()
+            .map(|(call, tool)| (sanitize_segment(call).into_owned(), tool))
+            .collect();
+        let spills = spills.into_iter().zip(facts).map(|(info, mut facts)| {
+            if facts.tool.is_none() {
+                let call = tool_call_id(&info.handle);
+                facts.tool = call.and_then(|c| named.get(c)).map(|t| (*t).clone());
+            }
+            ListedSpill { info, facts }
+        });
+        Ok(RunListing {
+            run_id: request.run_id.clone(),
+            spills: spills.collect(),
+            total,
+        })
+    }
+
+    /// What `handle` (of `size` bytes) says about itself: its metadata, with the line count from
+    /// its index where the metadata lacks it. Unknown where neither answers.
+    async fn facts(&self, handle: &str, size: u64) -> SpillFacts {
+        let mut facts = match &self.inner.backend {
+            Backend::Object(_) => self.metadata(handle).await.unwrap_or_default(),
+            Backend::Local(_) => SpillFacts::default(),
+        };
+        if facts.lines.is_none() {
+            facts.lines = self.indexed_lines(handle, size).await;
+        }
+        if size == 0 {
+            facts.chars = Some(0);
+            facts.lines = Some(0);
+        }
+        facts
+    }
+
+    async fn metadata(&self, handle: &str) -> Result<SpillFacts, StoreError> {
+        let (fs, path) = self.for_read(handle).await?;
+        let options = GetOptions::new().with_head(true);
+        let result = self
+            .bounded(0, async {
+                fs.get_opts(&path, options)
+                    .await
+                    .map_err(|e| self.map_error(e, handle, super::Call::Read))
             })
             .await?;
-        }
-        Ok(report)
+        Ok(SpillFacts::from_attributes(&result.attributes))
     }
 
-    fn info(&self, meta: &ObjectMeta) -> SpillInfo {
-        let handle = meta
-            .location
-            .prefix_match(&self.inner.base)
-            .map(|parts| {
-                parts
-                    .map(|p| p.as_ref().to_owned())
-                    .collect::<Vec<_>>()
-                    .join("/")
-            })
-            .unwrap_or_else(|| meta.location.to_string());
-        SpillInfo {
-            handle,
-            size: meta.size,
-            last_modified: SystemTime::from(meta.last_modified),
-        }
-    }
-
-    async fn list_objects(&self, prefix: &Path) -> Result<Vec<ObjectMeta>, StoreError> {
-        let fs = match &self.inner.backend {
-            Backend::Object(store) => store.clone(),
-            Backend::Local(local) => match self.on_disk(local, LocalBackend::for_listing).await? {
-                Some(fs) => fs,
-                None => return Ok(Vec::new()),
-            },
-        };
-        fs.list(Some(prefix))
-            .try_collect()
+    /// The line count in the header of `handle`'s index, if it has one that describes a payload
+    /// of `size` bytes.
+    async fn indexed_lines(&self, handle: &str, size: u64) -> Option<u64> {
+        let fetched = self
+            .fetch(handle, Part::Index, 0..Header::MAX_LEN)
             .await
-            .map_err(|e| self.map_error(e, "", Call::List))
+            .ok()?;
+        let header = Header::decode(&fetched.bytes, fetched.version.size).ok()?;
+        (header.payload_len() == size).then(|| header.lines())
+    }
+}
+
+/// The (sanitized) tool call id of a handle `{run_id}/{tool_call_id}.{retry}[.content]`.
+fn tool_call_id(handle: &str) -> Option<&str> {
+    let last = handle.rsplit('/').next()?;
+    let call = last.strip_suffix(".content").unwrap_or(last);
+    call.rsplit_once('.').map(|(call, _retry)| call)
+}
+
+impl RunListing {
+    /// The text the model sees, ages counted up to `now`.
+    ///
+    /// ```text
+    /// [run 'run-1': 3 spilled tool result(s); showing 3, newest first]
+    /// - 'run-1/call-3.0': run_command, 120,000 chars, 2,000 lines, written 12s ago; first line: 'Building …'
+    /// ```
+    pub fn render(&self, now: SystemTime) -> String {
+        let mut out = format!(
+            "[run {}: {} spilled tool result(s); showing {}, newest first]",
+            repr(&self.run_id),
+            thousands(self.total as u64),
+            self.spills.len()
+        );
+        for spill in &self.spills {
+            let facts = &spill.facts;
+            let count = |n: Option<u64>, what: &str| match n {
+                Some(n) => format!("{} {what}", thousands(n)),
+                None => format!("? {what}"),
+            };
+            let age = now
+                .duration_since(spill.info.last_modified)
+                .unwrap_or_default()
+                .as_secs();
+            out.push_str(&format!(
+                "\n- {}: {}, {}, {}, written {} ago",
+                repr(&spill.info.handle),
+                facts.tool.as_deref().unwrap_or("unknown tool"),
+                count(facts.chars, "chars"),
+                count(facts.lines, "lines"),
+                humantime::format_duration(Duration::from_secs(age)),
+            ));
+            if let Some(first) = &facts.first_line {
+                out.push_str(&format!("; first line: {}", repr(first)));
+            }
+        }
+        if self.total > self.spills.len() {
+            out.push_str(&format!(
+                "\n[{} older spill(s) not shown: call list_tool_results again with a larger limit]",
+                thousands((self.total - self.spills.len()) as u64)
+            ));
+        }
+        out
     }
 }

@@ -52,24 +52,28 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use object_store::path::Path;
-use object_store::{GetOptions, ObjectStore, PutOptions};
+use object_store::{Attributes, GetOptions, ObjectStore, PutOptions};
 
 use crate::limits::{SpillStore, StoreError};
 use crate::read::{IndexCache, Version};
 
 mod backend;
 mod bucket;
+mod gc;
 mod index;
 mod key;
 mod listing;
 mod local;
+mod meta;
 mod options;
 mod upload;
 mod url;
 
 pub use bucket::Bucket;
+pub use gc::{GcReport, SpillInfo};
 pub use key::{INDEX_SUFFIX, NAMESPACE, Refusal, check_handle, sanitize_key, sanitize_segment};
-pub use listing::{GcReport, SpillInfo};
+pub use listing::{DEFAULT_LIST_LIMIT, ListRequest, ListedSpill, MAX_LIST_LIMIT, RunListing};
+pub use meta::SpillFacts;
 pub use options::StoreOptions;
 pub use url::UrlError;
 
@@ -311,12 +315,13 @@ impl Store {
             .unwrap_or(Err(StoreError::Timeout(deadline)))
     }
 
-    /// Upload `data` to `path`; returns the new object's tag.
+    /// Upload `data` to `path` with `attributes`; returns the new object's tag.
     async fn put(
         &self,
         fs: &Arc<dyn ObjectStore>,
         path: &Path,
         data: Bytes,
+        attributes: Attributes,
         key: &str,
     ) -> Result<Option<String>, StoreError> {
         let options = &self.inner.options;
@@ -328,13 +333,18 @@ impl Store {
                 fs.as_ref(),
                 path,
                 data,
+                attributes,
                 options.part_size,
                 options.part_concurrency,
                 options.timeout,
             )
             .await
         } else {
-            fs.put_opts(path, data.into(), PutOptions::default()).await
+            let options = PutOptions {
+                attributes,
+                ..PutOptions::default()
+            };
+            fs.put_opts(path, data.into(), options).await
         };
         result
             .map(|put| put.e_tag)
@@ -404,13 +414,36 @@ impl Store {
 
 impl SpillStore for Store {
     async fn write(&self, key: &str, data: Bytes) -> Result<String, StoreError> {
+        self.write_output(key, data, None).await
+    }
+}
+
+impl Store {
+    /// The spill store for outputs of `tool`: its spills carry the tool's name (see
+    /// [`SpillFacts`]).
+    pub fn for_tool<'a>(&'a self, tool: &'a str) -> ToolSpills<'a> {
+        ToolSpills { store: self, tool }
+    }
+
+    /// Write the output of `tool` (if known) under `key`, with its [`SpillFacts`] as metadata
+    /// where the backend keeps any.
+    async fn write_output(
+        &self,
+        key: &str,
+        data: Bytes,
+        tool: Option<&str>,
+    ) -> Result<String, StoreError> {
         let (fs, path) = self.for_write(key).await?;
+        let attributes = match &self.inner.backend {
+            Backend::Object(_) => SpillFacts::measure(&data, tool).await.to_attributes(),
+            Backend::Local(_) => Attributes::new(),
+        };
         let len = data.len() as u64;
         // The payload uploads while its line index is built; the index is stored once the
         // payload's new tag, which binds it, is known.
         self.inner.cache.remove(key);
         let (stored, built) = futures::join!(
-            self.bounded(len, self.put(&fs, &path, data.clone(), key)),
+            self.bounded(len, self.put(&fs, &path, data.clone(), attributes, key)),
             index::build(data)
         );
         let tag = stored?;
@@ -420,6 +453,19 @@ impl SpillStore for Store {
         }
         tracing::debug!(target: "overspill::store", bytes = len, "spilled {key:?} to {path}");
         Ok(key.to_owned())
+    }
+}
+
+/// A [`Store`] writing the outputs of one tool ([`Store::for_tool`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ToolSpills<'a> {
+    store: &'a Store,
+    tool: &'a str,
+}
+
+impl SpillStore for ToolSpills<'_> {
+    async fn write(&self, key: &str, data: Bytes) -> Result<String, StoreError> {
+        self.store.write_output(key, data, Some(self.tool)).await
     }
 }
 

@@ -7,21 +7,30 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::{StreamExt as _, TryStreamExt as _};
 use object_store::path::Path;
-use object_store::{MultipartUpload, ObjectStore, PutMultipartOptions, PutResult, UploadPart};
+use object_store::{
+    Attributes, MultipartUpload, ObjectStore, PutMultipartOptions, PutResult, UploadPart,
+};
 
-/// Upload `data` to `path` in `part_size` parts (zero-copy slices), `concurrency` at a time;
+/// Upload `data` with `attributes` to `path` in `part_size` parts (zero-copy slices), `concurrency` at a time;
 /// returns the completed object's tag and version. Aborting a failed or dropped upload may take
 /// up to `abort_timeout`, in the background.
 pub(super) async fn put_multipart(
     fs: &dyn ObjectStore,
     path: &Path,
     data: Bytes,
+    attributes: Attributes,
     part_size: usize,
     concurrency: usize,
     abort_timeout: Duration,
 ) -> object_store::Result<PutResult> {
     let upload = fs
-        .put_multipart_opts(path, PutMultipartOptions::default())
+        .put_multipart_opts(
+            path,
+            PutMultipartOptions {
+                attributes,
+                ..PutMultipartOptions::default()
+            },
+        )
         .await?;
     let mut upload = AbortOnDrop {
         upload: Some(upload),

@@ -4,6 +4,7 @@ mod bench;
 mod cli;
 mod external_storage;
 mod golden;
+mod grep;
 mod openai_server;
 mod processes;
 mod pydantic_ai;

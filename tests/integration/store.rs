@@ -48,7 +48,7 @@ fn base_url() -> String {
 }
 
 /// A fresh store URL under the test bucket, unique to this test and run.
-fn unique_url(name: &str) -> String {
+pub(crate) fn unique_url(name: &str) -> String {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
@@ -57,7 +57,7 @@ fn unique_url(name: &str) -> String {
 }
 
 /// The bucket itself, through object_store directly (to plant objects the store must refuse).
-fn raw_bucket() -> Arc<dyn ObjectStore> {
+pub(crate) fn raw_bucket() -> Arc<dyn ObjectStore> {
     Arc::new(
         AmazonS3Builder::from_env()
             .with_url(base_url())
@@ -84,7 +84,7 @@ fn page(handle: &str, offset: i64, limit: i64) -> ReadRequest {
     }
 }
 
-fn overspill() -> Command {
+pub(crate) fn overspill() -> Command {
     Command::new(env!("CARGO_BIN_EXE_overspill"))
 }
 

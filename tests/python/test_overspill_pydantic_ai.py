@@ -10,6 +10,7 @@ import asyncio
 import os
 import sys
 import uuid
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -137,3 +138,71 @@ def test_an_unreachable_store_is_not_reported_as_a_missing_result() -> None:
 
     with pytest.raises(SpillReadError):
         asyncio.run(store.read('run/call.0'))
+
+
+# --- OverspillToolset outside Temporal: the same pages as the worker's ---------------------------
+
+
+def _overspill(*args: str, stdin: bytes | None = None) -> str:
+    """What the `overspill` binary (`OVERSPILL_BIN`) prints."""
+    import subprocess
+
+    binary = os.environ.get('OVERSPILL_BIN')
+    assert binary, 'set OVERSPILL_BIN to the overspill binary (tests/integration/pydantic_ai.rs does)'
+    done = subprocess.run(
+        [binary, *args], input=stdin, capture_output=True, timeout=60, env={**os.environ, 'AWS_ALLOW_HTTP': 'true'}
+    )
+    assert done.returncode == 0, done.stderr.decode(errors='replace')
+    return done.stdout.decode()
+
+
+def _ages_hidden(text: str) -> str:
+    import re
+
+    return re.sub(r'written [^;\n]* ago', 'written … ago', text)
+
+
+@pytest.mark.parametrize('backend', ['s3', 'file'])
+def test_toolset_outside_a_workflow_gives_the_workers_pages(
+    backend: str, s3_store: OverspillStore, tmp_path: Path
+) -> None:
+    """grep_tool_result and list_tool_results read the store directly outside Temporal, and return
+    the text `overspill grep` / `overspill spills ls --run` (the activities' bodies) print."""
+    from types import SimpleNamespace
+
+    from overspill_pydantic_ai import OverspillToolset
+    from pydantic_ai import ModelRetry
+    from pydantic_ai.messages import ModelResponse, ToolCallPart
+
+    store = s3_store if backend == 's3' else OverspillStore(f'file://{tmp_path}')
+    log = ''.join(f'{i:05d} {"ERROR" if i % 50 == 7 else "INFO"} step {i}\n' for i in range(5_000)).encode()
+    _overspill('reduce', '--tool', 'build', '--run-id', 'run-t', '--call-id', 'call-1', '--store', store.url, stdin=log)
+    asyncio.run(store.write('run-t/call-2.0', b'written by the harness\nwithout metadata\n'))
+    toolset = OverspillToolset(store)
+    calls = [ModelResponse(parts=[ToolCallPart('fetch', {}, tool_call_id='call-2')])]
+    ctx: Any = SimpleNamespace(run_id='run-t', messages=calls)
+
+    for flags in ([], ['-C', '2', '--limit', '3'], ['--regex', '-i', '-C', '1', '--from-end', '--offset', '2']):
+        pattern = r'^\d+7 error' if '--regex' in flags else 'ERROR'
+        kwargs: dict[str, Any] = {
+            'context': int(flags[flags.index('-C') + 1]) if '-C' in flags else 0,
+            'limit': int(flags[flags.index('--limit') + 1]) if '--limit' in flags else 50,
+            'offset': int(flags[flags.index('--offset') + 1]) if '--offset' in flags else 0,
+            'regex': '--regex' in flags,
+            'ignore_case': '-i' in flags,
+            'from_end': '--from-end' in flags,
+        }
+        page = asyncio.run(toolset.grep_tool_result(ctx, 'run-t/call-1.0', pattern, **kwargs))
+        assert page == _overspill('grep', 'run-t/call-1.0', pattern, *flags, '--store', store.url), flags
+
+    listing = _ages_hidden(asyncio.run(toolset.list_tool_results(ctx)))
+    worker = _ages_hidden(_overspill('spills', 'ls', '--run', 'run-t', '--store', store.url))
+    # The worker's listing has no tool calls to name the harness's spill by.
+    assert listing == worker.replace("'run-t/call-2.0': unknown tool", "'run-t/call-2.0': fetch")
+    # A file:// store keeps no metadata; the line index (spills of 64 KiB or more) has the lines.
+    facts = f'build, {len(log):,} chars' if backend == 's3' else 'unknown tool, ? chars'
+    assert f"- 'run-t/call-1.0': {facts}, 5,000 lines" in listing, listing
+    with pytest.raises(ModelRetry, match='not a valid regex'):
+        asyncio.run(toolset.grep_tool_result(ctx, 'run-t/call-1.0', '(unclosed', regex=True))
+    missing = asyncio.run(toolset.grep_tool_result(ctx, 'run-t/nope.0', 'x'))
+    assert missing.startswith("[No stored tool result for handle 'run-t/nope.0'.")

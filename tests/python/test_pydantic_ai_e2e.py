@@ -18,6 +18,7 @@ import asyncio
 import importlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -187,10 +188,10 @@ async def _start(stack: Stack, lines: int, run: Any = None, task_queue: str | No
     )
 
 
-def _overspill_read(store_url: str, handle: str, *args: str) -> str:
+def _overspill_read(store_url: str, handle: str, *args: str, command: str = 'read') -> str:
     """What `overspill read` (Overspill's own read_tool_result) prints for `handle`."""
     out = subprocess.run(  # noqa: PLW1510 - the exit code is asserted below
-        [os.environ['OVERSPILL_BIN'], 'read', handle, '--store', store_url, *args],
+        [os.environ['OVERSPILL_BIN'], command, handle, *args, '--store', store_url],
         capture_output=True,
         text=True,
         timeout=60,
@@ -214,7 +215,8 @@ def _replay(stack: Stack, history: Any) -> None:
     from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
     from temporalio.worker import Replayer
 
-    workflows = [stack.agent_module.LogAgentWorkflow, stack.agent_module.LogAgentReadInWorkflow]
+    module = stack.agent_module
+    workflows = [module.LogAgentWorkflow, module.LogAgentReadInWorkflow, module.LogAgentSearch]
     asyncio.run(Replayer(workflows=workflows, plugins=[PydanticAIPlugin()]).replay_workflow(history))
 
 
@@ -453,3 +455,44 @@ def test_store_write_in_workflow_code_stores_exactly_the_bytes(stack: Stack, dat
     assert handle == key
     assert bytes.fromhex(read_back) == data
     assert stack.get_object(handle) == data
+
+
+def test_search_tools_list_and_grep_a_spill_through_overspill(stack: Stack) -> None:
+    """`OverspillToolset` on Temporal: the scripted model lists the run's spills, then greps the
+    spill's errors with context. Both tools run in workflow code and call Overspill's activities
+    by name; only their pages enter the history, and a replay of it is deterministic."""
+    from overspill_pydantic_ai import GREP_ACTIVITY, LIST_ACTIVITY, sanitize_key
+    from overspill_pydantic_ai._grep import GrepArgs, grep_page
+
+    stack.start_agent_worker('agent-worker-search')
+
+    async def run() -> tuple[Any, Any]:
+        handle = await _start(stack, SPILL_LINES, run=stack.agent_module.LogAgentSearch.run)
+        return await asyncio.wait_for(handle.result(), RUN_TIMEOUT), await handle.fetch_history()
+
+    report, history = asyncio.run(run())
+    seen = json.loads(report.output)
+    log = stack.agent_module.build_log(SPILL_LINES)
+    # Listings show handles as stored (sanitized, `:` → `_`); they read back the same.
+    key = sanitize_key(f'{report.run_id}/call-log.0')
+    assert len(seen) == 3 and 'stored to handle' in seen[0], seen
+    listing = re.sub(r'written [^;\n]* ago', 'written … ago', seen[1])
+    assert listing == (
+        f'[run {report.run_id!r}: 1 spilled tool result(s); showing 1, newest first]\n'
+        f'- {key!r}: fetch_build_log, {len(log):,} chars, {SPILL_LINES:,} lines, written … ago; '
+        f'first line: {log.splitlines()[0]!r}'
+    )
+    page = seen[2]
+    assert page.startswith(
+        f"[handle {key!r}: 11 matching line(s) for 'error', ignoring case; showing matches 1-3]\n"
+        f'13-{log.splitlines()[12]}\n14:{log.splitlines()[13]}\n15-{log.splitlines()[14]}\n--\n'
+    ), page
+    assert page.endswith('\n[8 more matching line(s): call grep_tool_result again with offset=3]'), page
+    args = GrepArgs(key, 'error', ignore_case=True, context=1, limit=3)
+    assert page == grep_page(log.encode(), args), 'the Python path computes the same page'
+    assert page == _overspill_read(stack.store_url, key, 'error', '-i', '-C', '1', '--limit', '3', command='grep')
+
+    for name, text in ((LIST_ACTIVITY, seen[1]), (GREP_ACTIVITY, page)):
+        count, results = _activity_results(history, name)
+        assert (count, results) == (1, [text]), f'{name} ran once, in workflow code; its page is its result'
+    _replay(stack, history)

@@ -31,7 +31,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from overspill_pydantic_ai import DEFAULT_TASK_QUEUE, OverspillStore, OverspillSummarizer, external_storage
+from overspill_pydantic_ai import (
+    DEFAULT_TASK_QUEUE,
+    OverspillStore,
+    OverspillSummarizer,
+    OverspillToolset,
+    external_storage,
+)
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import SetToolMetadata
 from pydantic_ai.durable_exec.temporal import PydanticAIPlugin, PydanticAIWorkflow, TemporalDurability
@@ -112,6 +118,21 @@ async def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse
     return ModelResponse(parts=[TextPart(json.dumps(seen))])
 
 
+async def search_script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """The scripted model of the search agent: fetch the log, list the run's spills, grep the
+    spill's `ERROR` lines with a line of context, report what it saw."""
+    returns = _seen_returns(messages)
+    last = returns[-1] if returns else None
+    if last is None or last.tool_name not in ('fetch_build_log', 'list_tool_results'):
+        return await script(messages, info)
+    if last.tool_name == 'fetch_build_log':
+        return ModelResponse(parts=[ToolCallPart('list_tool_results', {}, tool_call_id='call-list')])
+    handle = re.search(r"^- ('(?:[^'\\]|\\.)*')", last.model_response_str(), re.M)
+    assert handle is not None, last.model_response_str()
+    args = {'handle': _unrepr(handle.group(1)), 'pattern': 'error', 'ignore_case': True, 'context': 1, 'limit': 3}
+    return ModelResponse(parts=[ToolCallPart('grep_tool_result', args, tool_call_id='call-grep')])
+
+
 def _unrepr(quoted: str) -> str:
     """The string a Python `repr()` in a spill marker stands for."""
     import ast
@@ -135,12 +156,16 @@ def build_agent(
     summarize_task_queue: str = OVERSPILL_TASK_QUEUE,
     heartbeat_timeout: timedelta = timedelta(seconds=30),
     read_in_workflow: bool = False,
+    search: bool = False,
 ) -> Agent[None, str]:
     """The example agent, spilling to `store` (default: Overspill at `OVERSPILL_STORE`).
 
     With `read_in_workflow`, the harness's `read_tool_result` tool runs in workflow code instead of
-    an activity, so `OverspillStore.read` goes through the worker's `store.read_activity()`.
+    an activity, so `OverspillStore.read` goes through the worker's `store.read_activity()`. With
+    `search`, the agent also has `OverspillToolset`'s `list_tool_results` and `grep_tool_result`,
+    and its model lists the run's spills and greps the log's errors before it reports.
     """
+    spills = store or OverspillStore(STORE_URL, task_queue=OVERSPILL_TASK_QUEUE)
     limits = ToolOutputLimits(
         bands=[
             Band(over=20_000, action=Spill(then=Truncate())),
@@ -149,17 +174,22 @@ def build_agent(
                 action=Summarize(summarize=OverspillSummarizer(task_queue=summarize_task_queue), then=Truncate()),
             ),
         ],
-        store=store or OverspillStore(STORE_URL, task_queue=OVERSPILL_TASK_QUEUE),
+        store=spills,
     )
+    toolsets = []
+    if search:
+        assert isinstance(spills, OverspillStore), "the search tools read Overspill's store"
+        toolsets.append(OverspillToolset(spills))
     durability = TemporalDurability(
         activity_config={'start_to_close_timeout': timedelta(seconds=60), 'heartbeat_timeout': heartbeat_timeout},
     )
     # `temporal=False` tool metadata keeps a tool out of activities under TemporalDurability.
     in_workflow = [SetToolMetadata(tools=['read_tool_result'], temporal=False)] if read_in_workflow else []
     return Agent(
-        FunctionModel(script, model_name='scripted'),
+        FunctionModel(search_script if search else script, model_name='scripted'),
         name=name,
         tools=[fetch_build_log],
+        toolsets=toolsets,
         capabilities=[limits, *in_workflow, durability],
     )
 
@@ -174,6 +204,10 @@ agent = build_agent(store=store, heartbeat_timeout=_heartbeat)
 
 workflow_read_agent = build_agent('log_agent_wf_read', store=store, heartbeat_timeout=_heartbeat, read_in_workflow=True)
 """The same agent with `read_tool_result` in workflow code, reading through `store.read_activity()`."""
+
+
+search_agent = build_agent('log_agent_search', store=store, heartbeat_timeout=_heartbeat, search=True)
+"""The same agent with `OverspillToolset`: it lists the run's spills and greps the log's errors."""
 
 
 async def connect() -> Client:
@@ -207,6 +241,18 @@ class LogAgentWorkflow(PydanticAIWorkflow):
     @workflow.run
     async def run(self, prompt: str) -> RunReport:
         result = await agent.run(prompt)
+        return RunReport(output=result.output, run_id=result.run_id)
+
+
+@workflow.defn
+class LogAgentSearch(PydanticAIWorkflow):
+    """Runs `search_agent` (lists the run's spills and greps one) on one prompt."""
+
+    __pydantic_ai_agents__ = (search_agent,)
+
+    @workflow.run
+    async def run(self, prompt: str) -> RunReport:
+        result = await search_agent.run(prompt)
         return RunReport(output=result.output, run_id=result.run_id)
 
 

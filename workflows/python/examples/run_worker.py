@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
-from log_agent import WORKFLOW_TASK_QUEUE, LogAgentReadInWorkflow, LogAgentWorkflow, connect, store
+from log_agent import WORKFLOW_TASK_QUEUE, LogAgentReadInWorkflow, LogAgentSearch, LogAgentWorkflow, connect, store
 from temporalio.worker import Worker
 
 
@@ -17,7 +17,7 @@ async def main() -> None:
     worker = Worker(
         client,
         task_queue=WORKFLOW_TASK_QUEUE,
-        workflows=[LogAgentWorkflow, LogAgentReadInWorkflow],
+        workflows=[LogAgentWorkflow, LogAgentReadInWorkflow, LogAgentSearch],
         # Serves OverspillStore.read in workflow code (LogAgentReadInWorkflow's read_tool_result).
         activities=[store.read_activity()],
     )

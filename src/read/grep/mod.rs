@@ -1,0 +1,255 @@
+//! `grep_tool_result(handle, pattern, regex, ignore_case, context, offset, limit, from_end)`: the
+//! lines of a spill that match a literal or a regex, with their line numbers and the lines
+//! around them, `grep -n -C` style, in pages bounded like [`read_tool_result`](super::read_tool_result)'s.
+//!
+//! - Lines are `str.splitlines()` lines, numbered from 1, exactly as `read_tool_result` counts
+//!   them (so `offset = N - 1` there shows line `N`).
+//! - A matching line is `N:text`, a context line `N-text`; with `context` > 0, groups of lines
+//!   that are not adjacent are separated by a `--` line. Matching is on the raw (UTF-8) bytes of
+//!   one line at a time; lines show their lossy decoding.
+//! - `offset` / `limit` page through the *matches* (`limit` 50 by default, clamped to 1,000);
+//!   `from_end` takes the `limit` matches ending `offset` matches before the last. `context` is
+//!   clamped to [`MAX_CONTEXT`].
+//! - The header counts every matching line; the body is cut at 50,000 chars, and a closing note
+//!   says how to get the next page (`offset=…`).
+//! - Regexes are the `regex` crate's (linear time: no input makes a search backtrack), with
+//!   compiled-size limits. A bad or too large pattern is a ModelRetry-style [`ReadError`].
+//!
+//! The payload is streamed in bounded chunks ([`scan`]): one pass counts every match and keeps
+//! the page's lines; a `from_end` page takes a second pass from the last chunk that still holds
+//! the page's first lines. Memory is two chunks and the page.
+//!
+//! ```
+//! use overspill::read::{grep_page, GrepRequest};
+//!
+//! let request = GrepRequest { handle: "r/c.0".into(), pattern: "err".into(), context: 1, ..Default::default() };
+//! let page = grep_page(b"a\nerr 1\nb\nc\nd\nerr 2\n", &request)?;
+//! assert_eq!(page, "[handle 'r/c.0': 2 matching line(s) for 'err'; showing matches 1-2]\n1-a\n2:err 1\n3-b\n--\n5-d\n6:err 2");
+//! # Ok::<(), overspill::read::ReadError>(())
+//! ```
+
+mod render;
+mod scan;
+#[cfg(test)]
+mod tests;
+
+use std::ops::Range;
+
+use regex::bytes::{Regex, RegexBuilder};
+use serde::{Deserialize, Serialize};
+
+use super::lines::LineChunk;
+use super::request::{MAX_READ_LINES, ReadError};
+use super::source::{PageError, SpillReader, stream_lines};
+use super::{ReadOutcomeError, outcome};
+use scan::GrepScan;
+
+/// Matches per page when the caller does not say.
+pub const DEFAULT_GREP_LIMIT: i64 = 50;
+/// The most context lines shown on each side of a match.
+pub const MAX_CONTEXT: i64 = 20;
+/// The longest pattern accepted, in bytes.
+pub const MAX_PATTERN_BYTES: usize = 4_096;
+/// The compiled regex's size limit (`RegexBuilder::size_limit`).
+const REGEX_SIZE_LIMIT: usize = 1 << 20;
+/// The lazy DFA's cache limit (`RegexBuilder::dfa_size_limit`).
+const REGEX_DFA_SIZE_LIMIT: usize = 4 << 20;
+
+/// One `grep_tool_result` call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GrepRequest {
+    /// The handle from a spill marker.
+    pub handle: String,
+    /// The text (or, with `regex`, the regular expression) a line must contain.
+    pub pattern: String,
+    /// `pattern` is a regex (the `regex` crate's syntax), not literal text.
+    pub regex: bool,
+    /// Match without regard to case (Unicode simple case folding).
+    pub ignore_case: bool,
+    /// Lines to show before and after each match (clamped to [`MAX_CONTEXT`]).
+    pub context: i64,
+    /// Matches to skip (from the first, or from the last with `from_end`).
+    pub offset: i64,
+    /// Matches to show (clamped to 1,000).
+    pub limit: i64,
+    /// Count `offset` from the last match; the page is still in file order.
+    pub from_end: bool,
+}
+
+impl Default for GrepRequest {
+    fn default() -> Self {
+        Self {
+            handle: String::new(),
+            pattern: String::new(),
+            regex: false,
+            ignore_case: false,
+            context: 0,
+            offset: 0,
+            limit: DEFAULT_GREP_LIMIT,
+            from_end: false,
+        }
+    }
+}
+
+/// A request whose arguments passed their checks, with its compiled pattern.
+#[derive(Debug, Clone)]
+pub(crate) struct Checked {
+    pub(crate) matcher: Matcher,
+    pub(crate) limit: u64,
+    pub(crate) context: u64,
+}
+
+impl GrepRequest {
+    /// Check the arguments and compile the pattern, before any read.
+    pub(crate) fn check(&self) -> Result<Checked, ReadError> {
+        let retry = |message: &str| Err(ReadError::BadArgument(message.to_owned()));
+        if self.offset < 0 {
+            return retry("`offset` must be >= 0.");
+        }
+        if self.limit < 1 {
+            return retry("`limit` must be >= 1.");
+        }
+        if self.context < 0 {
+            return retry("`context` must be >= 0.");
+        }
+        if self.pattern.is_empty() {
+            return retry(
+                "`pattern` must not be empty. To page through every line, use read_tool_result.",
+            );
+        }
+        if self.pattern.len() > MAX_PATTERN_BYTES {
+            return Err(ReadError::BadArgument(format!(
+                "`pattern` is {} bytes long; at most {MAX_PATTERN_BYTES} are accepted.",
+                self.pattern.len()
+            )));
+        }
+        Ok(Checked {
+            matcher: Matcher::new(&self.pattern, self.regex, self.ignore_case)?,
+            limit: self.limit.min(MAX_READ_LINES) as u64,
+            context: self.context.min(MAX_CONTEXT) as u64,
+        })
+    }
+
+    /// The matches `[start, end)` of `total` this request shows.
+    pub(crate) fn window(&self, total: u64, limit: u64) -> Range<u64> {
+        super::request::window(self.offset, self.from_end, total, limit)
+    }
+}
+
+/// A compiled pattern, and how lines are tested against it.
+#[derive(Debug, Clone)]
+pub(crate) struct Matcher {
+    regex: Regex,
+    /// Test one line at a time rather than searching a whole chunk: the pattern anchors to line
+    /// starts or ends, which a chunk-wide search only sees at `\n` and `\r`.
+    per_line: bool,
+}
+
+impl Matcher {
+    fn new(pattern: &str, is_regex: bool, ignore_case: bool) -> Result<Self, ReadError> {
+        let source = match is_regex {
+            true => pattern.to_owned(),
+            false => regex::escape(pattern),
+        };
+        let regex = RegexBuilder::new(&source)
+            .case_insensitive(ignore_case)
+            .multi_line(true)
+            .crlf(true)
+            .size_limit(REGEX_SIZE_LIMIT)
+            .dfa_size_limit(REGEX_DFA_SIZE_LIMIT)
+            .build()
+            .map_err(|e| ReadError::BadArgument(bad_regex(&e)))?;
+        let per_line = is_regex && anchors_to_lines(&source);
+        Ok(Self { regex, per_line })
+    }
+
+    /// Whether `line` (without its break) matches.
+    #[inline]
+    fn matches(&self, line: &[u8]) -> bool {
+        self.regex.is_match(line)
+    }
+}
+
+/// The model's retry message for a pattern the `regex` crate refuses.
+fn bad_regex(error: &regex::Error) -> String {
+    match error {
+        regex::Error::CompiledTooBig(limit) => format!(
+            "`pattern` compiles to more than {limit} bytes: use a simpler regex (fewer or smaller \
+             repetitions, shorter alternations), or a literal pattern with regex=false."
+        ),
+        e => format!(
+            "`pattern` is not a valid regex (Rust `regex` syntax; no look-around or \
+             backreferences). Escape special characters or set regex=false for a literal \
+             search.\n{e}"
+        ),
+    }
+}
+
+/// Whether a regex uses `^`, `$`, `\A` or `\z`, which mean a line's start or end here.
+fn anchors_to_lines(source: &str) -> bool {
+    regex_syntax::ParserBuilder::new()
+        .build()
+        .parse(source)
+        .map(|hir| {
+            let looks = hir.properties().look_set();
+            looks.contains_anchor_line() || looks.contains_anchor_haystack()
+        })
+        // A regex that compiled parses; if it did not, the per-line path is always correct.
+        .unwrap_or(true)
+}
+
+/// Serve one `grep_tool_result` call from `reader`.
+///
+/// An unknown or refused handle gets the "No stored tool result" text `read_tool_result` gives;
+/// other store failures are [`ReadOutcomeError::Store`], for an activity to retry.
+pub async fn grep_tool_result<R: SpillReader>(
+    reader: &R,
+    request: &GrepRequest,
+) -> Result<String, ReadOutcomeError> {
+    let checked = request.check()?;
+    outcome(
+        &request.handle,
+        grep_streamed(reader, request, &checked).await,
+    )
+}
+
+async fn grep_streamed<R: SpillReader>(
+    reader: &R,
+    request: &GrepRequest,
+    checked: &Checked,
+) -> Result<String, PageError> {
+    let handle = &request.handle;
+    let version = reader.head(handle).await?;
+    let first = GrepScan::first_pass(request, checked);
+    let first = stream_lines(reader, handle, &version, 0, first).await?;
+    let total = first.matches();
+    let scan = match first.second_pass(request, checked) {
+        None => first,
+        Some((from, second)) => stream_lines(reader, handle, &version, from, second).await?,
+    };
+    Ok(scan.page(request, checked, total))
+}
+
+/// Serve one call from a payload in memory: the pure form of [`grep_tool_result`].
+pub fn grep_page(data: &[u8], request: &GrepRequest) -> Result<String, ReadError> {
+    let checked = request.check()?;
+    let feed = |mut scan: GrepScan, from: u64| {
+        let from = usize::try_from(from).unwrap_or(data.len()).min(data.len());
+        let _ = super::lines::ChunkSink::feed(
+            &mut scan,
+            LineChunk {
+                offset: from as u64,
+                ..LineChunk::whole(&data[from..])
+            },
+        );
+        scan
+    };
+    let first = feed(GrepScan::first_pass(request, &checked), 0);
+    let total = first.matches();
+    let scan = match first.second_pass(request, &checked) {
+        None => first,
+        Some((from, second)) => feed(second, from),
+    };
+    Ok(scan.page(request, &checked, total))
+}

@@ -1,0 +1,173 @@
+//! The lines a grep keeps, and the text the model sees: a header counting every matching line,
+//! `N:match` and `N-context` lines (groups separated by `--`), cut at 50,000 chars, and a note
+//! saying how to get the next page.
+
+use std::fmt::Write as _;
+use std::ops::Range;
+
+use super::GrepRequest;
+use crate::limits::pyfmt::{repr, thousands};
+use crate::read::request::MAX_READ_CHARS;
+
+/// Why a line is on the page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kept {
+    /// Match number `n` (from 0) of the window.
+    Match(u64),
+    /// A matching line shown as context of a match of the window.
+    OtherMatch,
+    /// A line around a match.
+    Context,
+}
+
+/// The kept lines, in order, at most `budget` bytes of them in all.
+pub(crate) struct Page {
+    lines: Vec<(u64, Kept, Vec<u8>)>,
+    budget: usize,
+}
+
+impl Page {
+    pub(crate) fn new(budget: usize) -> Self {
+        Self {
+            lines: Vec::new(),
+            budget,
+        }
+    }
+
+    /// Keep line `number` (from 0) unless it is kept already.
+    pub(crate) fn keep(&mut self, number: u64, kind: Kept, line: &[u8]) {
+        if self.lines.last().is_some_and(|(last, ..)| *last >= number) {
+            return;
+        }
+        let take = line.len().min(self.budget);
+        self.budget -= take;
+        self.lines.push((number, kind, line[..take].to_vec()));
+    }
+
+    /// The page for `request`: `total` matching lines, the window `shown` of them kept here.
+    pub(crate) fn render(
+        &self,
+        request: &GrepRequest,
+        separators: bool,
+        total: u64,
+        shown: Range<u64>,
+    ) -> String {
+        let mut body = Body::default();
+        let mut previous: Option<u64> = None;
+        let mut last_match = None;
+        for (number, kind, line) in &self.lines {
+            if separators && previous.is_some_and(|p| *number > p + 1) && !body.line("--") {
+                break;
+            }
+            previous = Some(*number);
+            if let Kept::Match(nth) = kind {
+                last_match = Some(*nth);
+            }
+            let mark = if *kind == Kept::Context { '-' } else { ':' };
+            let text = format!("{}{mark}{}", number + 1, String::from_utf8_lossy(line));
+            if !body.line(&text) {
+                break;
+            }
+        }
+        let mut out = header(request, total, &shown, body.capped);
+        if !body.text.is_empty() {
+            out.push('\n');
+            out.push_str(&body.text);
+        }
+        if let Some(note) = next_page_note(request, total, &shown, body.capped, last_match) {
+            out.push('\n');
+            out.push_str(&note);
+        }
+        out
+    }
+}
+
+/// A body of lines joined by `\n`, cut at [`MAX_READ_CHARS`] chars.
+#[derive(Default)]
+struct Body {
+    text: String,
+    chars: usize,
+    capped: bool,
+}
+
+impl Body {
+    /// Append `line`; false once the body is full.
+    fn line(&mut self, line: &str) -> bool {
+        let separator = (!self.text.is_empty()).then_some('\n');
+        for c in separator.into_iter().chain(line.chars()) {
+            if self.chars == MAX_READ_CHARS {
+                self.capped = true;
+                return false;
+            }
+            self.text.push(c);
+            self.chars += 1;
+        }
+        true
+    }
+}
+
+fn header(request: &GrepRequest, total: u64, shown: &Range<u64>, capped: bool) -> String {
+    let mut out = format!(
+        "[handle {}: {} matching line(s) for {}{}",
+        repr(&request.handle),
+        thousands(total),
+        if request.regex { "regex " } else { "" },
+        repr(&request.pattern),
+    );
+    if request.ignore_case {
+        out.push_str(", ignoring case");
+    }
+    match shown.is_empty() {
+        true => out.push_str("; showing none"),
+        false => {
+            let _ = write!(out, "; showing matches {}-{}", shown.start + 1, shown.end);
+        }
+    }
+    if capped {
+        out.push_str(", output capped");
+    }
+    out.push(']');
+    out
+}
+
+/// What the model can call next, if the page did not show every match.
+fn next_page_note(
+    request: &GrepRequest,
+    total: u64,
+    shown: &Range<u64>,
+    capped: bool,
+    last_match: Option<u64>,
+) -> Option<String> {
+    if capped {
+        let next = last_match
+            .map_or(shown.start, |m| m + 1)
+            .max(shown.start + 1);
+        let from_end = if request.from_end {
+            "from_end=false, "
+        } else {
+            ""
+        };
+        return Some(format!(
+            "[output capped at {} chars after match {next}: call grep_tool_result again with \
+             {from_end}offset={next} for the next matches, or read_tool_result(offset=N-1, \
+             limit=1) to see line N whole]",
+            thousands(MAX_READ_CHARS as u64),
+        ));
+    }
+    if !request.from_end && shown.end < total {
+        return Some(format!(
+            "[{} more matching line(s): call grep_tool_result again with offset={}]",
+            thousands(total - shown.end),
+            shown.end
+        ));
+    }
+    if request.from_end && shown.start > 0 {
+        return Some(format!(
+            "[{} earlier matching line(s): call grep_tool_result again with from_end=true, \
+             offset={}]",
+            thousands(shown.start),
+            total - shown.start
+        ));
+    }
+    None
+}

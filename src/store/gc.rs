@@ -1,0 +1,154 @@
+//! The full listing (`overspill spills ls`) and garbage collection: every object under the
+//! store's namespace, from one listing without delimiters, the same on every backend.
+
+use std::collections::HashSet;
+use std::time::{Duration, SystemTime};
+
+use futures::{StreamExt as _, TryStreamExt as _};
+use object_store::ObjectMeta;
+use object_store::path::Path;
+
+use super::local::LocalBackend;
+use super::{Backend, Call, INDEX_SUFFIX, Store, key};
+use crate::limits::StoreError;
+
+/// One stored spill, as `overspill spills ls` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpillInfo {
+    /// The sanitized handle (readable as a handle: sanitizing is idempotent).
+    pub handle: String,
+    /// The payload's size in bytes.
+    pub size: u64,
+    /// When the payload was last written.
+    pub last_modified: SystemTime,
+}
+
+/// What a garbage collection removed (or would remove, on a dry run).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GcReport {
+    /// The spills removed, oldest first.
+    pub removed: Vec<SpillInfo>,
+    /// Spills newer than the cutoff, kept.
+    pub kept: usize,
+    /// Objects deleted, line indexes included (0 on a dry run).
+    pub deleted_objects: usize,
+}
+
+impl Store {
+    /// The spills stored (for one run when `run` is given), in path order, within the scan
+    /// deadline ([`StoreOptions::with_scan_timeout`]).
+    pub async fn list(&self, run: Option<&str>) -> Result<Vec<SpillInfo>, StoreError> {
+        let prefix = match run {
+            None => self.inner.base.clone(),
+            Some(run) => key::segments(run)
+                .iter()
+                .fold(self.inner.base.clone(), |p, s| p.join(s.as_ref())),
+        };
+        self.scan(async {
+            let metas = self.list_objects(&prefix).await?;
+            Ok(metas
+                .iter()
+                .filter(|m| !m.location.as_ref().ends_with(INDEX_SUFFIX))
+                .map(|m| self.info(m))
+                .collect())
+        })
+        .await
+    }
+
+    /// Delete the spills (and their line indexes) last written more than `older_than` ago, within
+    /// the scan deadline ([`StoreOptions::with_scan_timeout`]).
+    ///
+    /// Lists every object under the store's namespace (no delimiter listings), so it works the
+    /// same on S3-compatible servers and local directories. An index goes with its payload; an
+    /// index whose payload is gone goes once it is older than the cutoff.
+    pub async fn gc(&self, older_than: Duration, dry_run: bool) -> Result<GcReport, StoreError> {
+        let cutoff = SystemTime::now()
+            .checked_sub(older_than)
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        self.scan(self.collect(cutoff, dry_run)).await
+    }
+
+    async fn collect(&self, cutoff: SystemTime, dry_run: bool) -> Result<GcReport, StoreError> {
+        let metas = self.list_objects(&self.inner.base).await?;
+        let present: HashSet<&str> = metas.iter().map(|m| m.location.as_ref()).collect();
+        let mut report = GcReport::default();
+        let mut doomed: Vec<Path> = Vec::new();
+        for meta in &metas {
+            let path = meta.location.as_ref();
+            let old = SystemTime::from(meta.last_modified) < cutoff;
+            match path.strip_suffix(INDEX_SUFFIX) {
+                Some(payload) => {
+                    if old && !present.contains(payload) {
+                        doomed.push(meta.location.clone());
+                    }
+                }
+                None if old => {
+                    report.removed.push(self.info(meta));
+                    doomed.push(meta.location.clone());
+                    let index = format!("{path}{INDEX_SUFFIX}");
+                    if present.contains(index.as_str()) {
+                        doomed.push(Path::from(index));
+                    }
+                }
+                None => report.kept += 1,
+            }
+        }
+        report.removed.sort_by_key(|s| s.last_modified);
+        if dry_run || doomed.is_empty() {
+            return Ok(report);
+        }
+        let (fs, doomed) = match &self.inner.backend {
+            Backend::Object(store) => (store.clone(), doomed),
+            Backend::Local(local) => self.on_disk(local, move |l| l.for_delete(doomed)).await?,
+        };
+        let count = doomed.len();
+        let locations = futures::stream::iter(doomed.clone().into_iter().map(Ok)).boxed();
+        let deleted: Vec<Path> = fs
+            .delete_stream(locations)
+            .try_collect()
+            .await
+            .map_err(|e| self.map_error(e, "", Call::List))?;
+        report.deleted_objects = deleted.len().min(count);
+        if let Backend::Local(local) = &self.inner.backend {
+            let base = self.inner.base.clone();
+            self.on_disk(local, move |l| {
+                l.prune_empty_dirs(&doomed, &base);
+                Ok(())
+            })
+            .await?;
+        }
+        Ok(report)
+    }
+
+    fn info(&self, meta: &ObjectMeta) -> SpillInfo {
+        let handle = meta
+            .location
+            .prefix_match(&self.inner.base)
+            .map(|parts| {
+                parts
+                    .map(|p| p.as_ref().to_owned())
+                    .collect::<Vec<_>>()
+                    .join("/")
+            })
+            .unwrap_or_else(|| meta.location.to_string());
+        SpillInfo {
+            handle,
+            size: meta.size,
+            last_modified: SystemTime::from(meta.last_modified),
+        }
+    }
+
+    async fn list_objects(&self, prefix: &Path) -> Result<Vec<ObjectMeta>, StoreError> {
+        let fs = match &self.inner.backend {
+            Backend::Object(store) => store.clone(),
+            Backend::Local(local) => match self.on_disk(local, LocalBackend::for_listing).await? {
+                Some(fs) => fs,
+                None => return Ok(Vec::new()),
+            },
+        };
+        fs.list(Some(prefix))
+            .try_collect()
+            .await
+            .map_err(|e| self.map_error(e, "", Call::List))
+    }
+}

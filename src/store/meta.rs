@@ -1,0 +1,152 @@
+//! What a spill says about itself without a payload read: the tool that produced it, its size
+//! in chars and lines, and its first line, kept as one object metadata entry (`overspill`, an
+//! `x-amz-meta-overspill` header on S3) in URL query form:
+//! `tool=run_command&chars=123456&lines=2048&first=Building%20...`.
+//!
+//! Computed before the upload starts (a header travels with the first request): the char count
+//! and the first line always; the line count only for spills under the line index's threshold,
+//! since a larger spill's index header holds it (and counting 100 MB of lines would delay the
+//! upload). A local directory keeps no object metadata; listings there fall back to the index.
+
+use bytes::Bytes;
+use object_store::{Attribute, AttributeValue, Attributes};
+
+use crate::read::index::MIN_INDEXED_BYTES;
+use crate::read::lines::{count_lines, next_break};
+
+/// The metadata key.
+const KEY: &str = "overspill";
+/// The most chars of the first line kept.
+const FIRST_LINE_CHARS: usize = 120;
+/// The most bytes of tool name kept.
+const TOOL_BYTES: usize = 128;
+/// Payloads this large are measured on a blocking thread.
+const INLINE_BYTES: usize = 256 << 10;
+
+/// What is known about a spill without reading it; `None` where it is not known (spills written
+/// before this metadata existed, or by writers that set none).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SpillFacts {
+    /// The tool whose output it is.
+    pub tool: Option<String>,
+    /// Chars of its text (UTF-8 code points).
+    pub chars: Option<u64>,
+    /// Lines, as `str.splitlines()` counts them.
+    pub lines: Option<u64>,
+    /// Its first line, cut to 120 chars.
+    pub first_line: Option<String>,
+}
+
+impl SpillFacts {
+    /// Measure `data`, the output of `tool` (if known).
+    pub(crate) async fn measure(data: &Bytes, tool: Option<&str>) -> Self {
+        let mut facts = if data.len() < INLINE_BYTES {
+            Self::of(data)
+        } else {
+            let data = data.clone();
+            tokio::task::spawn_blocking(move || Self::of(&data))
+                .await
+                .unwrap_or_default()
+        };
+        facts.tool = tool
+            .filter(|t| !t.is_empty())
+            .map(|t| cut_chars(t.as_bytes(), TOOL_BYTES));
+        facts
+    }
+
+    fn of(data: &[u8]) -> Self {
+        // Every char starts with a byte that is not a continuation byte.
+        let chars = data.iter().filter(|&&b| (b as i8) >= -0x40).count() as u64;
+        let small = (data.len() as u64) < MIN_INDEXED_BYTES;
+        let head = &data[..data.len().min(4 * FIRST_LINE_CHARS)];
+        let first_end = next_break(head, 0).map_or(head.len(), |(at, _)| at);
+        Self {
+            tool: None,
+            chars: Some(chars),
+            lines: small.then(|| count_lines(data)),
+            first_line: Some(cut_chars(&head[..first_end], FIRST_LINE_CHARS)),
+        }
+    }
+
+    /// The object attributes that carry these facts.
+    pub(crate) fn to_attributes(&self) -> Attributes {
+        let mut query = url::form_urlencoded::Serializer::new(String::new());
+        let mut put = |name: &str, value: Option<String>| {
+            if let Some(value) = value {
+                query.append_pair(name, &value);
+            }
+        };
+        put("tool", self.tool.clone());
+        put("chars", self.chars.map(|n| n.to_string()));
+        put("lines", self.lines.map(|n| n.to_string()));
+        put("first", self.first_line.clone());
+        let mut attributes = Attributes::new();
+        attributes.insert(
+            Attribute::Metadata(KEY.into()),
+            AttributeValue::from(query.finish()),
+        );
+        attributes
+    }
+
+    /// The facts an object's attributes carry (all unknown if none).
+    pub(crate) fn from_attributes(attributes: &Attributes) -> Self {
+        let mut facts = Self::default();
+        let Some(value) = attributes.get(&Attribute::Metadata(KEY.into())) else {
+            return facts;
+        };
+        for (name, value) in url::form_urlencoded::parse(value.as_ref().as_bytes()) {
+            match name.as_ref() {
+                "tool" => facts.tool = Some(value.into_owned()),
+                "chars" => facts.chars = value.parse().ok(),
+                "lines" => facts.lines = value.parse().ok(),
+                "first" => facts.first_line = Some(value.into_owned()),
+                _ => {}
+            }
+        }
+        facts
+    }
+}
+
+/// The lossy decoding of `bytes`, cut to `max` chars.
+fn cut_chars(bytes: &[u8], max: usize) -> String {
+    String::from_utf8_lossy(bytes).chars().take(max).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn facts_round_trip_through_attributes() {
+        let data = Bytes::from("ünïcode & more\r\nsecond\nthird");
+        let facts = SpillFacts::measure(&data, Some("run command")).await;
+        assert_eq!(
+            facts,
+            SpillFacts {
+                tool: Some("run command".into()),
+                chars: Some(28),
+                lines: Some(3),
+                first_line: Some("ünïcode & more".into()),
+            }
+        );
+        let attributes = facts.to_attributes();
+        let value = attributes
+            .get(&Attribute::Metadata(KEY.into()))
+            .expect("set");
+        assert!(value.as_ref().is_ascii(), "{}", value.as_ref());
+        assert_eq!(SpillFacts::from_attributes(&attributes), facts);
+        assert_eq!(
+            SpillFacts::from_attributes(&Attributes::new()),
+            SpillFacts::default()
+        );
+    }
+
+    #[tokio::test]
+    async fn large_spills_leave_their_line_count_to_the_index() {
+        let data = Bytes::from("x\n".repeat(MIN_INDEXED_BYTES as usize));
+        let facts = SpillFacts::measure(&data, None).await;
+        assert_eq!(facts.lines, None);
+        assert_eq!(facts.chars, Some(data.len() as u64));
+        assert_eq!(facts.first_line.as_deref(), Some("x"));
+    }
+}

@@ -1,0 +1,167 @@
+"""`list_tool_results` outside Temporal: a run's spills, newest first, as the Overspill worker's
+`tool_output_limits.list_tool_results` activity lists them.
+
+Each spill's facts come from its `overspill` object metadata (tool, chars, lines, first line, in
+URL query form), which Overspill sets on object stores; the line count of a spill of 64 KiB or
+more comes from the header of its line index (`….idx`). Nothing else is read: unknown facts
+show as such (spills written by `OverspillStore` outside a workflow, or in a `file://` store).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qs
+
+from pydantic_ai import ModelRetry
+
+from overspill_pydantic_ai._keys import INDEX_SUFFIX, NAMESPACE, sanitize_key, sanitize_segment
+
+if TYPE_CHECKING:
+    from overspill_pydantic_ai._store import OverspillStore
+
+MAX_LIMIT = 1_000
+_INDEX_MAGIC = b'OVSPLIDX'
+_INDEX_HEADER_MAX = 58 + 255
+
+
+@dataclass
+class ListedSpill:
+    """One spill of a run and what it says about itself (`None`: unknown)."""
+
+    handle: str
+    size: int
+    modified: float
+    tool: str | None = None
+    chars: int | None = None
+    lines: int | None = None
+    first_line: str | None = None
+
+
+def list_page(store: OverspillStore, run_id: str, limit: int, tool_names: dict[str, str]) -> str:
+    """The text `tool_output_limits.list_tool_results` returns for `run_id` in `store`; `tool_names`
+    (tool call id → tool name) names the tools of spills whose metadata names none."""
+    if not run_id:
+        raise ModelRetry('`run_id` must not be empty.')
+    if limit < 1:
+        raise ModelRetry('`limit` must be >= 1.')
+    spills = _local_spills(store, run_id) if store._location.root is not None else _s3_spills(store, run_id)
+    spills.sort(key=lambda s: (s.modified, s.handle), reverse=True)
+    shown = spills[: min(limit, MAX_LIMIT)]
+    named = {sanitize_segment(call): tool for call, tool in tool_names.items()}
+    for spill in shown:
+        _fill(store, spill)
+        if spill.tool is None:
+            last = spill.handle.rsplit('/', 1)[-1].removesuffix('.content')
+            spill.tool = named.get(last.rpartition('.')[0]) if '.' in last else None
+    return render(run_id, shown, len(spills), time.time())
+
+
+def render(run_id: str, spills: list[ListedSpill], total: int, now: float) -> str:
+    """The model-visible listing."""
+    out = f'[run {run_id!r}: {total:,} spilled tool result(s); showing {len(spills)}, newest first]'
+    for s in spills:
+
+        def count(n: int | None, what: str) -> str:
+            return f'{n:,} {what}' if n is not None else f'? {what}'
+
+        age = _age(max(0, int(now - s.modified)))
+        out += (
+            f'\n- {s.handle!r}: {s.tool or "unknown tool"}, {count(s.chars, "chars")}, '
+            f'{count(s.lines, "lines")}, written {age} ago'
+        )
+        if s.first_line is not None:
+            out += f'; first line: {s.first_line!r}'
+    if total > len(spills):
+        out += f'\n[{total - len(spills):,} older spill(s) not shown: call list_tool_results again with a larger limit]'
+    return out
+
+
+def _age(seconds: int) -> str:
+    """`seconds` as Rust's `humantime::format_duration` writes it (`1h 2m 3s`, `2days 4h`)."""
+    if seconds == 0:
+        return '0s'
+    parts = []
+    for size, name, plural in (
+        (31_557_600, 'year', True),
+        (2_630_016, 'month', True),
+        (86_400, 'day', True),
+        (3_600, 'h', False),
+        (60, 'm', False),
+        (1, 's', False),
+    ):
+        n, seconds = divmod(seconds, size)
+        if n:
+            parts.append(f'{n}{name}{"s" if plural and n > 1 else ""}')
+    return ' '.join(parts)
+
+
+def _s3_spills(store: OverspillStore, run_id: str) -> list[ListedSpill]:
+    client = store._client()
+    base = store.object_key('x')[: -len('x')]  # `{prefix}/tool_output_limits/`
+    prefix = base + sanitize_key(run_id) + '/'
+    spills = []
+    for page in client.get_paginator('list_objects_v2').paginate(Bucket=store.bucket, Prefix=prefix):
+        for obj in page.get('Contents', []):
+            if not obj['Key'].endswith(INDEX_SUFFIX):
+                modified = obj['LastModified']
+                assert isinstance(modified, datetime)
+                spills.append(ListedSpill(obj['Key'][len(base) :], obj['Size'], modified.timestamp()))
+    return spills
+
+
+def _local_spills(store: OverspillStore, run_id: str) -> list[ListedSpill]:
+    assert store._location.root is not None
+    base = Path(store._location.root) / NAMESPACE
+    spills = []
+    for dirpath, _, files in os.walk(base / sanitize_key(run_id)):
+        for name in files:
+            if not name.endswith(INDEX_SUFFIX) and not name.startswith('.'):
+                path = Path(dirpath) / name
+                stat = path.stat()
+                spills.append(ListedSpill(path.relative_to(base).as_posix(), stat.st_size, stat.st_mtime))
+    return spills
+
+
+def _fill(store: OverspillStore, spill: ListedSpill) -> None:
+    """Fill in what `spill`'s metadata and index header say."""
+    if store._location.root is None:
+        client = store._client()
+        key = store.object_key(spill.handle)
+        metadata = client.head_object(Bucket=store.bucket, Key=key).get('Metadata', {})
+        facts = parse_qs(metadata.get('overspill', ''), keep_blank_values=True)
+        first = {name: values[0] for name, values in facts.items()}
+        spill.tool = first.get('tool')
+        spill.chars = int(first['chars']) if 'chars' in first else None
+        spill.lines = int(first['lines']) if 'lines' in first else None
+        spill.first_line = first.get('first')
+    if spill.lines is None:
+        spill.lines = _indexed_lines(store, spill)
+    if spill.size == 0:
+        spill.chars = spill.lines = 0
+
+
+def _indexed_lines(store: OverspillStore, spill: ListedSpill) -> int | None:
+    """The line count in the header of `spill`'s line index, if it describes this payload."""
+    try:
+        if store._location.root is not None:
+            path = Path(store._location.root) / NAMESPACE / (spill.handle + INDEX_SUFFIX)
+            with path.open('rb') as f:
+                header = f.read(_INDEX_HEADER_MAX)
+        else:
+            key = store.object_key(spill.handle) + INDEX_SUFFIX
+            response = store._client().get_object(
+                Bucket=store.bucket, Key=key, Range=f'bytes=0-{_INDEX_HEADER_MAX - 1}'
+            )
+            header = response['Body'].read()
+    except Exception:  # no index, or none readable: the count stays unknown
+        return None
+    if len(header) < 32 or header[:8] != _INDEX_MAGIC or struct.unpack_from('<I', header, 8)[0] != 2:
+        return None
+    payload_len, lines = struct.unpack_from('<QQ', header, 16)
+    return lines if payload_len == spill.size else None

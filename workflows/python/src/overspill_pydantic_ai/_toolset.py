@@ -1,0 +1,150 @@
+"""`OverspillToolset`: `grep_tool_result` and `list_tool_results` for a pydantic-ai agent whose
+spills go to Overspill (`OverspillStore`)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from pydantic_ai import FunctionToolset, ModelRetry, RunContext, Tool
+from pydantic_ai.messages import ModelResponse, ToolCallPart
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
+
+from overspill_pydantic_ai._activity import execute_activity
+from overspill_pydantic_ai._grep import GrepArgs, grep_page
+from overspill_pydantic_ai._listing import list_page
+from overspill_pydantic_ai._store import OverspillStore
+
+GREP_ACTIVITY = 'tool_output_limits.grep_tool_result'
+"""The Overspill activity that searches a spill."""
+
+LIST_ACTIVITY = 'tool_output_limits.list_tool_results'
+"""The Overspill activity that lists a run's spills."""
+
+_NO_ACTIVITY: dict[str, Any] = {'temporal': False}
+"""Tool metadata that keeps a tool in workflow code under `TemporalDurability`: the tool itself
+runs the Overspill activity, so only the bounded page enters the history."""
+
+
+class OverspillToolset(FunctionToolset[Any]):
+    """Adds `grep_tool_result` and `list_tool_results` to an agent that spills through `store`.
+
+    ```python
+    store = OverspillStore('s3://spills')
+    agent = Agent(model, capabilities=[ToolOutputLimits(store=store), TemporalDurability()],
+                  toolsets=[OverspillToolset(store)])
+    ```
+
+    On Temporal, both tools run in workflow code and execute the Overspill worker's
+    `tool_output_limits.grep_tool_result` / `tool_output_limits.list_tool_results` activities on
+    `store.task_queue`: the worker streams the spill, and only the page (at most 50,000 chars)
+    enters the workflow history; a replay takes it from there. Outside a workflow they read the
+    store directly and compute the same text. A bad argument or pattern is a `ModelRetry` with the
+    worker's message.
+    """
+
+    def __init__(
+        self, store: OverspillStore, *, activity_timeout: timedelta = timedelta(minutes=1), id: str = 'overspill'
+    ) -> None:
+        """`activity_timeout` is each activity's `schedule_to_close_timeout`, retries included."""
+        self.store = store
+        self.activity_timeout = activity_timeout
+        super().__init__(
+            [
+                Tool(self.grep_tool_result, metadata=_NO_ACTIVITY),
+                Tool(self.list_tool_results, metadata=_NO_ACTIVITY),
+            ],
+            id=id,
+        )
+
+    async def grep_tool_result(
+        self,
+        ctx: RunContext[Any],
+        handle: str,
+        pattern: str,
+        regex: bool = False,
+        ignore_case: bool = False,
+        context: int = 0,
+        offset: int = 0,
+        limit: int = 50,
+        from_end: bool = False,
+    ) -> str:
+        """Search a spilled tool result for lines containing `pattern`, like `grep -n -C`.
+
+        Returns a header with the total number of matching lines, then the matches as
+        `N:line` (N = 1-based line number) with `context` lines around each as `N-line`,
+        groups separated by `--`, and a note with the `offset` of the next page when more
+        matches exist. Use it to find where something is in a large result (errors, a name,
+        an id); then use `read_tool_result(handle, offset=N-1)` to read the lines around line N.
+        `read_tool_result`'s own `pattern` only filters lines, without line numbers or context.
+
+        Args:
+            ctx: The run context (supplied by the agent).
+            handle: The handle from a "[Tool output too large ... stored to handle ...]" marker.
+            pattern: Text a line must contain (a regular expression when `regex` is true).
+            regex: Treat `pattern` as a regex (Rust `regex` syntax: no look-around or backreferences).
+            ignore_case: Match regardless of letter case.
+            context: Lines to show before and after each match (0-20).
+            offset: Matches to skip (from the first, or from the last with `from_end`).
+            limit: Matches to show (1-1000).
+            from_end: Count `offset` back from the last match (the page stays in file order).
+        """
+        args = GrepArgs(handle, pattern, regex, ignore_case, context, offset, limit, from_end)
+        if workflow.in_workflow():
+            return await self._run(GREP_ACTIVITY, args.request(), f'grep {handle}')
+        args.check()
+        try:
+            data = await self.store.read(handle)
+        except FileNotFoundError:
+            return (
+                f'[No stored tool result for handle {handle!r}. Use the exact handle string from a '
+                '"[Tool output too large ... stored to handle ...]" marker; if the result is no longer '
+                'available, re-run the original tool.]'
+            )
+        return grep_page(data, args)
+
+    async def list_tool_results(self, ctx: RunContext[Any], limit: int = 50) -> str:
+        """List the tool results spilled in this run, newest first.
+
+        For each: its handle, the tool that produced it, its size in chars and lines, how long ago
+        it was written and its first line. Use it to find the handle of an earlier result whose
+        marker is no longer in view; then search it with `grep_tool_result` or page through it
+        with `read_tool_result`.
+
+        Args:
+            ctx: The run context (supplied by the agent).
+            limit: Spills to show, newest first (1-1000).
+        """
+        run_id = ctx.run_id or 'run'
+        # The harness's spills carry no tool name: the run's own calls name them.
+        tool_names = {
+            part.tool_call_id: part.tool_name
+            for message in ctx.messages
+            if isinstance(message, ModelResponse)
+            for part in message.parts
+            if isinstance(part, ToolCallPart)
+        }
+        if workflow.in_workflow():
+            request = {'run_id': run_id, 'limit': limit, 'tool_names': tool_names}
+            return await self._run(LIST_ACTIVITY, request, f'list spills of {run_id}')
+        return list_page(self.store, run_id, limit, tool_names)
+
+    async def _run(self, name: str, request: dict[str, Any], summary: str) -> str:
+        """Run Overspill activity `name`; its `ModelRetry` failures become the model's retries."""
+        try:
+            text = await execute_activity(
+                name,
+                [request],
+                task_queue=self.store.task_queue,
+                schedule_to_close_timeout=self.activity_timeout,
+                summary=summary,
+            )
+        except ActivityError as error:
+            cause = error.cause
+            if isinstance(cause, ApplicationError) and cause.type == 'ModelRetry':
+                raise ModelRetry(cause.message) from None
+            raise
+        if not isinstance(text, str):
+            raise TypeError(f'{name} returned {type(text).__name__}, not the page text')
+        return text
