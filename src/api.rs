@@ -8,6 +8,8 @@
 //! | `spill` | [`SpillRequest`] → [`SpillResponse`] |
 //! | `summarize` | [`SummarizeRequest`] → [`SummarizeResponse`] |
 //! | `read_tool_result` | [`ReadRequest`] → [`ReadResponse`] |
+//! | `grep_tool_result` | [`GrepRequest`] → [`GrepResponse`] |
+//! | `list_tool_results` | [`ListRequest`] → [`ListResponse`] |
 //!
 //! ```
 //! use overspill::api::ReduceRequest;
@@ -21,7 +23,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use crate::read::ReadRequest;
+pub use crate::read::{GrepRequest, ReadRequest};
+pub use crate::store::ListRequest;
 
 use crate::limits::{
     ConfigError, DEFAULT_PREVIEW_CHARS, Limits, Reduced, ToolCall, ToolOutput, ToolResult, Usage,
@@ -196,6 +199,18 @@ pub struct SummarizeResponse {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct ReadResponse(pub String);
+
+/// What `tool_output_limits.grep_tool_result` returns: the model-visible text (a bare JSON
+/// string in `json/plain`, `GrepToolResultResponse.text` in the protobuf encodings).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct GrepResponse(pub String);
+
+/// What `tool_output_limits.list_tool_results` returns: the model-visible text (a bare JSON
+/// string in `json/plain`, `ListToolResultsResponse.text` in the protobuf encodings).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ListResponse(pub String);
 
 /// The call identity a request names. A missing or empty `run_id` is the calling workflow's run
 /// id when there is one (the engine's key then falls back to `run`).

@@ -34,6 +34,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
+pub use crate::api::{GrepResponse, ListResponse};
 use crate::api::{
     ReadRequest, ReadResponse, ReduceRequest, ReduceResponse, SpillRequest, SpillResponse,
     SummarizeRequest, SummarizeResponse,
@@ -51,7 +52,6 @@ pub use failure_log::LogFailures;
 pub use inflight::{InflightBudget, InflightPermit, available_memory};
 pub use metrics::Metrics;
 pub use payload::{Encoding, Incoming, Outgoing};
-pub use tools::{GrepResponse, ListResponse};
 
 /// The reduce activity's name.
 pub const REDUCE: &str = "tool_output_limits.reduce";

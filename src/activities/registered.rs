@@ -8,14 +8,11 @@ use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
 use super::intake::Admitted;
-use super::tools::{GrepResponse, ListResponse};
 use super::{Failure, Incoming, Outgoing, OverspillActivities, guard};
 use crate::api::{
-    ReadRequest, ReadResponse, ReduceRequest, ReduceResponse, SpillRequest, SpillResponse,
-    SummarizeRequest, SummarizeResponse,
+    GrepRequest, GrepResponse, ListRequest, ListResponse, ReadRequest, ReadResponse, ReduceRequest,
+    ReduceResponse, SpillRequest, SpillResponse, SummarizeRequest, SummarizeResponse,
 };
-use crate::read::GrepRequest;
-use crate::store::ListRequest;
 
 #[activities]
 impl OverspillActivities {

@@ -5,24 +5,11 @@
 
 use std::time::SystemTime;
 
-use serde::{Deserialize, Serialize};
-
 use super::proto::{ProtoForm, pb};
 use super::{Failure, OverspillActivities};
+use crate::api::{GrepResponse, ListResponse};
 use crate::read::{self, DEFAULT_GREP_LIMIT, GrepRequest, ReadOutcomeError};
 use crate::store::{DEFAULT_LIST_LIMIT, ListRequest};
-
-/// What `tool_output_limits.grep_tool_result` returns: the model-visible text (a bare JSON
-/// string in `json/plain`, `GrepToolResultResponse.text` in the protobuf encodings).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct GrepResponse(pub String);
-
-/// What `tool_output_limits.list_tool_results` returns: the model-visible text (a bare JSON
-/// string in `json/plain`, `ListToolResultsResponse.text` in the protobuf encodings).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct ListResponse(pub String);
 
 impl OverspillActivities {
     /// Grep a spill (the body of [`super::GREP_TOOL_RESULT`], without Temporal).
