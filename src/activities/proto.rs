@@ -11,10 +11,12 @@ use serde_json::{Map, Value, json};
 
 use super::errors::Failure;
 use crate::api::{
-    ReadRequest, ReadResponse, ReduceRequest, ReduceResponse, SpillRequest, SpillResponse,
-    SummarizeRequest, SummarizeResponse,
+    GrepRequest, GrepResponse, ListRequest, ListResponse, ReadRequest, ReadResponse, ReduceRequest,
+    ReduceResponse, SpillRequest, SpillResponse, SummarizeRequest, SummarizeResponse,
 };
 use crate::limits::{self, DEFAULT_PREVIEW_CHARS, ReductionKind, ToolOutput, Usage};
+use crate::read::DEFAULT_GREP_LIMIT;
+use crate::store::DEFAULT_LIST_LIMIT;
 
 /// The generated `overspill.v1` messages (prost) with their proto3 JSON mapping (pbjson).
 #[allow(missing_docs, unreachable_pub, clippy::all)]
@@ -539,18 +541,87 @@ impl ProtoForm for ReadRequest {
     }
 }
 
-impl ProtoForm for ReadResponse {
-    type Pb = pb::ReadToolResultResponse;
-    const MESSAGE_TYPE: &'static str = "overspill.v1.ReadToolResultResponse";
+impl ProtoForm for GrepRequest {
+    type Pb = pb::GrepToolResultRequest;
+    const MESSAGE_TYPE: &'static str = "overspill.v1.GrepToolResultRequest";
     fn from_pb(pb: Self::Pb) -> Result<Self, Failure> {
-        Ok(Self(pb.text))
+        Ok(Self {
+            handle: pb.handle,
+            pattern: pb.pattern,
+            regex: pb.regex,
+            ignore_case: pb.ignore_case,
+            context: pb.context,
+            offset: pb.offset,
+            limit: pb.limit.unwrap_or(DEFAULT_GREP_LIMIT),
+            from_end: pb.from_end,
+        })
     }
     fn to_pb(&self) -> Self::Pb {
-        pb::ReadToolResultResponse {
-            text: self.0.clone(),
+        pb::GrepToolResultRequest {
+            handle: self.handle.clone(),
+            pattern: self.pattern.clone(),
+            regex: self.regex,
+            ignore_case: self.ignore_case,
+            context: self.context,
+            offset: self.offset,
+            limit: Some(self.limit),
+            from_end: self.from_end,
         }
     }
 }
+
+impl ProtoForm for ListRequest {
+    type Pb = pb::ListToolResultsRequest;
+    const MESSAGE_TYPE: &'static str = "overspill.v1.ListToolResultsRequest";
+    fn from_pb(pb: Self::Pb) -> Result<Self, Failure> {
+        Ok(Self {
+            run_id: pb.run_id,
+            limit: pb.limit.unwrap_or(DEFAULT_LIST_LIMIT),
+            tool_names: pb.tool_names,
+        })
+    }
+    fn to_pb(&self) -> Self::Pb {
+        pb::ListToolResultsRequest {
+            run_id: self.run_id.clone(),
+            limit: Some(self.limit),
+            tool_names: self.tool_names.clone(),
+        }
+    }
+}
+
+/// A text response's protobuf form: the message's one `text` field.
+macro_rules! text_response {
+    ($form:ident, $pb:ident, $name:literal) => {
+        impl ProtoForm for $form {
+            type Pb = pb::$pb;
+            const MESSAGE_TYPE: &'static str = $name;
+            fn from_pb(pb: Self::Pb) -> Result<Self, Failure> {
+                Ok(Self(pb.text))
+            }
+            fn to_pb(&self) -> Self::Pb {
+                pb::$pb {
+                    text: self.0.clone(),
+                }
+            }
+        }
+    };
+}
+
+text_response!(
+    ReadResponse,
+    ReadToolResultResponse,
+    "overspill.v1.ReadToolResultResponse"
+);
+text_response!(
+    GrepResponse,
+    GrepToolResultResponse,
+    "overspill.v1.GrepToolResultResponse"
+);
+text_response!(
+    ListResponse,
+    ListToolResultsResponse,
+    "overspill.v1.ListToolResultsResponse"
+);
 
 #[cfg(test)]
 mod tests {
@@ -672,5 +743,35 @@ mod tests {
             "{}",
             err.message
         );
+    }
+
+    #[test]
+    fn grep_and_list_requests_round_trip_through_protobuf() {
+        let grep = GrepRequest {
+            handle: "r/c.0".into(),
+            pattern: "ERR".into(),
+            regex: true,
+            context: 2,
+            from_end: true,
+            ..GrepRequest::default()
+        };
+        assert_eq!(
+            GrepRequest::from_proto_binary(&grep.to_proto_binary()).expect("decodes"),
+            grep
+        );
+        let camel =
+            br#"{"handle":"r/c.0","pattern":"ERR","regex":true,"context":"2","fromEnd":true}"#;
+        assert_eq!(GrepRequest::from_proto_json(camel).expect("decodes"), grep);
+        let list = ListRequest {
+            run_id: "run-1".into(),
+            limit: 5,
+            tool_names: [("call-1".to_owned(), "cat".to_owned())].into(),
+        };
+        assert_eq!(
+            ListRequest::from_proto_json(&list.to_proto_json()).expect("decodes"),
+            list
+        );
+        let default = ListRequest::from_proto_json(br#"{"runId":"r"}"#).expect("decodes");
+        assert_eq!(default.limit, DEFAULT_LIST_LIMIT);
     }
 }
