@@ -251,6 +251,31 @@ impl<'a> LineChunk<'a> {
     }
 }
 
+/// A scan over a spill's lines fed chunk by chunk (pattern pages, grep): a line may begin in
+/// one chunk and end in a later one.
+pub(crate) trait LineScan {
+    /// The next piece of the open line (a new one if none is open), and whether it ends there.
+    fn continue_open(&mut self, piece: &[u8], ends: bool);
+    /// Scan whole lines: `data` starts at a line start and ends at a line end.
+    fn scan_lines(&mut self, data: &[u8]);
+    /// Whether the scan may stop here.
+    fn stopped(&self) -> bool;
+
+    /// Scan a chunk's `data` (its bytes, or their decoding): the open line's piece, then its
+    /// whole lines; `Break` once the scan may stop.
+    fn scan_chunk(&mut self, data: &[u8], starts_line: bool, ends_line: bool) -> ControlFlow<()> {
+        let (open, lines) = split_open_line(data, starts_line, ends_line);
+        if let Some((piece, ends)) = open {
+            self.continue_open(piece, ends);
+        }
+        self.scan_lines(lines);
+        match self.stopped() {
+            true => ControlFlow::Break(()),
+            false => ControlFlow::Continue(()),
+        }
+    }
+}
+
 /// `data` (a chunk's bytes, or their decoding) cut where its lines start: the piece that goes on
 /// with a line begun in an earlier chunk (or begins one longer than the chunk), with whether that
 /// line ends in it, then the whole lines after it.

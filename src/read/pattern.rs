@@ -11,9 +11,7 @@ use std::ops::{ControlFlow, Range};
 
 use memchr::memmem::Finder;
 
-use super::lines::{
-    ChunkSink, LineChunk, break_len, line_start, may_break, next_break, split_open_line,
-};
+use super::lines::{ChunkSink, LineChunk, LineScan, break_len, line_start, may_break, next_break};
 use super::request::{PAGE_BYTES_CAP, ReadRequest, render};
 use super::source::{PageError, SpillReader, stream_lines};
 
@@ -159,29 +157,6 @@ impl MatchScan {
         }
     }
 
-    /// The next piece of the open line (a new one if none is open), and whether it ends there.
-    fn continue_open(&mut self, piece: &[u8], line_ends: bool) {
-        let mut open = self.open.take().unwrap_or_default();
-        if open.number.is_none() {
-            if self.spans_pieces(&open.tail, piece) || self.finder.find(piece).is_some() {
-                open.number = Some(self.matches);
-                self.matches += 1;
-                open.tail = Vec::new();
-            } else {
-                keep_tail(&mut open.tail, piece, self.pattern.len() - 1);
-            }
-        }
-        if self.window.contains(&open.number.unwrap_or(self.matches)) {
-            let room = self.budget.saturating_sub(open.head.len());
-            open.head.extend_from_slice(&piece[..piece.len().min(room)]);
-        }
-        match (line_ends, open.number) {
-            (false, _) => self.open = Some(open),
-            (true, Some(number)) => self.keep(number, &open.head),
-            (true, None) => {}
-        }
-    }
-
     /// Whether the pattern occurs across the end of `tail` and the start of `piece`.
     fn spans_pieces(&self, tail: &[u8], piece: &[u8]) -> bool {
         if tail.is_empty() {
@@ -189,44 +164,6 @@ impl MatchScan {
         }
         let joined = [tail, &piece[..piece.len().min(self.pattern.len() - 1)]].concat();
         self.finder.find(&joined).is_some()
-    }
-
-    /// Scan whole lines (`data` starts at a line start and ends at a line end).
-    ///
-    /// Only the lines around matches are looked at: each match is checked to end before its
-    /// line's break, its line is taken once, and the scan resumes after that line. Where matches
-    /// are dense and lines short, the lines after a match are looked at one by one instead, which
-    /// costs less than a search per line.
-    fn scan_lines(&mut self, data: &[u8]) {
-        let mut pos = 0;
-        let mut at_line_start = true;
-        while pos < data.len() {
-            if at_line_start {
-                pos = self.scan_short_lines(data, pos);
-                if pos >= data.len() || self.stopped() {
-                    break;
-                }
-            }
-            let Some(found) = self.finder.find(&data[pos..]).map(|i| pos + i) else {
-                break;
-            };
-            let (end, len) = next_break(data, found).unwrap_or((data.len(), 0));
-            if found + self.pattern.len() > end {
-                // The match spans a line break: not a match within one line.
-                pos = found + 1;
-                at_line_start = false;
-                continue;
-            }
-            match self.window.contains(&self.matches) {
-                true => self.matched(&data[line_start(data, found)..end]),
-                false => self.matches += 1,
-            }
-            pos = end + len;
-            at_line_start = true;
-            if self.stopped() {
-                break;
-            }
-        }
     }
 
     /// Look at the short lines from `pos` (a line start) one by one, until one is long or a few
@@ -271,11 +208,6 @@ impl MatchScan {
             self.keep(number, line);
         }
     }
-
-    /// Whether a second pass may stop here.
-    fn stopped(&self) -> bool {
-        self.stop_when_full && self.full()
-    }
 }
 
 /// Whether a short `line` holds `pattern` (non-empty), without a library call per line.
@@ -304,6 +236,72 @@ fn keep_tail(tail: &mut Vec<u8>, piece: &[u8], n: usize) {
     }
 }
 
+impl LineScan for MatchScan {
+    /// The next piece of the open line (a new one if none is open), and whether it ends there.
+    fn continue_open(&mut self, piece: &[u8], line_ends: bool) {
+        let mut open = self.open.take().unwrap_or_default();
+        if open.number.is_none() {
+            if self.spans_pieces(&open.tail, piece) || self.finder.find(piece).is_some() {
+                open.number = Some(self.matches);
+                self.matches += 1;
+                open.tail = Vec::new();
+            } else {
+                keep_tail(&mut open.tail, piece, self.pattern.len() - 1);
+            }
+        }
+        if self.window.contains(&open.number.unwrap_or(self.matches)) {
+            let room = self.budget.saturating_sub(open.head.len());
+            open.head.extend_from_slice(&piece[..piece.len().min(room)]);
+        }
+        match (line_ends, open.number) {
+            (false, _) => self.open = Some(open),
+            (true, Some(number)) => self.keep(number, &open.head),
+            (true, None) => {}
+        }
+    }
+    /// Scan whole lines (`data` starts at a line start and ends at a line end).
+    ///
+    /// Only the lines around matches are looked at: each match is checked to end before its
+    /// line's break, its line is taken once, and the scan resumes after that line. Where matches
+    /// are dense and lines short, the lines after a match are looked at one by one instead, which
+    /// costs less than a search per line.
+    fn scan_lines(&mut self, data: &[u8]) {
+        let mut pos = 0;
+        let mut at_line_start = true;
+        while pos < data.len() {
+            if at_line_start {
+                pos = self.scan_short_lines(data, pos);
+                if pos >= data.len() || self.stopped() {
+                    break;
+                }
+            }
+            let Some(found) = self.finder.find(&data[pos..]).map(|i| pos + i) else {
+                break;
+            };
+            let (end, len) = next_break(data, found).unwrap_or((data.len(), 0));
+            if found + self.pattern.len() > end {
+                // The match spans a line break: not a match within one line.
+                pos = found + 1;
+                at_line_start = false;
+                continue;
+            }
+            match self.window.contains(&self.matches) {
+                true => self.matched(&data[line_start(data, found)..end]),
+                false => self.matches += 1,
+            }
+            pos = end + len;
+            at_line_start = true;
+            if self.stopped() {
+                break;
+            }
+        }
+    }
+    /// Whether a second pass may stop here.
+    fn stopped(&self) -> bool {
+        self.stop_when_full && self.full()
+    }
+}
+
 impl ChunkSink for MatchScan {
     fn feed(&mut self, chunk: LineChunk<'_>) -> ControlFlow<()> {
         if chunk.starts_line
@@ -319,14 +317,6 @@ impl ChunkSink for MatchScan {
             }
             false => chunk.bytes,
         };
-        let (open, lines) = split_open_line(data, chunk.starts_line, chunk.ends_line);
-        if let Some((piece, ends)) = open {
-            self.continue_open(piece, ends);
-        }
-        self.scan_lines(lines);
-        match self.stopped() {
-            true => ControlFlow::Break(()),
-            false => ControlFlow::Continue(()),
-        }
+        self.scan_chunk(data, chunk.starts_line, chunk.ends_line)
     }
 }

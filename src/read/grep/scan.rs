@@ -14,8 +14,8 @@ use std::ops::{ControlFlow, Range};
 use super::render::{Kept, Page};
 use super::{Checked, GrepRequest, Matcher};
 use crate::read::lines::{
-    ChunkSink, LineChunk, break_ending_at, break_start, count_breaks, count_lines, line_start,
-    next_break, split_open_line,
+    ChunkSink, LineChunk, LineScan, break_ending_at, break_start, count_breaks, count_lines,
+    line_start, next_break,
 };
 use crate::read::request::PAGE_BYTES_CAP;
 
@@ -123,58 +123,10 @@ impl GrepScan {
         self.page.render(request, checked.context > 0, total, shown)
     }
 
-    /// Whether a second pass may stop: its window and the context after it are kept.
-    fn stopped(&self) -> bool {
-        self.stop_when_full && self.matches >= self.window.end && self.after == 0
-    }
-
     /// Whether line numbers still matter: a page's lines are still to come, or a from-end first
     /// pass notes them.
     fn numbering(&self) -> bool {
         self.matches < self.window.end || self.after > 0 || self.resume_points.is_some()
-    }
-
-    /// Scan whole lines: `data` starts at a line start and ends at a line end.
-    fn scan_lines(&mut self, data: &[u8]) {
-        let mut pos = 0;
-        // Lines before `counted` are numbered in `self.line`.
-        let mut counted = 0;
-        while pos < data.len() && !self.stopped() {
-            if self.per_line || self.after > 0 {
-                self.line += count_breaks(&data[counted..pos]);
-                let (end, len) = next_break(data, pos).unwrap_or((data.len(), 0));
-                let hit = self.matcher.matches(&data[pos..end]);
-                self.take_line(data, pos..end, hit);
-                pos = end + len;
-                counted = pos;
-                continue;
-            }
-            let Some(found) = self.matcher.regex.find_at(data, pos) else {
-                break;
-            };
-            let at = break_start(data, found.start());
-            let start = line_start(data, at);
-            let (end, len) = next_break(data, at).unwrap_or((data.len(), 0));
-            let within = at == found.start() && found.end() <= end;
-            if !within {
-                // The regex can match across lines: from here on, test each line alone.
-                self.per_line = true;
-                pos = start;
-                continue;
-            }
-            if self.numbering() {
-                self.line += count_breaks(&data[counted..start]);
-                self.take_line(data, start..end, true);
-            } else {
-                self.matches += 1;
-            }
-            pos = end + len;
-            counted = pos;
-        }
-        if self.numbering() {
-            self.line += count_lines(&data[counted..]);
-        }
-        self.remember_last_lines(data);
     }
 
     /// Take line `range` of `data` (numbered `self.line`), a match when `hit`: count it, keep
@@ -250,7 +202,9 @@ impl GrepScan {
         let excess = self.carry.len().saturating_sub(self.context as usize);
         self.carry.drain(..excess);
     }
+}
 
+impl LineScan for GrepScan {
     /// The next piece of a line longer than a chunk; `ends` when the line ends with it.
     fn continue_open(&mut self, piece: &[u8], ends: bool) {
         let mut open = self.open.take().unwrap_or_default();
@@ -269,6 +223,52 @@ impl GrepScan {
             self.carry.drain(..excess);
         }
     }
+    /// Scan whole lines: `data` starts at a line start and ends at a line end.
+    fn scan_lines(&mut self, data: &[u8]) {
+        let mut pos = 0;
+        // Lines before `counted` are numbered in `self.line`.
+        let mut counted = 0;
+        while pos < data.len() && !self.stopped() {
+            if self.per_line || self.after > 0 {
+                self.line += count_breaks(&data[counted..pos]);
+                let (end, len) = next_break(data, pos).unwrap_or((data.len(), 0));
+                let hit = self.matcher.matches(&data[pos..end]);
+                self.take_line(data, pos..end, hit);
+                pos = end + len;
+                counted = pos;
+                continue;
+            }
+            let Some(found) = self.matcher.regex.find_at(data, pos) else {
+                break;
+            };
+            let at = break_start(data, found.start());
+            let start = line_start(data, at);
+            let (end, len) = next_break(data, at).unwrap_or((data.len(), 0));
+            let within = at == found.start() && found.end() <= end;
+            if !within {
+                // The regex can match across lines: from here on, test each line alone.
+                self.per_line = true;
+                pos = start;
+                continue;
+            }
+            if self.numbering() {
+                self.line += count_breaks(&data[counted..start]);
+                self.take_line(data, start..end, true);
+            } else {
+                self.matches += 1;
+            }
+            pos = end + len;
+            counted = pos;
+        }
+        if self.numbering() {
+            self.line += count_lines(&data[counted..]);
+        }
+        self.remember_last_lines(data);
+    }
+    /// Whether a second pass may stop: its window and the context after it are kept.
+    fn stopped(&self) -> bool {
+        self.stop_when_full && self.matches >= self.window.end && self.after == 0
+    }
 }
 
 impl ChunkSink for GrepScan {
@@ -282,14 +282,6 @@ impl ChunkSink for GrepScan {
                 matches: self.matches,
             });
         }
-        let (open, lines) = split_open_line(chunk.bytes, chunk.starts_line, chunk.ends_line);
-        if let Some((piece, ends)) = open {
-            self.continue_open(piece, ends);
-        }
-        self.scan_lines(lines);
-        match self.stopped() {
-            true => ControlFlow::Break(()),
-            false => ControlFlow::Continue(()),
-        }
+        self.scan_chunk(chunk.bytes, chunk.starts_line, chunk.ends_line)
     }
 }
