@@ -52,7 +52,7 @@ EOF2
 }
 
 running() {
-  [ -f "$PID_FILE" ] && kill -0 "$(cat "$PID_FILE")" 2>/dev/null
+  pid_running "$PID_FILE"
 }
 
 start() {
@@ -79,15 +79,7 @@ start() {
 }
 
 stop() {
-  if running; then
-    local pid
-    pid="$(cat "$PID_FILE")"
-    kill "$pid"
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-    kill -9 "$pid" 2>/dev/null || true
-    echo "fake-gcs-server: stopped (pid $pid)"
-  fi
-  rm -f "$PID_FILE"
+  stop_pid fake-gcs-server "$PID_FILE"
 }
 
 case "${1:-start}" in

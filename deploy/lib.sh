@@ -38,6 +38,26 @@ wait_for() {
   return 1
 }
 
+# Whether the process whose pid is in file $1 is alive.
+pid_running() {
+  [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null
+}
+
+# Stop service $1 whose pid is in file $2: TERM, up to 10 s, then KILL.
+stop_pid() {
+  local name="$1" pid_file="$2" pid
+  if pid_running "$pid_file"; then
+    pid="$(cat "$pid_file")"
+    kill "$pid"
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null || true
+    echo "$name: stopped (pid $pid)"
+  else
+    echo "$name: not running"
+  fi
+  rm -f "$pid_file"
+}
+
 # The env file a service's start script writes: a Temporal server on a port other than 7233
 # keeps its own (temporal-<port>.env), so several stacks can share one deploy dir.
 env_file() {

@@ -68,7 +68,7 @@ EOF
 }
 
 running() {
-  [ -f "$PID_FILE" ] && kill -0 "$(cat "$PID_FILE")" 2>/dev/null
+  pid_running "$PID_FILE"
 }
 
 start() {
@@ -118,17 +118,7 @@ EOF
 }
 
 stop() {
-  if running; then
-    local pid
-    pid="$(cat "$PID_FILE")"
-    kill "$pid"
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-    kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null || true
-    echo "seaweedfs: stopped (pid $pid)"
-  else
-    echo "seaweedfs: not running"
-  fi
-  rm -f "$PID_FILE"
+  stop_pid seaweedfs "$PID_FILE"
 }
 
 case "${1:-start}" in
