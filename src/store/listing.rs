@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::meta::SpillFacts;
 use super::{Backend, SpillInfo, Store, sanitize_segment};
-use crate::limits::StoreError;
+use crate::limits::{CONTENT_SUFFIX, StoreError};
 use crate::limits::pyfmt::{repr, thousands};
 use crate::read::index::Header;
 use crate::read::{Part, ReadError, ReadOutcomeError, SpillReader};
@@ -122,12 +122,11 @@ impl Store {
             Backend::Object(_) => self.metadata(handle).await.unwrap_or_default(),
             Backend::Local(_) => SpillFacts::default(),
         };
-        if facts.lines.is_none() {
-            facts.lines = self.indexed_lines(handle, size).await;
-        }
         if size == 0 {
             facts.chars = Some(0);
             facts.lines = Some(0);
+        } else if facts.lines.is_none() {
+            facts.lines = self.indexed_lines(handle, size).await;
         }
         facts
     }
@@ -160,7 +159,7 @@ impl Store {
 /// The (sanitized) tool call id of a handle `{run_id}/{tool_call_id}.{retry}[.content]`.
 fn tool_call_id(handle: &str) -> Option<&str> {
     let last = handle.rsplit('/').next()?;
-    let call = last.strip_suffix(".content").unwrap_or(last);
+    let call = last.strip_suffix(CONTENT_SUFFIX).unwrap_or(last);
     call.rsplit_once('.').map(|(call, _retry)| call)
 }
 
