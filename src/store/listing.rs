@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use super::meta::SpillFacts;
 use super::{Backend, SpillInfo, Store, sanitize_segment};
-use crate::limits::{CONTENT_SUFFIX, StoreError};
 use crate::limits::pyfmt::{repr, thousands};
+use crate::limits::{CONTENT_SUFFIX, StoreError};
 use crate::read::index::Header;
 use crate::read::{Part, ReadError, ReadOutcomeError, SpillReader};
 

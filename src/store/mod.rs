@@ -434,18 +434,19 @@ impl Store {
         tool: Option<&str>,
     ) -> Result<String, StoreError> {
         let (fs, path) = self.for_write(key).await?;
-        let attributes = match &self.inner.backend {
-            Backend::Object(_) => SpillFacts::measure(&data, tool).await.to_attributes(),
-            Backend::Local(_) => Attributes::new(),
-        };
         let len = data.len() as u64;
-        // The payload uploads while its line index is built; the index is stored once the
-        // payload's new tag, which binds it, is known.
+        // The payload is measured for its metadata and uploaded while its line index is built;
+        // the index is stored once the payload's new tag, which binds it, is known.
         self.inner.cache.remove(key);
-        let (stored, built) = futures::join!(
-            self.bounded(len, self.put(&fs, &path, data.clone(), attributes, key)),
-            index::build(data)
-        );
+        let upload = async {
+            let attributes = match &self.inner.backend {
+                Backend::Object(_) => SpillFacts::measure(&data, tool).await.to_attributes(),
+                Backend::Local(_) => Attributes::new(),
+            };
+            self.bounded(len, self.put(&fs, &path, data.clone(), attributes, key))
+                .await
+        };
+        let (stored, built) = futures::join!(upload, index::build(data.clone()));
         let tag = stored?;
         if let Some(built) = built {
             let payload = Version { size: len, tag };
