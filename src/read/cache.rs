@@ -139,20 +139,14 @@ impl IndexCache {
     /// Keep what can be kept of `opened` for `handle` (see [`Opened::to_cache`]), replacing any
     /// older entry.
     pub(crate) fn put(&self, handle: &str, opened: &Opened) {
-        let Some(opened) = opened.to_cache().map(Arc::new) else {
+        let Some(opened) = opened.to_cache().filter(|o| o.cost() <= self.budget) else {
             self.remove(handle);
             return;
         };
         let size = opened.cost();
-        if size > self.budget {
-            self.remove(handle);
-            return;
-        }
         let mut state = self.lock();
-        if let Some(old) = state.entries.insert(handle.to_owned(), opened) {
-            state.bytes -= old.cost();
-            state.order.retain(|h| h != handle);
-        }
+        state.forget(handle);
+        state.entries.insert(handle.to_owned(), Arc::new(opened));
         state.order.push_back(handle.to_owned());
         state.bytes += size;
         while state.bytes > self.budget {
@@ -176,10 +170,16 @@ impl IndexCache {
 
     /// Forget `handle`.
     pub fn remove(&self, handle: &str) {
-        let mut state = self.lock();
-        if let Some(old) = state.entries.remove(handle) {
-            state.bytes -= old.cost();
-            state.order.retain(|h| h != handle);
+        self.lock().forget(handle);
+    }
+}
+
+impl State {
+    /// Drop `handle`'s entry, if any, and its cost.
+    fn forget(&mut self, handle: &str) {
+        if let Some(old) = self.entries.remove(handle) {
+            self.bytes -= old.cost();
+            self.order.retain(|h| h != handle);
         }
     }
 }
