@@ -17,10 +17,10 @@ use super::{Encoding, Failure, Incoming, Outgoing, OverspillActivities};
 use crate::external_storage::KeyScope;
 
 /// An activity's decoded request, with the share of the in-flight budget it holds until dropped.
-pub(crate) struct Admitted<T> {
-    pub(crate) request: T,
-    pub(crate) encoding: Encoding,
-    pub(crate) permit: InflightPermit,
+struct Admitted<T> {
+    request: T,
+    encoding: Encoding,
+    permit: InflightPermit,
 }
 
 impl OverspillActivities {
@@ -37,33 +37,38 @@ impl OverspillActivities {
         R: Serialize + ProtoForm + 'static,
         W: Future<Output = Result<R, Failure>>,
     {
+        self.serve_with(ctx, input, &Progress::<u64>::default(), work)
+            .await
+    }
+
+    /// [`Self::serve`], heartbeating the latest `progress` while admitting and working.
+    pub(crate) async fn serve_with<T, R, W, P>(
+        &self,
+        ctx: &ActivityContext,
+        input: Incoming<T>,
+        progress: &Progress<P>,
+        work: impl FnOnce(T) -> W,
+    ) -> Result<Outgoing<R>, ActivityError>
+    where
+        T: DeserializeOwned + ProtoForm,
+        R: Serialize + ProtoForm + 'static,
+        W: Future<Output = Result<R, Failure>>,
+        P: Serialize + Clone + Send + Sync + 'static,
+    {
         let Admitted {
             request,
             encoding,
             permit: _permit,
-        } = self.admit(ctx, input).await?;
-        let response = guarded(ctx, work(request))
+        } = self.admit_with(ctx, input, progress).await?;
+        let response = guarded_with(ctx, work(request), progress)
             .await?
             .map_err(Failure::into_activity_error)?;
         self.reply(ctx, &response, encoding).await
     }
 
-    /// [`Self::admit_with`], heartbeating a beat count.
-    pub(crate) async fn admit<T>(
-        &self,
-        ctx: &ActivityContext,
-        input: Incoming<T>,
-    ) -> Result<Admitted<T>, ActivityError>
-    where
-        T: DeserializeOwned + ProtoForm,
-    {
-        self.admit_with(ctx, input, &Progress::<u64>::default())
-            .await
-    }
-
     /// Charge the budget for `input`, resolve it if it is a reference, and decode it; while
     /// waiting or fetching, heartbeat `progress` and stop on cancellation.
-    pub(crate) async fn admit_with<T, P>(
+    async fn admit_with<T, P>(
         &self,
         ctx: &ActivityContext,
         input: Incoming<T>,

@@ -7,8 +7,7 @@ use std::sync::Arc;
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
-use super::intake::Admitted;
-use super::{Failure, Incoming, Outgoing, OverspillActivities, guard};
+use super::{Incoming, Outgoing, OverspillActivities, guard};
 use crate::api::{
     GrepRequest, GrepResponse, ListRequest, ListResponse, ReadRequest, ReadResponse, ReduceRequest,
     ReduceResponse, SpillRequest, SpillResponse, SummarizeRequest, SummarizeResponse,
@@ -62,23 +61,17 @@ impl OverspillActivities {
         if let Some(resume) = &resume {
             latest.set(resume.clone());
         }
-        let Admitted {
-            request,
-            encoding,
-            permit: _permit,
-        } = self.admit_with(&ctx, input, &latest).await?;
         let (beat, slot) = (ctx.clone(), latest.clone());
-        let work = self.summarize_resumable(request, resume, move |progress| {
-            let (ctx, progress) = (beat.clone(), progress.clone());
-            slot.set(progress.clone());
-            async move {
-                let _ = ctx.record_heartbeat(progress).await;
-            }
-        });
-        let response = guard::guarded_with(&ctx, work, &latest)
-            .await?
-            .map_err(Failure::into_activity_error)?;
-        self.reply(&ctx, &response, encoding).await
+        self.serve_with(&ctx, input, &latest, |request| {
+            self.summarize_resumable(request, resume, move |progress| {
+                let (ctx, progress) = (beat.clone(), progress.clone());
+                slot.set(progress.clone());
+                async move {
+                    let _ = ctx.record_heartbeat(progress).await;
+                }
+            })
+        })
+        .await
     }
 
     /// `tool_output_limits.read_tool_result`: the bounded read-back, from any worker.
