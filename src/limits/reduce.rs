@@ -193,12 +193,6 @@ pub async fn reduce<S: SpillStore, M: Summarizer>(
         _ => Applied::default(),
     };
 
-    if value.replacement.is_none() && content.replacement.is_none() {
-        return Reduced {
-            exhausted: value.exhausted || content.exhausted,
-            ..Reduced::original(result)
-        };
-    }
     assemble(result, value, content)
 }
 
