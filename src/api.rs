@@ -27,56 +27,42 @@ pub use crate::read::{GrepRequest, ReadRequest};
 pub use crate::store::ListRequest;
 
 use crate::limits::{
-    ConfigError, DEFAULT_PREVIEW_CHARS, Limits, Reduced, ToolCall, ToolOutput, ToolResult, Usage,
+    ConfigError, DEFAULT_PREVIEW_CHARS, Envelope, Limits, Reduced, ToolCall, ToolOutput,
+    ToolResult, Usage,
 };
 
 /// One tool result to reduce, with the call it came from and (optionally) its configuration.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReduceRequest {
-    /// The tool's name as the model called it.
-    pub tool_name: String,
-    /// The tool's kind, for exemptions.
-    #[serde(default)]
-    pub tool_kind: Option<String>,
-    /// The agent run (default `run`; the activity defaults it to the calling workflow's run id).
-    #[serde(default)]
-    pub run_id: Option<String>,
-    /// The model's tool call id (default `call`).
-    #[serde(default)]
-    pub tool_call_id: Option<String>,
-    /// The tool call's retry.
-    #[serde(default)]
-    pub retry: u32,
+    /// The call: `tool_name`, `tool_kind`, `run_id` (default: the calling workflow's run id,
+    /// else `run`), `tool_call_id` (default `call`), `retry`.
+    #[serde(flatten)]
+    pub call: ToolCall,
     /// The return value.
     pub output: ToolOutput,
-    /// A ToolReturn envelope's `content`.
-    #[serde(default)]
-    pub content: Option<Value>,
-    /// A ToolReturn envelope's `metadata`.
-    #[serde(default)]
-    pub metadata: Option<Value>,
-    /// Whether the result is a ToolReturn envelope; implied by `content` or `metadata`.
-    #[serde(default)]
-    pub envelope: bool,
+    /// A ToolReturn envelope's `content`, `metadata` and `envelope` flag.
+    #[serde(flatten)]
+    pub envelope: Envelope,
     /// The limits (the JSON form of [`Limits`]); `None` uses the caller's defaults.
     #[serde(default)]
     pub config: Option<Value>,
 }
 
 impl ReduceRequest {
+    /// A bare return value of `call`, under the caller's default limits.
+    pub fn new(call: ToolCall, output: ToolOutput) -> Self {
+        Self {
+            call,
+            output,
+            envelope: Envelope::default(),
+            config: None,
+        }
+    }
+
     /// The call this result came from; `workflow_run_id` stands in for a missing `run_id`.
     pub fn call(&self, workflow_run_id: Option<&str>) -> ToolCall {
-        ToolCall {
-            tool_kind: self.tool_kind.clone(),
-            ..call(
-                &self.tool_name,
-                &self.run_id,
-                &self.tool_call_id,
-                self.retry,
-                workflow_run_id,
-            )
-        }
+        in_workflow(&self.call, workflow_run_id)
     }
 
     /// The limits to apply: the request's own, or `defaults`.
@@ -89,12 +75,9 @@ impl ReduceRequest {
 
     /// The tool result, consuming the request.
     pub fn into_result(self) -> ToolResult {
-        let envelope = self.envelope || self.content.is_some() || self.metadata.is_some();
         ToolResult {
             return_value: self.output,
-            content: self.content,
-            metadata: self.metadata,
-            envelope,
+            envelope: self.envelope.implied(),
         }
     }
 }
@@ -107,18 +90,11 @@ pub type ReduceResponse = Reduced;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SpillRequest {
-    /// The tool's name (named in the preview's header).
-    #[serde(default)]
-    pub tool_name: String,
-    /// The agent run (default: the calling workflow's run id).
-    #[serde(default)]
-    pub run_id: Option<String>,
-    /// The model's tool call id (default `call`).
-    #[serde(default)]
-    pub tool_call_id: Option<String>,
-    /// The tool call's retry (never the activity attempt).
-    #[serde(default)]
-    pub retry: u32,
+    /// The call: `tool_name` (named in the preview's header), `run_id` (default: the calling
+    /// workflow's run id), `tool_call_id` (default `call`), `retry` (the tool call's, never the
+    /// activity attempt); `tool_kind` is ignored.
+    #[serde(flatten)]
+    pub call: ToolCall,
     /// The handle suffix: `""` for the return value, `".content"` for a ToolReturn's content.
     #[serde(default)]
     pub suffix: String,
@@ -141,21 +117,28 @@ fn default_preview_chars() -> i64 {
     DEFAULT_PREVIEW_CHARS
 }
 
+impl Default for SpillRequest {
+    fn default() -> Self {
+        Self {
+            call: ToolCall::default(),
+            suffix: String::new(),
+            key: None,
+            output: ToolOutput::default(),
+            preview_chars: default_preview_chars(),
+            config: None,
+        }
+    }
+}
+
 impl SpillRequest {
     /// The call this payload came from; `workflow_run_id` stands in for a missing `run_id`.
     pub fn call(&self, workflow_run_id: Option<&str>) -> ToolCall {
-        call(
-            &self.tool_name,
-            &self.run_id,
-            &self.tool_call_id,
-            self.retry,
-            workflow_run_id,
-        )
+        in_workflow(&self.call, workflow_run_id)
     }
 }
 
 /// What a spill returns.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SpillResponse {
     /// The handle to read the payload back with.
     pub handle: String,
@@ -168,7 +151,7 @@ pub struct SpillResponse {
 }
 
 /// `tool_output_limits.summarize`: one model call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SummarizeRequest {
     /// The tool whose output is summarized.
@@ -186,7 +169,7 @@ pub struct SummarizeRequest {
 }
 
 /// What a summary returns.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SummarizeResponse {
     /// The summary, stripped of surrounding whitespace.
     pub summary: String,
@@ -196,41 +179,31 @@ pub struct SummarizeResponse {
 
 /// What `tool_output_limits.read_tool_result` returns: the model-visible text (a bare JSON
 /// string in `json/plain`, `ReadToolResultResponse.text` in the protobuf encodings).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct ReadResponse(pub String);
 
 /// What `tool_output_limits.grep_tool_result` returns: the model-visible text (a bare JSON
 /// string in `json/plain`, `GrepToolResultResponse.text` in the protobuf encodings).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct GrepResponse(pub String);
 
 /// What `tool_output_limits.list_tool_results` returns: the model-visible text (a bare JSON
 /// string in `json/plain`, `ListToolResultsResponse.text` in the protobuf encodings).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct ListResponse(pub String);
 
-/// The call identity a request names. A missing or empty `run_id` is the calling workflow's run
-/// id when there is one (the engine's key then falls back to `run`).
-fn call(
-    tool_name: &str,
-    run_id: &Option<String>,
-    tool_call_id: &Option<String>,
-    retry: u32,
-    workflow_run_id: Option<&str>,
-) -> ToolCall {
-    let run_id = run_id
-        .as_deref()
+/// The call a request names, inside the workflow that sent it: a missing or empty `run_id` is
+/// the calling workflow's run id when there is one (the engine's key then falls back to `run`).
+fn in_workflow(call: &ToolCall, workflow_run_id: Option<&str>) -> ToolCall {
+    let run_id = (call.run_id.as_deref())
         .filter(|id| !id.is_empty())
         .or(workflow_run_id);
     ToolCall {
-        tool_name: tool_name.to_owned(),
-        tool_kind: None,
         run_id: run_id.map(str::to_owned),
-        tool_call_id: tool_call_id.clone(),
-        retry,
+        ..call.clone()
     }
 }
 
@@ -243,10 +216,12 @@ mod tests {
     #[test]
     fn run_id_defaults_to_the_calling_workflow() {
         let spill = |run_id: Option<&str>| SpillRequest {
-            tool_name: "cat".into(),
-            run_id: run_id.map(str::to_owned),
-            tool_call_id: Some("c".into()),
-            retry: 0,
+            call: ToolCall {
+                tool_name: "cat".into(),
+                run_id: run_id.map(str::to_owned),
+                tool_call_id: Some("c".into()),
+                ..ToolCall::default()
+            },
             suffix: String::new(),
             key: None,
             output: ToolOutput::Text(String::new()),
@@ -266,5 +241,36 @@ mod tests {
         let call = reduce.call(Some("wf"));
         assert_eq!(call.spill_key(""), "wf/c.0");
         assert_eq!(call.tool_kind.as_deref(), Some("k"));
+    }
+
+    /// The call and envelope fields are flattened into the request, and a field neither the
+    /// request nor they know is still refused by name.
+    #[test]
+    fn flattened_fields_are_read_and_unknown_ones_refused() {
+        let request: ReduceRequest = serde_json::from_value(serde_json::json!({
+            "tool_name": "cat", "run_id": "r", "tool_call_id": "c", "retry": 2,
+            "output": {"text": "x"}, "metadata": {"k": 1}
+        }))
+        .expect("a request");
+        assert_eq!(request.call(None).spill_key(""), "r/c.2");
+        assert!(request.clone().into_result().envelope.wrapped);
+        assert_eq!(
+            serde_json::to_value(&request).expect("serializes")["tool_call_id"],
+            "c"
+        );
+        for (body, field) in [
+            (
+                r#"{"tool_name":"cat","output":{"text":"x"},"tool_calls":1}"#,
+                "tool_calls",
+            ),
+            (r#"{"output":{"text":"x"},"suffix":".content"}"#, "suffix"),
+        ] {
+            let err = serde_json::from_str::<ReduceRequest>(body).expect_err("unknown field");
+            assert!(err.to_string().contains(field), "{err}");
+        }
+        let err =
+            serde_json::from_str::<SpillRequest>(r#"{"output":{"text":"x"},"envelope":true}"#)
+                .expect_err("unknown field");
+        assert!(err.to_string().contains("envelope"), "{err}");
     }
 }

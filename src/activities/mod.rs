@@ -148,7 +148,7 @@ impl OverspillActivities {
         let limits = request
             .limits(&self.limits)
             .map_err(|e| Failure::invalid_config(&e))?;
-        if request.tool_name.is_empty() {
+        if request.call.tool_name.is_empty() {
             return Err(Failure::invalid_input("tool_name", "must not be empty"));
         }
         let call = request.call(workflow_run_id);
@@ -171,6 +171,7 @@ impl OverspillActivities {
         }
         if reduced.kind == ReductionKind::Spilled {
             let bytes = reduced
+                .envelope
                 .metadata
                 .as_ref()
                 .and_then(|m| m.get("overflow_bytes"))
@@ -214,7 +215,7 @@ impl OverspillActivities {
         let bytes = data.len() as u64;
         let handle = self
             .store
-            .for_tool(&request.tool_name)
+            .for_tool(&request.call.tool_name)
             .write(&key, data)
             .await
             .map_err(|e| Failure::store(&e))?;

@@ -14,9 +14,7 @@ use crate::api::{
     GrepRequest, GrepResponse, ListRequest, ListResponse, ReadRequest, ReadResponse, ReduceRequest,
     ReduceResponse, SpillRequest, SpillResponse, SummarizeRequest, SummarizeResponse,
 };
-use crate::limits::{self, DEFAULT_PREVIEW_CHARS, ReductionKind, ToolOutput, Usage};
-use crate::read::DEFAULT_GREP_LIMIT;
-use crate::store::DEFAULT_LIST_LIMIT;
+use crate::limits::{self, ReductionKind, ToolOutput, Usage};
 
 /// The generated `overspill.v1` messages (prost) with their proto3 JSON mapping (pbjson).
 #[allow(missing_docs, unreachable_pub, clippy::all)]
@@ -65,67 +63,129 @@ pub(crate) fn decode_json<T: DeserializeOwned>(data: &[u8]) -> Result<T, Failure
     })
 }
 
-fn output_from_pb(output: Option<pb::ToolOutput>, field: &str) -> Result<ToolOutput, Failure> {
-    match output.and_then(|o| o.value) {
-        Some(pb::tool_output::Value::Text(text)) => Ok(ToolOutput::Text(text)),
-        Some(pb::tool_output::Value::Json(text)) => serde_json::from_str(&text)
-            .map(ToolOutput::Json)
-            .map_err(|e| Failure::invalid_input(&format!("{field}.json"), e)),
-        Some(pb::tool_output::Value::Bytes(data)) => Ok(ToolOutput::Bytes(data.into())),
-        None => Err(Failure::invalid_input(
-            field,
-            "missing: set text, json or bytes",
-        )),
+/// How one field of a serde form maps to its protobuf field. `set_from` leaves the form's
+/// default in place when an optional protobuf field is absent; errors name `field`.
+trait PbField<P> {
+    /// Set the form's field from the message's.
+    fn set_from(&mut self, value: P, field: &str) -> Result<(), Failure>;
+    /// The message's field.
+    fn to_field(&self) -> P;
+}
+
+impl<T: Clone> PbField<T> for T {
+    fn set_from(&mut self, value: T, _: &str) -> Result<(), Failure> {
+        *self = value;
+        Ok(())
+    }
+    fn to_field(&self) -> T {
+        self.clone()
     }
 }
 
-fn output_to_pb(output: &ToolOutput) -> pb::ToolOutput {
-    pb::ToolOutput {
-        value: Some(match output {
-            ToolOutput::Text(text) => pb::tool_output::Value::Text(text.clone()),
-            ToolOutput::Json(value) => pb::tool_output::Value::Json(value.to_string()),
-            ToolOutput::Bytes(data) => pb::tool_output::Value::Bytes(data.to_vec()),
-        }),
+/// An optional protobuf field the form defaults (`limit`, `preview_chars`).
+impl<T: Clone> PbField<Option<T>> for T {
+    fn set_from(&mut self, value: Option<T>, _: &str) -> Result<(), Failure> {
+        if let Some(value) = value {
+            *self = value;
+        }
+        Ok(())
+    }
+    fn to_field(&self) -> Option<T> {
+        Some(self.clone())
     }
 }
 
-fn json_from_text(text: Option<String>, field: &str) -> Result<Option<Value>, Failure> {
-    text.map(|t| serde_json::from_str(&t).map_err(|e| Failure::invalid_input(field, e)))
-        .transpose()
-}
-
-fn kind_to_pb(kind: ReductionKind) -> i32 {
-    (match kind {
-        ReductionKind::Passthrough => pb::ReductionKind::Passthrough,
-        ReductionKind::Truncated => pb::ReductionKind::Truncated,
-        ReductionKind::Spilled => pb::ReductionKind::Spilled,
-        ReductionKind::Summarized => pb::ReductionKind::Summarized,
-    }) as i32
-}
-
-fn kind_from_pb(kind: i32) -> ReductionKind {
-    match pb::ReductionKind::try_from(kind) {
-        Ok(pb::ReductionKind::Truncated) => ReductionKind::Truncated,
-        Ok(pb::ReductionKind::Spilled) => ReductionKind::Spilled,
-        Ok(pb::ReductionKind::Summarized) => ReductionKind::Summarized,
-        _ => ReductionKind::Passthrough,
+impl PbField<Option<pb::ToolOutput>> for ToolOutput {
+    fn set_from(&mut self, value: Option<pb::ToolOutput>, field: &str) -> Result<(), Failure> {
+        *self = match value.and_then(|o| o.value) {
+            Some(pb::tool_output::Value::Text(text)) => ToolOutput::Text(text),
+            Some(pb::tool_output::Value::Json(text)) => serde_json::from_str(&text)
+                .map(ToolOutput::Json)
+                .map_err(|e| Failure::invalid_input(&format!("{field}.json"), e))?,
+            Some(pb::tool_output::Value::Bytes(data)) => ToolOutput::Bytes(data.into()),
+            None => {
+                return Err(Failure::invalid_input(
+                    field,
+                    "missing: set text, json or bytes",
+                ));
+            }
+        };
+        Ok(())
+    }
+    fn to_field(&self) -> Option<pb::ToolOutput> {
+        Some(pb::ToolOutput {
+            value: Some(match self {
+                ToolOutput::Text(text) => pb::tool_output::Value::Text(text.clone()),
+                ToolOutput::Json(value) => pb::tool_output::Value::Json(value.to_string()),
+                ToolOutput::Bytes(data) => pb::tool_output::Value::Bytes(data.to_vec()),
+            }),
+        })
     }
 }
 
-fn usage_to_pb(u: &Usage) -> pb::Usage {
-    pb::Usage {
-        requests: u.requests,
-        input_tokens: u.input_tokens,
-        output_tokens: u.output_tokens,
+/// A JSON value carried as text (`content_json`, `metadata_json`).
+impl PbField<Option<String>> for Option<Value> {
+    fn set_from(&mut self, value: Option<String>, field: &str) -> Result<(), Failure> {
+        *self = value
+            .map(|t| serde_json::from_str(&t).map_err(|e| Failure::invalid_input(field, e)))
+            .transpose()?;
+        Ok(())
+    }
+    fn to_field(&self) -> Option<String> {
+        self.as_ref().map(Value::to_string)
     }
 }
 
-fn usage_from_pb(u: Option<pb::Usage>) -> Usage {
-    let u = u.unwrap_or_default();
-    Usage {
-        requests: u.requests,
-        input_tokens: u.input_tokens,
-        output_tokens: u.output_tokens,
+/// A request's `config`: a protobuf `Limits` becomes the JSON form and is validated as one;
+/// an invalid config is sent as absent.
+impl PbField<Option<pb::Limits>> for Option<Value> {
+    fn set_from(&mut self, value: Option<pb::Limits>, _: &str) -> Result<(), Failure> {
+        *self = value.as_ref().map(limits_to_json).transpose()?;
+        Ok(())
+    }
+    fn to_field(&self) -> Option<pb::Limits> {
+        self.as_ref()
+            .and_then(|c| limits::Limits::from_value(c.clone()).ok())
+            .map(|l| limits_to_pb(&l))
+    }
+}
+
+impl PbField<i32> for ReductionKind {
+    fn set_from(&mut self, value: i32, _: &str) -> Result<(), Failure> {
+        *self = match pb::ReductionKind::try_from(value) {
+            Ok(pb::ReductionKind::Truncated) => ReductionKind::Truncated,
+            Ok(pb::ReductionKind::Spilled) => ReductionKind::Spilled,
+            Ok(pb::ReductionKind::Summarized) => ReductionKind::Summarized,
+            _ => ReductionKind::Passthrough,
+        };
+        Ok(())
+    }
+    fn to_field(&self) -> i32 {
+        (match self {
+            ReductionKind::Passthrough => pb::ReductionKind::Passthrough,
+            ReductionKind::Truncated => pb::ReductionKind::Truncated,
+            ReductionKind::Spilled => pb::ReductionKind::Spilled,
+            ReductionKind::Summarized => pb::ReductionKind::Summarized,
+        }) as i32
+    }
+}
+
+impl PbField<Option<pb::Usage>> for Usage {
+    fn set_from(&mut self, value: Option<pb::Usage>, _: &str) -> Result<(), Failure> {
+        let u = value.unwrap_or_default();
+        *self = Usage {
+            requests: u.requests,
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+        };
+        Ok(())
+    }
+    fn to_field(&self) -> Option<pb::Usage> {
+        Some(pb::Usage {
+            requests: self.requests,
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+        })
     }
 }
 
@@ -340,288 +400,86 @@ fn action_to_pb(a: &limits::Action) -> pb::Action {
     }
 }
 
-/// A request's `config` value as a protobuf `Limits` (invalid configs are sent as absent).
-fn config_to_pb(config: &Option<Value>) -> Option<pb::Limits> {
-    config
-        .as_ref()
-        .and_then(|c| limits::Limits::from_value(c.clone()).ok())
-        .map(|l| limits_to_pb(&l))
-}
-
-fn config_from_pb(config: Option<pb::Limits>) -> Result<Option<Value>, Failure> {
-    config.as_ref().map(limits_to_json).transpose()
-}
-
-impl ProtoForm for ReduceRequest {
-    type Pb = pb::ReduceRequest;
-    const MESSAGE_TYPE: &'static str = "overspill.v1.ReduceRequest";
-    fn from_pb(pb: Self::Pb) -> Result<Self, Failure> {
-        Ok(Self {
-            tool_name: pb.tool_name,
-            tool_kind: pb.tool_kind,
-            run_id: pb.run_id,
-            tool_call_id: pb.tool_call_id,
-            retry: pb.retry,
-            output: output_from_pb(pb.output, "output")?,
-            content: json_from_text(pb.content_json, "content_json")?,
-            metadata: json_from_text(pb.metadata_json, "metadata_json")?,
-            envelope: pb.envelope,
-            config: config_from_pb(pb.config)?,
-        })
-    }
-    fn to_pb(&self) -> Self::Pb {
-        pb::ReduceRequest {
-            tool_name: self.tool_name.clone(),
-            tool_kind: self.tool_kind.clone(),
-            run_id: self.run_id.clone(),
-            tool_call_id: self.tool_call_id.clone(),
-            retry: self.retry,
-            output: Some(output_to_pb(&self.output)),
-            content_json: self.content.as_ref().map(Value::to_string),
-            metadata_json: self.metadata.as_ref().map(Value::to_string),
-            envelope: self.envelope,
-            config: config_to_pb(&self.config),
-        }
-    }
-}
-
-impl ProtoForm for ReduceResponse {
-    type Pb = pb::ReduceResponse;
-    const MESSAGE_TYPE: &'static str = "overspill.v1.ReduceResponse";
-    fn from_pb(pb: Self::Pb) -> Result<Self, Failure> {
-        Ok(Self {
-            kind: kind_from_pb(pb.kind),
-            content_kind: kind_from_pb(pb.content_kind),
-            return_value: output_from_pb(pb.return_value, "return_value")?,
-            content: json_from_text(pb.content_json, "content_json")?,
-            metadata: json_from_text(pb.metadata_json, "metadata_json")?,
-            envelope: pb.envelope,
-            usage: usage_from_pb(pb.usage),
-            exhausted: false,
-        })
-    }
-    fn to_pb(&self) -> Self::Pb {
-        let meta = |key: &str| {
-            self.metadata
-                .as_ref()
-                .and_then(|m| m.get(key))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        };
-        pb::ReduceResponse {
-            kind: kind_to_pb(self.kind),
-            content_kind: kind_to_pb(self.content_kind),
-            return_value: Some(output_to_pb(&self.return_value)),
-            content_json: self.content.as_ref().map(Value::to_string),
-            metadata_json: self.metadata.as_ref().map(Value::to_string),
-            envelope: self.envelope,
-            usage: Some(usage_to_pb(&self.usage)),
-            overflow_handle: meta("overflow_handle"),
-            overflow_bytes: self
-                .metadata
-                .as_ref()
-                .and_then(|m| m.get("overflow_bytes"))
-                .and_then(Value::as_u64)
-                .unwrap_or(0),
-            overflow_content_handle: meta("overflow_content_handle"),
-        }
-    }
-}
-
-impl ProtoForm for SpillRequest {
-    type Pb = pb::SpillRequest;
-    const MESSAGE_TYPE: &'static str = "overspill.v1.SpillRequest";
-    fn from_pb(pb: Self::Pb) -> Result<Self, Failure> {
-        Ok(Self {
-            tool_name: pb.tool_name,
-            run_id: pb.run_id,
-            tool_call_id: pb.tool_call_id,
-            retry: pb.retry,
-            suffix: pb.suffix,
-            key: pb.key,
-            output: output_from_pb(pb.output, "output")?,
-            preview_chars: pb.preview_chars.unwrap_or(DEFAULT_PREVIEW_CHARS),
-            config: config_from_pb(pb.config)?,
-        })
-    }
-    fn to_pb(&self) -> Self::Pb {
-        pb::SpillRequest {
-            tool_name: self.tool_name.clone(),
-            run_id: self.run_id.clone(),
-            tool_call_id: self.tool_call_id.clone(),
-            retry: self.retry,
-            suffix: self.suffix.clone(),
-            key: self.key.clone(),
-            output: Some(output_to_pb(&self.output)),
-            preview_chars: Some(self.preview_chars),
-            config: config_to_pb(&self.config),
-        }
-    }
-}
-
-impl ProtoForm for SpillResponse {
-    type Pb = pb::SpillResponse;
-    const MESSAGE_TYPE: &'static str = "overspill.v1.SpillResponse";
-    fn from_pb(pb: Self::Pb) -> Result<Self, Failure> {
-        Ok(Self {
-            handle: pb.handle,
-            preview: pb.preview,
-            shape: pb.shape,
-            overflow_bytes: pb.overflow_bytes,
-        })
-    }
-    fn to_pb(&self) -> Self::Pb {
-        pb::SpillResponse {
-            handle: self.handle.clone(),
-            preview: self.preview.clone(),
-            shape: self.shape.clone(),
-            overflow_bytes: self.overflow_bytes,
-        }
-    }
-}
-
-impl ProtoForm for SummarizeRequest {
-    type Pb = pb::SummarizeRequest;
-    const MESSAGE_TYPE: &'static str = "overspill.v1.SummarizeRequest";
-    fn from_pb(pb: Self::Pb) -> Result<Self, Failure> {
-        Ok(Self {
-            tool_name: pb.tool_name,
-            output: pb.output,
-            model: pb.model,
-            template: pb.prompt,
-        })
-    }
-    fn to_pb(&self) -> Self::Pb {
-        pb::SummarizeRequest {
-            tool_name: self.tool_name.clone(),
-            output: self.output.clone(),
-            model: self.model.clone(),
-            prompt: self.template.clone(),
-        }
-    }
-}
-
-impl ProtoForm for SummarizeResponse {
-    type Pb = pb::SummarizeResponse;
-    const MESSAGE_TYPE: &'static str = "overspill.v1.SummarizeResponse";
-    fn from_pb(pb: Self::Pb) -> Result<Self, Failure> {
-        Ok(Self {
-            summary: pb.summary,
-            usage: usage_from_pb(pb.usage),
-        })
-    }
-    fn to_pb(&self) -> Self::Pb {
-        pb::SummarizeResponse {
-            summary: self.summary.clone(),
-            usage: Some(usage_to_pb(&self.usage)),
-        }
-    }
-}
-
-impl ProtoForm for ReadRequest {
-    type Pb = pb::ReadToolResultRequest;
-    const MESSAGE_TYPE: &'static str = "overspill.v1.ReadToolResultRequest";
-    fn from_pb(pb: Self::Pb) -> Result<Self, Failure> {
-        Ok(Self {
-            handle: pb.handle,
-            offset: pb.offset,
-            limit: pb.limit.unwrap_or(crate::read::DEFAULT_LIMIT),
-            from_end: pb.from_end,
-            pattern: pb.pattern,
-        })
-    }
-    fn to_pb(&self) -> Self::Pb {
-        pb::ReadToolResultRequest {
-            handle: self.handle.clone(),
-            offset: self.offset,
-            limit: Some(self.limit),
-            from_end: self.from_end,
-            pattern: self.pattern.clone(),
-        }
-    }
-}
-
-impl ProtoForm for GrepRequest {
-    type Pb = pb::GrepToolResultRequest;
-    const MESSAGE_TYPE: &'static str = "overspill.v1.GrepToolResultRequest";
-    fn from_pb(pb: Self::Pb) -> Result<Self, Failure> {
-        Ok(Self {
-            handle: pb.handle,
-            pattern: pb.pattern,
-            regex: pb.regex,
-            ignore_case: pb.ignore_case,
-            context: pb.context,
-            offset: pb.offset,
-            limit: pb.limit.unwrap_or(DEFAULT_GREP_LIMIT),
-            from_end: pb.from_end,
-        })
-    }
-    fn to_pb(&self) -> Self::Pb {
-        pb::GrepToolResultRequest {
-            handle: self.handle.clone(),
-            pattern: self.pattern.clone(),
-            regex: self.regex,
-            ignore_case: self.ignore_case,
-            context: self.context,
-            offset: self.offset,
-            limit: Some(self.limit),
-            from_end: self.from_end,
-        }
-    }
-}
-
-impl ProtoForm for ListRequest {
-    type Pb = pb::ListToolResultsRequest;
-    const MESSAGE_TYPE: &'static str = "overspill.v1.ListToolResultsRequest";
-    fn from_pb(pb: Self::Pb) -> Result<Self, Failure> {
-        Ok(Self {
-            run_id: pb.run_id,
-            limit: pb.limit.unwrap_or(DEFAULT_LIST_LIMIT),
-            tool_names: pb.tool_names,
-        })
-    }
-    fn to_pb(&self) -> Self::Pb {
-        pb::ListToolResultsRequest {
-            run_id: self.run_id.clone(),
-            limit: Some(self.limit),
-            tool_names: self.tool_names.clone(),
-        }
-    }
-}
-
-/// A text response's protobuf form: the message's one `text` field.
-macro_rules! text_response {
-    ($form:ident, $pb:ident, $name:literal) => {
+/// Implements [`ProtoForm`] from a field mapping, `form.field = message_field` (each by its
+/// [`PbField`]); the form's `Default` fills what the message does not carry. A `then` block
+/// sets message fields derived from the form.
+macro_rules! proto_form {
+    ($form:ty => $pb:ident { $($($field:tt).+ = $pb_field:ident),* $(,)? }
+     $(then |$this:ident, $message:ident| $derived:block)?) => {
         impl ProtoForm for $form {
             type Pb = pb::$pb;
-            const MESSAGE_TYPE: &'static str = $name;
+            const MESSAGE_TYPE: &'static str = concat!("overspill.v1.", stringify!($pb));
             fn from_pb(pb: Self::Pb) -> Result<Self, Failure> {
-                Ok(Self(pb.text))
+                let mut form = Self::default();
+                $(PbField::set_from(&mut form.$($field).+, pb.$pb_field, stringify!($pb_field))?;)*
+                Ok(form)
             }
             fn to_pb(&self) -> Self::Pb {
-                pb::$pb {
-                    text: self.0.clone(),
-                }
+                let mut message = pb::$pb::default();
+                $(message.$pb_field = PbField::to_field(&self.$($field).+);)*
+                $({
+                    let ($this, $message) = (self, &mut message);
+                    $derived
+                })?
+                message
             }
         }
     };
 }
 
-text_response!(
-    ReadResponse,
-    ReadToolResultResponse,
-    "overspill.v1.ReadToolResultResponse"
-);
-text_response!(
-    GrepResponse,
-    GrepToolResultResponse,
-    "overspill.v1.GrepToolResultResponse"
-);
-text_response!(
-    ListResponse,
-    ListToolResultsResponse,
-    "overspill.v1.ListToolResultsResponse"
-);
+proto_form! { ReduceRequest => ReduceRequest {
+    call.tool_name = tool_name, call.tool_kind = tool_kind, call.run_id = run_id,
+    call.tool_call_id = tool_call_id, call.retry = retry, output = output,
+    envelope.content = content_json, envelope.metadata = metadata_json,
+    envelope.wrapped = envelope, config = config,
+} }
+
+proto_form! { ReduceResponse => ReduceResponse {
+    kind = kind, content_kind = content_kind, return_value = return_value,
+    envelope.content = content_json, envelope.metadata = metadata_json,
+    envelope.wrapped = envelope, usage = usage,
+} then |reduced, message| {
+    let metadata = reduced.envelope.metadata.as_ref();
+    let text = |key: &str| Some(metadata?.get(key)?.as_str()?.to_owned());
+    message.overflow_handle = text("overflow_handle");
+    message.overflow_content_handle = text("overflow_content_handle");
+    message.overflow_bytes = (metadata.and_then(|m| m.get("overflow_bytes")))
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+} }
+
+proto_form! { SpillRequest => SpillRequest {
+    call.tool_name = tool_name, call.run_id = run_id, call.tool_call_id = tool_call_id,
+    call.retry = retry, suffix = suffix, key = key, output = output,
+    preview_chars = preview_chars, config = config,
+} }
+
+proto_form! { SpillResponse => SpillResponse {
+    handle = handle, preview = preview, shape = shape, overflow_bytes = overflow_bytes,
+} }
+
+proto_form! { SummarizeRequest => SummarizeRequest {
+    tool_name = tool_name, output = output, model = model, template = prompt,
+} }
+
+proto_form! { SummarizeResponse => SummarizeResponse { summary = summary, usage = usage } }
+
+proto_form! { ReadRequest => ReadToolResultRequest {
+    handle = handle, offset = offset, limit = limit, from_end = from_end, pattern = pattern,
+} }
+
+proto_form! { GrepRequest => GrepToolResultRequest {
+    handle = handle, pattern = pattern, regex = regex, ignore_case = ignore_case,
+    context = context, offset = offset, limit = limit, from_end = from_end,
+} }
+
+proto_form! { ListRequest => ListToolResultsRequest {
+    run_id = run_id, limit = limit, tool_names = tool_names,
+} }
+
+proto_form! { ReadResponse => ReadToolResultResponse { 0 = text } }
+proto_form! { GrepResponse => GrepToolResultResponse { 0 = text } }
+proto_form! { ListResponse => ListToolResultsResponse { 0 = text } }
 
 #[cfg(test)]
 mod tests {
@@ -716,19 +574,11 @@ mod tests {
 
     #[test]
     fn invalid_protobuf_config_names_the_field() {
-        let mut pb = ReduceRequest {
+        let call = limits::ToolCall {
             tool_name: "cat".into(),
-            tool_kind: None,
-            run_id: None,
-            tool_call_id: None,
-            retry: 0,
-            output: ToolOutput::Text("x".into()),
-            content: None,
-            metadata: None,
-            envelope: false,
-            config: None,
-        }
-        .to_pb();
+            ..Default::default()
+        };
+        let mut pb = ReduceRequest::new(call, ToolOutput::Text("x".into())).to_pb();
         pb.config = Some(pb::Limits {
             bands: vec![pb::Band {
                 over: 5,
@@ -772,6 +622,6 @@ mod tests {
             list
         );
         let default = ListRequest::from_proto_json(br#"{"runId":"r"}"#).expect("decodes");
-        assert_eq!(default.limit, DEFAULT_LIST_LIMIT);
+        assert_eq!(default.limit, crate::store::DEFAULT_LIST_LIMIT);
     }
 }

@@ -109,17 +109,46 @@ impl<'de> Deserialize<'de> for ToolOutput {
     }
 }
 
+impl Default for ToolOutput {
+    /// An empty text.
+    fn default() -> Self {
+        Self::Text(String::new())
+    }
+}
+
 /// A tool's result: a bare return value, or a ToolReturn envelope with `content` and `metadata`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolResult {
     /// The return value.
     pub return_value: ToolOutput,
+    /// The ToolReturn envelope around it, if any.
+    pub envelope: Envelope,
+}
+
+/// A ToolReturn envelope's parts: what a result carries beside its return value.
+///
+/// JSON form: `content`, `metadata` and `envelope` (whether there is an envelope at all), each
+/// optional; flattened into the messages that carry a result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Envelope {
     /// The envelope's model-visible `content` (a string, a list of parts, anything).
+    #[serde(default)]
     pub content: Option<Value>,
     /// The envelope's app-side metadata.
+    #[serde(default)]
     pub metadata: Option<Value>,
-    /// Whether the result is a ToolReturn envelope (as opposed to a bare value).
-    pub envelope: bool,
+    /// Whether the result is a ToolReturn envelope (as opposed to a bare value); `content` or
+    /// `metadata` imply one (see [`Envelope::implied`]). `envelope` on the wire.
+    #[serde(default, rename = "envelope")]
+    pub wrapped: bool,
+}
+
+impl Envelope {
+    /// The same parts, `wrapped` when `content` or `metadata` is present.
+    pub fn implied(self) -> Self {
+        let wrapped = self.wrapped || self.content.is_some() || self.metadata.is_some();
+        Self { wrapped, ..self }
+    }
 }
 
 impl ToolResult {
@@ -127,9 +156,7 @@ impl ToolResult {
     pub fn bare(return_value: ToolOutput) -> Self {
         Self {
             return_value,
-            content: None,
-            metadata: None,
-            envelope: false,
+            envelope: Envelope::default(),
         }
     }
 }

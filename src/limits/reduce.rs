@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::config::{Action, Limits};
 use super::effects::{SpillStore, Summarizer, SummaryRequest, Usage};
-use super::output::{ToolCall, ToolOutput, ToolResult};
+use super::output::{Envelope, ToolCall, ToolOutput, ToolResult};
 use super::unit::{Unit, UnitText};
 use super::{measure, preview, prompt, pyfmt, truncate};
 
@@ -41,7 +41,7 @@ pub enum ReductionKind {
 }
 
 /// A reduced result, as the model will see it (the reduce activity's reply, `api::ReduceResponse`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Reduced {
     /// What happened to the return value.
     pub kind: ReductionKind,
@@ -50,16 +50,11 @@ pub struct Reduced {
     pub content_kind: ReductionKind,
     /// The (possibly replaced) return value.
     pub return_value: ToolOutput,
-    /// The (possibly replaced) content.
-    #[serde(default)]
-    pub content: Option<Value>,
-    /// The metadata, with `overflow_handle` / `overflow_bytes` / `overflow_content_handle` added
-    /// when something spilled.
-    #[serde(default)]
-    pub metadata: Option<Value>,
-    /// Whether the result is an envelope (a bare value that spilled becomes one).
-    #[serde(default)]
-    pub envelope: bool,
+    /// The envelope: the (possibly replaced) content, and the metadata with `overflow_handle` /
+    /// `overflow_bytes` / `overflow_content_handle` added when something spilled. A bare value
+    /// that spilled becomes an envelope.
+    #[serde(flatten)]
+    pub envelope: Envelope,
     /// Model usage of any summaries.
     #[serde(default)]
     pub usage: Usage,
@@ -77,8 +72,6 @@ impl Reduced {
             kind: ReductionKind::Passthrough,
             content_kind: ReductionKind::Passthrough,
             return_value: result.return_value,
-            content: result.content,
-            metadata: result.metadata,
             envelope: result.envelope,
             usage: Usage::default(),
             exhausted: false,
@@ -92,7 +85,11 @@ impl Reduced {
 
     /// The spill handle of the return value, if it spilled.
     pub fn overflow_handle(&self) -> Option<&str> {
-        self.metadata.as_ref()?.get("overflow_handle")?.as_str()
+        self.envelope
+            .metadata
+            .as_ref()?
+            .get("overflow_handle")?
+            .as_str()
     }
 }
 
@@ -167,7 +164,7 @@ pub async fn reduce<S: SpillStore, M: Summarizer>(
             ToolOutput::Text(Arc::try_unwrap(text).unwrap_or_else(|kept| (*kept).clone()));
     }
 
-    let content = match &result.content {
+    let content = match &result.envelope.content {
         Some(Value::String(text)) => {
             let unit = Unit::from_text(UnitText::Borrowed(text), String::new(), limits);
             match measure::select(bands, &unit, limits) {
@@ -218,30 +215,33 @@ fn assemble(result: ToolResult, value: Applied, content: Applied) -> Reduced {
         usage
     };
     let spilled = value.handle.is_some() || content.handle.is_some();
-    let envelope = result.envelope || value.handle.is_some();
+    let value_spilled = value.handle.is_some();
+    let Envelope {
+        content: old_content,
+        metadata,
+        wrapped,
+    } = result.envelope;
     let return_value = match value.replacement {
         Some(text) => ToolOutput::Text(text),
         None => result.return_value,
     };
-    let new_content = match content.replacement {
-        Some(text) => Some(Value::String(text)),
-        None => result.content,
-    };
-    let metadata = if spilled {
-        Some(with_handles(
-            result.metadata,
-            value.handle.map(|h| (h, value.spilled_bytes)),
-            content.handle,
-        ))
-    } else {
-        result.metadata
+    let envelope = Envelope {
+        content: content.replacement.map(Value::String).or(old_content),
+        metadata: if spilled {
+            Some(with_handles(
+                metadata,
+                value.handle.map(|h| (h, value.spilled_bytes)),
+                content.handle,
+            ))
+        } else {
+            metadata
+        },
+        wrapped: wrapped || value_spilled,
     };
     Reduced {
         kind: value.kind,
         content_kind: content.kind,
         return_value,
-        content: new_content,
-        metadata,
         envelope,
         usage,
         exhausted: value.exhausted || content.exhausted,

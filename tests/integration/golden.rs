@@ -87,12 +87,12 @@ async fn reduce_matches_reference() {
                 expected["return_value"]
             ));
         }
-        if expected["envelope"] != reduced.envelope {
-            failures.push(format!("{name}: envelope {}", reduced.envelope));
+        if expected["envelope"] != reduced.envelope.wrapped {
+            failures.push(format!("{name}: envelope {}", reduced.envelope.wrapped));
         }
         if expected["envelope"] == true {
-            let content = reduced.content.clone().unwrap_or(Value::Null);
-            let metadata = reduced.metadata.clone().unwrap_or(Value::Null);
+            let content = reduced.envelope.content.clone().unwrap_or(Value::Null);
+            let metadata = reduced.envelope.metadata.clone().unwrap_or(Value::Null);
             if content != expected["content"] {
                 failures.push(format!("{name}: content differs"));
             }

@@ -207,8 +207,8 @@ async fn usage_adds_up_over_value_and_content() {
     let server = FakeOpenAi::start(Some(KEY)).await;
     server.script([Reply::summary("one", 100, 5), Reply::summary("two", 40, 2)]);
     let mut result = text(&numbered(20));
-    result.content = Some(serde_json::Value::String(numbered(15)));
-    result.envelope = true;
+    result.envelope.content = Some(serde_json::Value::String(numbered(15)));
+    result.envelope.wrapped = true;
     let reduced = limits::reduce(
         &limits(None),
         &call("t"),

@@ -523,7 +523,7 @@ async fn retry_after_write_gives_the_same_handle_and_one_object() {
         .run(ReduceToolOutput::run, request, &id)
         .await
         .expect("ReduceToolOutput completes");
-    let handle = response.metadata.as_ref().expect("metadata")["overflow_handle"]
+    let handle = response.envelope.metadata.as_ref().expect("metadata")["overflow_handle"]
         .as_str()
         .expect("handle")
         .to_owned();
@@ -702,7 +702,11 @@ async fn protobuf_payloads_are_answered_in_kind() {
     let reply =
         overspill::api::ReduceResponse::from_proto_binary(&binary_reply.data).expect("decodes");
     assert_eq!(
-        reply.metadata.as_ref().map(|m| &m["overflow_handle"]),
+        reply
+            .envelope
+            .metadata
+            .as_ref()
+            .map(|m| &m["overflow_handle"]),
         Some(&json!("run-pb/call-1.0"))
     );
     let decoded = pb::ReduceResponse::decode(binary_reply.data.as_slice()).expect("decodes");
@@ -854,7 +858,11 @@ async fn reduce_tool_output_sends_its_own_configuration_to_the_activities() {
         .await
         .expect("ReduceToolOutput spills");
     assert_eq!(
-        spilled.metadata.as_ref().map(|m| &m["overflow_handle"]),
+        spilled
+            .envelope
+            .metadata
+            .as_ref()
+            .map(|m| &m["overflow_handle"]),
         Some(&json!("run-ansi/call-1.0"))
     );
     let stored = w

@@ -10,7 +10,7 @@ use temporalio_sdk::{WorkflowContext, WorkflowResult};
 use super::calls::{Overspill, activity_options};
 use super::tools::{ExampleTools, ToolRequest};
 use crate::api::{ReduceRequest, ReduceResponse};
-use crate::limits::ToolOutput;
+use crate::limits::{ToolCall, ToolOutput};
 use crate::read::ReadRequest;
 
 /// The agent's task.
@@ -60,12 +60,7 @@ fn turn(tool_name: &str, tool_call_id: &str, response: &ReduceResponse) -> Turn 
         tool_name: tool_name.into(),
         tool_call_id: tool_call_id.into(),
         model_visible,
-        handle: response
-            .metadata
-            .as_ref()
-            .and_then(|m| m.get("overflow_handle"))
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        handle: response.overflow_handle().map(str::to_owned),
     }
 }
 
@@ -133,16 +128,16 @@ impl AgentLoop {
             .execute_activity(
                 Overspill::reduce,
                 ReduceRequest {
-                    tool_name: "list_files".into(),
-                    tool_kind: None,
-                    run_id: Some(run_id),
-                    tool_call_id: Some("call-3".into()),
-                    retry: 0,
-                    output: ToolOutput::Text(listing),
-                    content: None,
-                    metadata: None,
-                    envelope: false,
                     config: input.config,
+                    ..ReduceRequest::new(
+                        ToolCall {
+                            tool_name: "list_files".into(),
+                            run_id: Some(run_id),
+                            tool_call_id: Some("call-3".into()),
+                            ..ToolCall::default()
+                        },
+                        ToolOutput::Text(listing),
+                    )
                 },
                 activity_options(),
             )

@@ -17,7 +17,8 @@ use crate::api::{
     SummarizeResponse,
 };
 use crate::limits::{
-    Limits, SpillStore, StoreError, SummarizeError, Summarizer, Summary, SummaryRequest, ToolOutput,
+    Limits, SpillStore, StoreError, SummarizeError, Summarizer, Summary, SummaryRequest, ToolCall,
+    ToolOutput,
 };
 
 /// The `tool_output_limits.*` activities, as workflow code calls them (`json/plain`).
@@ -104,10 +105,10 @@ impl<W> SpillStore for ActivityStore<'_, W> {
             Err(_) => ToolOutput::Bytes(data),
         };
         let request = SpillRequest {
-            tool_name: self.tool_name.to_owned(),
-            run_id: None,
-            tool_call_id: None,
-            retry: 0,
+            call: ToolCall {
+                tool_name: self.tool_name.to_owned(),
+                ..ToolCall::default()
+            },
             suffix: String::new(),
             key: Some(key.to_owned()),
             output,

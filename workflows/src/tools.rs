@@ -14,7 +14,7 @@ use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
 use crate::activities::{Failure, OverspillActivities};
 use crate::api::{ReduceRequest, ReduceResponse};
-use crate::limits::ToolOutput;
+use crate::limits::{ToolCall, ToolOutput};
 
 /// A tool call from the scripted model.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -96,17 +96,16 @@ impl ExampleTools {
         // Generation and reduction both run under heartbeats, and stop on cancellation.
         let work = async move {
             let text = build_log_async(request.lines).await;
-            let reduce = ReduceRequest {
+            let call = ToolCall {
                 tool_name: "generate_logs".into(),
-                tool_kind: None,
                 run_id: request.run_id,
                 tool_call_id: request.tool_call_id,
                 retry: request.retry,
-                output: ToolOutput::Text(text),
-                content: None,
-                metadata: None,
-                envelope: false,
+                tool_kind: None,
+            };
+            let reduce = ReduceRequest {
                 config: request.config,
+                ..ReduceRequest::new(call, ToolOutput::Text(text))
             };
             overspill.reduce_request(reduce, run_id.as_deref()).await
         };
