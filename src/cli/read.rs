@@ -11,20 +11,8 @@ use super::CliResult;
 /// Page back into a spill.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The handle from a spill marker.
-    handle: String,
-    /// Lines to skip.
-    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
-    offset: i64,
-    /// Lines to show (at most 1,000).
-    #[arg(long, default_value_t = read::DEFAULT_LIMIT, allow_negative_numbers = true)]
-    limit: i64,
-    /// Count the offset from the end.
-    #[arg(long)]
-    from_end: bool,
-    /// Keep only lines containing this literal text.
-    #[arg(long)]
-    pattern: Option<String>,
+    #[command(flatten)]
+    request: ReadRequest,
     /// The store the spill lives in (see `overspill reduce --help`).
     #[arg(long, env = "OVERSPILL_STORE", value_name = "URL")]
     store: Option<String>,
@@ -32,14 +20,7 @@ pub(crate) struct Args {
 
 pub(crate) async fn run(args: Args) -> CliResult {
     let store = Store::open(args.store.as_deref())?;
-    let request = ReadRequest {
-        handle: args.handle,
-        offset: args.offset,
-        limit: args.limit,
-        from_end: args.from_end,
-        pattern: args.pattern,
-    };
-    print_page(read::read_tool_result(&store, &request).await)
+    print_page(read::read_tool_result(&store, &args.request).await)
 }
 
 /// Print a page on stdout; a bad argument is its message on stderr and exit code 2.
