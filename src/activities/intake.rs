@@ -7,7 +7,6 @@
 //! activity (or, for a standalone activity, by the activity), as Python's worker keys it.
 
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 use temporalio_sdk::activities::{ActivityContext, ActivityError, ActivityInfo};
 
 use super::guard::{Progress, guarded, guarded_with};
@@ -33,8 +32,8 @@ impl OverspillActivities {
         work: impl FnOnce(T) -> W,
     ) -> Result<Outgoing<R>, ActivityError>
     where
-        T: DeserializeOwned + ProtoForm,
-        R: Serialize + ProtoForm + 'static,
+        T: ProtoForm,
+        R: ProtoForm,
         W: Future<Output = Result<R, Failure>>,
     {
         self.serve_with(ctx, input, &Progress::<u64>::default(), work)
@@ -50,8 +49,8 @@ impl OverspillActivities {
         work: impl FnOnce(T) -> W,
     ) -> Result<Outgoing<R>, ActivityError>
     where
-        T: DeserializeOwned + ProtoForm,
-        R: Serialize + ProtoForm + 'static,
+        T: ProtoForm,
+        R: ProtoForm,
         W: Future<Output = Result<R, Failure>>,
         P: Serialize + Clone + Send + Sync + 'static,
     {
@@ -75,7 +74,7 @@ impl OverspillActivities {
         progress: &Progress<P>,
     ) -> Result<Admitted<T>, ActivityError>
     where
-        T: DeserializeOwned + ProtoForm,
+        T: ProtoForm,
         P: Serialize + Clone + Send + Sync + 'static,
     {
         let storage = self.external_storage.as_deref();
@@ -112,7 +111,7 @@ impl OverspillActivities {
         encoding: Encoding,
     ) -> Result<Outgoing<T>, ActivityError>
     where
-        T: Serialize + ProtoForm + 'static,
+        T: ProtoForm,
     {
         let reply = Outgoing::encode(value, encoding)?;
         let Some(storage) = self

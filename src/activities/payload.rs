@@ -10,8 +10,6 @@
 use std::collections::HashMap;
 use std::marker::PhantomData;
 
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use temporalio_common::data_converters::{
     PayloadConversionError, SerializationContext, TemporalDeserializable, TemporalSerializable,
 };
@@ -102,7 +100,7 @@ impl<T> Incoming<T> {
     }
 }
 
-impl<T: DeserializeOwned + ProtoForm> Incoming<T> {
+impl<T: ProtoForm> Incoming<T> {
     /// Decode the request, returning it with the encoding to answer in. Consumes the payload,
     /// so its bytes are freed as soon as the request is decoded.
     pub fn decode(self) -> Result<(T, Encoding), Failure> {
@@ -176,7 +174,7 @@ impl<T> Outgoing<T> {
     }
 }
 
-impl<T: Serialize + ProtoForm + 'static> Outgoing<T> {
+impl<T: ProtoForm> Outgoing<T> {
     /// `value` encoded in `encoding`.
     pub fn encode(value: &T, encoding: Encoding) -> Result<Self, PayloadConversionError> {
         let (data, message_type) = match encoding {

@@ -23,8 +23,8 @@ pub mod pb {
     include!(concat!(env!("OUT_DIR"), "/overspill.v1.serde.rs"));
 }
 
-/// A serde form with a protobuf counterpart, in both protobuf encodings.
-pub trait ProtoForm: Sized {
+/// A serde form (`json/plain`) with a protobuf counterpart, in both protobuf encodings.
+pub trait ProtoForm: Serialize + DeserializeOwned + 'static {
     /// The generated message.
     type Pb: prost::Message + Default + Serialize + DeserializeOwned;
     /// The full protobuf message name (the payload's `messageType`).
