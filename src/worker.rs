@@ -62,13 +62,15 @@ impl WorkerError {
 
 /// How to reach the Temporal server. `Debug` and `Display` never show the API key or a password
 /// in the address.
-#[derive(Clone, Default)]
+#[derive(Clone, Default, derive_more::Debug)]
 pub struct Connect {
     /// `host:port` or a URL (`http://…`, `https://…`).
+    #[debug("{:?}", self.to_string())]
     pub address: String,
     /// The namespace (default `default`).
     pub namespace: Option<String>,
     /// An API key (Temporal Cloud); implies TLS.
+    #[debug("{:?}", api_key.as_ref().map(|_| "[redacted]"))]
     pub api_key: Option<String>,
     /// PEM client certificate for mTLS.
     pub tls_cert: Option<PathBuf>,
@@ -112,20 +114,6 @@ impl Compression {
             Self::Auto | Self::Gzip => GrpcCompression::Gzip,
             Self::None => GrpcCompression::None,
         }
-    }
-}
-
-impl std::fmt::Debug for Connect {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Connect")
-            .field("address", &self.to_string())
-            .field("namespace", &self.namespace)
-            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
-            .field("tls_cert", &self.tls_cert)
-            .field("tls_key", &self.tls_key)
-            .field("tls_ca", &self.tls_ca)
-            .field("identity", &self.identity)
-            .finish()
     }
 }
 

@@ -13,7 +13,6 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
@@ -58,7 +57,7 @@ impl ConfigError {
 }
 
 /// Everything that decides how tool returns are reduced.
-#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Serialize, Deserialize, derive_more::Debug)]
 #[serde(default, deny_unknown_fields)]
 pub struct Limits {
     /// Size bands; the band with the largest threshold met wins (first listed among equals).
@@ -76,8 +75,10 @@ pub struct Limits {
     /// How structured (JSON) returns are rendered to text; `None` is compact JSON.
     pub serializer: Option<SerializerKind>,
     /// Summarize prompt template with `{tool_name}` and `{output}` (Python `str.format` style).
+    #[debug(skip)]
     pub summary_prompt: String,
     /// The read-back tool's name as the model sees it, named in the spill marker.
+    #[debug(skip)]
     pub read_tool_name: String,
 }
 
@@ -100,20 +101,6 @@ impl Default for Limits {
             summary_prompt: DEFAULT_SUMMARY_PROMPT.to_owned(),
             read_tool_name: DEFAULT_READ_TOOL_NAME.to_owned(),
         }
-    }
-}
-
-impl fmt::Debug for Limits {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Limits")
-            .field("bands", &self.bands)
-            .field("per_tool", &self.per_tool)
-            .field("tool_filter", &self.tool_filter)
-            .field("over_tokens", &self.over_tokens)
-            .field("tokenizer", &self.tokenizer)
-            .field("strip_ansi", &self.strip_ansi)
-            .field("serializer", &self.serializer)
-            .finish_non_exhaustive()
     }
 }
 

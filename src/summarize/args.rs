@@ -7,12 +7,13 @@ use crate::limits::SummarizeError;
 
 /// The model flags: `--model-url`, `--model-api-key`, `--model`, `--model-timeout`,
 /// `--model-max-retries`, `--model-context-tokens`, each with its `OVERSPILL_MODEL*` variable.
-#[derive(Clone, Default, clap::Args)]
+#[derive(Clone, Default, clap::Args, derive_more::Debug)]
 pub struct ModelArgs {
     /// Base URL of an OpenAI-compatible chat-completions endpoint (`https://api.openai.com/v1`,
     /// `http://localhost:11434` for Ollama, `http://localhost:8000/v1` for vLLM). Without it,
     /// Summarize falls back to its `then`.
     #[arg(long = "model-url", env = "OVERSPILL_MODEL_URL", value_name = "URL")]
+    #[debug("{:?}", url.as_deref().map(crate::redact::raw_url))]
     pub url: Option<String>,
     /// API key, sent as a bearer token.
     #[arg(
@@ -21,6 +22,7 @@ pub struct ModelArgs {
         value_name = "KEY",
         hide_env_values = true
     )]
+    #[debug("{:?}", api_key.as_ref().map(|_| "[redacted]"))]
     pub api_key: Option<String>,
     /// Default model; a Summarize action's `model` overrides it.
     #[arg(long = "model", env = "OVERSPILL_MODEL", value_name = "NAME")]
@@ -45,19 +47,6 @@ pub struct ModelArgs {
         default_value_t = ChunkBudget::DEFAULT_CONTEXT_TOKENS
     )]
     pub context_tokens: u64,
-}
-
-impl std::fmt::Debug for ModelArgs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ModelArgs")
-            .field("url", &self.url.as_deref().map(crate::redact::raw_url))
-            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
-            .field("model", &self.model)
-            .field("timeout", &self.timeout)
-            .field("max_retries", &self.max_retries)
-            .field("context_tokens", &self.context_tokens)
-            .finish()
-    }
 }
 
 impl ModelArgs {

@@ -57,14 +57,17 @@ impl Secret {
 /// assert_eq!(summarizer.endpoint().as_str(), "http://localhost:11434/v1/chat/completions");
 /// # Ok::<(), overspill::limits::SummarizeError>(())
 /// ```
-#[derive(Clone)]
+#[derive(Clone, derive_more::Debug)]
 pub struct OpenAiSummarizerBuilder {
+    #[debug("{:?}", url.as_deref().map(redact::raw_url))]
     url: Option<String>,
     api_key: Secret,
     model: Option<String>,
     timeout: Duration,
+    #[debug(skip)]
     connect_timeout: Duration,
     max_retries: u32,
+    #[debug(skip)]
     max_retry_delay: Duration,
 }
 
@@ -79,19 +82,6 @@ impl Default for OpenAiSummarizerBuilder {
             max_retries: 0,
             max_retry_delay: DEFAULT_MAX_RETRY_DELAY,
         }
-    }
-}
-
-impl fmt::Debug for OpenAiSummarizerBuilder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let url = self.url.as_deref().map(redact::raw_url);
-        f.debug_struct("OpenAiSummarizerBuilder")
-            .field("url", &url)
-            .field("api_key", &self.api_key)
-            .field("model", &self.model)
-            .field("timeout", &self.timeout)
-            .field("max_retries", &self.max_retries)
-            .finish_non_exhaustive()
     }
 }
 
@@ -213,28 +203,20 @@ fn endpoint(raw: &str) -> Result<Url, Error> {
 /// One `POST {base}/chat/completions` per summary, with the system message
 /// [`SYSTEM_PROMPT`](super::SYSTEM_PROMPT) and the rendered prompt as the user message. Cheap
 /// to clone (the HTTP client is shared). `Debug` and every error text leave the API key out.
-#[derive(Clone)]
+#[derive(Clone, derive_more::Debug)]
 pub struct OpenAiSummarizer {
+    #[debug(skip)]
     client: reqwest::Client,
+    #[debug("{:?}", redact::url(endpoint).as_str())]
     endpoint: Url,
+    #[debug(skip)]
     auth: Option<HeaderValue>,
     api_key: Secret,
     model: Option<String>,
     timeout: Duration,
     max_retries: u32,
+    #[debug(skip)]
     max_retry_delay: Duration,
-}
-
-impl fmt::Debug for OpenAiSummarizer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OpenAiSummarizer")
-            .field("endpoint", &redact::url(&self.endpoint).as_str())
-            .field("api_key", &self.api_key)
-            .field("model", &self.model)
-            .field("timeout", &self.timeout)
-            .field("max_retries", &self.max_retries)
-            .finish_non_exhaustive()
-    }
 }
 
 impl OpenAiSummarizer {
