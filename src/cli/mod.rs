@@ -24,9 +24,9 @@ enum Command {
     /// Reduce one tool output and print what the model sees.
     Reduce(reduce::Args),
     /// Page back into a spill, exactly as read_tool_result returns it.
-    Read(read::Args),
+    Read(read::Args<overspill::read::ReadRequest>),
     /// Search a spill, exactly as grep_tool_result returns it.
-    Grep(grep::Args),
+    Grep(read::Args<overspill::read::GrepRequest>),
     /// List or garbage-collect spills.
     #[command(subcommand)]
     Spills(spills::Command),

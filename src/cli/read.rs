@@ -8,17 +8,17 @@ use overspill::store::Store;
 
 use super::CliResult;
 
-/// Page back into a spill.
+/// A page request (`ReadRequest` or `GrepRequest`) and the store it reads.
 #[derive(Debug, clap::Args)]
-pub(crate) struct Args {
+pub(crate) struct Args<R: clap::Args> {
     #[command(flatten)]
-    request: ReadRequest,
+    pub(crate) request: R,
     /// The store the spill lives in (see `overspill reduce --help`).
     #[arg(long, env = "OVERSPILL_STORE", value_name = "URL")]
-    store: Option<String>,
+    pub(crate) store: Option<String>,
 }
 
-pub(crate) async fn run(args: Args) -> CliResult {
+pub(crate) async fn run(args: Args<ReadRequest>) -> CliResult {
     let store = Store::open(args.store.as_deref())?;
     print_page(read::read_tool_result(&store, &args.request).await)
 }
