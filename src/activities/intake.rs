@@ -127,7 +127,7 @@ impl OverspillActivities {
         )
         .await?
         .map_err(|e| Failure::external_storage(&e).into_activity_error())?;
-        Ok(Outgoing::from_payload(offloaded))
+        Ok(Outgoing::new(offloaded))
     }
 }
 

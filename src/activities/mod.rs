@@ -51,7 +51,7 @@ pub use errors::Failure;
 pub use failure_log::LogFailures;
 pub use inflight::{InflightBudget, InflightPermit, available_memory};
 pub use metrics::Metrics;
-pub use payload::{Encoding, Incoming, Outgoing};
+pub use payload::{Encoding, Incoming, Outgoing, Wire};
 
 /// The reduce activity's name.
 pub const REDUCE: &str = "tool_output_limits.reduce";

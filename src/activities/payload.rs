@@ -1,11 +1,12 @@
 //! Activity payloads in the encoding the caller chose, answered in the same encoding.
 //!
 //! A Python dict or dataclass, a TypeScript object or a Rust serde struct arrives as `json/plain`
-//! with snake_case fields. [`Incoming`] keeps the raw payload so that the activity itself resolves
-//! it (an External Storage reference is fetched inside the activity's own task, see
-//! [`Incoming::resolve`]) and decodes it, failing with a typed, non-retryable error naming the
-//! field (a failure inside the SDK would be untyped and retried forever); [`Outgoing`] is the
-//! reply encoded like the request came in, or the reference to where it was offloaded.
+//! with snake_case fields. An activity takes its request as an [`Incoming`] payload, kept raw so
+//! that the activity itself resolves it (an External Storage reference is fetched inside the
+//! activity's own task, see [`Wire::resolve`]) and decodes it, failing with a typed,
+//! non-retryable error naming the field (a failure inside the SDK would be untyped and retried
+//! forever); it answers with an [`Outgoing`] payload: the reply encoded like the request came in,
+//! or the reference to where it was offloaded.
 
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -47,20 +48,38 @@ impl Encoding {
     }
 }
 
-/// A request payload, decoded by the activity (see [`Incoming::decode`]).
+/// An activity payload as it travels, typed by the form it carries: the raw request (see
+/// [`Wire::decode`]) or the encoded reply (see [`Wire::encode`]).
 #[derive(Debug, Clone)]
-pub struct Incoming<T> {
+pub struct Wire<T> {
     payload: Payload,
     _message: PhantomData<fn() -> T>,
 }
 
-impl<T> Incoming<T> {
+/// A request payload, decoded by the activity.
+pub type Incoming<T> = Wire<T>;
+
+/// A reply: the payload encoded like the request it answers, or the External Storage reference
+/// it was offloaded to.
+pub type Outgoing<T> = Wire<T>;
+
+impl<T> Wire<T> {
     /// Wrap a raw payload.
     pub fn new(payload: Payload) -> Self {
         Self {
             payload,
             _message: PhantomData,
         }
+    }
+
+    /// The payload.
+    pub fn payload(&self) -> &Payload {
+        &self.payload
+    }
+
+    /// The payload, unwrapped.
+    pub fn into_payload(self) -> Payload {
+        self.payload
     }
 
     /// The External Storage reference this input is, if it is one.
@@ -100,7 +119,7 @@ impl<T> Incoming<T> {
     }
 }
 
-impl<T: ProtoForm> Incoming<T> {
+impl<T: ProtoForm> Wire<T> {
     /// Decode the request, returning it with the encoding to answer in. Consumes the payload,
     /// so its bytes are freed as soon as the request is decoded.
     pub fn decode(self) -> Result<(T, Encoding), Failure> {
@@ -129,52 +148,7 @@ impl<T: ProtoForm> Incoming<T> {
         };
         Ok((value, encoding))
     }
-}
 
-impl<T: 'static> TemporalDeserializable for Incoming<T> {
-    fn from_payload(
-        _: &SerializationContext<'_>,
-        payload: Payload,
-    ) -> Result<Self, PayloadConversionError> {
-        Ok(Self::new(payload))
-    }
-}
-
-impl<T: 'static> TemporalSerializable for Incoming<T> {
-    fn to_payload(&self, _: &SerializationContext<'_>) -> Result<Payload, PayloadConversionError> {
-        Ok(self.payload.clone())
-    }
-}
-
-/// A reply: the payload encoded like the request it answers, or the External Storage reference
-/// it was offloaded to.
-#[derive(Debug, Clone)]
-pub struct Outgoing<T> {
-    payload: Payload,
-    _message: PhantomData<fn() -> T>,
-}
-
-impl<T> Outgoing<T> {
-    /// Wrap a ready payload (an encoded reply, or a reference to one).
-    pub fn from_payload(payload: Payload) -> Self {
-        Self {
-            payload,
-            _message: PhantomData,
-        }
-    }
-
-    /// The payload.
-    pub fn payload(&self) -> &Payload {
-        &self.payload
-    }
-
-    /// The payload, unwrapped.
-    pub fn into_payload(self) -> Payload {
-        self.payload
-    }
-}
-
-impl<T: ProtoForm> Outgoing<T> {
     /// `value` encoded in `encoding`.
     pub fn encode(value: &T, encoding: Encoding) -> Result<Self, PayloadConversionError> {
         let (data, message_type) = match encoding {
@@ -196,7 +170,7 @@ impl<T: ProtoForm> Outgoing<T> {
                 message_type.as_bytes().to_vec(),
             );
         }
-        Ok(Self::from_payload(Payload {
+        Ok(Self::new(Payload {
             metadata,
             data,
             external_payloads: vec![],
@@ -204,17 +178,17 @@ impl<T: ProtoForm> Outgoing<T> {
     }
 }
 
-impl<T: 'static> TemporalSerializable for Outgoing<T> {
-    fn to_payload(&self, _: &SerializationContext<'_>) -> Result<Payload, PayloadConversionError> {
-        Ok(self.payload.clone())
-    }
-}
-
-impl<T: 'static> TemporalDeserializable for Outgoing<T> {
+impl<T: 'static> TemporalDeserializable for Wire<T> {
     fn from_payload(
         _: &SerializationContext<'_>,
         payload: Payload,
     ) -> Result<Self, PayloadConversionError> {
-        Ok(Self::from_payload(payload))
+        Ok(Self::new(payload))
+    }
+}
+
+impl<T: 'static> TemporalSerializable for Wire<T> {
+    fn to_payload(&self, _: &SerializationContext<'_>) -> Result<Payload, PayloadConversionError> {
+        Ok(self.payload.clone())
     }
 }

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use object_store::path::Path;
 use object_store::{GetOptions, ObjectStore, ObjectStoreExt as _, PutOptions};
 
-use super::local::LocalBackend;
+use super::local::Access;
 use super::{Call, INDEX_SUFFIX, Store};
 use crate::limits::StoreError;
 use crate::read::index::{Index, MIN_INDEXED_BYTES};
@@ -104,7 +104,7 @@ impl Store {
             Part::Payload => self.for_read(handle).await,
             Part::Index => {
                 let path = index_path(&self.locate(handle)?);
-                self.backend_for(path, handle, LocalBackend::for_read).await
+                self.backend_for(path, handle, Access::Read).await
             }
         }
     }
@@ -139,7 +139,7 @@ impl SpillReader for Store {
     async fn put_index(&self, handle: &str, index: Bytes) -> Result<Option<String>, StoreError> {
         let path = index_path(&self.locate(handle)?);
         let (fs, location) = self
-            .backend_for(path, handle, LocalBackend::for_write)
+            .backend_for(path, handle, Access::Write)
             .await?;
         self.put_index_at(&fs, &location, index).await
     }

@@ -14,6 +14,15 @@ use object_store::local::LocalFileSystem;
 use crate::limits::StoreError;
 use crate::limits::pyfmt::repr;
 
+/// What a caller is about to do with an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Read it (or its line index).
+    Read,
+    /// Write it (or its line index).
+    Write,
+}
+
 /// The `file://` backend: the root's checks and the object_store filesystem over it, built on
 /// first use (once the root exists and passed its checks).
 ///
@@ -39,26 +48,26 @@ impl LocalBackend {
         self.root.path()
     }
 
-    /// Before reading the object at `relative`: the root checked, the target confined to it.
-    pub(crate) fn for_read(
+    /// The filesystem, once `access` to the object at `relative` passed the root's checks: for a
+    /// read, the root checked and the target confined to it; for a write, the root created and
+    /// checked, and the directory the object goes into confined to it (see
+    /// [`LocalRoot::confine_dir`]).
+    pub(crate) fn checked(
         &self,
+        access: Access,
         relative: &str,
         handle: &str,
     ) -> Result<Arc<dyn ObjectStore>, StoreError> {
-        self.root.check()?;
-        self.root.confine(relative, handle)?;
-        self.fs()
-    }
-
-    /// Before writing the object at `relative`: the root created and checked, and the directory
-    /// the object goes into confined to it (see [`LocalRoot::confine_dir`]).
-    pub(crate) fn for_write(
-        &self,
-        relative: &str,
-        handle: &str,
-    ) -> Result<Arc<dyn ObjectStore>, StoreError> {
-        self.root.ensure()?;
-        self.root.confine_dir(relative, handle)?;
+        match access {
+            Access::Read => {
+                self.root.check()?;
+                self.root.confine(relative, handle)?;
+            }
+            Access::Write => {
+                self.root.ensure()?;
+                self.root.confine_dir(relative, handle)?;
+            }
+        }
         self.fs()
     }
 

@@ -77,7 +77,7 @@ pub use meta::SpillFacts;
 pub use options::StoreOptions;
 pub use url::UrlError;
 
-use local::LocalBackend;
+use local::{Access, LocalBackend};
 use url::StoreUrl;
 
 /// The longest object key S3, GCS and Azure hold, in bytes.
@@ -107,10 +107,6 @@ enum Backend {
     Object(Arc<dyn ObjectStore>),
     Local(Arc<LocalBackend>),
 }
-
-/// A local backend's check of an object path (relative to its root) for a handle, giving the
-/// filesystem to use.
-type LocalCheck = fn(&LocalBackend, &str, &str) -> Result<Arc<dyn ObjectStore>, StoreError>;
 
 /// What a failed call was doing: a 404 on a write or a listing means a missing bucket, not a
 /// missing spill.
@@ -215,7 +211,7 @@ impl Store {
                 handle: handle.to_owned(),
             });
         }
-        self.backend_for(path, handle, LocalBackend::for_read).await
+        self.backend_for(path, handle, Access::Read).await
     }
 
     /// The backend and object path for a write of `key`, after creating, checking and confining
@@ -223,7 +219,7 @@ impl Store {
     async fn for_write(&self, key: &str) -> Result<(Arc<dyn ObjectStore>, Path), StoreError> {
         let path = self.locate(key)?;
         self.too_long(&path, key)?;
-        self.backend_for(path, key, LocalBackend::for_write).await
+        self.backend_for(path, key, Access::Write).await
     }
 
     /// The backend for the object at `path`, after the local backend's `check` of it.
@@ -231,13 +227,13 @@ impl Store {
         &self,
         path: Path,
         handle: &str,
-        check: LocalCheck,
+        access: Access,
     ) -> Result<(Arc<dyn ObjectStore>, Path), StoreError> {
         let fs = match &self.inner.backend {
             Backend::Object(store) => store.clone(),
             Backend::Local(local) => {
                 let (relative, handle) = (path.to_string(), handle.to_owned());
-                self.on_disk(local, move |l| check(l, &relative, &handle))
+                self.on_disk(local, move |l| l.checked(access, &relative, &handle))
                     .await?
             }
         };
