@@ -27,6 +27,13 @@ impl<T> Default for Progress<T> {
     }
 }
 
+impl Progress<u64> {
+    /// No progress to report: heartbeats carry a beat count.
+    pub fn none() -> Self {
+        Self::default()
+    }
+}
+
 impl<T: Clone> Progress<T> {
     /// Remember `progress` as the latest.
     pub fn set(&self, progress: T) {
@@ -46,7 +53,7 @@ pub async fn guarded<F: Future>(
     ctx: &ActivityContext,
     work: F,
 ) -> Result<F::Output, ActivityError> {
-    guarded_with(ctx, work, &Progress::<u64>::default()).await
+    guarded_with(ctx, work, &Progress::none()).await
 }
 
 /// [`guarded`], heartbeating the latest `progress` (a beat count until there is one).

@@ -23,25 +23,9 @@ struct Admitted<T> {
 }
 
 impl OverspillActivities {
-    /// The whole life of a simple activity: admit `input`, run `work` on the request while
-    /// heartbeating and cancellable, and reply in the request's encoding.
-    pub(crate) async fn serve<T, R, W>(
-        &self,
-        ctx: &ActivityContext,
-        input: Incoming<T>,
-        work: impl FnOnce(T) -> W,
-    ) -> Result<Outgoing<R>, ActivityError>
-    where
-        T: ProtoForm,
-        R: ProtoForm,
-        W: Future<Output = Result<R, Failure>>,
-    {
-        self.serve_with(ctx, input, &Progress::<u64>::default(), work)
-            .await
-    }
-
-    /// [`Self::serve`], heartbeating the latest `progress` while admitting and working.
-    pub(crate) async fn serve_with<T, R, W, P>(
+    /// The whole life of an activity: admit `input`, run `work` on the request while
+    /// heartbeating the latest `progress` and cancellable, and reply in the request's encoding.
+    pub(crate) async fn serve<T, R, W, P>(
         &self,
         ctx: &ActivityContext,
         input: Incoming<T>,

@@ -138,9 +138,7 @@ impl SpillReader for Store {
 
     async fn put_index(&self, handle: &str, index: Bytes) -> Result<Option<String>, StoreError> {
         let path = index_path(&self.locate(handle)?);
-        let (fs, location) = self
-            .backend_for(path, handle, Access::Write)
-            .await?;
+        let (fs, location) = self.backend_for(path, handle, Access::Write).await?;
         self.put_index_at(&fs, &location, index).await
     }
 
