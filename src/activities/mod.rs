@@ -345,13 +345,14 @@ mod tests {
 
     /// A store whose endpoint refuses connections.
     fn down_store() -> Arc<Store> {
-        let options = StoreOptions::new()
-            .with_endpoint("http://127.0.0.1:9")
-            .with_allow_http(true)
-            .with_credentials("key", "secret")
-            .with_max_retries(0)
-            .with_timeout(Duration::from_secs(2))
-            .with_connect_timeout(Duration::from_millis(500));
+        let options = StoreOptions::builder()
+            .endpoint("http://127.0.0.1:9")
+            .allow_http(true)
+            .credentials("key", "secret")
+            .max_retries(0)
+            .timeout(Duration::from_secs(2))
+            .connect_timeout(Duration::from_millis(500))
+            .build();
         Arc::new(Store::open_with(Some("s3://spills"), options).expect("store"))
     }
 

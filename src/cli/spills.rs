@@ -66,22 +66,13 @@ pub(crate) struct StoreArgs {
 
 impl StoreArgs {
     fn open(&self) -> Result<Store, overspill::limits::StoreError> {
-        let mut options = StoreOptions::new();
-        if let Some(endpoint) = &self.endpoint {
-            options = options.with_endpoint(endpoint);
-        }
-        if let Some(region) = &self.region {
-            options = options.with_region(region);
-        }
-        if self.allow_http {
-            options = options.with_allow_http(true);
-        }
-        if let Some(timeout) = self.timeout {
-            options = options.with_timeout(timeout);
-        }
-        if let Some(deadline) = self.deadline {
-            options = options.with_scan_timeout(deadline);
-        }
+        let options = StoreOptions::builder()
+            .maybe_endpoint(self.endpoint.clone())
+            .maybe_region(self.region.clone())
+            .maybe_allow_http(self.allow_http.then_some(true))
+            .maybe_timeout(self.timeout)
+            .maybe_scan_timeout(self.deadline)
+            .build();
         Store::open_with(self.store.as_deref(), options)
     }
 }

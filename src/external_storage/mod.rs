@@ -19,7 +19,7 @@
 //! use overspill::store::{Bucket, StoreOptions};
 //! # use temporalio_common::protos::temporal::api::common::v1::Payload;
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
-//! let bucket = Bucket::new(Arc::new(object_store::memory::InMemory::new()), "payloads", "", StoreOptions::new());
+//! let bucket = Bucket::new(Arc::new(object_store::memory::InMemory::new()), "payloads", "", StoreOptions::default());
 //! let settings = ExternalStorageSettings { threshold: 10, ..ExternalStorageSettings::default() };
 //! let storage = ExternalStorage::new(Driver::S3, bucket, settings);
 //! let payload = Payload { data: b"\"a long enough value\"".to_vec(), ..Payload::default() };

@@ -132,7 +132,7 @@ fn storage(
     threshold: u64,
 ) -> (ExternalStorage, Arc<InMemory>) {
     let memory = Arc::new(InMemory::new());
-    let bucket = Bucket::new(memory.clone(), bucket, prefix, StoreOptions::new());
+    let bucket = Bucket::new(memory.clone(), bucket, prefix, StoreOptions::default());
     let settings = ExternalStorageSettings {
         threshold,
         ..ExternalStorageSettings::default()

@@ -3,9 +3,9 @@
 //!
 //! Lines follow Python's `str.splitlines()` ([`lines`]). A page by offset goes through the spill's
 //! sparse line index ([`index`]) to a few small ranged reads; a page by pattern streams the
-//! payload in bounded chunks, counting matches and keeping only the page's lines ([`pattern`]).
+//! payload in bounded chunks, counting matches and keeping only the page's lines (`read::pattern`).
 //! Stores serve both through [`SpillReader`]. The output is byte for byte the reference's
-//! ([`request`] states its rules).
+//! (`read::request` states its rules).
 //!
 //! ```
 //! use overspill::read::{read_page, ReadRequest};

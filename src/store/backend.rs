@@ -213,7 +213,9 @@ mod tests {
                 AmazonS3ConfigKey::Client(ClientConfigKey::ProxyCaCertificate),
                 "/etc/proxy-ca.pem",
             );
-        let options = StoreOptions::new().with_connect_timeout(Duration::from_secs(3));
+        let options = StoreOptions::builder()
+            .connect_timeout(Duration::from_secs(3))
+            .build();
         let builder = s3(env, "s3://spills", ENDPOINT, &options).expect("a builder");
         assert_eq!(
             client(&builder, ClientConfigKey::ProxyUrl).as_deref(),
@@ -240,7 +242,7 @@ mod tests {
             AmazonS3Builder::new(),
             "s3://spills",
             ENDPOINT,
-            &StoreOptions::new(),
+            &StoreOptions::default(),
         )
         .expect_err("no credentials");
         assert!(matches!(error, StoreError::Misconfigured(_)));
@@ -249,10 +251,10 @@ mod tests {
                 .to_string()
                 .starts_with("no S3 credentials: set AWS_ACCESS_KEY_ID")
         );
-        let keyed = StoreOptions::new().with_credentials("id", "secret");
+        let keyed = StoreOptions::builder().credentials("id", "secret").build();
         assert!(s3(AmazonS3Builder::new(), "s3://spills", ENDPOINT, &keyed).is_ok());
         let unsigned = AmazonS3Builder::new().with_skip_signature(true);
-        assert!(s3(unsigned, "s3://spills", ENDPOINT, &StoreOptions::new()).is_ok());
+        assert!(s3(unsigned, "s3://spills", ENDPOINT, &StoreOptions::default()).is_ok());
         // On AWS itself (no endpoint), the instance's role is a legitimate source.
         let aws = Location::default();
         assert!(
@@ -260,7 +262,7 @@ mod tests {
                 AmazonS3Builder::new(),
                 "s3://spills",
                 aws,
-                &StoreOptions::new()
+                &StoreOptions::default()
             )
             .is_ok()
         );

@@ -36,7 +36,7 @@ pub struct GcReport {
 
 impl Store {
     /// The spills stored (for one run when `run` is given), in path order, within the scan
-    /// deadline ([`StoreOptions::with_scan_timeout`]).
+    /// deadline ([`StoreOptions`](super::StoreOptions)'s `scan_timeout`).
     pub async fn list(&self, run: Option<&str>) -> Result<Vec<SpillInfo>, StoreError> {
         let prefix = match run {
             None => self.inner.base.clone(),
@@ -56,7 +56,7 @@ impl Store {
     }
 
     /// Delete the spills (and their line indexes) last written more than `older_than` ago, within
-    /// the scan deadline ([`StoreOptions::with_scan_timeout`]).
+    /// the scan deadline ([`StoreOptions`](super::StoreOptions)'s `scan_timeout`).
     ///
     /// Lists every object under the store's namespace (no delimiter listings), so it works the
     /// same on S3-compatible servers and local directories. An index goes with its payload; an

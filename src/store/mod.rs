@@ -126,7 +126,7 @@ impl Store {
     /// Open the store at `url` (`None`: the local default) with `options`.
     ///
     /// An `s3://` store with a custom endpoint (`AWS_ENDPOINT_URL`, `?endpoint=`, or
-    /// [`StoreOptions::with_endpoint`]) and no credentials is refused as
+    /// [`StoreOptions`]'s `endpoint`) and no credentials is refused as
     /// [`StoreError::Misconfigured`]: object_store would fall back to the EC2 instance metadata
     /// service, which a self-hosted server never answers for.
     pub fn open_with(url: Option<&str>, options: StoreOptions) -> Result<Self, StoreError> {
@@ -323,15 +323,15 @@ impl Store {
         let options = &self.inner.options;
         let multipart = matches!(self.inner.backend, Backend::Object(_))
             && data.len() >= options.multipart_threshold
-            && data.len() > options.part_size;
+            && data.len() > options.part_size.max(1);
         let result = if multipart {
             upload::put_multipart(
                 fs.as_ref(),
                 path,
                 data,
                 attributes,
-                options.part_size,
-                options.part_concurrency,
+                options.part_size.max(1),
+                options.part_concurrency.max(1),
                 options.timeout,
             )
             .await

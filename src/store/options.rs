@@ -3,21 +3,62 @@
 
 use std::time::Duration;
 
-/// How a [`Store`](super::Store) talks to its backend. Defaults are documented on each setter.
-#[derive(Debug, Clone)]
+/// How a [`Store`](super::Store) talks to its backend, built with [`StoreOptions::builder`]
+/// (each setter's default below; `StoreOptions::default()` is all of them).
+///
+/// ```
+/// use std::time::Duration;
+/// let options = overspill::store::StoreOptions::builder()
+///     .timeout(Duration::from_secs(2))
+///     .endpoint("http://127.0.0.1:8333")
+///     .build();
+/// ```
+#[derive(Debug, Clone, bon::Builder)]
+#[builder(on(String, into))]
 pub struct StoreOptions {
+    /// The per-call deadline (default 5 s), also the HTTP read-inactivity timeout and the retry
+    /// budget. Transfers get `bytes / min_throughput` on top.
+    #[builder(default = Duration::from_secs(5))]
     pub(super) timeout: Duration,
+    /// The deadline of a whole listing or garbage collection, every page and delete included
+    /// (default 5 minutes).
+    #[builder(default = Duration::from_secs(300))]
     pub(super) scan_timeout: Duration,
+    /// The slowest transfer rate a deadline allows for, in bytes a second (default 8 MiB/s).
+    #[builder(default = 8 << 20)]
     pub(super) min_throughput: u64,
+    /// The TCP/TLS connect timeout (default 2 s).
+    #[builder(default = Duration::from_secs(2))]
     pub(super) connect_timeout: Duration,
+    /// Retries of a failed request inside one call (default 2, backoff 100 ms doubling to 1 s).
+    #[builder(default = 2)]
     pub(super) max_retries: usize,
+    /// Payloads of at least this many bytes are uploaded in parts (default 16 MiB).
+    #[builder(default = 16 << 20)]
     pub(super) multipart_threshold: usize,
+    /// The size of a multipart upload's parts (default 8 MiB; at least 5 MiB for S3).
+    #[builder(default = 8 << 20)]
     pub(super) part_size: usize,
+    /// Parts uploaded at a time (default 4).
+    #[builder(default = 4)]
     pub(super) part_concurrency: usize,
+    /// Bytes of opened line indexes kept in memory per store (default 64 MiB; 0 disables the
+    /// cache). An entry holds at most an index's first 64 KiB.
+    #[builder(default = 64 << 20)]
     pub(super) index_cache_bytes: usize,
+    /// The S3/Azure endpoint (default: `AWS_ENDPOINT_URL`, the URL's `endpoint`, or the cloud).
     pub(super) endpoint: Option<String>,
+    /// The S3 region (default: `AWS_REGION`, the URL's `region`, or `us-east-1`).
     pub(super) region: Option<String>,
+    /// Allow plain-HTTP endpoints (default: `AWS_ALLOW_HTTP`, the URL's `allow_http`, or no).
     pub(super) allow_http: Option<bool>,
+    /// S3 credentials, key id and secret (default: `AWS_ACCESS_KEY_ID` /
+    /// `AWS_SECRET_ACCESS_KEY`; without them, the instance's role, except with a custom endpoint:
+    /// see [`Store::open_with`](super::Store::open_with)).
+    #[builder(with = |access_key_id: &str, secret_access_key: &str| Credentials {
+        access_key_id: access_key_id.to_owned(),
+        secret_access_key: secret_access_key.to_owned(),
+    })]
     pub(super) credentials: Option<Credentials>,
 }
 
@@ -39,113 +80,13 @@ impl std::fmt::Debug for Credentials {
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        Self {
-            timeout: Duration::from_secs(5),
-            scan_timeout: Duration::from_secs(300),
-            min_throughput: 8 << 20,
-            connect_timeout: Duration::from_secs(2),
-            max_retries: 2,
-            multipart_threshold: 16 << 20,
-            part_size: 8 << 20,
-            part_concurrency: 4,
-            index_cache_bytes: 64 << 20,
-            endpoint: None,
-            region: None,
-            allow_http: None,
-            credentials: None,
-        }
+        Self::builder().build()
     }
 }
 
 impl StoreOptions {
-    /// Options with the defaults below.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The per-call deadline (default 5 s), also the HTTP read-inactivity timeout and the retry
-    /// budget. Transfers get `bytes / min_throughput` on top.
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// The deadline of a whole listing or garbage collection, every page and delete included
-    /// (default 5 minutes).
-    pub fn with_scan_timeout(mut self, timeout: Duration) -> Self {
-        self.scan_timeout = timeout;
-        self
-    }
-
-    /// The slowest transfer rate a deadline allows for, in bytes a second (default 8 MiB/s).
-    pub fn with_min_throughput(mut self, bytes_per_second: u64) -> Self {
-        self.min_throughput = bytes_per_second.max(1);
-        self
-    }
-
-    /// The TCP/TLS connect timeout (default 2 s).
-    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// Retries of a failed request inside one call (default 2, backoff 100 ms doubling to 1 s).
-    pub fn with_max_retries(mut self, retries: usize) -> Self {
-        self.max_retries = retries;
-        self
-    }
-
-    /// Upload payloads of at least `threshold` bytes (default 16 MiB) in `part_size` parts
-    /// (default 8 MiB, at least 5 MiB for S3), `concurrency` at a time (default 4).
-    pub fn with_multipart(
-        mut self,
-        threshold: usize,
-        part_size: usize,
-        concurrency: usize,
-    ) -> Self {
-        self.multipart_threshold = threshold;
-        self.part_size = part_size.max(1);
-        self.part_concurrency = concurrency.max(1);
-        self
-    }
-
-    /// Bytes of opened line indexes kept in memory per store (default 64 MiB; 0 disables the
-    /// cache). An entry holds at most an index's first 64 KiB.
-    pub fn with_index_cache_bytes(mut self, bytes: usize) -> Self {
-        self.index_cache_bytes = bytes;
-        self
-    }
-
-    /// The S3/Azure endpoint (default: `AWS_ENDPOINT_URL`, the URL's `endpoint`, or the cloud).
-    pub fn with_endpoint(mut self, endpoint: impl Into<String>) -> Self {
-        self.endpoint = Some(endpoint.into());
-        self
-    }
-
-    /// The S3 region (default: `AWS_REGION`, the URL's `region`, or `us-east-1`).
-    pub fn with_region(mut self, region: impl Into<String>) -> Self {
-        self.region = Some(region.into());
-        self
-    }
-
-    /// Allow plain-HTTP endpoints (default: `AWS_ALLOW_HTTP`, the URL's `allow_http`, or no).
-    pub fn with_allow_http(mut self, allow: bool) -> Self {
-        self.allow_http = Some(allow);
-        self
-    }
-
-    /// S3 credentials (default: `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY`; without them, the
-    /// instance's role, except with a custom endpoint: see [`Store::open_with`]).
-    pub fn with_credentials(mut self, access_key_id: &str, secret_access_key: &str) -> Self {
-        self.credentials = Some(Credentials {
-            access_key_id: access_key_id.to_owned(),
-            secret_access_key: secret_access_key.to_owned(),
-        });
-        self
-    }
-
     /// The deadline for a call moving `bytes`.
     pub(super) fn deadline(&self, bytes: u64) -> Duration {
-        self.timeout + Duration::from_secs_f64(bytes as f64 / self.min_throughput as f64)
+        self.timeout + Duration::from_secs_f64(bytes as f64 / self.min_throughput.max(1) as f64)
     }
 }

@@ -196,7 +196,11 @@ async fn an_overwrite_behind_the_stores_back_is_paged_from_its_own_lines() {
 async fn multipart_uploads_reassemble() {
     let store = Store::open_with(
         Some("memory://"),
-        StoreOptions::new().with_multipart(10, 7, 3),
+        StoreOptions::builder()
+            .multipart_threshold(10)
+            .part_size(7)
+            .part_concurrency(3)
+            .build(),
     )
     .unwrap();
     let data = text(50);
@@ -475,7 +479,9 @@ mod local {
 
 #[test]
 fn debug_never_shows_the_secret_key() {
-    let options = StoreOptions::default().with_credentials("AKIDEXAMPLE", "wJalrXUtnFEMI-secret");
+    let options = StoreOptions::builder()
+        .credentials("AKIDEXAMPLE", "wJalrXUtnFEMI-secret")
+        .build();
     let shown = format!("{options:?}");
     assert!(shown.contains("AKIDEXAMPLE"));
     assert!(!shown.contains("wJalrXUtnFEMI-secret"), "{shown}");
@@ -483,9 +489,10 @@ fn debug_never_shows_the_secret_key() {
 
 #[test]
 fn url_and_debug_never_show_a_password() {
-    let options = StoreOptions::new()
-        .with_endpoint("http://127.0.0.1:9")
-        .with_credentials("key", "secret");
+    let options = StoreOptions::builder()
+        .endpoint("http://127.0.0.1:9")
+        .credentials("key", "secret")
+        .build();
     let store = Store::open_with(Some("s3://ops:url-secret@spills/team"), options).unwrap();
     assert_eq!(store.url(), "s3://ops:redacted@spills/team");
     assert!(!format!("{store:?}").contains("url-secret"));
@@ -516,7 +523,9 @@ async fn a_key_too_long_for_a_blob_store_is_refused() {
 async fn blocking_disk_work_is_bounded_by_the_deadline() {
     let dir = tempfile::tempdir().unwrap();
     let url = ::url::Url::from_directory_path(dir.path()).unwrap();
-    let options = StoreOptions::new().with_timeout(Duration::from_millis(100));
+    let options = StoreOptions::builder()
+        .timeout(Duration::from_millis(100))
+        .build();
     let store = Store::open_with(Some(url.as_str()), options).unwrap();
     let Backend::Local(local) = &store.inner.backend else {
         panic!("a local backend")
@@ -631,9 +640,12 @@ impl object_store::MultipartUpload for StalledUpload {
 async fn a_dropped_multipart_upload_is_aborted() {
     let backend = Arc::new(StalledParts::default());
     let aborted = backend.aborted.clone();
-    let options = StoreOptions::new()
-        .with_timeout(Duration::from_millis(100))
-        .with_multipart(1024, 1024, 2);
+    let options = StoreOptions::builder()
+        .timeout(Duration::from_millis(100))
+        .multipart_threshold(1024)
+        .part_size(1024)
+        .part_concurrency(2)
+        .build();
     let store = Store {
         inner: Arc::new(Inner {
             url: "stalled://".into(),
@@ -695,11 +707,12 @@ async fn endless_listing() -> std::net::SocketAddr {
 #[tokio::test]
 async fn a_listing_that_never_ends_stops_at_the_scan_deadline() {
     let addr = endless_listing().await;
-    let options = StoreOptions::new()
-        .with_endpoint(format!("http://{addr}"))
-        .with_allow_http(true)
-        .with_credentials("key", "secret")
-        .with_scan_timeout(Duration::from_millis(500));
+    let options = StoreOptions::builder()
+        .endpoint(format!("http://{addr}"))
+        .allow_http(true)
+        .credentials("key", "secret")
+        .scan_timeout(Duration::from_millis(500))
+        .build();
     let store = Store::open_with(Some("s3://spills"), options).unwrap();
     let listed = tokio::time::timeout(Duration::from_secs(30), store.list(None))
         .await

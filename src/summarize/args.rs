@@ -55,17 +55,14 @@ impl ModelArgs {
         let Some(url) = &self.url else {
             return Ok(None);
         };
-        let mut builder = OpenAiSummarizer::new(url.clone())
-            .with_timeout(self.timeout)
-            .with_max_retries(self.max_retries);
-        if let Some(key) = &self.api_key {
-            builder = builder.with_api_key(key.clone());
-        }
-        if let Some(model) = &self.model {
-            builder = builder.with_model(model.clone());
-        }
+        let summarizer = OpenAiSummarizer::builder(url.clone())
+            .timeout(self.timeout)
+            .max_retries(self.max_retries)
+            .maybe_api_key(self.api_key.clone())
+            .maybe_model(self.model.clone())
+            .build()?;
         let budget = ChunkBudget::from_context_tokens(self.context_tokens);
-        Ok(Some(Chunked::new(builder.build()?, budget)))
+        Ok(Some(Chunked::new(summarizer, budget)))
     }
 }
 

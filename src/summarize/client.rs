@@ -44,141 +44,7 @@ impl Secret {
     }
 }
 
-/// Builds an [`OpenAiSummarizer`].
-///
-/// ```
-/// use std::time::Duration;
-/// use overspill::summarize::OpenAiSummarizer;
-///
-/// let summarizer = OpenAiSummarizer::new("http://localhost:11434")
-///     .with_model("qwen2.5:7b")
-///     .with_timeout(Duration::from_secs(60))
-///     .build()?;
-/// assert_eq!(summarizer.endpoint().as_str(), "http://localhost:11434/v1/chat/completions");
-/// # Ok::<(), overspill::limits::SummarizeError>(())
-/// ```
-#[derive(Clone, derive_more::Debug)]
-pub struct OpenAiSummarizerBuilder {
-    #[debug("{:?}", url.as_deref().map(redact::raw_url))]
-    url: Option<String>,
-    api_key: Secret,
-    model: Option<String>,
-    timeout: Duration,
-    #[debug(skip)]
-    connect_timeout: Duration,
-    max_retries: u32,
-    #[debug(skip)]
-    max_retry_delay: Duration,
-}
-
-impl Default for OpenAiSummarizerBuilder {
-    fn default() -> Self {
-        Self {
-            url: None,
-            api_key: Secret::default(),
-            model: None,
-            timeout: DEFAULT_TIMEOUT,
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            max_retries: 0,
-            max_retry_delay: DEFAULT_MAX_RETRY_DELAY,
-        }
-    }
-}
-
-impl OpenAiSummarizerBuilder {
-    /// A builder with nothing set; [`OpenAiSummarizer::new`] is the usual start.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The endpoint's base URL.
-    ///
-    /// The rule: a URL without a path (`http://localhost:8000`) gets `/v1`; a URL with a path is
-    /// the API root as given, like the OpenAI SDKs' `base_url` (`https://api.openai.com/v1`,
-    /// `https://host/openai/v1beta`); `/chat/completions` is appended unless the path already
-    /// ends with it.
-    pub fn with_url(mut self, url: impl Into<String>) -> Self {
-        self.url = Some(url.into());
-        self
-    }
-
-    /// The API key, sent as `Authorization: Bearer <key>`. Never printed.
-    pub fn with_api_key(mut self, api_key: impl Into<String>) -> Self {
-        self.api_key = Secret(Some(api_key.into()).filter(|k| !k.is_empty()));
-        self
-    }
-
-    /// The default model, used when the Summarize action names none.
-    pub fn with_model(mut self, model: impl Into<String>) -> Self {
-        self.model = Some(model.into()).filter(|m| !m.is_empty());
-        self
-    }
-
-    /// The timeout of one request, connection to last byte (default 120 s).
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// The connect timeout (default 10 s).
-    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// In-process retries of an [`Error::Unavailable`] reply (default 0: under Temporal the
-    /// activity's retry policy retries, journaled). Each retry waits the server's `Retry-After`,
-    /// or 1 s, 2 s, 4 s … without one; a `Retry-After` above [`with_max_retry_delay`] ends the
-    /// retries and returns the error with its delay.
-    ///
-    /// [`with_max_retry_delay`]: Self::with_max_retry_delay
-    pub fn with_max_retries(mut self, retries: u32) -> Self {
-        self.max_retries = retries;
-        self
-    }
-
-    /// The longest in-process wait between two retries (default 30 s).
-    pub fn with_max_retry_delay(mut self, delay: Duration) -> Self {
-        self.max_retry_delay = delay;
-        self
-    }
-
-    /// Build the summarizer; fails on a missing or unusable URL.
-    pub fn build(self) -> Result<OpenAiSummarizer, Error> {
-        let raw = self.url.ok_or_else(|| {
-            Error::NotConfigured("no endpoint URL (set --model-url or OVERSPILL_MODEL_URL)".into())
-        })?;
-        let endpoint = endpoint(&raw)?;
-        let client = reqwest::Client::builder()
-            .timeout(self.timeout)
-            .connect_timeout(self.connect_timeout)
-            .user_agent(concat!("overspill/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| Error::NotConfigured(format!("HTTP client: {}", e.without_url())))?;
-        let auth = match self.api_key.0.as_deref() {
-            Some(key) => {
-                let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                    Error::NotConfigured("the API key has characters a header cannot carry".into())
-                })?;
-                value.set_sensitive(true);
-                Some(value)
-            }
-            None => None,
-        };
-        Ok(OpenAiSummarizer {
-            client,
-            endpoint,
-            auth,
-            api_key: self.api_key,
-            model: self.model,
-            timeout: self.timeout,
-            max_retries: self.max_retries,
-            max_retry_delay: self.max_retry_delay,
-        })
-    }
-}
-
-/// The chat-completions URL for a base URL (see [`OpenAiSummarizerBuilder::with_url`]).
+/// The chat-completions URL for a base URL (see [`OpenAiSummarizer::builder`]).
 fn endpoint(raw: &str) -> Result<Url, Error> {
     let invalid = |why: String| Error::NotConfigured(format!("model URL: {why}"));
     let mut url = Url::parse(raw.trim()).map_err(|e| invalid(e.to_string()))?;
@@ -219,13 +85,85 @@ pub struct OpenAiSummarizer {
     max_retry_delay: Duration,
 }
 
+#[bon::bon]
 impl OpenAiSummarizer {
-    /// A builder for the endpoint at `base_url` (see [`OpenAiSummarizerBuilder::with_url`]).
-    #[allow(clippy::new_ret_no_self)]
-    pub fn new(base_url: impl Into<String>) -> OpenAiSummarizerBuilder {
-        OpenAiSummarizerBuilder::new().with_url(base_url)
+    /// A summarizer for the endpoint at `url`; `build()` fails on an unusable URL or key.
+    ///
+    /// The URL rule: a URL without a path (`http://localhost:8000`) gets `/v1`; a URL with a
+    /// path is the API root as given, like the OpenAI SDKs' `base_url`
+    /// (`https://api.openai.com/v1`, `https://host/openai/v1beta`); `/chat/completions` is
+    /// appended unless the path already ends with it.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use overspill::summarize::OpenAiSummarizer;
+    ///
+    /// let summarizer = OpenAiSummarizer::builder("http://localhost:11434")
+    ///     .model("qwen2.5:7b")
+    ///     .timeout(Duration::from_secs(60))
+    ///     .build()?;
+    /// assert_eq!(summarizer.endpoint().as_str(), "http://localhost:11434/v1/chat/completions");
+    /// # Ok::<(), overspill::limits::SummarizeError>(())
+    /// ```
+    #[builder(finish_fn = build)]
+    pub fn new(
+        /// The endpoint's base URL.
+        #[builder(start_fn, into)]
+        url: String,
+        /// The API key, sent as `Authorization: Bearer <key>` (none when empty). Never printed.
+        #[builder(into)]
+        api_key: Option<String>,
+        /// The default model, used when the Summarize action names none.
+        #[builder(into)]
+        model: Option<String>,
+        /// The timeout of one request, connection to last byte (default 120 s).
+        #[builder(default = DEFAULT_TIMEOUT)]
+        timeout: Duration,
+        /// The connect timeout (default 10 s).
+        #[builder(default = DEFAULT_CONNECT_TIMEOUT)]
+        connect_timeout: Duration,
+        /// In-process retries of an [`Error::Unavailable`] reply (default 0: under Temporal the
+        /// activity's retry policy retries, journaled). Each retry waits the server's
+        /// `Retry-After`, or 1 s, 2 s, 4 s … without one; a `Retry-After` above
+        /// `max_retry_delay` ends the retries and returns the error with its delay.
+        #[builder(default)]
+        max_retries: u32,
+        /// The longest in-process wait between two retries (default 30 s).
+        #[builder(default = DEFAULT_MAX_RETRY_DELAY)]
+        max_retry_delay: Duration,
+    ) -> Result<Self, Error> {
+        let endpoint = endpoint(&url)?;
+        let client = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(connect_timeout)
+            .user_agent(concat!("overspill/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| Error::NotConfigured(format!("HTTP client: {}", e.without_url())))?;
+        let api_key = Secret(api_key.filter(|k| !k.is_empty()));
+        let auth = match api_key.0.as_deref() {
+            Some(key) => {
+                let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                    Error::NotConfigured("the API key has characters a header cannot carry".into())
+                })?;
+                value.set_sensitive(true);
+                Some(value)
+            }
+            None => None,
+        };
+        Ok(Self {
+            client,
+            endpoint,
+            auth,
+            api_key,
+            model: model.filter(|m| !m.is_empty()),
+            timeout,
+            max_retries,
+            max_retry_delay,
+        })
     }
+}
 
+impl OpenAiSummarizer {
     /// The chat-completions URL requests go to.
     pub fn endpoint(&self) -> &Url {
         &self.endpoint
@@ -338,7 +276,7 @@ impl OpenAiSummarizer {
 }
 
 /// One summary, retrying an [`Error::Unavailable`] in process as configured
-/// ([`OpenAiSummarizerBuilder::with_max_retries`]).
+/// (`max_retries` of [`OpenAiSummarizer::builder`]).
 impl Summarizer for OpenAiSummarizer {
     async fn summarize(&self, request: SummaryRequest<'_>) -> Result<Summary, Error> {
         let mut attempt = 0u32;
@@ -410,14 +348,14 @@ mod tests {
 
     #[test]
     fn debug_hides_the_key() {
-        let builder = OpenAiSummarizer::new("http://u:sk-secret-123@localhost:1")
-            .with_api_key("sk-secret-123")
-            .with_model("m");
-        assert!(!format!("{builder:?}").contains("sk-secret-123"));
-        assert!(format!("{builder:?}").contains("[redacted]"));
-        let summarizer = builder.build().expect("a summarizer");
+        let summarizer = OpenAiSummarizer::builder("http://u:sk-secret-123@localhost:1")
+            .api_key("sk-secret-123")
+            .model("m")
+            .build()
+            .expect("a summarizer");
         let debug = format!("{summarizer:?}");
         assert!(!debug.contains("sk-secret-123"), "{debug}");
+        assert!(debug.contains("[redacted]"), "{debug}");
         assert!(debug.contains("http://u:redacted@localhost:1/v1/chat/completions"));
     }
 
@@ -432,7 +370,7 @@ mod tests {
     #[test]
     fn futures_are_send() {
         fn send<T: Send>(_: &T) {}
-        let summarizer = OpenAiSummarizer::new("http://localhost:1")
+        let summarizer = OpenAiSummarizer::builder("http://localhost:1")
             .build()
             .expect("a summarizer");
         let request = SummaryRequest {
@@ -452,11 +390,5 @@ mod tests {
             None,
             |_| async {},
         ));
-    }
-
-    #[test]
-    fn missing_url_is_not_configured() {
-        let error = OpenAiSummarizerBuilder::new().build().err();
-        assert!(matches!(error, Some(Error::NotConfigured(_))));
     }
 }

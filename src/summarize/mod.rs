@@ -21,6 +21,6 @@ pub use args::ModelArgs;
 pub use chunk::{ChunkBudget, ChunkProgress, Chunked, chunk_lines, summarize_chunked};
 pub use client::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_RETRY_DELAY, DEFAULT_TIMEOUT, MAX_REPLY_BYTES,
-    OpenAiSummarizer, OpenAiSummarizerBuilder,
+    OpenAiSummarizer,
 };
 pub use wire::{MAX_SUMMARY_BYTES, SYSTEM_PROMPT};

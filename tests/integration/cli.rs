@@ -205,9 +205,9 @@ async fn reduce_summarizes_through_the_model_as_the_worker_does() {
         Store::open(Some("memory://")).expect("a store"),
     ))
     .with_summarizer(Chunked::new(
-        OpenAiSummarizer::new(base)
-            .with_api_key(KEY)
-            .with_model("test-model")
+        OpenAiSummarizer::builder(base)
+            .api_key(KEY)
+            .model("test-model")
             .build()
             .expect("a model client"),
         ChunkBudget::default(),

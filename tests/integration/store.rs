@@ -243,7 +243,11 @@ async fn concurrent_writers_of_one_key_leave_one_whole_object() {
         let writers = payloads.iter().cloned().map(|data| {
             let store = Store::open_with(
                 Some(&url),
-                StoreOptions::new().with_multipart(6 << 20, 5 << 20, 2),
+                StoreOptions::builder()
+                    .multipart_threshold(6 << 20)
+                    .part_size(5 << 20)
+                    .part_concurrency(2)
+                    .build(),
             )
             .unwrap();
             tokio::spawn(async move { store.write("run/race.0", data).await })
@@ -446,7 +450,9 @@ async fn falls_back_when_the_endpoint_is_down() {
     };
     let store = Store::open_with(
         Some(&unique_url("down")),
-        StoreOptions::new().with_endpoint(format!("http://127.0.0.1:{port}")),
+        StoreOptions::builder()
+            .endpoint(format!("http://127.0.0.1:{port}"))
+            .build(),
     )
     .unwrap();
     let (reduced, elapsed, log) = reduce_with(&store).await;
@@ -464,9 +470,10 @@ async fn falls_back_when_the_endpoint_is_frozen() {
     let port = listener.local_addr().unwrap().port();
     let store = Store::open_with(
         Some(&unique_url("frozen")),
-        StoreOptions::new()
-            .with_endpoint(format!("http://127.0.0.1:{port}"))
-            .with_timeout(Duration::from_secs(2)),
+        StoreOptions::builder()
+            .endpoint(format!("http://127.0.0.1:{port}"))
+            .timeout(Duration::from_secs(2))
+            .build(),
     )
     .unwrap();
     let (reduced, elapsed, log) = reduce_with(&store).await;
@@ -495,7 +502,9 @@ async fn falls_back_when_the_credentials_are_wrong() {
     let url = unique_url("creds");
     let store = Store::open_with(
         Some(&url),
-        StoreOptions::new().with_credentials("overspill", "not-the-secret"),
+        StoreOptions::builder()
+            .credentials("overspill", "not-the-secret")
+            .build(),
     )
     .unwrap();
     // Refused credentials are final, and the error says what to fix.

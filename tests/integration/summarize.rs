@@ -20,9 +20,9 @@ use crate::openai_server::{FakeOpenAi, Reply};
 const KEY: &str = "sk-test-0123456789abcdef";
 
 fn summarizer(server: &FakeOpenAi) -> OpenAiSummarizer {
-    OpenAiSummarizer::new(server.base())
-        .with_api_key(KEY)
-        .with_model("test-model")
+    OpenAiSummarizer::builder(server.base())
+        .api_key(KEY)
+        .model("test-model")
         .build()
         .expect("a summarizer")
 }
@@ -165,7 +165,7 @@ async fn a_custom_prompt_and_the_actions_model_are_sent() {
             "bands": [{"over": 10, "action": {"type": "summarize", "model": "openai:big-model"}}]}"#,
     )
     .expect("a valid configuration");
-    let no_key = OpenAiSummarizer::new(format!("{}/v1/", server.base()))
+    let no_key = OpenAiSummarizer::builder(format!("{}/v1/", server.base()))
         .build()
         .expect("a summarizer");
     let reduced = limits::reduce(
@@ -254,10 +254,10 @@ async fn too_many_requests_honours_retry_after() {
 
     // In-process retries wait the delay, then succeed.
     server.script([busy()]);
-    let retrying = OpenAiSummarizer::new(server.base())
-        .with_api_key(KEY)
-        .with_model("test-model")
-        .with_max_retries(2)
+    let retrying = OpenAiSummarizer::builder(server.base())
+        .api_key(KEY)
+        .model("test-model")
+        .max_retries(2)
         .build()
         .expect("a summarizer");
     let started = Instant::now();
@@ -280,10 +280,10 @@ async fn too_many_requests_honours_retry_after() {
 async fn a_server_error_then_success() {
     let server = FakeOpenAi::start(Some(KEY)).await;
     server.script([Reply::error(500, "The server had an error", "server_error")]);
-    let retrying = OpenAiSummarizer::new(server.base())
-        .with_api_key(KEY)
-        .with_model("test-model")
-        .with_max_retries(1)
+    let retrying = OpenAiSummarizer::builder(server.base())
+        .api_key(KEY)
+        .model("test-model")
+        .max_retries(1)
         .build()
         .expect("a summarizer");
     let reduced = reduce_rows("t", &retrying).await;
@@ -365,10 +365,10 @@ async fn a_timeout_falls_back() {
         FakeOpenAi::describe(r).delayed(Duration::from_secs(5))
     })
     .await;
-    let slow = OpenAiSummarizer::new(server.base())
-        .with_model("m")
-        .with_timeout(Duration::from_millis(300))
-        .with_max_retries(3)
+    let slow = OpenAiSummarizer::builder(server.base())
+        .model("m")
+        .timeout(Duration::from_millis(300))
+        .max_retries(3)
         .build()
         .expect("a summarizer");
     let started = Instant::now();
@@ -398,8 +398,8 @@ async fn malformed_replies_fall_back() {
         Reply::raw(200, "<html>gateway</html>"),
         Reply::raw(200, r#"{"choices": []}"#),
     ]);
-    let client = OpenAiSummarizer::new(server.base())
-        .with_model("m")
+    let client = OpenAiSummarizer::builder(server.base())
+        .model("m")
         .build()
         .expect("a summarizer");
     for _ in 0..2 {
@@ -426,8 +426,8 @@ async fn oversized_replies_are_refused() {
         Reply::summary(&"b".repeat(MAX_SUMMARY_BYTES + 1), 1, 1),
         Reply::error(500, &"c".repeat(2 * MAX_REPLY_BYTES), "server_error"),
     ]);
-    let client = OpenAiSummarizer::new(server.base())
-        .with_model("m")
+    let client = OpenAiSummarizer::builder(server.base())
+        .model("m")
         .build()
         .expect("a summarizer");
     let request = limits::SummaryRequest {
@@ -498,9 +498,9 @@ async fn the_api_key_never_shows() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
         listener.local_addr().expect("an address").port()
     };
-    let unreachable = OpenAiSummarizer::new(format!("http://user:{KEY}@127.0.0.1:{port}"))
-        .with_api_key(KEY)
-        .with_model("m")
+    let unreachable = OpenAiSummarizer::builder(format!("http://user:{KEY}@127.0.0.1:{port}"))
+        .api_key(KEY)
+        .model("m")
         .build()
         .expect("a summarizer");
     let error = unreachable.summarize(request).await.expect_err("no server");

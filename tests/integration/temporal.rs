@@ -817,9 +817,9 @@ async fn long_activity_heartbeats_and_honours_cancellation() {
 fn model_client(
     model: &crate::openai_server::FakeOpenAi,
 ) -> overspill::summarize::OpenAiSummarizer {
-    overspill::summarize::OpenAiSummarizer::new(format!("{}/v1", model.base()))
-        .with_model("test-model")
-        .with_max_retries(0)
+    overspill::summarize::OpenAiSummarizer::builder(format!("{}/v1", model.base()))
+        .model("test-model")
+        .max_retries(0)
         .build()
         .expect("model client")
 }

@@ -73,7 +73,7 @@ fn payload(form: &Form<'_>, data: &[u8]) -> Payload {
 fuzz_target!(|input: Input<'_>| {
     let driver = if input.gcs { Driver::Gcs } else { Driver::S3 };
     let memory = Arc::new(InMemory::new());
-    let bucket = Bucket::new(memory.clone(), "payloads", "", StoreOptions::new());
+    let bucket = Bucket::new(memory.clone(), "payloads", "", StoreOptions::default());
     let settings = ExternalStorageSettings {
         max_payload_bytes: 1 << 16,
         ..ExternalStorageSettings::default()
