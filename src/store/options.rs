@@ -110,7 +110,8 @@ impl StoreOptions {
     }
 
     /// Bytes of opened line indexes kept in memory per store (default 64 MiB; 0 disables the
-    /// cache). An entry holds at most an index's first 64 KiB.
+    /// cache). An entry holds a whole index up to 4 MiB (that of a spill of 500 MB or more),
+    /// else the index's first 64 KiB.
     pub fn with_index_cache_bytes(mut self, bytes: usize) -> Self {
         self.index_cache_bytes = bytes;
         self
