@@ -71,7 +71,14 @@ pub(crate) fn main() -> ExitCode {
 fn runtime(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
     use tokio::runtime::Builder;
     let mut builder = match command {
-        Command::Worker(_) | Command::Dev(_) => Builder::new_multi_thread(),
+        Command::Worker(args) => {
+            let mut builder = Builder::new_multi_thread();
+            if let Some(threads) = args.worker_threads() {
+                builder.worker_threads(threads);
+            }
+            builder
+        }
+        Command::Dev(_) => Builder::new_multi_thread(),
         Command::Reduce(_) | Command::Read(_) | Command::Grep(_) | Command::Spills(_) => {
             Builder::new_current_thread()
         }
