@@ -166,7 +166,8 @@ pub(crate) struct Args {
     /// SDK's.
     #[arg(long, env = "OVERSPILL_WORKFLOW_POLLERS", value_name = "N|auto")]
     workflow_pollers: Option<Pollers>,
-    /// Threads running the worker's tasks. Default: one per CPU core.
+    /// Threads running the worker's tasks (1: the main thread alone, no pool). Default: the main
+    /// thread and one more per CPU core.
     #[arg(long, env = "OVERSPILL_WORKER_THREADS", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     worker_threads: Option<u16>,
 }

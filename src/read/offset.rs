@@ -197,10 +197,24 @@ async fn payload_bytes<R: SpillReader>(
     version: &Version,
     range: Range<u64>,
 ) -> Result<Bytes, PageError> {
-    if range.end <= spill.head.len() as u64 {
-        return Ok(spill.head.slice(range.start as usize..range.end as usize));
+    let (part, held) = (Part::Payload, &spill.head);
+    held_or_read(reader, &request.handle, part, version, held, range).await
+}
+
+/// Bytes `range` of `part` at `version`: from `held`, its first bytes, when they cover the
+/// range, or read.
+async fn held_or_read<R: SpillReader>(
+    reader: &R,
+    handle: &str,
+    part: Part,
+    version: &Version,
+    held: &Bytes,
+    range: Range<u64>,
+) -> Result<Bytes, PageError> {
+    if range.end <= held.len() as u64 {
+        return Ok(held.slice(range.start as usize..range.end as usize));
     }
-    fetch_checked(reader, &request.handle, Part::Payload, version, range).await
+    fetch_checked(reader, handle, part, version, range).await
 }
 
 /// [`offset_page`] over a payload in memory.
@@ -270,11 +284,16 @@ async fn index_bytes<R: SpillReader>(
     view: &IndexView,
     range: Range<u64>,
 ) -> Result<Bytes, PageError> {
-    if range.end <= view.prefix.len() as u64 {
-        return Ok(view.prefix.slice(range.start as usize..range.end as usize));
-    }
-    if view.object.tag.is_none() {
+    if range.end > view.prefix.len() as u64 && view.object.tag.is_none() {
         return Err(PageError::Stale);
     }
-    fetch_checked(reader, handle, Part::Index, &view.object, range).await
+    held_or_read(
+        reader,
+        handle,
+        Part::Index,
+        &view.object,
+        &view.prefix,
+        range,
+    )
+    .await
 }

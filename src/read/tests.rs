@@ -548,7 +548,7 @@ fn a_page_makes_the_fewest_round_trips() {
     // cached spill reads it whole.
     let big = || MemoryReader::new(short.clone()).indexed(16, CHECKPOINT_BYTES);
     assert!(big().index_object().unwrap().len() as u64 > cache::INDEX_PREFIX_BYTES);
-    assert_eq!(trips(&big(), &[middle.clone()]), [[4, 3]]);
+    assert_eq!(trips(&big(), std::slice::from_ref(&middle)), [[4, 3]]);
     let pages = [middle, at(900_000, 200), at(300_000, 1_000), at(7, 3)];
     assert_eq!(
         trips(&big().cached(), &pages),
