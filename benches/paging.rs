@@ -6,7 +6,10 @@
 //! ```text
 //! benches/paging.sh                          # 1 MB, 100 MB and 1 GB; prints a markdown table
 //! benches/paging.sh --sizes 1,100 --runs 5   # sizes in MB, runs per page step
+//! benches/paging.sh --sizes 1,100 --in-process-only   # only the in-process page latencies
 //! ```
+//! The in-process table puts beside each page's latency the floor: one ranged read of 1 KiB of
+//! the payload through the same store (a page is at least one such read).
 //! The reference is skipped where it would need more than `--reference-max-lines` lines (default
 //! 60 million: it holds every line as a Python string, about 18 bytes a line on top of the text).
 //! Under `cargo test` (no `--bench` argument) it runs one 1 MB round without the reference.
@@ -17,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use overspill::read::{ReadRequest, read_tool_result};
+use overspill::read::{Part, ReadRequest, SpillReader as _, read_tool_result};
 use overspill::store::Store;
 
 const MB: u64 = 1_000_000;
@@ -190,6 +193,7 @@ struct Options {
     runs: usize,
     reference: bool,
     reference_max_lines: u64,
+    in_process_only: bool,
 }
 
 fn options() -> Options {
@@ -207,7 +211,11 @@ fn options() -> Options {
     Options {
         sizes: if full { sizes } else { vec![1] },
         runs: value("--runs").and_then(|n| n.parse().ok()).unwrap_or(5),
-        reference: full && !args.iter().any(|a| a == "--no-reference"),
+        reference: full
+            && !args
+                .iter()
+                .any(|a| a == "--no-reference" || a == "--in-process-only"),
+        in_process_only: args.iter().any(|a| a == "--in-process-only"),
         reference_max_lines: value("--reference-max-lines")
             .and_then(|n| n.parse().ok())
             .unwrap_or(60_000_000),
@@ -303,7 +311,11 @@ fn main() {
             rows.push(reduce);
             std::fs::remove_file(&payload).expect("remove the payload");
 
-            for step in steps(shape, lines) {
+            let steps = match options.in_process_only {
+                true => Vec::new(),
+                false => steps(shape, lines),
+            };
+            for step in steps {
                 let pattern = step.args[0] == "--pattern";
                 let runs = if pattern && size >= 100 {
                     3
@@ -353,21 +365,24 @@ fn main() {
     }
     print_table(&rows, s3_url.is_some());
     println!("\nIn-process `read_tool_result`, page by offset (200 lines), median of 20:\n");
-    println!("| shape | size | store | cold store (first page) | same store (later pages) |");
-    println!("|---|---:|---|---:|---:|");
-    for (shape, size, side, (cold, warm)) in in_process {
+    println!(
+        "| shape | size | store | cold store (first page) | same store (later pages) | one 1 KiB read |"
+    );
+    println!("|---|---:|---|---:|---:|---:|");
+    for (shape, size, side, (cold, warm, floor)) in in_process {
         let store = if side == Side::S3 { "S3" } else { "file://" };
-        println!("| {shape} | {size} MB | {store} | {cold:.2} ms | {warm:.2} ms |");
+        println!("| {shape} | {size} MB | {store} | {cold:.2} ms | {warm:.2} ms | {floor:.2} ms |");
     }
 }
 
-/// Median ms of a page by offset through a fresh store each time, and through one store.
+/// Median ms of a page by offset through a fresh store each time, through one store, and of one
+/// ranged read of 1 KiB of the payload through that store.
 fn page_latency(
     runtime: &tokio::runtime::Runtime,
     url: &str,
     handle: &str,
     lines: u64,
-) -> (f64, f64) {
+) -> (f64, f64, f64) {
     let request = |i: u64| ReadRequest {
         handle: handle.into(),
         offset: ((i * 7_919 * 131) % lines.max(1)) as i64,
@@ -390,7 +405,15 @@ fn page_latency(
     let store = open();
     time(&store, 0);
     let warm = median((1..21).map(|i| time(&store, i)).collect());
-    (cold, warm)
+    let read = |i: u64| {
+        let start = Instant::now();
+        let range = i * 1_024..(i + 1) * 1_024;
+        let fetched = runtime.block_on(store.fetch(handle, Part::Payload, range));
+        assert_eq!(fetched.expect("a read").bytes.len(), 1_024);
+        start.elapsed().as_secs_f64() * 1e3
+    };
+    let floor = median((0..20).map(read).collect());
+    (cold, warm, floor)
 }
 
 fn print_table(rows: &[Row], s3: bool) {

@@ -28,8 +28,8 @@ use temporalio_common::telemetry::metrics::CoreMeter;
 use temporalio_common::telemetry::{
     PrometheusExporterOptions, TelemetryOptions, start_prometheus_metric_exporter,
 };
-use temporalio_sdk::runtime::RuntimeOptions;
 use temporalio_sdk::runtime::worker_tuner::{FixedSizeSlotSupplier, TunerHolder};
+use temporalio_sdk::runtime::{AutoscalingOptions, PollerBehavior, RuntimeOptions};
 use temporalio_sdk::{Runtime, Worker, WorkerOptions};
 
 use crate::activities::{DEFAULT_TASK_QUEUE, LogFailures, Metrics, OverspillActivities};
@@ -264,6 +264,53 @@ pub struct WorkerSettings {
     pub max_concurrent_workflow_tasks: usize,
     /// How long a shutdown waits for running activities before cancelling them.
     pub graceful_shutdown: std::time::Duration,
+    /// Concurrent activity task polls (default: the SDK's, see [`Pollers`]).
+    pub activity_pollers: Option<Pollers>,
+    /// Concurrent workflow task polls (default: the SDK's, see [`Pollers`]).
+    pub workflow_pollers: Option<Pollers>,
+}
+
+/// How many task polls a worker keeps open at once (`--activity-pollers`, `--workflow-pollers`).
+///
+/// Without a setting the SDK decides: up to 5, or autoscaling when the namespace offers it. Each
+/// open poll is a gRPC call the server answers with a task, so a busy worker spends its CPU per
+/// task on polls too; a few pollers keep a worker fed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pollers {
+    /// At most this many polls (at least 1; 2 for workflow tasks).
+    Fixed(usize),
+    /// As many as the server's feedback asks for, from 1 to 100.
+    Auto,
+}
+
+impl std::str::FromStr for Pollers {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.parse::<usize>() {
+            _ if s.eq_ignore_ascii_case("auto") => Ok(Self::Auto),
+            Ok(n) if n > 0 => Ok(Self::Fixed(n)),
+            _ => Err(format!(
+                "{s:?}: expected `auto` or a number of polls from 1"
+            )),
+        }
+    }
+}
+
+impl Pollers {
+    /// The SDK's setting, with at least `minimum` polls.
+    fn behavior(self, minimum: usize) -> PollerBehavior {
+        match self {
+            Self::Fixed(n) => PollerBehavior::SimpleMaximum(n.max(minimum)),
+            Self::Auto => PollerBehavior::Autoscaling(
+                AutoscalingOptions::builder()
+                    .minimum(minimum)
+                    .maximum(100)
+                    .initial(5)
+                    .build(),
+            ),
+        }
+    }
 }
 
 impl Default for WorkerSettings {
@@ -273,6 +320,8 @@ impl Default for WorkerSettings {
             max_concurrent_activities: 100,
             max_concurrent_workflow_tasks: 100,
             graceful_shutdown: std::time::Duration::from_secs(30),
+            activity_pollers: None,
+            workflow_pollers: None,
         }
     }
 }
@@ -310,6 +359,8 @@ impl WorkerSettings {
         let mut options = WorkerOptions::new(self.task_queue.clone())
             .tuner(tuner)
             .graceful_shutdown_period(self.graceful_shutdown)
+            .maybe_activity_task_poller_behavior(self.activity_pollers.map(|p| p.behavior(1)))
+            .maybe_workflow_task_poller_behavior(self.workflow_pollers.map(|p| p.behavior(2)))
             .register_activities(activities)
             .activity_inbound_interceptor(LogFailures)
             .build();
@@ -413,6 +464,27 @@ mod tests {
             shown.contains("user:redacted@temporal.example:7233"),
             "{shown}"
         );
+    }
+
+    #[test]
+    fn pollers_parse_and_keep_the_sdks_minimums() {
+        assert_eq!("auto".parse(), Ok(Pollers::Auto));
+        assert_eq!("AUTO".parse(), Ok(Pollers::Auto));
+        assert_eq!("3".parse(), Ok(Pollers::Fixed(3)));
+        assert!("0".parse::<Pollers>().is_err());
+        assert!("many".parse::<Pollers>().is_err());
+        assert_eq!(
+            Pollers::Fixed(1).behavior(2),
+            PollerBehavior::SimpleMaximum(2)
+        );
+        assert_eq!(
+            Pollers::Fixed(4).behavior(1),
+            PollerBehavior::SimpleMaximum(4)
+        );
+        let PollerBehavior::Autoscaling(auto) = Pollers::Auto.behavior(2) else {
+            panic!("autoscaling");
+        };
+        assert_eq!((auto.minimum, auto.initial, auto.maximum), (2, 5, 100));
     }
 
     #[test]

@@ -71,7 +71,18 @@ pub(crate) fn main() -> ExitCode {
 fn runtime(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
     use tokio::runtime::Builder;
     let mut builder = match command {
-        Command::Worker(_) | Command::Dev(_) => Builder::new_multi_thread(),
+        // One thread is the main thread alone: the SDK's worker loop runs there (in `block_on`),
+        // so a pool of one would add a thread to wake for every task.
+        Command::Worker(args) => match args.worker_threads() {
+            Some(1) => Builder::new_current_thread(),
+            Some(threads) => {
+                let mut builder = Builder::new_multi_thread();
+                builder.worker_threads(threads);
+                builder
+            }
+            None => Builder::new_multi_thread(),
+        },
+        Command::Dev(_) => Builder::new_multi_thread(),
         Command::Reduce(_) | Command::Read(_) | Command::Grep(_) | Command::Spills(_) => {
             Builder::new_current_thread()
         }

@@ -12,7 +12,7 @@ use overspill::external_storage::{ExternalStorage, ExternalStorageSettings};
 use overspill::limits::Limits;
 use overspill::store::Store;
 use overspill::summarize::ModelArgs;
-use overspill::worker::{self, Compression, Connect, LogFormat, WorkerSettings};
+use overspill::worker::{self, Compression, Connect, LogFormat, Pollers, WorkerSettings};
 
 use super::CliResult;
 
@@ -154,6 +154,29 @@ pub(crate) struct Args {
     /// Seconds a shutdown waits for running activities before cancelling them.
     #[arg(long, default_value_t = 30)]
     graceful_shutdown_secs: u64,
+    /// Serve the activities only, not the Rust workflows (`ReduceToolOutput`): no workflow task
+    /// polls, for deployments whose workflows run in another worker.
+    #[arg(long, env = "OVERSPILL_ACTIVITIES_ONLY")]
+    activities_only: bool,
+    /// Activity task polls kept open at once: a number, or `auto` (scaled by the server's
+    /// feedback, 1 to 100). Default: the SDK's (5, or `auto` where the namespace offers it).
+    #[arg(long, env = "OVERSPILL_ACTIVITY_POLLERS", value_name = "N|auto")]
+    activity_pollers: Option<Pollers>,
+    /// Workflow task polls kept open at once (at least 2): a number, or `auto`. Default: the
+    /// SDK's.
+    #[arg(long, env = "OVERSPILL_WORKFLOW_POLLERS", value_name = "N|auto")]
+    workflow_pollers: Option<Pollers>,
+    /// Threads running the worker's tasks (1: the main thread alone, no pool). Default: the main
+    /// thread and one more per CPU core.
+    #[arg(long, env = "OVERSPILL_WORKER_THREADS", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    worker_threads: Option<u16>,
+}
+
+impl Args {
+    /// The threads the worker's runtime should run (`None`: one per core).
+    pub(crate) fn worker_threads(&self) -> Option<usize> {
+        self.worker_threads.map(usize::from)
+    }
 }
 
 pub(crate) async fn run(args: Args) -> CliResult {
@@ -187,11 +210,16 @@ pub(crate) async fn run(args: Args) -> CliResult {
         task_queue: args.task_queue.clone(),
         max_concurrent_activities: args.max_concurrent_activities,
         graceful_shutdown: std::time::Duration::from_secs(args.graceful_shutdown_secs),
+        activity_pollers: args.activity_pollers,
+        workflow_pollers: args.workflow_pollers,
         ..WorkerSettings::default()
     };
     let examples = args.example_tools.then(|| activities.clone());
+    let workflows = !args.activities_only;
     let mut worker = settings.build(&runtime, client, activities, |options| {
-        overspill::workflows::register(options)?;
+        if workflows {
+            overspill::workflows::register(options)?;
+        }
         if let Some(overspill) = examples {
             overspill::workflows::register_examples(options, overspill)?;
         }

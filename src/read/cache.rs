@@ -10,9 +10,14 @@ use bytes::Bytes;
 
 use super::index::{Header, IndexError, Version};
 
-/// The first bytes of an index a reader reads, and keeps: the header and, for most spills, every
-/// entry (an index of 64 KiB covers about 4 million lines).
+/// The first bytes of an index a reader reads: the header and, for most spills, every entry (an
+/// index of 64 KiB covers about 4 million lines).
 pub(crate) const INDEX_PREFIX_BYTES: u64 = 64 << 10;
+
+/// The largest index a cache keeps whole (that of a spill of at least 500 MB), so that later
+/// pages of the spill read nothing but their payload bytes; of a larger one it keeps the first
+/// [`INDEX_PREFIX_BYTES`].
+pub(crate) const WHOLE_INDEX_BYTES: u64 = 4 << 20;
 
 /// What a page knows about a spill before reading its payload.
 #[derive(Debug)]
@@ -33,16 +38,19 @@ impl Opened {
     }
 
     /// What a cache keeps of this: only what later reads can check (a payload with a tag), and of
-    /// an index only its first bytes, when the rest can be read from the stored object.
+    /// an index held whole up to [`WHOLE_INDEX_BYTES`], otherwise only its first bytes, when the
+    /// rest can be read from the stored object.
     fn to_cache(&self) -> Option<Self> {
         self.payload().tag.as_ref()?;
         match self {
             Self::Whole(version) => Some(Self::Whole(version.clone())),
             Self::Indexed(view) => {
-                let whole = view.prefix.len() as u64 <= INDEX_PREFIX_BYTES;
+                let kept = match view.is_whole() && view.object.size <= WHOLE_INDEX_BYTES {
+                    true => view.prefix.len(),
+                    false => view.prefix.len().min(INDEX_PREFIX_BYTES as usize),
+                };
                 let stored = view.object.tag.is_some();
-                (whole || stored).then(|| {
-                    let kept = view.prefix.len().min(INDEX_PREFIX_BYTES as usize);
+                (kept as u64 == view.object.size || stored).then(|| {
                     Self::Indexed(IndexView {
                         prefix: view.prefix.slice(..kept),
                         ..view.clone()
@@ -86,6 +94,11 @@ impl IndexView {
                 "describes another payload version",
             )),
         }
+    }
+
+    /// Whether the whole index object is held.
+    pub(crate) fn is_whole(&self) -> bool {
+        self.prefix.len() as u64 == self.object.size
     }
 
     /// An index just built from the payload at `payload` (whole, in `index`), stored as the

@@ -424,17 +424,34 @@ impl Header {
     }
 
     /// Where in the index object the entries of the block holding `line` are: that block's and,
-    /// when there is one, the next block's (whose checkpoint count ends this block's).
+    /// when there are any, the next two blocks' (the next one's checkpoint count ends this
+    /// block's; their starts bound where a page beginning in this block ends).
     pub fn block_entries(&self, line: u64) -> Range<u64> {
-        let block = (line / u64::from(self.lines_per_block)).min(self.blocks.saturating_sub(1));
+        let block = self.block_of(line);
         let start = self.len + ENTRY * block;
-        start..start + ENTRY * (self.blocks - block).min(2)
+        start..start + ENTRY * (self.blocks - block).min(3)
+    }
+
+    fn block_of(&self, line: u64) -> u64 {
+        (line / u64::from(self.lines_per_block)).min(self.blocks.saturating_sub(1))
+    }
+
+    /// Where the payload's lines before `end` end at the latest, from the entries
+    /// [`Self::block_entries`] read for `line` (`line < end`): the start of the first block at or
+    /// after `end` when they hold it, the payload's end otherwise.
+    pub fn lines_end(&self, line: u64, end: u64, entries: &[u8]) -> u64 {
+        let next = end.div_ceil(u64::from(self.lines_per_block));
+        let i = next.saturating_sub(self.block_of(line));
+        match next < self.blocks && ENTRY * (i + 1) <= entries.len() as u64 {
+            true => entry(entries, i as usize)[0].min(self.payload_len),
+            false => self.payload_len,
+        }
     }
 
     /// From the entries [`Self::block_entries`] read for `line`: the block's first line, and
     /// where in the index object that block's checkpoints are (at most `K` of them).
     pub fn block_start(&self, line: u64, entries: &[u8]) -> (LineStart, Range<u64>) {
-        let block = (line / u64::from(self.lines_per_block)).min(self.blocks.saturating_sub(1));
+        let block = self.block_of(line);
         let start = LineStart {
             line: block * u64::from(self.lines_per_block),
             offset: entry(entries, 0)[0].min(self.payload_len),
@@ -548,12 +565,28 @@ mod tests {
             let starts = line_starts(&data);
             prop_assert_eq!(index.lines(), starts.len() as u64);
             let bytes = index.encode("tag").unwrap();
+            let header = Header::decode(&bytes, bytes.len() as u64).unwrap();
+            let lines = starts.len() as u64;
             for (line, &offset) in starts.iter().enumerate() {
                 let line = line as u64;
                 let found = locate(&bytes, line);
                 prop_assert!(found.line <= line && line - found.line < u64::from(k));
                 prop_assert_eq!(starts[found.line as usize], found.offset);
                 prop_assert!(found.line == line || offset - found.offset < u64::from(b));
+                // A page from `line` to `end` ends at or before the bound, which is the next
+                // block's start whenever the entries read hold it.
+                let range = header.block_entries(line);
+                let entries = &bytes[range.start as usize..range.end as usize];
+                for end in line + 1..=lines.min(line + 3 * u64::from(k)) {
+                    let bound = header.lines_end(line, end, entries);
+                    let next = end.div_ceil(u64::from(k)) * u64::from(k);
+                    let block = line / u64::from(k) * u64::from(k);
+                    let expected = match next < lines && next - block <= 2 * u64::from(k) {
+                        true => starts[next as usize],
+                        false => data.len() as u64,
+                    };
+                    prop_assert_eq!(bound, expected, "line {} end {}", line, end);
+                }
             }
         }
     }

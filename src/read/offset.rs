@@ -1,17 +1,29 @@
 //! Pages by offset: the spill's index (cached, read in small ranges, or rebuilt) leads to the
-//! nearest line start before the page, and one ranged read of the payload from there serves it.
+//! nearest line start before the page and bounds where the page ends; one ranged read of the
+//! payload between the two serves it.
 //!
-//! A page costs the payload's version and the index's first bytes (in parallel; nothing when the
-//! spill is cached), at most two more small reads of index entries, and one payload read of at
-//! most `B` + 200 KB. A spill under [`MIN_INDEXED_BYTES`] is read whole. A missing, foreign,
-//! corrupt or stale index is rebuilt by streaming the payload once, and stored again.
+//! Round trips are what a page costs on a remote store, so a page makes as few as it can, and
+//! never two where one would do:
+//!
+//! - **Opening** a spill (not cached) reads the payload's first [`MIN_INDEXED_BYTES`] and the
+//!   index's first bytes at once. The payload read gives its version (no separate HEAD), all of a
+//!   small spill, and the first pages of a spill of short lines.
+//! - **Locating** the page's first line reads three block entries (and at most `K` checkpoints)
+//!   unless the index bytes held cover them; a cached spill whose index is at most
+//!   [`WHOLE_INDEX_BYTES`] has it read whole on its second page, and reads no index bytes again.
+//! - **Reading** the page takes the payload from the nearest line start (at most `B` bytes
+//!   before the page) to the next block start after the page, at most `B` + 200 KB.
+//!
+//! So a page of a cached spill is one payload read, and a first page two reads in a row (three
+//! for an index beyond its first 64 KiB). A missing, foreign, corrupt or stale index is rebuilt
+//! by streaming the payload once, and stored again.
 
 use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::cache::{INDEX_PREFIX_BYTES, IndexView, Opened};
+use super::cache::{INDEX_PREFIX_BYTES, IndexCache, IndexView, Opened, WHOLE_INDEX_BYTES};
 use super::index::{IndexBuilder, LineStart, MIN_INDEXED_BYTES, Version};
 use super::lines::{split_lines, window_lines};
 use super::request::{PAGE_BYTES_CAP, ReadRequest, render};
@@ -20,6 +32,14 @@ use crate::limits::StoreError;
 
 /// Tries before a spill that keeps changing under a reader fails the read.
 const ATTEMPTS: usize = 3;
+
+/// A spill as a page finds it: what it knows before reading the page, the payload's first bytes
+/// when it just read them, and the cache it came from, if any.
+struct Spill<'a> {
+    opened: Arc<Opened>,
+    head: Bytes,
+    cached: Option<&'a IndexCache>,
+}
 
 /// A page of `reader`'s payload by line offset.
 pub(crate) async fn offset_page<R: SpillReader>(
@@ -30,17 +50,26 @@ pub(crate) async fn offset_page<R: SpillReader>(
     let handle = &request.handle;
     let cache = reader.index_cache();
     for _ in 0..ATTEMPTS {
-        let opened = match cache.and_then(|c| c.get(handle)) {
-            Some(opened) => opened,
+        let spill = match cache.and_then(|c| Some((c, c.get(handle)?))) {
+            Some((cache, opened)) => Spill {
+                opened,
+                head: Bytes::new(),
+                cached: Some(cache),
+            },
             None => {
-                let opened = Arc::new(open(reader, handle).await?);
+                let (opened, head) = open(reader, handle).await?;
+                let opened = Arc::new(opened);
                 if let Some(cache) = cache {
                     cache.put(handle, &opened);
                 }
-                opened
+                Spill {
+                    opened,
+                    head,
+                    cached: None,
+                }
             }
         };
-        match page(reader, request, limit, &opened).await {
+        match page(reader, request, limit, &spill).await {
             Err(PageError::Stale) => {
                 if let Some(cache) = cache {
                     cache.remove(handle);
@@ -53,26 +82,45 @@ pub(crate) async fn offset_page<R: SpillReader>(
 }
 
 /// Learn what a page of `handle` needs: its version, and the index describing it (read, or
-/// rebuilt when the spill is not small).
-async fn open<R: SpillReader>(reader: &R, handle: &str) -> Result<Opened, PageError> {
+/// rebuilt when the spill is not small); also the payload's first bytes.
+async fn open<R: SpillReader>(reader: &R, handle: &str) -> Result<(Opened, Bytes), PageError> {
     let (payload, stored) = futures::join!(
-        reader.head(handle),
+        payload_head(reader, handle),
         reader.fetch(handle, Part::Index, 0..INDEX_PREFIX_BYTES)
     );
-    let payload = payload?;
+    let (payload, head) = payload?;
     let unusable = match stored {
         Ok(Fetched { bytes, version }) => match IndexView::open(bytes, version, &payload) {
-            Ok(view) => return Ok(Opened::Indexed(view)),
+            Ok(view) => return Ok((Opened::Indexed(view), head)),
             Err(e) => e.to_string(),
         },
         Err(StoreError::Timeout(after)) => return Err(StoreError::Timeout(after).into()),
         Err(e) => e.to_string(),
     };
     if payload.size < MIN_INDEXED_BYTES {
-        return Ok(Opened::Whole(payload));
+        return Ok((Opened::Whole(payload), head));
     }
     tracing::debug!(target: "overspill::read", "rebuilding the line index of {handle:?}: {unusable}");
-    Ok(Opened::Indexed(rebuild(reader, handle, &payload).await?))
+    Ok((
+        Opened::Indexed(rebuild(reader, handle, &payload).await?),
+        head,
+    ))
+}
+
+/// The payload's version and first [`MIN_INDEXED_BYTES`] (all of a small spill), in one read;
+/// when the store cannot serve that range (an empty payload), its version alone.
+async fn payload_head<R: SpillReader>(
+    reader: &R,
+    handle: &str,
+) -> Result<(Version, Bytes), PageError> {
+    match reader
+        .fetch(handle, Part::Payload, 0..MIN_INDEXED_BYTES)
+        .await
+    {
+        Ok(Fetched { bytes, version }) => Ok((version, bytes)),
+        Err(StoreError::Backend(_)) => Ok((reader.head(handle).await?, Bytes::new())),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Index the payload by streaming it once; store the index beside it when the payload has a tag
@@ -114,18 +162,11 @@ async fn page<R: SpillReader>(
     reader: &R,
     request: &ReadRequest,
     limit: u64,
-    opened: &Opened,
+    spill: &Spill<'_>,
 ) -> Result<String, PageError> {
-    let view = match opened {
+    let view = match spill.opened.as_ref() {
         Opened::Whole(version) => {
-            let data = fetch_checked(
-                reader,
-                &request.handle,
-                Part::Payload,
-                version,
-                0..version.size,
-            )
-            .await?;
+            let data = payload_bytes(reader, request, spill, version, 0..version.size).await?;
             return Ok(offset_page_in_memory(&data, request, limit));
         }
         Opened::Indexed(view) => view,
@@ -135,19 +176,10 @@ async fn page<R: SpillReader>(
     if window.is_empty() {
         return Ok(render(&request.handle, total, 0, std::iter::empty()));
     }
-    let start = locate(reader, &request.handle, view, window.start).await?;
-    let payload = &view.payload;
-    let end = payload
-        .size
-        .min(start.offset + view.header.checkpoint_bytes() + PAGE_BYTES_CAP as u64);
-    let data = fetch_checked(
-        reader,
-        &request.handle,
-        Part::Payload,
-        payload,
-        start.offset..end,
-    )
-    .await?;
+    let (start, end) = locate(reader, &request.handle, spill, view, window.clone()).await?;
+    let cap = start.offset + view.header.checkpoint_bytes() + PAGE_BYTES_CAP as u64;
+    let range = start.offset..end.min(cap).max(start.offset);
+    let data = payload_bytes(reader, request, spill, &view.payload, range).await?;
     let lines = window_lines(&data, window.start - start.line..window.end - start.line);
     Ok(render(
         &request.handle,
@@ -155,6 +187,34 @@ async fn page<R: SpillReader>(
         window.end - window.start,
         lines,
     ))
+}
+
+/// Bytes `range` of the payload at `version`: from the first bytes just read, or read.
+async fn payload_bytes<R: SpillReader>(
+    reader: &R,
+    request: &ReadRequest,
+    spill: &Spill<'_>,
+    version: &Version,
+    range: Range<u64>,
+) -> Result<Bytes, PageError> {
+    let (part, held) = (Part::Payload, &spill.head);
+    held_or_read(reader, &request.handle, part, version, held, range).await
+}
+
+/// Bytes `range` of `part` at `version`: from `held`, its first bytes, when they cover the
+/// range, or read.
+async fn held_or_read<R: SpillReader>(
+    reader: &R,
+    handle: &str,
+    part: Part,
+    version: &Version,
+    held: &Bytes,
+    range: Range<u64>,
+) -> Result<Bytes, PageError> {
+    if range.end <= held.len() as u64 {
+        return Ok(held.slice(range.start as usize..range.end as usize));
+    }
+    fetch_checked(reader, handle, part, version, range).await
 }
 
 /// [`offset_page`] over a payload in memory.
@@ -165,35 +225,75 @@ pub(crate) fn offset_page_in_memory(data: &[u8], request: &ReadRequest, limit: u
     render(&request.handle, total, window.end - window.start, lines)
 }
 
-/// The nearest line start at or before `line`, from the index's entries.
+/// The nearest line start at or before `window.start`, from the index's entries, and where the
+/// window's lines end at the latest.
 async fn locate<R: SpillReader>(
     reader: &R,
     handle: &str,
+    spill: &Spill<'_>,
     view: &IndexView,
-    line: u64,
-) -> Result<LineStart, PageError> {
+    window: Range<u64>,
+) -> Result<(LineStart, u64), PageError> {
     let header = &view.header;
+    let line = window.start;
+    let view = &whole_if_due(reader, handle, spill, view).await?;
     let entries = index_bytes(reader, handle, view, header.block_entries(line)).await?;
+    let end = header.lines_end(line, window.end, &entries);
     let (start, checkpoints) = header.block_start(line, &entries);
     if checkpoints.is_empty() {
-        return Ok(start);
+        return Ok((start, end));
     }
     let checkpoints = index_bytes(reader, handle, view, checkpoints).await?;
-    Ok(header.nearest(line, start, &checkpoints))
+    Ok((header.nearest(line, start, &checkpoints), end))
 }
 
-/// Bytes `range` of the index object: from the prefix held, or read from the same object.
+/// `view`, or, for a spill paged again whose index fits the cache but is not held whole, the whole
+/// index: read once, in one read, and cached, so that later pages read no index bytes.
+async fn whole_if_due<R: SpillReader>(
+    reader: &R,
+    handle: &str,
+    spill: &Spill<'_>,
+    view: &IndexView,
+) -> Result<IndexView, PageError> {
+    let Some(cache) = spill.cached else {
+        return Ok(view.clone());
+    };
+    if view.is_whole() || view.object.size > WHOLE_INDEX_BYTES || view.object.tag.is_none() {
+        return Ok(view.clone());
+    }
+    let held = view.prefix.len() as u64;
+    let rest = fetch_checked(
+        reader,
+        handle,
+        Part::Index,
+        &view.object,
+        held..view.object.size,
+    );
+    let whole = IndexView {
+        prefix: [view.prefix.as_ref(), rest.await?.as_ref()].concat().into(),
+        ..view.clone()
+    };
+    cache.put(handle, &Opened::Indexed(whole.clone()));
+    Ok(whole)
+}
+
+/// Bytes `range` of the index object: from the bytes held, or read from the same object.
 async fn index_bytes<R: SpillReader>(
     reader: &R,
     handle: &str,
     view: &IndexView,
     range: Range<u64>,
 ) -> Result<Bytes, PageError> {
-    if range.end <= view.prefix.len() as u64 {
-        return Ok(view.prefix.slice(range.start as usize..range.end as usize));
-    }
-    if view.object.tag.is_none() {
+    if range.end > view.prefix.len() as u64 && view.object.tag.is_none() {
         return Err(PageError::Stale);
     }
-    fetch_checked(reader, handle, Part::Index, &view.object, range).await
+    held_or_read(
+        reader,
+        handle,
+        Part::Index,
+        &view.object,
+        &view.prefix,
+        range,
+    )
+    .await
 }

@@ -144,6 +144,9 @@ pub(in crate::read) struct MemoryReader {
     tagged: bool,
     /// Bytes read of the payload and of the index.
     read: [AtomicU64; 2],
+    /// Calls made, and round trips: the longest chain of calls each waiting for the one before.
+    calls: AtomicU64,
+    rounds: AtomicU64,
 }
 
 impl MemoryReader {
@@ -155,6 +158,8 @@ impl MemoryReader {
             cache: None,
             tagged: true,
             read: Default::default(),
+            calls: AtomicU64::new(0),
+            rounds: AtomicU64::new(0),
         }
     }
 
@@ -170,7 +175,7 @@ impl MemoryReader {
 
     fn cached(self) -> Self {
         Self {
-            cache: Some(IndexCache::new(1 << 20)),
+            cache: Some(IndexCache::new(8 << 20)),
             ..self
         }
     }
@@ -214,10 +219,25 @@ impl MemoryReader {
     fn take_reads(&self) -> [u64; 2] {
         self.read.each_ref().map(|n| n.swap(0, Ordering::Relaxed))
     }
+
+    /// Calls and round trips so far; resets the counts.
+    fn take_trips(&self) -> [u64; 2] {
+        [&self.calls, &self.rounds].map(|n| n.swap(0, Ordering::Relaxed))
+    }
+
+    /// One call to the store: a round trip after those finished before it started. Calls made
+    /// at once (each yields before it finishes) share their round.
+    async fn round_trip(&self) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        let after = self.rounds.load(Ordering::Relaxed);
+        tokio::task::yield_now().await;
+        self.rounds.fetch_max(after + 1, Ordering::Relaxed);
+    }
 }
 
 impl SpillReader for MemoryReader {
     async fn head(&self, _handle: &str) -> Result<Version, StoreError> {
+        self.round_trip().await;
         Ok(self.version(&self.payload.lock().unwrap()))
     }
 
@@ -227,6 +247,7 @@ impl SpillReader for MemoryReader {
         part: Part,
         range: Range<u64>,
     ) -> Result<Fetched, StoreError> {
+        self.round_trip().await;
         let object = match part {
             Part::Payload => Some(self.payload.lock().unwrap().clone()),
             Part::Index => self.index.lock().unwrap().clone(),
@@ -459,21 +480,80 @@ fn a_page_by_offset_reads_only_the_blocks_it_needs() {
         let lines = split_lines(&data).count() as i64;
         let reader = MemoryReader::new(data.clone()).indexed(lines_per_block, CHECKPOINT_BYTES);
         let index_len = reader.index_object().unwrap().len() as u64;
-        for request in [at(0, 200), at(lines / 2 + 7, 1_000), at(lines - 3, 10)] {
+        for request in [
+            at(0, 200),
+            at(lines / 2 + 7, 1_000),
+            at(lines - 3, 10),
+            at(lines / 3, 9),
+        ] {
             assert_eq!(page(&reader, &request), read_page(&data, &request).unwrap());
             let [payload, index] = reader.take_reads();
-            let entries = 2 * 16 + u64::from(lines_per_block) * 16;
+            let entries = 3 * 16 + u64::from(lines_per_block) * 16;
             assert!(
                 index <= cache::INDEX_PREFIX_BYTES.min(index_len) + entries,
                 "{index} index bytes read for {request:?}"
             );
-            let most = u64::from(CHECKPOINT_BYTES) + PAGE_BYTES_CAP as u64;
+            // The first bytes read with the index, and the page: from the nearest line start
+            // within the checkpoint spacing, to the next block start when the three block
+            // entries read hold it, and within the page's cap.
+            let block = data.len() as u64 * u64::from(lines_per_block) / lines as u64;
+            let cap = u64::from(CHECKPOINT_BYTES) + PAGE_BYTES_CAP as u64;
+            let page = match request.limit <= i64::from(lines_per_block) {
+                true => (3 * block).min(cap),
+                false => cap,
+            };
+            let most = index::MIN_INDEXED_BYTES + page;
             assert!(
                 payload <= most,
                 "{payload} payload bytes read for {request:?}"
             );
         }
     }
+}
+
+#[test]
+fn a_page_makes_the_fewest_round_trips() {
+    let short = b"x\n".repeat(1 << 20);
+    // [calls, round trips] of each page in turn.
+    let trips = |reader: &MemoryReader, requests: &[ReadRequest]| -> Vec<[u64; 2]> {
+        requests
+            .iter()
+            .map(|request| {
+                let data = reader.payload.lock().unwrap().bytes.clone();
+                assert_eq!(page(reader, request), read_page(&data, request).unwrap());
+                reader.take_trips()
+            })
+            .collect()
+    };
+    let middle = at(600_000, 200);
+    // A small spill: its first bytes are all of it, read at once with the (missing) index.
+    let small = MemoryReader::new(b"x\n".repeat(1_000));
+    assert_eq!(trips(&small, &[at(10, 5)]), [[2, 1]]);
+    let small = MemoryReader::new(b"x\n".repeat(1_000)).cached();
+    assert_eq!(trips(&small, &[at(10, 5), at(20, 5)]), [[2, 1], [1, 1]]);
+    // Uncached: the payload's first bytes (the first page's lines) with the index's, then the
+    // page; no HEAD.
+    let cold = MemoryReader::new(short.clone()).indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES);
+    assert_eq!(
+        trips(&cold, &[at(0, 200), middle.clone()]),
+        [[2, 1], [3, 2]]
+    );
+    // Cached: one read a page.
+    let warm = MemoryReader::new(short.clone())
+        .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
+        .cached();
+    let pages = [middle.clone(), at(1_000, 200), at(5, 1)];
+    assert_eq!(trips(&warm, &pages), [[3, 2], [1, 1], [1, 1]]);
+    // An index beyond its first read: its entries cost a round trip, until the second page of a
+    // cached spill reads it whole.
+    let big = || MemoryReader::new(short.clone()).indexed(16, CHECKPOINT_BYTES);
+    assert!(big().index_object().unwrap().len() as u64 > cache::INDEX_PREFIX_BYTES);
+    assert_eq!(trips(&big(), std::slice::from_ref(&middle)), [[4, 3]]);
+    let pages = [middle, at(900_000, 200), at(300_000, 1_000), at(7, 3)];
+    assert_eq!(
+        trips(&big().cached(), &pages),
+        [[4, 3], [2, 2], [1, 1], [1, 1]]
+    );
 }
 
 #[test]

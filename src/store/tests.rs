@@ -81,6 +81,23 @@ async fn memory_round_trip_overwrite_and_ranges() {
 }
 
 #[tokio::test]
+async fn an_empty_spill_is_paged_on_every_backend() {
+    // A page's first read asks for a range the empty object does not have.
+    let dir = tempfile::tempdir().unwrap();
+    let file = ::url::Url::from_directory_path(dir.path()).unwrap();
+    for url in ["memory://", file.as_str()] {
+        let store = Store::open(Some(url)).unwrap();
+        store.write("r/empty.0", Bytes::new()).await.unwrap();
+        let out = read_tool_result(&store, &page("r/empty.0", 0, 5)).await;
+        assert_eq!(
+            out.unwrap(),
+            "[handle 'r/empty.0': 0 matching line(s); showing 0]",
+            "{url}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn clones_share_a_memory_store_and_opens_do_not() {
     let store = Store::open(Some("memory://")).unwrap();
     store.clone().write("r/c.0", text(1)).await.unwrap();
