@@ -249,7 +249,7 @@ mod tests {
             retry: 0,
             suffix: String::new(),
             key: None,
-            output: ToolOutput::Text(String::new()),
+            output: ToolOutput::Text(Default::default()),
             preview_chars: DEFAULT_PREVIEW_CHARS,
             config: None,
         };

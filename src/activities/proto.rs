@@ -67,7 +67,7 @@ pub(crate) fn decode_json<T: DeserializeOwned>(data: &[u8]) -> Result<T, Failure
 
 fn output_from_pb(output: Option<pb::ToolOutput>, field: &str) -> Result<ToolOutput, Failure> {
     match output.and_then(|o| o.value) {
-        Some(pb::tool_output::Value::Text(text)) => Ok(ToolOutput::Text(text)),
+        Some(pb::tool_output::Value::Text(text)) => Ok(ToolOutput::Text(text.into())),
         Some(pb::tool_output::Value::Json(text)) => serde_json::from_str(&text)
             .map(ToolOutput::Json)
             .map_err(|e| Failure::invalid_input(&format!("{field}.json"), e)),
@@ -82,7 +82,7 @@ fn output_from_pb(output: Option<pb::ToolOutput>, field: &str) -> Result<ToolOut
 fn output_to_pb(output: &ToolOutput) -> pb::ToolOutput {
     pb::ToolOutput {
         value: Some(match output {
-            ToolOutput::Text(text) => pb::tool_output::Value::Text(text.clone()),
+            ToolOutput::Text(text) => pb::tool_output::Value::Text(text.to_string()),
             ToolOutput::Json(value) => pb::tool_output::Value::Json(value.to_string()),
             ToolOutput::Bytes(data) => pb::tool_output::Value::Bytes(data.to_vec()),
         }),

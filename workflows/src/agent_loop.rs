@@ -53,7 +53,7 @@ pub struct AgentLoop;
 
 fn turn(tool_name: &str, tool_call_id: &str, response: &ReduceResponse) -> Turn {
     let model_visible = match &response.return_value {
-        ToolOutput::Text(text) => text.clone(),
+        ToolOutput::Text(text) => text.to_string(),
         other => serde_json::to_string(other).unwrap_or_default(),
     };
     Turn {
@@ -138,7 +138,7 @@ impl AgentLoop {
                     run_id: Some(run_id),
                     tool_call_id: Some("call-3".into()),
                     retry: 0,
-                    output: ToolOutput::Text(listing),
+                    output: ToolOutput::Text(listing.into()),
                     content: None,
                     metadata: None,
                     envelope: false,

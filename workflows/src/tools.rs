@@ -102,7 +102,7 @@ impl ExampleTools {
                 run_id: request.run_id,
                 tool_call_id: request.tool_call_id,
                 retry: request.retry,
-                output: ToolOutput::Text(text),
+                output: ToolOutput::Text(text.into()),
                 content: None,
                 metadata: None,
                 envelope: false,
