@@ -95,7 +95,8 @@ def main() -> None:
     truncate_config = work / 'truncate.json'
     truncate_config.write_text(json.dumps({'bands': [{'over': 10_000, 'action': {'type': 'truncate'}}]}))
     try:
-        print(f'\n`overspill reduce` whole process vs the reference in-process, {args.mb} MB log, median of {args.runs}\n')
+        print(f'\n`overspill reduce` whole process vs the reference in-process, {args.mb} MB log, median of {args.runs}'
+              f' (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)\n')
         print('| row | reference ms | overspill ms | speed-up | target | reference peak RSS MB | overspill peak RSS MB |')
         print('|---|---:|---:|---:|---:|---:|---:|')
         for row in ROWS:
@@ -115,6 +116,7 @@ def main() -> None:
             verdict = f'{TARGET:g}x {"ok" if speedup >= TARGET else "MISS"}'
             print(f'| reduce → {row}, {args.mb} MB | {ref_ms:.1f} | {our_ms:.1f} | {speedup:.1f}x | {verdict} '
                   f'| {ref_rss:.0f} | {our_rss:.0f} |')
+        print(f'\nload average at the end: {os.getloadavg()[0]:.1f}')
     finally:
         subprocess.run(['rm', '-rf', str(work)], check=False)
 
