@@ -76,14 +76,7 @@ mod truncation_guard {
         // orderly exit. Bytes rewritten in place show through; should that leave text already
         // validated as UTF-8 invalid, what the engine makes of it is unspecified. That is the
         // risk every reader of a file mapped from stdin takes (ripgrep's too), accepted here.
-        let map = unsafe {
-            MmapOptions::new()
-                .offset(offset)
-                .len(rest)
-                .populate()
-                .map(file)
-        }
-        .ok()?;
+        let map = unsafe { MmapOptions::new().offset(offset).len(rest).map(file) }.ok()?;
         let start = map.as_ptr() as usize;
         START.store(start, Ordering::SeqCst);
         END.store(start + map.len(), Ordering::SeqCst);

@@ -396,19 +396,10 @@ async fn reduce_stops_with_a_clear_error_when_stdin_shrinks_under_its_map() {
     .expect("the config is written");
     let (config, base) = (config.display().to_string(), server.base());
     let out = tokio::task::spawn_blocking(move || {
-        let args = [
-            "reduce",
-            "--tool",
-            "cat",
-            "--store",
-            "memory://",
-            "--config",
-            &config,
-            "--model-url",
-            &base,
-            "--model",
-            "test-model",
-        ];
+        let mut args: Vec<&str> = "reduce --tool cat --store memory:// --model test-model"
+            .split(' ')
+            .collect();
+        args.extend(["--config", &config, "--model-url", &base]);
         overspill_from_file(&args, &path)
     })
     .await
