@@ -7,7 +7,10 @@ The same generated log (compare.py's generator) is written to a file once. Overs
 whole process, `overspill reduce --tool run_command --store file://… < log`: start-up, reading
 stdin, reducing, the spill's write, exit. The reference's row is pydantic-ai-harness 0.62's
 `ToolOutputLimits.after_tool_execute` on the log already in memory, in a Python process of its
-own (a LocalFileStore for the spill). Times are medians of `--runs`; peak RSS is each process's
+own (a LocalFileStore for the spill). A spill row writes a new key each run, as every tool call
+does (the file is deleted after the run, outside the timing); the "same key" row overwrites the
+last run's spill, as a retry or a replay does, which costs both sides a filesystem flush (ext4
+allocates the new data's blocks when a rename or an O_TRUNC replaces a file). Times are medians of `--runs`; peak RSS is each process's
 maximum resident set (`/usr/bin/time -f %M`), the reference's including its interpreter and
 the log it holds. Overspill's time includes `/usr/bin/time`'s own fork and exec (about 1 ms).
 """
@@ -28,7 +31,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compare import MB, ROOT, log_text  # noqa: E402
 
-ROWS = ('truncate', 'spill')
+ROWS = ('truncate', 'spill', 'spill, same key')
+
+
+def fresh_keys(row: str) -> bool:
+    """Whether each run of `row` writes a new key (and deletes it after)."""
+    return row == 'spill'
+
+
+def delete_files(store: Path) -> None:
+    for path in store.rglob('*'):
+        if path.is_file():
+            path.unlink()
 TARGET = 2.0
 
 
@@ -47,16 +61,19 @@ def reference_child(row: str, log: Path, store_dir: Path, runs: int) -> None:
         else ToolOutputLimits(store=store)
     )
     ctx = SimpleNamespace(run_id='bench', retry=0, tool_name_for_kind=lambda kind: None)
-    call = ToolCallPart(tool_name='run_command', args={}, tool_call_id='call')
     tool_def = ToolDefinition(name='run_command')
     text = log.read_text()
     times = []
-    for _ in range(runs):
+    for i in range(runs):
+        call_id = f'call-{i}' if fresh_keys(row) else 'call'
+        call = ToolCallPart(tool_name='run_command', args={}, tool_call_id=call_id)
         start = time.perf_counter()
         out = asyncio.run(limits.after_tool_execute(ctx, call=call, tool_def=tool_def, args={}, result=text))
         times.append((time.perf_counter() - start) * 1000)
         # Fail loudly rather than time a fallback.
-        assert isinstance(out, ToolReturn) == (row == 'spill'), f'the reference did not {row}'
+        assert isinstance(out, ToolReturn) == (row != 'truncate'), f'the reference did not {row}'
+        if fresh_keys(row):
+            delete_files(store_dir)
     print(json.dumps({'ms': statistics.median(times)}))
 
 
@@ -100,16 +117,21 @@ def main() -> None:
         print('| row | reference ms | overspill ms | speed-up | target | reference peak RSS MB | overspill peak RSS MB |')
         print('|---|---:|---:|---:|---:|---:|---:|')
         for row in ROWS:
-            store = work / f'store-{row}'
+            slug = row.replace(', ', '-').replace(' ', '-')
+            store = work / f'store-{slug}'
             _, ref_rss, ref_out = run_measured(
-                [sys.executable, __file__, 'reference', row, str(log), str(work / f'ref-{row}'), str(args.runs)]
+                [sys.executable, __file__, 'reference', row, str(log), str(work / f'ref-{slug}'), str(args.runs)]
             )
             ref_ms = json.loads(ref_out)['ms']
-            command = [args.bin, 'reduce', '--tool', 'run_command', '--run-id', 'bench', '--call-id', 'call',
-                       '--store', f'file://{store}']
+            command = [args.bin, 'reduce', '--tool', 'run_command', '--run-id', 'bench', '--store', f'file://{store}']
             if row == 'truncate':
                 command += ['--config', str(truncate_config)]
-            runs = [run_measured(command, log) for _ in range(args.runs)]
+            runs = []
+            for i in range(args.runs):
+                call_id = f'call-{i}' if fresh_keys(row) else 'call'
+                runs.append(run_measured([*command, '--call-id', call_id], log))
+                if fresh_keys(row):
+                    delete_files(store)
             our_ms = statistics.median(ms for ms, _, _ in runs)
             our_rss = max(rss for _, rss, _ in runs)
             speedup = ref_ms / our_ms
