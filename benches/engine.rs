@@ -90,7 +90,7 @@ fn reduce_text(c: &mut Criterion) {
         let text = log_text(mb * MB);
         let truncate = truncate_limits();
         // The input is built outside the timed part, as the reference receives its string.
-        let input = || ToolResult::bare(ToolOutput::Text(text.clone()));
+        let input = || ToolResult::bare(ToolOutput::Text(text.clone().into()));
         group.bench_function(BenchmarkId::new("truncate", mb), |b| {
             b.iter_batched(
                 input,

@@ -237,7 +237,7 @@ fn reduce_rows() {
         ),
     ];
     for (name, limits) in rows {
-        let input = || ToolResult::bare(ToolOutput::Text(text.clone()));
+        let input = || ToolResult::bare(ToolOutput::Text(text.clone().into()));
         let ms = 1e3
             * median_secs(5, input, |result| {
                 let reduced = futures::executor::block_on(limits::reduce(

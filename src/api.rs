@@ -224,7 +224,7 @@ mod tests {
             },
             suffix: String::new(),
             key: None,
-            output: ToolOutput::Text(String::new()),
+            output: ToolOutput::Text(Default::default()),
             preview_chars: DEFAULT_PREVIEW_CHARS,
             config: None,
         };

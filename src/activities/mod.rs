@@ -42,7 +42,7 @@ use crate::api::{
 use crate::external_storage::ExternalStorage;
 use crate::limits::{
     self, Limits, NoSummarizer, ReductionKind, SpillStore, StoreError, SummarizeError, Summarizer,
-    Summary, SummaryRequest, ToolOutput, Unit, preview, prompt, pyfmt,
+    Summary, SummaryRequest, Unit, preview, prompt, pyfmt,
 };
 use crate::read;
 use crate::store::Store;
@@ -208,9 +208,8 @@ impl OverspillActivities {
             Some(key) => key,
             None => request.call(workflow_run_id).spill_key(&request.suffix),
         };
-        // The unit takes the output over, so the store gets the request's own buffer.
-        let output = std::mem::replace(&mut request.output, ToolOutput::Text(String::new()));
-        let unit = Unit::owned(output, &limits);
+        // The unit shares the output, so the store gets the request's own buffer.
+        let unit = Unit::new(&request.output, &limits);
         let data = unit.data();
         let bytes = data.len() as u64;
         let handle = self
@@ -341,6 +340,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::limits::ToolOutput;
     use crate::store::StoreOptions;
 
     /// A store whose endpoint refuses connections.
@@ -425,7 +425,7 @@ mod tests {
         .expect("request");
         let text = "x".repeat(50_000);
         let buffer = text.as_ptr();
-        request.output = ToolOutput::Text(text);
+        request.output = ToolOutput::Text(text.into());
         let spilled = acts.spill_request(request, None).await.expect("spilled");
         let stored = store.read(&spilled.handle).await.expect("stored");
         assert_eq!(stored.len(), 50_000);

@@ -98,7 +98,7 @@ impl<T: Clone> PbField<Option<T>> for T {
 impl PbField<Option<pb::ToolOutput>> for ToolOutput {
     fn set_from(&mut self, value: Option<pb::ToolOutput>, field: &str) -> Result<(), Failure> {
         *self = match value.and_then(|o| o.value) {
-            Some(pb::tool_output::Value::Text(text)) => ToolOutput::Text(text),
+            Some(pb::tool_output::Value::Text(text)) => ToolOutput::Text(text.into()),
             Some(pb::tool_output::Value::Json(text)) => serde_json::from_str(&text)
                 .map(ToolOutput::Json)
                 .map_err(|e| Failure::invalid_input(&format!("{field}.json"), e))?,
@@ -115,7 +115,7 @@ impl PbField<Option<pb::ToolOutput>> for ToolOutput {
     fn to_field(&self) -> Option<pb::ToolOutput> {
         Some(pb::ToolOutput {
             value: Some(match self {
-                ToolOutput::Text(text) => pb::tool_output::Value::Text(text.clone()),
+                ToolOutput::Text(text) => pb::tool_output::Value::Text(text.to_string()),
                 ToolOutput::Json(value) => pb::tool_output::Value::Json(value.to_string()),
                 ToolOutput::Bytes(data) => pb::tool_output::Value::Bytes(data.to_vec()),
             }),

@@ -9,6 +9,7 @@ mod grep;
 mod read;
 mod reduce;
 mod spills;
+mod stdin;
 mod worker;
 
 /// Keep AI agents' oversized tool outputs out of their context windows, durably.

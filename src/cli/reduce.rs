@@ -1,16 +1,17 @@
 //! `overspill reduce`: one tool output in, what the model sees out.
 
-use std::io::{Read as _, Write as _};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use bytes::Bytes;
 use overspill::api::ReduceRequest;
 use overspill::limits::{self, Limits, ToolCall, ToolOutput, ToolResult};
 use overspill::store::Store;
 use overspill::summarize::ModelArgs;
 use overspill::worker::{LogFormat, init_logging_at};
 
-use super::CliResult;
+use super::{CliResult, stdin};
 
 /// Reduce a JSON request (`--request`), or a raw text output from stdin (`--tool`).
 #[derive(Debug, clap::Args)]
@@ -73,7 +74,7 @@ pub(crate) async fn run(args: Args) -> CliResult {
         retry: args.retry,
         ..ToolCall::default()
     };
-    let result = ToolResult::bare(tool_output(read_stdin()?));
+    let result = ToolResult::bare(ToolOutput::from_raw(stdin::read_all()?));
     let spills = store.for_tool(&call.tool_name);
     let reduced = limits::reduce(&defaults, &call, result, &spills, &summarizer).await;
     match &reduced.return_value {
@@ -84,34 +85,10 @@ pub(crate) async fn run(args: Args) -> CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Raw tool output as the reference types it: a `str` when it is UTF-8, else `bytes` (measured
-/// in bytes, spilled verbatim, never truncated). Neither form copies the buffer.
-fn tool_output(data: Vec<u8>) -> ToolOutput {
-    match String::from_utf8(data) {
-        Ok(text) => ToolOutput::Text(text),
-        Err(not_utf8) => ToolOutput::Bytes(not_utf8.into_bytes().into()),
-    }
-}
-
-fn read_input(path: &Path) -> std::io::Result<Vec<u8>> {
+fn read_input(path: &Path) -> std::io::Result<Bytes> {
     if path.as_os_str() == "-" {
-        read_stdin()
+        Ok(stdin::read_all()?)
     } else {
-        std::fs::read(path)
+        std::fs::read(path).map(Bytes::from)
     }
-}
-
-/// All of stdin in one buffer. Read through a `File`, which sizes the buffer from `fstat` when
-/// stdin is a regular file (`< big.log`): one allocation and one copy, no regrowth.
-fn read_stdin() -> std::io::Result<Vec<u8>> {
-    let mut data = Vec::new();
-    #[cfg(unix)]
-    {
-        use std::os::fd::AsFd as _;
-        let stdin = std::io::stdin().as_fd().try_clone_to_owned()?;
-        std::fs::File::from(stdin).read_to_end(&mut data)?;
-    }
-    #[cfg(not(unix))]
-    std::io::stdin().read_to_end(&mut data)?;
-    Ok(data)
 }

@@ -94,7 +94,7 @@ mod tests {
     #[test]
     fn cjk_text_is_banded_by_its_real_tokens() {
         let text = "人工智能的研究正在迅速发展。".repeat(200);
-        let output = ToolOutput::Text(text.clone());
+        let output = ToolOutput::Text(text.clone().into());
         let estimate = text.chars().count() as u64 / 4;
         let bands = bands(&[estimate as i64 + 1]);
         let estimated = by_tokens(Tokenizer::CharsDiv4);
@@ -117,7 +117,7 @@ mod tests {
             thresholds in proptest::collection::vec(0i64..200, 0..4),
         ) {
             let bands = bands(&thresholds);
-            let output = ToolOutput::Text(text.clone());
+            let output = ToolOutput::Text(text.clone().into());
             for tokenizer in [Tokenizer::CharsDiv4, Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
                 let limits = by_tokens(tokenizer);
                 let unit = Unit::new(&output, &limits);

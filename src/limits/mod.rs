@@ -30,7 +30,7 @@ pub use effects::{
     MemoryStore, NoStore, NoSummarizer, SpillStore, StoreError, SummarizeError, Summarizer,
     Summary, SummaryRequest, Usage,
 };
-pub use output::{Envelope, ToolCall, ToolOutput, ToolResult};
+pub use output::{ByteString, Envelope, ToolCall, ToolOutput, ToolResult};
 pub use prompt::DEFAULT_SUMMARY_PROMPT;
 pub use reduce::{CONTENT_SUFFIX, EXEMPT_TOOL_KINDS, Reduced, ReductionKind, reduce};
 pub use tokens::Tokenizer;

@@ -3,8 +3,6 @@
 //! measured, given the band their size falls in, and reduced by the band's action, whose `then`
 //! runs when it fails; the parts are then assembled back into one result.
 
-use std::sync::Arc;
-
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -117,7 +115,7 @@ struct Applied {
 /// # futures::executor::block_on(async {
 /// let store = MemoryStore::new();
 /// let call = ToolCall { tool_name: "cat".into(), run_id: Some("r".into()), tool_call_id: Some("c".into()), ..Default::default() };
-/// let big = ToolResult::bare(ToolOutput::Text("x".repeat(20_000)));
+/// let big = ToolResult::bare(ToolOutput::Text("x".repeat(20_000).into()));
 /// let reduced = reduce(&Limits::default(), &call, big, &store, &NoSummarizer).await;
 /// assert_eq!(reduced.overflow_handle(), Some("r/c.0"));
 /// assert!(reduced.return_value.as_text().unwrap().starts_with("[Tool output too large (20,000 chars); stored to handle 'r/c.0'."));
@@ -140,29 +138,13 @@ pub async fn reduce<S: SpillStore, M: Summarizer>(
     }
     let bands = limits.bands_for(&call.tool_name);
 
-    // A text return is shared with its unit, so that a spill stores the very buffer; it is put
-    // back untouched unless the reduction replaces it.
-    let mut result = result;
-    let shared = match &mut result.return_value {
-        ToolOutput::Text(text) => Some(Arc::new(std::mem::take(text))),
-        _ => None,
-    };
     let value = {
-        let unit = match &shared {
-            Some(text) => Unit::from_text(UnitText::Shared(text.clone()), String::new(), limits),
-            None => Unit::new(&result.return_value, limits),
-        };
+        let unit = Unit::new(&result.return_value, limits);
         match measure::select(bands, &unit, limits) {
             Some(action) => apply(action, &unit, limits, call, "", store, summarizer).await,
             None => Applied::default(),
         }
     };
-    if let Some(text) = shared
-        && value.replacement.is_none()
-    {
-        result.return_value =
-            ToolOutput::Text(Arc::try_unwrap(text).unwrap_or_else(|kept| (*kept).clone()));
-    }
 
     let content = match &result.envelope.content {
         Some(Value::String(text)) => {
@@ -196,7 +178,7 @@ pub async fn reduce<S: SpillStore, M: Summarizer>(
 /// Multimodal content is never reduced; the reference warns when it would have been.
 fn warn_on_large_parts(parts: &[Value], bands: &[super::Band], limits: &Limits, call: &ToolCall) {
     let text: String = parts.iter().filter_map(Value::as_str).collect();
-    let unit = Unit::from_text(UnitText::Shared(Arc::new(text)), String::new(), limits);
+    let unit = Unit::from_text(UnitText::Shared(text.into()), String::new(), limits);
     if let Some(action) = measure::select(bands, &unit, limits)
         && !matches!(action, Action::Passthrough)
     {
@@ -222,7 +204,7 @@ fn assemble(result: ToolResult, value: Applied, content: Applied) -> Reduced {
         wrapped,
     } = result.envelope;
     let return_value = match value.replacement {
-        Some(text) => ToolOutput::Text(text),
+        Some(text) => ToolOutput::Text(text.into()),
         None => result.return_value,
     };
     let envelope = Envelope {
@@ -408,7 +390,7 @@ mod tests {
         )
         .expect("valid");
         let reduce_text = |text: &str| {
-            let result = ToolResult::bare(ToolOutput::Text(text.to_owned()));
+            let result = ToolResult::bare(ToolOutput::Text(text.into()));
             let call = ToolCall::default();
             futures::executor::block_on(reduce(
                 &limits,
@@ -435,7 +417,7 @@ mod tests {
     fn reduce_future_is_send() {
         fn assert_send<T: Send>(_: &T) {}
         let (limits, call, store) = (Limits::default(), ToolCall::default(), MemoryStore::new());
-        let result = ToolResult::bare(ToolOutput::Text(String::new()));
+        let result = ToolResult::bare(ToolOutput::Text(Default::default()));
         let future = reduce(&limits, &call, result, &store, &NoSummarizer);
         assert_send(&future);
     }
@@ -466,7 +448,7 @@ mod tests {
         .expect("valid limits");
         limits.summary_prompt = format!("{{tool_name}}{}", "{output}".repeat(60_000));
         let summarizer = Counting::default();
-        let result = ToolResult::bare(ToolOutput::Text("x".repeat(1_500)));
+        let result = ToolResult::bare(ToolOutput::Text("x".repeat(1_500).into()));
         let call = ToolCall::default();
         let reduced = reduce(&limits, &call, result, &MemoryStore::new(), &summarizer).await;
         assert_eq!(reduced.kind, ReductionKind::Truncated);

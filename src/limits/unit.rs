@@ -2,13 +2,12 @@
 //! envelope's text content) as text or bytes, with the shape sketch of a structured value.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
 use bytes::Bytes;
 use serde_json::Value;
 
 use super::config::Limits;
-use super::output::ToolOutput;
+use super::output::{ByteString, ToolOutput};
 use super::pyfmt::{repr, type_name};
 use super::{ansi, serialize};
 
@@ -30,45 +29,25 @@ pub struct Unit<'a> {
 #[derive(Debug, Clone)]
 pub(super) enum UnitText<'a> {
     Borrowed(&'a str),
-    Shared(Arc<String>),
-}
-
-/// Lets a spill's [`Bytes`] own the text's buffer instead of a copy of it.
-struct SharedText(Arc<String>);
-
-impl AsRef<[u8]> for SharedText {
-    fn as_ref(&self) -> &[u8] {
-        self.0.as_bytes()
-    }
+    Shared(ByteString),
 }
 
 impl<'a> Unit<'a> {
-    /// Build the unit for an output: serialize structured values, strip ANSI if asked.
-    pub fn new(output: &'a ToolOutput, limits: &Limits) -> Self {
+    /// Build the unit for an output: serialize structured values, strip ANSI if asked. A text
+    /// or binary output is shared, not copied, so [`Unit::data`] hands a spill its own buffer.
+    pub fn new(output: &ToolOutput, limits: &Limits) -> Self {
         match output {
             ToolOutput::Text(text) => {
-                Self::from_text(UnitText::Borrowed(text), String::new(), limits)
+                Self::from_text(UnitText::Shared(text.clone()), String::new(), limits)
             }
             ToolOutput::Json(value) => Self::from_json(value, limits),
             ToolOutput::Bytes(data) => Self::from_binary(data.clone()),
         }
     }
 
-    /// Build the unit for an output it takes over, so that [`Unit::data`] hands a spill the
-    /// output's own buffer (a text's bytes are never copied).
-    pub fn owned(output: ToolOutput, limits: &Limits) -> Self {
-        match output {
-            ToolOutput::Text(text) => {
-                Self::from_text(UnitText::Shared(Arc::new(text)), String::new(), limits)
-            }
-            ToolOutput::Json(value) => Self::from_json(&value, limits),
-            ToolOutput::Bytes(data) => Self::from_binary(data),
-        }
-    }
-
     fn from_json(value: &Value, limits: &Limits) -> Self {
         Self::from_text(
-            UnitText::Shared(Arc::new(serialize::render(value, limits.serializer))),
+            UnitText::Shared(serialize::render(value, limits.serializer).into()),
             shape_sketch(value),
             limits,
         )
@@ -87,11 +66,11 @@ impl<'a> Unit<'a> {
         let text = match text {
             UnitText::Borrowed(t) if limits.strip_ansi => match ansi::strip_ansi(t) {
                 Cow::Borrowed(t) => UnitText::Borrowed(t),
-                Cow::Owned(t) => UnitText::Shared(Arc::new(t)),
+                Cow::Owned(t) => UnitText::Shared(t.into()),
             },
             UnitText::Shared(t) if limits.strip_ansi => match ansi::strip_ansi(&t) {
                 Cow::Borrowed(_) => UnitText::Shared(t),
-                Cow::Owned(stripped) => UnitText::Shared(Arc::new(stripped)),
+                Cow::Owned(stripped) => UnitText::Shared(stripped.into()),
             },
             t => t,
         };
@@ -126,7 +105,7 @@ impl<'a> Unit<'a> {
     /// What a spill stores: the UTF-8 of the text, or the binary payload.
     pub fn data(&self) -> Bytes {
         match &self.text {
-            Some(UnitText::Shared(text)) => Bytes::from_owner(SharedText(text.clone())),
+            Some(UnitText::Shared(text)) => text.clone().into_bytes(),
             Some(UnitText::Borrowed(text)) => Bytes::copy_from_slice(text.as_bytes()),
             None => self.binary.clone(),
         }

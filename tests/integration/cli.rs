@@ -302,37 +302,114 @@ fn reduce_takes_non_utf8_stdin_as_a_binary_output() {
     assert_eq!(stored, big, "spilled verbatim");
 }
 
+/// `overspill` with the file at `path` on stdin (mapped, where the piped runs read).
+fn overspill_from_file(args: &[&str], path: &std::path::Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_overspill"))
+        .args(args)
+        .env_remove("OVERSPILL_STORE")
+        .env_remove("OVERSPILL_MODEL_URL")
+        .env_remove("OVERSPILL_MODEL")
+        .stdin(std::fs::File::open(path).expect("the input opens"))
+        .output()
+        .expect("overspill finishes")
+}
+
+/// A regular file on stdin is mapped, a pipe is read: both give the same output and the same
+/// spill, for text truncated or spilled, binary spilled, and text passed through.
 #[test]
 fn reduce_reads_a_regular_file_on_stdin_like_a_pipe() {
     let dir = tempfile::tempdir().expect("a temp dir");
     let log: String = (0..5_000).map(|i| format!("line {i}: ok\n")).collect();
-    let path = dir.path().join("log.txt");
-    std::fs::write(&path, &log).expect("the log is written");
-    let config = dir.path().join("limits.json");
+    let binary: Vec<u8> = (0..50_000u32).map(|i| (i % 251) as u8).collect();
+    let truncate = dir.path().join("limits.json");
     std::fs::write(
-        &config,
+        &truncate,
         r#"{"bands": [{"over": 100, "action": {"type": "truncate", "max_chars": 200}}]}"#,
     )
     .expect("the config is written");
-    let config = config.display().to_string();
-    let args = [
-        "reduce",
-        "--tool",
-        "cat",
-        "--store",
-        "memory://",
-        "--config",
-        &config,
+    let truncate = truncate.display().to_string();
+    let cases: [(&str, &[u8], &[&str]); 4] = [
+        ("truncated", log.as_bytes(), &["--config", &truncate]),
+        ("spilled", log.as_bytes(), &[]),
+        ("spilled binary", &binary, &[]),
+        ("passed through", b"a short output\n", &[]),
     ];
-    let piped = overspill(&args, log.as_bytes());
-    let from_file = Command::new(env!("CARGO_BIN_EXE_overspill"))
-        .args(args)
-        .env_remove("OVERSPILL_STORE")
-        .stdin(std::fs::File::open(&path).expect("the log opens"))
-        .output()
-        .expect("overspill finishes");
-    assert!(from_file.status.success(), "{}", text(&from_file.stderr));
-    let shown = text(&piped.stdout);
-    assert!(shown.contains("chars omitted from the middle"), "{shown}");
-    assert_eq!(text(&from_file.stdout), shown);
+    for (case, input, config) in cases {
+        let path = dir.path().join("input");
+        std::fs::write(&path, input).expect("the input is written");
+        let run = |from_file: bool| {
+            let store = tempfile::tempdir().expect("a store dir");
+            let url = format!("file://{}", store.path().display());
+            let args = [
+                &["reduce", "--tool", "cat", "--run-id", "r", "--call-id", "c"][..],
+                &["--store", &url],
+                config,
+            ]
+            .concat();
+            let out = if from_file {
+                overspill_from_file(&args, &path)
+            } else {
+                overspill(&args, input)
+            };
+            assert!(out.status.success(), "{case}: {}", text(&out.stderr));
+            let spill = std::fs::read(store.path().join("tool_output_limits/r/c.0")).ok();
+            (out.stdout, spill)
+        };
+        let (piped, piped_spill) = run(false);
+        let (mapped, mapped_spill) = run(true);
+        assert_eq!(text(&mapped), text(&piped), "{case}");
+        assert_eq!(mapped_spill, piped_spill, "{case}");
+        match case {
+            "truncated" => assert!(text(&piped).contains("chars omitted from the middle")),
+            "passed through" => assert_eq!(piped, input),
+            _ => assert_eq!(piped_spill.as_deref(), Some(input), "{case}"),
+        }
+    }
+}
+
+/// A file on stdin that shrinks while `overspill reduce` has it mapped stops the run with exit
+/// status 74 and a message saying why, instead of a death by SIGBUS; nothing reaches stdout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reduce_stops_with_a_clear_error_when_stdin_shrinks_under_its_map() {
+    use crate::openai_server::{FakeOpenAi, Reply};
+
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let path = dir.path().join("log.txt");
+    let log: String = (0..20_000).map(|i| format!("line {i}: ok\n")).collect();
+    std::fs::write(&path, &log).expect("the log is written");
+    // The model is asked once the output is mapped and measured: it truncates the file, then
+    // refuses, so the band's `then` reads the map again, past the file's new end.
+    let shrink = path.clone();
+    let server = FakeOpenAi::with_default(None, move |_| {
+        (std::fs::File::options().write(true).open(&shrink))
+            .and_then(|file| file.set_len(0))
+            .expect("the log is truncated");
+        Reply::error(400, "Refused.", "invalid_request_error")
+    })
+    .await;
+    let config = dir.path().join("limits.json");
+    std::fs::write(
+        &config,
+        r#"{"bands": [{"over": 100, "action": {"type": "summarize",
+            "then": {"type": "truncate", "max_chars": 200}}}]}"#,
+    )
+    .expect("the config is written");
+    let (config, base) = (config.display().to_string(), server.base());
+    let out = tokio::task::spawn_blocking(move || {
+        let mut args: Vec<&str> = "reduce --tool cat --store memory:// --model test-model"
+            .split(' ')
+            .collect();
+        args.extend(["--config", &config, "--model-url", &base]);
+        overspill_from_file(&args, &path)
+    })
+    .await
+    .expect("overspill runs");
+    assert_eq!(server.requests().len(), 1, "the model was asked once");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(74), "{stderr}");
+    assert!(
+        stderr.contains("overspill: stdin was truncated while it was being read"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
 }

@@ -111,7 +111,7 @@ async fn reduce_tool_output_takes_and_returns_payloads_through_external_storage(
     )
     .await;
     assert_eq!(passed.kind, ReductionKind::Passthrough);
-    assert_eq!(passed.return_value, ToolOutput::Text(text));
+    assert_eq!(passed.return_value, ToolOutput::Text(text.into()));
     let completed = events.iter().find_map(|e| match &e.attributes {
         Some(Attributes::WorkflowExecutionCompletedEventAttributes(a)) => Some(a),
         _ => None,

@@ -414,7 +414,7 @@ async fn reduce_with(store: &Store) -> (limits::Reduced, Duration, String) {
     let reduced = limits::reduce(
         &Limits::default(),
         &call,
-        ToolResult::bare(ToolOutput::Text(output)),
+        ToolResult::bare(ToolOutput::Text(output.into())),
         store,
         &NoSummarizer,
     )

@@ -48,7 +48,7 @@ fn call(tool: &str) -> ToolCall {
 }
 
 fn text(output: &str) -> ToolResult {
-    ToolResult::bare(ToolOutput::Text(output.to_owned()))
+    ToolResult::bare(ToolOutput::Text(output.into()))
 }
 
 fn numbered(lines: usize) -> String {
@@ -356,7 +356,7 @@ async fn without_then_the_output_passes_through() {
     )
     .await;
     assert!(!reduced.changed());
-    assert_eq!(reduced.return_value, ToolOutput::Text(output));
+    assert_eq!(reduced.return_value, ToolOutput::Text(output.into()));
 }
 
 #[tokio::test]

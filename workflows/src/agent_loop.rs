@@ -53,7 +53,7 @@ pub struct AgentLoop;
 
 fn turn(tool_name: &str, tool_call_id: &str, response: &ReduceResponse) -> Turn {
     let model_visible = match &response.return_value {
-        ToolOutput::Text(text) => text.clone(),
+        ToolOutput::Text(text) => text.to_string(),
         other => serde_json::to_string(other).unwrap_or_default(),
     };
     Turn {
@@ -136,7 +136,7 @@ impl AgentLoop {
                             tool_call_id: Some("call-3".into()),
                             ..ToolCall::default()
                         },
-                        ToolOutput::Text(listing),
+                        ToolOutput::Text(listing.into()),
                     )
                 },
                 activity_options(),

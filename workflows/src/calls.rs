@@ -100,10 +100,7 @@ impl<'a, W> ActivityStore<'a, W> {
 
 impl<W> SpillStore for ActivityStore<'_, W> {
     async fn write(&self, key: &str, data: Bytes) -> Result<String, StoreError> {
-        let output = match String::from_utf8(data.to_vec()) {
-            Ok(text) => ToolOutput::Text(text),
-            Err(_) => ToolOutput::Bytes(data),
-        };
+        let output = ToolOutput::from_raw(data);
         let request = SpillRequest {
             call: ToolCall {
                 tool_name: self.tool_name.to_owned(),

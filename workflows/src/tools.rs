@@ -105,7 +105,7 @@ impl ExampleTools {
             };
             let reduce = ReduceRequest {
                 config: request.config,
-                ..ReduceRequest::new(call, ToolOutput::Text(text))
+                ..ReduceRequest::new(call, ToolOutput::Text(text.into()))
             };
             overspill.reduce_request(reduce, run_id.as_deref()).await
         };
