@@ -166,7 +166,15 @@ async fn page<R: SpillReader>(
 ) -> Result<String, PageError> {
     let view = match spill.opened.as_ref() {
         Opened::Whole(version) => {
-            let data = payload_bytes(reader, request, spill, version, 0..version.size).await?;
+            let data = held_or_read(
+                reader,
+                &request.handle,
+                Part::Payload,
+                version,
+                &spill.head,
+                0..version.size,
+            )
+            .await?;
             return Ok(offset_page_in_memory(&data, request, limit));
         }
         Opened::Indexed(view) => view,
@@ -179,7 +187,15 @@ async fn page<R: SpillReader>(
     let (start, end) = locate(reader, &request.handle, spill, view, window.clone()).await?;
     let cap = start.offset + view.header.checkpoint_bytes() + PAGE_BYTES_CAP as u64;
     let range = start.offset..end.min(cap).max(start.offset);
-    let data = payload_bytes(reader, request, spill, &view.payload, range).await?;
+    let data = held_or_read(
+        reader,
+        &request.handle,
+        Part::Payload,
+        &view.payload,
+        &spill.head,
+        range,
+    )
+    .await?;
     let lines = window_lines(&data, window.start - start.line..window.end - start.line);
     Ok(render(
         &request.handle,
@@ -187,18 +203,6 @@ async fn page<R: SpillReader>(
         window.end - window.start,
         lines,
     ))
-}
-
-/// Bytes `range` of the payload at `version`: from the first bytes just read, or read.
-async fn payload_bytes<R: SpillReader>(
-    reader: &R,
-    request: &ReadRequest,
-    spill: &Spill<'_>,
-    version: &Version,
-    range: Range<u64>,
-) -> Result<Bytes, PageError> {
-    let (part, held) = (Part::Payload, &spill.head);
-    held_or_read(reader, &request.handle, part, version, held, range).await
 }
 
 /// Bytes `range` of `part` at `version`: from `held`, its first bytes, when they cover the
