@@ -170,14 +170,7 @@ impl OverspillActivities {
             self.metrics.reduced(reduced.content_kind);
         }
         if reduced.kind == ReductionKind::Spilled {
-            let bytes = reduced
-                .envelope
-                .metadata
-                .as_ref()
-                .and_then(|m| m.get("overflow_bytes"))
-                .and_then(serde_json::Value::as_u64)
-                .unwrap_or(0);
-            self.metrics.spilled(bytes);
+            self.metrics.spilled(reduced.overflow_bytes());
         }
         Ok(reduced)
     }

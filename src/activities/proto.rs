@@ -439,13 +439,9 @@ proto_form! { ReduceResponse => ReduceResponse {
     envelope.content = content_json, envelope.metadata = metadata_json,
     envelope.wrapped = envelope, usage = usage,
 } then |reduced, message| {
-    let metadata = reduced.envelope.metadata.as_ref();
-    let text = |key: &str| Some(metadata?.get(key)?.as_str()?.to_owned());
-    message.overflow_handle = text("overflow_handle");
-    message.overflow_content_handle = text("overflow_content_handle");
-    message.overflow_bytes = (metadata.and_then(|m| m.get("overflow_bytes")))
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
+    message.overflow_handle = reduced.overflow_handle().map(str::to_owned);
+    message.overflow_content_handle = reduced.overflow_content_handle().map(str::to_owned);
+    message.overflow_bytes = reduced.overflow_bytes();
 } }
 
 proto_form! { SpillRequest => SpillRequest {
@@ -593,6 +589,28 @@ mod tests {
             "{}",
             err.message
         );
+    }
+
+    #[test]
+    fn a_reduce_reply_names_its_spills_in_their_own_protobuf_fields() {
+        let reduced = ReduceResponse {
+            kind: ReductionKind::Spilled,
+            envelope: limits::Envelope {
+                metadata: Some(serde_json::json!({
+                    "overflow_handle": "r/c.0",
+                    "overflow_bytes": 31_000,
+                    "overflow_content_handle": "r/c.0.content",
+                })),
+                wrapped: true,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let pb = reduced.to_pb();
+        assert_eq!(pb.overflow_handle.as_deref(), Some("r/c.0"));
+        assert_eq!(pb.overflow_content_handle.as_deref(), Some("r/c.0.content"));
+        assert_eq!(pb.overflow_bytes, 31_000);
+        assert_eq!(ReduceResponse::from_pb(pb).expect("decodes"), reduced);
     }
 
     #[test]

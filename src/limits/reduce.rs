@@ -83,11 +83,24 @@ impl Reduced {
 
     /// The spill handle of the return value, if it spilled.
     pub fn overflow_handle(&self) -> Option<&str> {
-        self.envelope
-            .metadata
-            .as_ref()?
-            .get("overflow_handle")?
-            .as_str()
+        self.overflow("overflow_handle")?.as_str()
+    }
+
+    /// The spill handle of the envelope's content, if it spilled.
+    pub fn overflow_content_handle(&self) -> Option<&str> {
+        self.overflow("overflow_content_handle")?.as_str()
+    }
+
+    /// Bytes the return value's spill stored (0 when it did not spill).
+    pub fn overflow_bytes(&self) -> u64 {
+        self.overflow("overflow_bytes")
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    }
+
+    /// What a spill added to the metadata under `key`.
+    fn overflow(&self, key: &str) -> Option<&Value> {
+        self.envelope.metadata.as_ref()?.get(key)
     }
 }
 
