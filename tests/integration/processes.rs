@@ -224,6 +224,86 @@ async fn the_plain_worker_serves_no_example_workflow() {
     let _ = handle.terminate(Default::default()).await;
 }
 
+/// `--worker-threads 1` runs the worker on the main thread alone (a current-thread runtime, the
+/// SDK's loop in `block_on`): the example agent still completes, its spill and reduce included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_thread_worker_runs_the_example_agent() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let task_queue = unique("one-thread");
+    let store = format!("file://{}", dir.path().display());
+    let _worker = WorkerProcess::start_with(&task_queue, &store, &["--worker-threads", "1"]);
+    let client = overspill::worker::Connect::new(temporal_address())
+        .client()
+        .await
+        .unwrap_or_else(|e| panic!("connect: {e}"));
+    let id = unique("one-thread-wf");
+    let out = client
+        .start_workflow(
+            AgentLoop::run,
+            AgentLoopInput {
+                log_lines: 2_000,
+                file_lines: 10,
+                config: None,
+            },
+            WorkflowStartOptions::new(task_queue, id.clone())
+                .execution_timeout(Duration::from_secs(60))
+                .build(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("start: {e}"))
+        .get_result(WorkflowGetResultOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("workflow: {e:?}"));
+    let expected = format!("{id}/call-1.0");
+    assert_eq!(out.turns[0].handle.as_deref(), Some(expected.as_str()));
+}
+
+/// `--activities-only` serves no workflow: a `ReduceToolOutput` started on its task queue gets
+/// no workflow task while the worker runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_activities_only_worker_takes_no_workflow_task() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let task_queue = unique("activities-only");
+    let client = overspill::worker::Connect::new(temporal_address())
+        .client()
+        .await
+        .unwrap_or_else(|e| panic!("connect: {e}"));
+    let request: overspill::api::ReduceRequest = serde_json::from_value(json!({
+        "tool_name": "cat", "tool_call_id": "c", "output": {"text": "hi"}
+    }))
+    .unwrap_or_else(|e| panic!("request: {e}"));
+    let handle = client
+        .start_workflow(
+            overspill::workflows::ReduceToolOutput::run,
+            request,
+            WorkflowStartOptions::new(task_queue.clone(), unique("activities-only-wf"))
+                .execution_timeout(Duration::from_secs(60))
+                .build(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("start: {e}"));
+    let store = format!("file://{}", dir.path().display());
+    let mut worker = WorkerProcess::spawn(&task_queue, &store, &["--activities-only"]);
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(5) {
+        let events = handle
+            .fetch_history(Default::default())
+            .into_events()
+            .await
+            .unwrap_or_default();
+        let taken = events.iter().any(|e| {
+            matches!(
+                e.attributes,
+                Some(Attributes::WorkflowTaskStartedEventAttributes(_))
+            )
+        });
+        assert!(!taken, "the activities-only worker took a workflow task");
+        worker.assert_running();
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let _ = handle.terminate(Default::default()).await;
+}
+
 /// Two worker processes on different task queues share one S3 store: each resolves the other's
 /// handles.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
