@@ -160,6 +160,12 @@ fn s3(
             .with_secret_access_key(secret);
     }
     let endpoint = builder.get_config_value(&AmazonS3ConfigKey::Endpoint);
+    if endpoint.as_deref().is_some_and(only_plain_http) && signs_locally(&builder) {
+        // Loading the system's root certificates costs milliseconds per client (a `read` of
+        // the CLI pays it every time); a client that never opens TLS does not need them.
+        let key = AmazonS3ConfigKey::Client(ClientConfigKey::NoSystemCertificates);
+        builder = builder.with_config(key, "true");
+    }
     if endpoint.is_some() && !has_credentials(&builder) {
         return Err(StoreError::Misconfigured(
             "no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (a store with a \
@@ -169,6 +175,23 @@ fn s3(
         ));
     }
     Ok(builder)
+}
+
+/// Whether an endpoint is plain HTTP, so that requests to it never open TLS.
+fn only_plain_http(endpoint: &str) -> bool {
+    endpoint
+        .get(..7)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"))
+}
+
+/// Whether `builder` signs its requests without asking a credential service (a static key, or
+/// unsigned requests): a web identity's STS call is HTTPS even when the endpoint is not.
+fn signs_locally(builder: &AmazonS3Builder) -> bool {
+    let set = |key: AmazonS3ConfigKey| builder.get_config_value(&key).is_some();
+    (set(AmazonS3ConfigKey::AccessKeyId) && set(AmazonS3ConfigKey::SecretAccessKey))
+        || builder
+            .get_config_value(&AmazonS3ConfigKey::SkipSignature)
+            .is_some_and(|v| v == "true")
 }
 
 /// Whether `builder` has credentials other than the EC2 instance metadata service's: a key, a
@@ -233,6 +256,41 @@ mod tests {
         assert_eq!(
             client(&builder, ClientConfigKey::AllowHttp).as_deref(),
             Some("true")
+        );
+    }
+
+    #[test]
+    fn a_plain_http_endpoint_with_a_key_skips_the_system_certificates() {
+        let keyed = StoreOptions::builder().credentials("id", "secret").build();
+        let skipped = |endpoint: &'static str, env: AmazonS3Builder, options: &StoreOptions| {
+            let location = Location {
+                endpoint: Some(endpoint),
+                ..ENDPOINT
+            };
+            let builder = s3(env, "s3://spills", location, options).expect("a builder");
+            client(&builder, ClientConfigKey::NoSystemCertificates)
+        };
+        let new = AmazonS3Builder::new;
+        assert_eq!(
+            skipped("http://127.0.0.1:8333", new(), &keyed).as_deref(),
+            Some("true")
+        );
+        assert_eq!(
+            skipped("HTTP://minio:9000", new(), &keyed).as_deref(),
+            Some("true")
+        );
+        assert_eq!(
+            skipped("https://minio:9000", new(), &keyed).as_deref(),
+            Some("false")
+        );
+        // A web identity asks STS over HTTPS, whatever the endpoint.
+        let identity = new()
+            .with_config(AmazonS3ConfigKey::WebIdentityTokenFile, "/var/run/token")
+            .with_config(AmazonS3ConfigKey::RoleArn, "arn:aws:iam::1:role/r");
+        let plain = StoreOptions::default();
+        assert_eq!(
+            skipped("http://127.0.0.1:8333", identity, &plain).as_deref(),
+            Some("false")
         );
     }
 
