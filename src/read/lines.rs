@@ -57,27 +57,48 @@ pub(crate) fn rare_breaks(
     from: usize,
     to: usize,
 ) -> impl Iterator<Item = (usize, usize)> + '_ {
-    let hay = &data[from..to];
-    let mut candidates = [
-        memchr::memchr3_iter(b'\r', 0xc2, 0xe2, hay).peekable(),
-        memchr::memchr3_iter(0x0b, 0x0c, 0x1c, hay).peekable(),
-        // Two bytes in three slots: `memchr3_iter` keeps every iterator one type.
-        memchr::memchr3_iter(0x1d, 0x1e, 0x1e, hay).peekable(),
-    ];
+    let mut at = from;
     std::iter::from_fn(move || {
-        loop {
-            let next = candidates
-                .iter_mut()
-                .filter_map(|c| c.peek().copied().map(|at| (at, c)))
-                .min_by_key(|(at, _)| *at);
-            let (at, source) = next?;
-            source.next();
-            let len = break_len(data, from + at);
+        while at < to {
+            let Some(found) = next_rare_start(&data[at..to]).map(|i| at + i) else {
+                at = to;
+                break;
+            };
+            at = found + 1;
+            let len = break_len(data, found);
             if len > 0 {
-                return Some((from + at, len));
+                return Some((found, len));
             }
         }
+        None
     })
+}
+
+/// Where in `hay` the first byte that may start a break other than `\n` is.
+///
+/// Text rarely has one, so the scan tests 64 bytes at a time, without a branch per byte (the
+/// compiler turns the test into SIMD lanes): one pass over the bytes, where a `memchr` per
+/// byte value would take three.
+fn next_rare_start(hay: &[u8]) -> Option<usize> {
+    const BLOCK: usize = 64;
+    let (blocks, rest) = hay.as_chunks::<BLOCK>();
+    let first = |bytes: &[u8]| bytes.iter().position(|&b| may_break_rarely(b));
+    for (n, block) in blocks.iter().enumerate() {
+        let hit = block
+            .iter()
+            .fold(0u8, |seen, &b| seen | u8::from(may_break_rarely(b)));
+        if hit != 0 {
+            return first(block).map(|i| n * BLOCK + i);
+        }
+    }
+    first(rest).map(|i| blocks.len() * BLOCK + i)
+}
+
+/// Whether `b` can start a line break other than `\n`: `\x0b`–`\r`, `\x1c`–`\x1e`, or the
+/// first byte of U+0085 or U+2028/U+2029 (written without branches, for [`next_rare_start`]).
+#[inline(always)]
+fn may_break_rarely(b: u8) -> bool {
+    (b.wrapping_sub(0x0b) < 3) | (b.wrapping_sub(0x1c) < 3) | (b == 0xc2) | (b == 0xe2)
 }
 
 /// The content ranges of `data`'s lines, as `str.splitlines()` would split its lossy decoding.
@@ -306,7 +327,56 @@ pub trait ChunkSink: Send + 'static {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    /// Bytes around every break, its parts alone, and text, so that breaks fall on and across
+    /// the 64-byte blocks `next_rare_start` tests.
+    fn text_with_breaks() -> impl Strategy<Value = Vec<u8>> {
+        let pieces: Vec<&'static [u8]> = vec![
+            b"\n",
+            b"\r",
+            b"\r\n",
+            b"\x0b",
+            b"\x0c",
+            b"\x1c",
+            b"\x1d",
+            b"\x1e",
+            b"\x1f",
+            b"\t",
+            b"\xc2\x85",
+            b"\xc2",
+            b"\x85",
+            b"\xe2\x80\xa8",
+            b"\xe2\x80\xa9",
+            b"\xe2\x80",
+            b"\xe2",
+            b"\xc3\xa9",
+            b"a",
+            b"bcdefghijklmnopqrstuvwxyz0123456789",
+        ];
+        proptest::collection::vec(proptest::sample::select(pieces), 0..120).prop_map(|p| p.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn rare_breaks_are_every_break_but_newline_in_order(
+            data in text_with_breaks(),
+            from in 0usize..400,
+            len in 0usize..400,
+        ) {
+            let from = from.min(data.len());
+            let to = (from + len).min(data.len());
+            let expected: Vec<(usize, usize)> = (from..to)
+                .filter(|&i| data[i] != b'\n')
+                .map(|i| (i, break_len(&data, i)))
+                .filter(|&(_, len)| len > 0)
+                .collect();
+            let found: Vec<(usize, usize)> = rare_breaks(&data, from, to).collect();
+            prop_assert_eq!(found, expected);
+        }
+    }
 
     #[test]
     fn line_ends_never_split_a_break_or_a_char() {
