@@ -6,6 +6,16 @@ use super::bands;
 use super::config::{Action, Band, Limits};
 use super::unit::Unit;
 
+/// The length of `text` in chars (Python's `len(str)`), counted with SIMD: the size a band
+/// compares and a marker states, so a multi-megabyte output is counted at memory speed.
+///
+/// ```
+/// assert_eq!(overspill::limits::measure::char_len("naïve ☃"), 7);
+/// ```
+pub fn char_len(text: &str) -> u64 {
+    bytecount::num_chars(text.as_bytes()) as u64
+}
+
 /// The action for `unit`, or `None` (passthrough) when no threshold is met.
 ///
 /// Binary is measured in bytes (even with `over_tokens`), text in chars, or with `over_tokens`
@@ -48,6 +58,15 @@ mod tests {
 
     use super::*;
     use crate::limits::{Tokenizer, ToolOutput, Truncate};
+
+    proptest! {
+        #[test]
+        fn char_len_is_pythons_len(text in any::<String>(), repeat in 1usize..200) {
+            // Repeated past the SIMD block sizes, so the vector and tail paths both count.
+            let text = text.repeat(repeat);
+            prop_assert_eq!(char_len(&text), text.chars().count() as u64);
+        }
+    }
 
     /// Bands over the given thresholds, told apart by their `max_chars`.
     fn bands(thresholds: &[i64]) -> Vec<Band> {

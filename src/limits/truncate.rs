@@ -46,7 +46,7 @@ pub fn truncate_text(
 ) -> String {
     truncate_counted(
         text,
-        text.chars().count(),
+        super::measure::char_len(text) as usize,
         max_chars,
         strategy,
         keep_tail_lines,
