@@ -502,7 +502,7 @@ fn a_page_by_offset_reads_only_the_blocks_it_needs() {
                 true => (3 * block).min(cap),
                 false => cap,
             };
-            let most = index::MIN_INDEXED_BYTES + page;
+            let most = offset::HEAD_BYTES + page;
             assert!(
                 payload <= most,
                 "{payload} payload bytes read for {request:?}"
@@ -531,6 +531,17 @@ fn a_page_makes_the_fewest_round_trips() {
     assert_eq!(trips(&small, &[at(10, 5)]), [[2, 1]]);
     let small = MemoryReader::new(b"x\n".repeat(1_000)).cached();
     assert_eq!(trips(&small, &[at(10, 5), at(20, 5)]), [[2, 1], [1, 1]]);
+    // A spill of at most `HEAD_BYTES`, indexed: read whole with the index's first bytes, every
+    // page of it served from that read.
+    let mid = b"x\n".repeat(100_000);
+    assert!(mid.len() as u64 <= offset::HEAD_BYTES);
+    let mid = || MemoryReader::new(mid.clone()).indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES);
+    assert_eq!(trips(&mid(), &[at(90_000, 200)]), [[2, 1]]);
+    let pages = [at(90_000, 200), at(50_000, 5)];
+    assert_eq!(trips(&mid().cached(), &pages), [[2, 1], [1, 1]]);
+    // Without its index, such a spill is paged from that read too, not indexed again.
+    let unindexed = MemoryReader::new(b"x\n".repeat(100_000));
+    assert_eq!(trips(&unindexed, &[at(90_000, 200)]), [[2, 1]]);
     // Uncached: the payload's first bytes (the first page's lines) with the index's, then the
     // page; no HEAD.
     let cold = MemoryReader::new(short.clone()).indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES);
@@ -596,7 +607,11 @@ fn a_store_without_tags_is_paged_but_never_indexed_for_later() {
 
 #[test]
 fn an_old_format_index_is_rebuilt() {
-    let data = b"alpha beta\n".repeat(10_000);
+    let data = b"alpha beta\n".repeat(30_000);
+    assert!(
+        data.len() as u64 > offset::HEAD_BYTES,
+        "a spill not read whole at once"
+    );
     let reader = MemoryReader::new(data.clone());
     // Version 1: one little-endian u64 per line.
     let v1: Vec<u8> = split_lines(&data)
