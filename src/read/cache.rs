@@ -10,9 +10,11 @@ use bytes::Bytes;
 
 use super::index::{Header, IndexError, Version};
 
-/// The first bytes of an index a reader reads: the header and, for most spills, every entry (an
-/// index of 64 KiB covers about 4 million lines).
-pub(crate) const INDEX_PREFIX_BYTES: u64 = 64 << 10;
+/// The first bytes of an index a reader reads with the payload's first bytes: the header and,
+/// for all but the largest spills, every entry, so that a first page needs no other index read
+/// (512 KiB of entries cover 67 million lines of 2,048 to a block, or 4 GiB of long lines at a
+/// checkpoint every 128 KiB). A smaller index is read whole by the same request.
+pub(crate) const INDEX_PREFIX_BYTES: u64 = 512 << 10;
 
 /// The largest index a cache keeps whole (that of a spill of at least 500 MB), so that later
 /// pages of the spill read nothing but their payload bytes; of a larger one it keeps the first

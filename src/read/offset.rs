@@ -16,8 +16,8 @@
 //!   before the page) to the next block start after the page, at most `B` + 200 KB.
 //!
 //! So a page of a cached spill is one payload read, and a first page one read (a spill up to
-//! [`HEAD_BYTES`]) or two in a row (three for an index beyond its first 64 KiB). A missing, foreign, corrupt or stale index is rebuilt
-//! by streaming the payload once, and stored again.
+//! [`HEAD_BYTES`]) or two in a row (three for an index beyond its first 512 KiB). A missing,
+//! foreign, corrupt or stale index is rebuilt by streaming the payload once, and stored again.
 
 use std::ops::Range;
 use std::sync::Arc;

@@ -555,6 +555,11 @@ fn a_page_makes_the_fewest_round_trips() {
         .cached();
     let pages = [middle.clone(), at(1_000, 200), at(5, 1)];
     assert_eq!(trips(&warm, &pages), [[3, 2], [1, 1], [1, 1]]);
+    // An index of a few hundred KiB comes whole with the first read.
+    let dense = MemoryReader::new(short.clone()).indexed(64, CHECKPOINT_BYTES);
+    let dense_len = dense.index_object().unwrap().len() as u64;
+    assert!((64 << 10..cache::INDEX_PREFIX_BYTES).contains(&dense_len));
+    assert_eq!(trips(&dense, std::slice::from_ref(&middle)), [[3, 2]]);
     // An index beyond its first read: its entries cost a round trip, until the second page of a
     // cached spill reads it whole.
     let big = || MemoryReader::new(short.clone()).indexed(16, CHECKPOINT_BYTES);

@@ -44,7 +44,7 @@ pub struct StoreOptions {
     pub(super) part_concurrency: usize,
     /// Bytes of opened line indexes kept in memory per store (default 64 MiB; 0 disables the
     /// cache). An entry holds a whole index up to 4 MiB (that of a spill of 500 MB or more),
-    /// else the index's first 64 KiB.
+    /// else the index's first 512 KiB.
     #[builder(default = 64 << 20)]
     pub(super) index_cache_bytes: usize,
     /// The S3/Azure endpoint (default: `AWS_ENDPOINT_URL`, the URL's `endpoint`, or the cloud).
