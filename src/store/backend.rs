@@ -159,13 +159,13 @@ fn s3(
             .with_access_key_id(id)
             .with_secret_access_key(secret);
     }
-    let endpoint = builder.get_config_value(&AmazonS3ConfigKey::Endpoint);
-    if endpoint.as_deref().is_some_and(only_plain_http) && signs_locally(&builder) {
+    if plain_http_only(&builder, |var| std::env::var_os(var).is_some()) {
         // Loading the system's root certificates costs milliseconds per client (a `read` of
         // the CLI pays it every time); a client that never opens TLS does not need them.
         let key = AmazonS3ConfigKey::Client(ClientConfigKey::NoSystemCertificates);
         builder = builder.with_config(key, "true");
     }
+    let endpoint = builder.get_config_value(&AmazonS3ConfigKey::Endpoint);
     if endpoint.is_some() && !has_credentials(&builder) {
         return Err(StoreError::Misconfigured(
             "no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (a store with a \
@@ -177,21 +177,29 @@ fn s3(
     Ok(builder)
 }
 
-/// Whether an endpoint is plain HTTP, so that requests to it never open TLS.
-fn only_plain_http(endpoint: &str) -> bool {
-    endpoint
-        .get(..7)
-        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"))
-}
+/// The environment variables reqwest reads a proxy for a plain-HTTP request from.
+const PROXY_VARS: [&str; 4] = ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"];
 
-/// Whether `builder` signs its requests without asking a credential service (a static key, or
-/// unsigned requests): a web identity's STS call is HTTPS even when the endpoint is not.
-fn signs_locally(builder: &AmazonS3Builder) -> bool {
-    let set = |key: AmazonS3ConfigKey| builder.get_config_value(&key).is_some();
-    (set(AmazonS3ConfigKey::AccessKeyId) && set(AmazonS3ConfigKey::SecretAccessKey))
-        || builder
-            .get_config_value(&AmazonS3ConfigKey::SkipSignature)
-            .is_some_and(|v| v == "true")
+/// Whether every request `builder`'s store makes is plain HTTP, so that its client needs no
+/// root certificates: its endpoint is `http://` (the S3-specific one first, as object_store
+/// picks it), it signs locally (a static key, or unsigned: a web identity asks STS over HTTPS),
+/// it opens no S3 Express session (HTTPS), and no proxy is set (`is_set` tells of an
+/// environment variable), since a proxy may be reached over TLS. An endpoint that redirects to
+/// HTTPS is not followed there: name it by its `https://` URL.
+fn plain_http_only(builder: &AmazonS3Builder, is_set: impl Fn(&str) -> bool) -> bool {
+    let value = |key: AmazonS3ConfigKey| builder.get_config_value(&key);
+    let on = |key: AmazonS3ConfigKey| value(key).is_some_and(|v| v == "true");
+    let endpoint = value(AmazonS3ConfigKey::S3Endpoint).or(value(AmazonS3ConfigKey::Endpoint));
+    let plain = endpoint.is_some_and(|e| {
+        e.get(..7)
+            .is_some_and(|s| s.eq_ignore_ascii_case("http://"))
+    });
+    let signs_locally = (value(AmazonS3ConfigKey::AccessKeyId).is_some()
+        && value(AmazonS3ConfigKey::SecretAccessKey).is_some())
+        || on(AmazonS3ConfigKey::SkipSignature);
+    let proxied = value(AmazonS3ConfigKey::Client(ClientConfigKey::ProxyUrl)).is_some()
+        || PROXY_VARS.into_iter().any(is_set);
+    plain && signs_locally && !on(AmazonS3ConfigKey::S3Express) && !proxied
 }
 
 /// Whether `builder` has credentials other than the EC2 instance metadata service's: a key, a
@@ -260,37 +268,53 @@ mod tests {
     }
 
     #[test]
-    fn a_plain_http_endpoint_with_a_key_skips_the_system_certificates() {
-        let keyed = StoreOptions::builder().credentials("id", "secret").build();
-        let skipped = |endpoint: &'static str, env: AmazonS3Builder, options: &StoreOptions| {
-            let location = Location {
-                endpoint: Some(endpoint),
-                ..ENDPOINT
-            };
-            let builder = s3(env, "s3://spills", location, options).expect("a builder");
-            client(&builder, ClientConfigKey::NoSystemCertificates)
+    fn only_a_store_that_never_opens_tls_skips_the_system_certificates() {
+        let keyed = || {
+            AmazonS3Builder::new()
+                .with_access_key_id("id")
+                .with_secret_access_key("secret")
         };
-        let new = AmazonS3Builder::new;
-        assert_eq!(
-            skipped("http://127.0.0.1:8333", new(), &keyed).as_deref(),
-            Some("true")
-        );
-        assert_eq!(
-            skipped("HTTP://minio:9000", new(), &keyed).as_deref(),
-            Some("true")
-        );
-        assert_eq!(
-            skipped("https://minio:9000", new(), &keyed).as_deref(),
-            Some("false")
-        );
+        let at = |endpoint: &str, builder: AmazonS3Builder| builder.with_endpoint(endpoint);
+        let no_env = |_: &str| false;
+        assert!(plain_http_only(
+            &at("http://127.0.0.1:8333", keyed()),
+            no_env
+        ));
+        assert!(plain_http_only(&at("HTTP://minio:9000", keyed()), no_env));
+        let unsigned = AmazonS3Builder::new().with_skip_signature(true);
+        assert!(plain_http_only(&at("http://minio:9000", unsigned), no_env));
+        assert!(!plain_http_only(&at("https://minio:9000", keyed()), no_env));
+        assert!(!plain_http_only(&keyed(), no_env), "AWS itself is HTTPS");
+        // object_store prefers the S3-specific endpoint.
+        let s3_https = at("http://minio:9000", keyed())
+            .with_config(AmazonS3ConfigKey::S3Endpoint, "https://s3.example.com");
+        assert!(!plain_http_only(&s3_https, no_env));
         // A web identity asks STS over HTTPS, whatever the endpoint.
-        let identity = new()
+        let identity = AmazonS3Builder::new()
             .with_config(AmazonS3ConfigKey::WebIdentityTokenFile, "/var/run/token")
             .with_config(AmazonS3ConfigKey::RoleArn, "arn:aws:iam::1:role/r");
-        let plain = StoreOptions::default();
+        assert!(!plain_http_only(&at("http://minio:9000", identity), no_env));
+        let express = keyed().with_config(AmazonS3ConfigKey::S3Express, "true");
+        assert!(!plain_http_only(&at("http://minio:9000", express), no_env));
+        // A proxy may be reached over TLS, set in the store's options or reqwest's variables.
+        let proxied = keyed().with_config(
+            AmazonS3ConfigKey::Client(ClientConfigKey::ProxyUrl),
+            "https://proxy:3128",
+        );
+        assert!(!plain_http_only(&at("http://minio:9000", proxied), no_env));
+        let env_proxy = |var: &str| var == "all_proxy";
+        assert!(!plain_http_only(
+            &at("http://minio:9000", keyed()),
+            env_proxy
+        ));
+        // Through `s3`, the switch is set on the client.
+        let options = StoreOptions::builder().credentials("id", "secret").build();
+        let builder = s3(AmazonS3Builder::new(), "s3://spills", ENDPOINT, &options);
+        let builder = builder.expect("a builder");
+        let expected = PROXY_VARS.iter().all(|v| std::env::var_os(v).is_none());
         assert_eq!(
-            skipped("http://127.0.0.1:8333", identity, &plain).as_deref(),
-            Some("false")
+            client(&builder, ClientConfigKey::NoSystemCertificates).as_deref(),
+            Some(if expected { "true" } else { "false" })
         );
     }
 
