@@ -7,8 +7,8 @@
 //!
 //! - **Opening** a spill (not cached) reads the payload's first [`HEAD_BYTES`] and the index's
 //!   first bytes at once. The payload read gives its version (no separate HEAD), all of a spill
-//!   up to 256 KiB (whose every page is then served from it), and the first pages of a spill of
-//!   short lines.
+//!   up to 256 KiB (whose first page is then served from it, and whose index, if missing, is
+//!   built from it), and the first pages of a spill of short lines.
 //! - **Locating** the page's first line reads three block entries (and at most `K` checkpoints)
 //!   unless the index bytes held cover them; a cached spill whose index is at most
 //!   [`WHOLE_INDEX_BYTES`] has it read whole on its second page, and reads no index bytes again.
@@ -17,7 +17,8 @@
 //!
 //! So a page of a cached spill is one payload read, and a first page one read (a spill up to
 //! [`HEAD_BYTES`]) or two in a row (three for an index beyond its first 512 KiB). A missing,
-//! foreign, corrupt or stale index is rebuilt by streaming the payload once, and stored again.
+//! foreign, corrupt or stale index is rebuilt (from that first read when it holds the whole
+//! spill, else by streaming the payload once) and stored again.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -25,7 +26,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::cache::{INDEX_PREFIX_BYTES, IndexCache, IndexView, Opened, WHOLE_INDEX_BYTES};
-use super::index::{IndexBuilder, LineStart, MIN_INDEXED_BYTES, Version};
+use super::index::{Index, IndexBuilder, LineStart, MIN_INDEXED_BYTES, Version};
 use super::lines::{split_lines, window_lines};
 use super::request::{PAGE_BYTES_CAP, ReadRequest, render};
 use super::source::{Fetched, PageError, Part, SpillReader, fetch_checked, stream_lines};
@@ -88,7 +89,7 @@ pub(crate) async fn offset_page<R: SpillReader>(
 }
 
 /// Learn what a page of `handle` needs: its version, and the index describing it (read, or
-/// rebuilt unless the spill is small or was read whole); also the payload's first bytes.
+/// rebuilt when the spill is not small); also the payload's first bytes.
 async fn open<R: SpillReader>(reader: &R, handle: &str) -> Result<(Opened, Bytes), PageError> {
     let (payload, stored) = futures::join!(
         payload_head(reader, handle),
@@ -103,14 +104,12 @@ async fn open<R: SpillReader>(reader: &R, handle: &str) -> Result<(Opened, Bytes
         Err(StoreError::Timeout(after)) => return Err(StoreError::Timeout(after).into()),
         Err(e) => e.to_string(),
     };
-    if payload.size < MIN_INDEXED_BYTES || head.len() as u64 == payload.size {
+    if payload.size < MIN_INDEXED_BYTES {
         return Ok((Opened::Whole(payload), head));
     }
     tracing::debug!(target: "overspill::read", "rebuilding the line index of {handle:?}: {unusable}");
-    Ok((
-        Opened::Indexed(rebuild(reader, handle, &payload).await?),
-        head,
-    ))
+    let view = rebuild(reader, handle, &payload, &head).await?;
+    Ok((Opened::Indexed(view), head))
 }
 
 /// The payload's version and first [`HEAD_BYTES`] (all of a small spill), in one read;
@@ -126,16 +125,20 @@ async fn payload_head<R: SpillReader>(
     }
 }
 
-/// Index the payload by streaming it once; store the index beside it when the payload has a tag
-/// to bind it to.
+/// Index the payload (from `head` when it holds all of it, else by streaming it once); store
+/// the index beside it when the payload has a tag to bind it to.
 async fn rebuild<R: SpillReader>(
     reader: &R,
     handle: &str,
     payload: &Version,
+    head: &[u8],
 ) -> Result<IndexView, PageError> {
-    let index = stream_lines(reader, handle, payload, 0, IndexBuilder::new())
-        .await?
-        .finish();
+    let index = match head.len() as u64 == payload.size {
+        true => Index::build(head),
+        false => stream_lines(reader, handle, payload, 0, IndexBuilder::new())
+            .await?
+            .finish(),
+    };
     let tag = payload.tag.as_deref().unwrap_or_default();
     let encoded = Bytes::from(
         index

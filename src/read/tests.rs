@@ -539,9 +539,20 @@ fn a_page_makes_the_fewest_round_trips() {
     assert_eq!(trips(&mid(), &[at(90_000, 200)]), [[2, 1]]);
     let pages = [at(90_000, 200), at(50_000, 5)];
     assert_eq!(trips(&mid().cached(), &pages), [[2, 1], [1, 1]]);
-    // Without its index, such a spill is paged from that read too, not indexed again.
-    let unindexed = MemoryReader::new(b"x\n".repeat(100_000));
+    // Without its index, such a spill is paged from that read too, and indexed from it (not
+    // read again), the index stored for the next reader; its later pages read their blocks.
+    let unindexed = MemoryReader::new(b"x\n".repeat(100_000)).cached();
     assert_eq!(trips(&unindexed, &[at(90_000, 200)]), [[2, 1]]);
+    assert!(
+        unindexed.index_object().is_some(),
+        "the built index is stored"
+    );
+    unindexed.take_reads();
+    assert_eq!(trips(&unindexed, &[at(50_000, 5)]), [[1, 1]]);
+    assert!(
+        unindexed.take_reads()[0] < 64 << 10,
+        "a later page reads its block"
+    );
     // Uncached: the payload's first bytes (the first page's lines) with the index's, then the
     // page; no HEAD.
     let cold = MemoryReader::new(short.clone()).indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES);
@@ -574,9 +585,10 @@ fn a_page_makes_the_fewest_round_trips() {
 
 #[test]
 fn a_stale_index_is_never_trusted() {
-    let v1 = b"one\n".repeat(50_000);
-    let v2 = b"2\n22\n".repeat(40_000);
+    let v1 = b"one\n".repeat(80_000);
+    let v2 = b"2\n22\n".repeat(64_000);
     assert_eq!(v1.len(), v2.len());
+    assert!(v1.len() as u64 > offset::HEAD_BYTES, "rebuilt by streaming");
     let request = at(30_001, 3);
     for reader in [
         MemoryReader::new(v1.clone()).indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES),
@@ -594,7 +606,8 @@ fn a_stale_index_is_never_trusted() {
 
 #[test]
 fn a_store_without_tags_is_paged_but_never_indexed_for_later() {
-    let v1 = b"one\n".repeat(50_000);
+    let v1 = b"one\n".repeat(80_000);
+    assert!(v1.len() as u64 > offset::HEAD_BYTES, "rebuilt by streaming");
     let reader = MemoryReader::new(v1.clone())
         .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
         .untagged()
@@ -605,7 +618,7 @@ fn a_store_without_tags_is_paged_but_never_indexed_for_later() {
     // Nothing can bind an index to the payload: the old one is not trusted, none is stored and
     // nothing is cached, so an overwrite is paged from its own lines.
     assert_eq!(reader.index_object(), stale);
-    let v2 = b"2\n22\n".repeat(40_000);
+    let v2 = b"2\n22\n".repeat(64_000);
     reader.overwrite(v2.clone());
     assert_eq!(page(&reader, &request), read_page(&v2, &request).unwrap());
 }
