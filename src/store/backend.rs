@@ -188,18 +188,20 @@ const PROXY_VARS: [&str; 4] = ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_pro
 /// HTTPS is not followed there: name it by its `https://` URL.
 fn plain_http_only(builder: &AmazonS3Builder, is_set: impl Fn(&str) -> bool) -> bool {
     let value = |key: AmazonS3ConfigKey| builder.get_config_value(&key);
-    let on = |key: AmazonS3ConfigKey| value(key).is_some_and(|v| v == "true");
+    let set = |key: AmazonS3ConfigKey| value(key).is_some();
     let endpoint = value(AmazonS3ConfigKey::S3Endpoint).or(value(AmazonS3ConfigKey::Endpoint));
-    let plain = endpoint.is_some_and(|e| {
-        e.get(..7)
-            .is_some_and(|s| s.eq_ignore_ascii_case("http://"))
-    });
-    let signs_locally = (value(AmazonS3ConfigKey::AccessKeyId).is_some()
-        && value(AmazonS3ConfigKey::SecretAccessKey).is_some())
-        || on(AmazonS3ConfigKey::SkipSignature);
-    let proxied = value(AmazonS3ConfigKey::Client(ClientConfigKey::ProxyUrl)).is_some()
+    let plain = endpoint.is_some_and(|e| url::Url::parse(&e).is_ok_and(|u| u.scheme() == "http"));
+    let signs_locally = (set(AmazonS3ConfigKey::AccessKeyId)
+        && set(AmazonS3ConfigKey::SecretAccessKey))
+        || is_on(builder, AmazonS3ConfigKey::SkipSignature);
+    let proxied = set(AmazonS3ConfigKey::Client(ClientConfigKey::ProxyUrl))
         || PROXY_VARS.into_iter().any(is_set);
-    plain && signs_locally && !on(AmazonS3ConfigKey::S3Express) && !proxied
+    plain && signs_locally && !is_on(builder, AmazonS3ConfigKey::S3Express) && !proxied
+}
+
+/// Whether `builder`'s boolean setting `key` is on.
+fn is_on(builder: &AmazonS3Builder, key: AmazonS3ConfigKey) -> bool {
+    builder.get_config_value(&key).is_some_and(|v| v == "true")
 }
 
 /// Whether `builder` has credentials other than the EC2 instance metadata service's: a key, a
@@ -212,9 +214,7 @@ fn has_credentials(builder: &AmazonS3Builder) -> bool {
         || set(AmazonS3ConfigKey::ContainerCredentialsRelativeUri)
         || (set(AmazonS3ConfigKey::ContainerCredentialsFullUri)
             && set(AmazonS3ConfigKey::ContainerAuthorizationTokenFile))
-        || builder
-            .get_config_value(&AmazonS3ConfigKey::SkipSignature)
-            .is_some_and(|v| v == "true")
+        || is_on(builder, AmazonS3ConfigKey::SkipSignature)
 }
 
 #[cfg(test)]
