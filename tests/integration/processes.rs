@@ -9,7 +9,8 @@ use overspill::store::Store;
 use overspill::workflows::{AgentLoop, AgentLoopInput, build_log};
 use serde_json::json;
 use temporalio_client::{WorkflowGetResultOptions, WorkflowStartOptions};
-use temporalio_common::protos::temporal::api::history::v1::history_event::Attributes;
+use temporalio_common::protos::temporal::api::enums::v1::EventType;
+use temporalio_common::protos::temporal::api::history::v1::HistoryEvent;
 
 use crate::temporal::{TestWorker, probe, temporal_address, unique};
 
@@ -61,6 +62,11 @@ impl Drop for WorkerProcess {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Whether `events` hold one of type `kind`.
+fn recorded(events: &[HistoryEvent], kind: EventType) -> bool {
+    events.iter().any(|e| e.event_type() == kind)
 }
 
 fn files_under(dir: &Path) -> usize {
@@ -120,18 +126,12 @@ async fn sigkill_mid_spill_then_restart_completes_with_the_same_handle() {
         std::thread::sleep(Duration::from_micros(500));
     }
     worker.kill();
-    let completed_before_kill = handle
+    let events = handle
         .fetch_history(Default::default())
         .into_events()
         .await
-        .unwrap_or_default()
-        .iter()
-        .any(|e| {
-            matches!(
-                e.attributes,
-                Some(Attributes::ActivityTaskCompletedEventAttributes(_))
-            )
-        });
+        .unwrap_or_default();
+    let completed_before_kill = recorded(&events, EventType::ActivityTaskCompleted);
     assert!(
         !completed_before_kill,
         "the kill came too late: the spill had completed"
@@ -198,18 +198,8 @@ async fn the_plain_worker_serves_no_example_workflow() {
             .into_events()
             .await
             .unwrap_or_default();
-        let failed = events.iter().any(|e| {
-            matches!(
-                e.attributes,
-                Some(Attributes::WorkflowTaskFailedEventAttributes(_))
-            )
-        });
-        let scheduled = events.iter().any(|e| {
-            matches!(
-                e.attributes,
-                Some(Attributes::ActivityTaskScheduledEventAttributes(_))
-            )
-        });
+        let failed = recorded(&events, EventType::WorkflowTaskFailed);
+        let scheduled = recorded(&events, EventType::ActivityTaskScheduled);
         assert!(!scheduled, "the plain worker ran the example workflow");
         if failed {
             break;
@@ -291,12 +281,7 @@ async fn an_activities_only_worker_takes_no_workflow_task() {
             .into_events()
             .await
             .unwrap_or_default();
-        let taken = events.iter().any(|e| {
-            matches!(
-                e.attributes,
-                Some(Attributes::WorkflowTaskStartedEventAttributes(_))
-            )
-        });
+        let taken = recorded(&events, EventType::WorkflowTaskStarted);
         assert!(!taken, "the activities-only worker took a workflow task");
         worker.assert_running();
         tokio::time::sleep(Duration::from_millis(250)).await;
