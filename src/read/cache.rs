@@ -47,12 +47,13 @@ impl Opened {
         match self {
             Self::Whole(version) => Some(Self::Whole(version.clone())),
             Self::Indexed(view) => {
-                let kept = match view.is_whole() && view.object.size <= WHOLE_INDEX_BYTES {
+                let whole = view.is_whole() && view.fits_cache_whole();
+                let kept = match whole {
                     true => view.prefix.len(),
                     false => view.prefix.len().min(INDEX_PREFIX_BYTES as usize),
                 };
                 let stored = view.object.tag.is_some();
-                (kept as u64 == view.object.size || stored).then(|| {
+                (whole || stored).then(|| {
                     Self::Indexed(IndexView {
                         prefix: view.prefix.slice(..kept),
                         ..view.clone()
@@ -101,6 +102,11 @@ impl IndexView {
     /// Whether the whole index object is held.
     pub(crate) fn is_whole(&self) -> bool {
         self.prefix.len() as u64 == self.object.size
+    }
+
+    /// Whether a cache keeps this index whole (at most [`WHOLE_INDEX_BYTES`]).
+    pub(crate) fn fits_cache_whole(&self) -> bool {
+        self.object.size <= WHOLE_INDEX_BYTES
     }
 
     /// An index just built from the payload at `payload` (whole, in `index`), stored as the

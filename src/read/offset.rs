@@ -11,7 +11,8 @@
 //!   built from it), and the first pages of a spill of short lines.
 //! - **Locating** the page's first line reads three block entries (and at most `K` checkpoints)
 //!   unless the index bytes held cover them; a cached spill whose index is at most
-//!   [`WHOLE_INDEX_BYTES`] has it read whole on its second page, and reads no index bytes again.
+//!   [`WHOLE_INDEX_BYTES`](super::cache::WHOLE_INDEX_BYTES) has it read whole on its second
+//!   page, and reads no index bytes again.
 //! - **Reading** the page takes the payload from the nearest line start (at most `B` bytes
 //!   before the page) to the next block start after the page, at most `B` + 200 KB.
 //!
@@ -20,12 +21,13 @@
 //! foreign, corrupt or stale index is rebuilt (from that first read when it holds the whole
 //! spill, else by streaming the payload once) and stored again.
 
+use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::cache::{INDEX_PREFIX_BYTES, IndexCache, IndexView, Opened, WHOLE_INDEX_BYTES};
+use super::cache::{INDEX_PREFIX_BYTES, IndexCache, IndexView, Opened};
 use super::index::{Index, IndexBuilder, LineStart, MIN_INDEXED_BYTES, Version};
 use super::lines::{split_lines, window_lines};
 use super::request::{PAGE_BYTES_CAP, ReadRequest, render};
@@ -246,7 +248,7 @@ async fn locate<R: SpillReader>(
 ) -> Result<(LineStart, u64), PageError> {
     let header = &view.header;
     let line = window.start;
-    let view = &whole_if_due(reader, handle, spill, view).await?;
+    let view = &*whole_if_due(reader, handle, spill, view).await?;
     let entries = index_bytes(reader, handle, view, header.block_entries(line)).await?;
     let end = header.lines_end(line, window.end, &entries);
     let (start, checkpoints) = header.block_start(line, &entries);
@@ -259,17 +261,17 @@ async fn locate<R: SpillReader>(
 
 /// `view`, or, for a spill paged again whose index fits the cache but is not held whole, the whole
 /// index: read once, in one read, and cached, so that later pages read no index bytes.
-async fn whole_if_due<R: SpillReader>(
+async fn whole_if_due<'v, R: SpillReader>(
     reader: &R,
     handle: &str,
     spill: &Spill<'_>,
-    view: &IndexView,
-) -> Result<IndexView, PageError> {
+    view: &'v IndexView,
+) -> Result<Cow<'v, IndexView>, PageError> {
     let Some(cache) = spill.cached else {
-        return Ok(view.clone());
+        return Ok(Cow::Borrowed(view));
     };
-    if view.is_whole() || view.object.size > WHOLE_INDEX_BYTES || view.object.tag.is_none() {
-        return Ok(view.clone());
+    if view.is_whole() || !view.fits_cache_whole() || view.object.tag.is_none() {
+        return Ok(Cow::Borrowed(view));
     }
     let held = view.prefix.len() as u64;
     let rest = fetch_checked(
@@ -284,7 +286,7 @@ async fn whole_if_due<R: SpillReader>(
         ..view.clone()
     };
     cache.put(handle, &Opened::Indexed(whole.clone()));
-    Ok(whole)
+    Ok(Cow::Owned(whole))
 }
 
 /// Bytes `range` of the index object: from the bytes held, or read from the same object.
