@@ -321,16 +321,17 @@ impl Store {
         key: &str,
     ) -> Result<Option<String>, StoreError> {
         let options = &self.inner.options;
+        let part_size = options.part_size.max(1);
         let multipart = matches!(self.inner.backend, Backend::Object(_))
             && data.len() >= options.multipart_threshold
-            && data.len() > options.part_size.max(1);
+            && data.len() > part_size;
         let result = if multipart {
             upload::put_multipart(
                 fs.as_ref(),
                 path,
                 data,
                 attributes,
-                options.part_size.max(1),
+                part_size,
                 options.part_concurrency.max(1),
                 options.timeout,
             )
