@@ -23,6 +23,12 @@ pub const EXEMPT_TOOL_KINDS: [&str; 3] = [
 /// The handle suffix of a ToolReturn's `content`.
 pub const CONTENT_SUFFIX: &str = ".content";
 
+/// The metadata keys naming a reduction's spills (the reference's): the return value's handle and
+/// stored bytes, and the envelope content's handle.
+const OVERFLOW_HANDLE: &str = "overflow_handle";
+const OVERFLOW_BYTES: &str = "overflow_bytes";
+const OVERFLOW_CONTENT_HANDLE: &str = "overflow_content_handle";
+
 /// What happened to one part of a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -83,17 +89,17 @@ impl Reduced {
 
     /// The spill handle of the return value, if it spilled.
     pub fn overflow_handle(&self) -> Option<&str> {
-        self.overflow("overflow_handle")?.as_str()
+        self.overflow(OVERFLOW_HANDLE)?.as_str()
     }
 
     /// The spill handle of the envelope's content, if it spilled.
     pub fn overflow_content_handle(&self) -> Option<&str> {
-        self.overflow("overflow_content_handle")?.as_str()
+        self.overflow(OVERFLOW_CONTENT_HANDLE)?.as_str()
     }
 
     /// Bytes the return value's spill stored (0 when it did not spill).
     pub fn overflow_bytes(&self) -> u64 {
-        self.overflow("overflow_bytes")
+        self.overflow(OVERFLOW_BYTES)
             .and_then(Value::as_u64)
             .unwrap_or(0)
     }
@@ -256,11 +262,11 @@ fn with_handles(
         Some(other) => Map::from_iter([("original_metadata".to_owned(), other)]),
     };
     if let Some((handle, bytes)) = value {
-        meta.insert("overflow_handle".into(), Value::String(handle));
-        meta.insert("overflow_bytes".into(), Value::from(bytes));
+        meta.insert(OVERFLOW_HANDLE.into(), Value::String(handle));
+        meta.insert(OVERFLOW_BYTES.into(), Value::from(bytes));
     }
     if let Some(handle) = content_handle {
-        meta.insert("overflow_content_handle".into(), Value::String(handle));
+        meta.insert(OVERFLOW_CONTENT_HANDLE.into(), Value::String(handle));
     }
     Value::Object(meta)
 }
