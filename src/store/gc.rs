@@ -99,7 +99,10 @@ impl Store {
         }
         let (fs, doomed) = match &self.inner.backend {
             Backend::Object(store) => (store.clone(), doomed),
-            Backend::Local(local) => self.on_disk(local, move |l| l.for_delete(doomed)).await?,
+            Backend::Local(local) => {
+                self.on_disk(local, 0, move |l| l.for_delete(doomed))
+                    .await?
+            }
         };
         let count = doomed.len();
         let locations = futures::stream::iter(doomed.clone().into_iter().map(Ok)).boxed();
@@ -111,7 +114,7 @@ impl Store {
         report.deleted_objects = deleted.len().min(count);
         if let Backend::Local(local) = &self.inner.backend {
             let base = self.inner.base.clone();
-            self.on_disk(local, move |l| {
+            self.on_disk(local, 0, move |l| {
                 l.prune_empty_dirs(&doomed, &base);
                 Ok(())
             })
@@ -141,7 +144,8 @@ impl Store {
     async fn list_objects(&self, prefix: &Path) -> Result<Vec<ObjectMeta>, StoreError> {
         let fs = match &self.inner.backend {
             Backend::Object(store) => store.clone(),
-            Backend::Local(local) => match self.on_disk(local, LocalBackend::for_listing).await? {
+            Backend::Local(local) => match self.on_disk(local, 0, LocalBackend::for_listing).await?
+            {
                 Some(fs) => fs,
                 None => return Ok(Vec::new()),
             },

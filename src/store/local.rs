@@ -4,7 +4,7 @@
 //! (a group/other bit is tightened back to `0700`), and a handle's target, with symlinks
 //! resolved, must stay inside the resolved root. Error texts are the reference's.
 
-use std::io;
+use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -31,7 +31,7 @@ pub(crate) enum Access {
 #[derive(Debug)]
 pub(crate) struct LocalBackend {
     root: LocalRoot,
-    fs: OnceLock<Arc<dyn ObjectStore>>,
+    fs: OnceLock<Arc<LocalFileSystem>>,
 }
 
 impl LocalBackend {
@@ -109,16 +109,117 @@ impl LocalBackend {
         }
     }
 
+    /// Write `data` to the object at `location` (already [`checked`](Self::checked) for a
+    /// write) and return the e-tag object_store's filesystem reports for it.
+    ///
+    /// As object_store's `LocalFileSystem` writes (a staged `{file}#{n}` created exclusively,
+    /// then renamed over the target, so a reader never sees a torn file), plus one step: the
+    /// staged file's blocks are reserved before the write. ext4 then neither reserves blocks
+    /// page by page (100 MB: 27 → 20 ms) nor flushes the new file to disk when the rename
+    /// replaces an older one (its rule for replace-by-rename: an overwrite of 100 MB cost
+    /// 60–70 ms more).
+    pub(crate) fn put(
+        &self,
+        location: &object_store::path::Path,
+        data: &[u8],
+    ) -> Result<String, StoreError> {
+        let target = self
+            .local_fs()?
+            .path_to_filesystem(location)
+            .map_err(|e| StoreError::Backend(Box::new(e)))?;
+        let (mut file, staged) = stage(&target)?;
+        let written = preallocate(&file, data.len())
+            .and_then(|()| file.write_all(data))
+            .and_then(|()| file.metadata());
+        let published = written.and_then(|meta| {
+            drop(file);
+            std::fs::rename(&staged, &target).map(|()| meta)
+        });
+        match published {
+            Ok(meta) => Ok(e_tag(&meta)),
+            Err(e) => {
+                let _ = std::fs::remove_file(&staged);
+                Err(StoreError::Backend(Box::new(e)))
+            }
+        }
+    }
+
     fn fs(&self) -> Result<Arc<dyn ObjectStore>, StoreError> {
+        Ok(self.local_fs()?)
+    }
+
+    fn local_fs(&self) -> Result<Arc<LocalFileSystem>, StoreError> {
         if let Some(fs) = self.fs.get() {
             return Ok(fs.clone());
         }
-        let built: Arc<dyn ObjectStore> = Arc::new(
+        let built = Arc::new(
             LocalFileSystem::new_with_prefix(self.path())
                 .map_err(|e| StoreError::Backend(Box::new(e)))?,
         );
         Ok(self.fs.get_or_init(|| built).clone())
     }
+}
+
+/// A new staged file beside `target` (`{target}#1`, or the first free `#n`), its directory
+/// created if missing: object_store's naming, which its listings skip.
+fn stage(target: &Path) -> Result<(std::fs::File, PathBuf), StoreError> {
+    let fail = |e: io::Error| StoreError::Backend(Box::new(e));
+    let mut n = 1u32;
+    loop {
+        let mut staged = target.as_os_str().to_owned();
+        staged.push(format!("#{n}"));
+        let staged = PathBuf::from(staged);
+        let opened = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&staged);
+        match opened {
+            Ok(file) => return Ok((file, staged)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => n += 1,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => match target.parent() {
+                Some(dir) => std::fs::create_dir_all(dir).map_err(fail)?,
+                None => return Err(fail(e)),
+            },
+            Err(e) => return Err(fail(e)),
+        }
+    }
+}
+
+/// Reserve `len` bytes of blocks for `file`. A filesystem that cannot (tmpfs before 2.6.x,
+/// NFS, FAT, …) is written without; a full disk fails here, before any byte is written.
+fn preallocate(file: &std::fs::File, len: usize) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    if len > 0 {
+        use std::os::fd::AsRawFd as _;
+        let len = libc::off_t::try_from(len).unwrap_or(libc::off_t::MAX);
+        // SAFETY: a valid open file descriptor; `fallocate` (unlike `posix_fallocate`) never
+        // emulates by writing zeros, so an unsupported filesystem costs one failed call.
+        if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) } != 0 {
+            let error = io::Error::last_os_error();
+            if error.raw_os_error() == Some(libc::ENOSPC) {
+                return Err(error);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (file, len);
+    Ok(())
+}
+
+/// object_store's e-tag of a local file: `"{inode:x}-{mtime µs:x}-{size:x}"` (a rename keeps
+/// the inode and mtime, so the staged file's metadata names the published one).
+fn e_tag(meta: &std::fs::Metadata) -> String {
+    #[cfg(unix)]
+    let inode = std::os::unix::fs::MetadataExt::ino(meta);
+    #[cfg(not(unix))]
+    let inode = 0u64;
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::SystemTime::UNIX_EPOCH).ok())
+        .unwrap_or_default()
+        .as_micros();
+    format!("\"{inode:x}-{mtime:x}-{:x}\"", meta.len())
 }
 
 /// A local store root and its checks.
@@ -310,6 +411,40 @@ mod tests {
                 dir.path().display()
             )
         );
+    }
+
+    /// A write lands whole under the target's name, with the e-tag object_store's own reads
+    /// report (the index of a spill is bound to it), creating its directory; a staged file a
+    /// crashed writer left is neither reused nor removed.
+    #[tokio::test]
+    async fn a_write_is_published_whole_with_object_stores_tag() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = LocalBackend::new(dir.path().join("root"));
+        let run = dir.path().join("root/tool_output_limits/run");
+        let location = object_store::path::Path::from("tool_output_limits/run/call 1.0");
+        backend
+            .checked(Access::Write, location.as_ref(), "run/call 1.0")
+            .unwrap();
+        let mut tags = Vec::new();
+        for data in [&b"first version\n"[..], b"second", b""] {
+            let tag = backend.put(&location, data).unwrap();
+            let got = object_store::ObjectStoreExt::get(&backend.fs().unwrap(), &location)
+                .await
+                .unwrap();
+            assert_eq!(got.meta.e_tag.as_deref(), Some(tag.as_str()));
+            assert_eq!(got.bytes().await.unwrap(), data);
+            tags.push(tag);
+            std::fs::write(run.join("call 1.0#1"), "stale").unwrap();
+        }
+        tags.dedup();
+        assert_eq!(tags.len(), 3, "every version has its own tag");
+        let mut names: Vec<_> = std::fs::read_dir(&run)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["call 1.0", "call 1.0#1"]);
+        assert_eq!(std::fs::read(run.join("call 1.0#1")).unwrap(), b"stale");
     }
 
     #[test]

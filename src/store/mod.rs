@@ -177,14 +177,16 @@ impl Store {
         self.within(self.inner.options.scan_timeout, call).await
     }
 
-    /// Run the blocking local-filesystem `work` on a blocking thread, within the per-call deadline.
+    /// Run the blocking local-filesystem `work` on a blocking thread, within the deadline for
+    /// `bytes`.
     async fn on_disk<T: Send + 'static>(
         &self,
         local: &Arc<LocalBackend>,
+        bytes: u64,
         work: impl FnOnce(&LocalBackend) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let local = local.clone();
-        self.bounded(0, async move {
+        self.bounded(bytes, async move {
             tokio::task::spawn_blocking(move || work(&local))
                 .await
                 .map_err(|e| StoreError::Backend(Box::new(e)))?
@@ -233,7 +235,7 @@ impl Store {
             Backend::Object(store) => store.clone(),
             Backend::Local(local) => {
                 let (relative, handle) = (path.to_string(), handle.to_owned());
-                self.on_disk(local, move |l| l.checked(access, &relative, &handle))
+                self.on_disk(local, 0, move |l| l.checked(access, &relative, &handle))
                     .await?
             }
         };
@@ -321,10 +323,14 @@ impl Store {
         key: &str,
     ) -> Result<Option<String>, StoreError> {
         let options = &self.inner.options;
+        if let Backend::Local(local) = &self.inner.backend {
+            let (location, len) = (path.clone(), data.len() as u64);
+            return self
+                .on_disk(local, len, move |l| l.put(&location, &data).map(Some))
+                .await;
+        }
         let part_size = options.part_size.max(1);
-        let multipart = matches!(self.inner.backend, Backend::Object(_))
-            && data.len() >= options.multipart_threshold
-            && data.len() > part_size;
+        let multipart = data.len() >= options.multipart_threshold && data.len() > part_size;
         let result = if multipart {
             upload::put_multipart(
                 fs.as_ref(),

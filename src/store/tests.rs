@@ -551,7 +551,7 @@ async fn blocking_disk_work_is_bounded_by_the_deadline() {
     let Backend::Local(local) = &store.inner.backend else {
         panic!("a local backend")
     };
-    let hung = store.on_disk(local, |_| {
+    let hung = store.on_disk(local, 0, |_| {
         std::thread::sleep(Duration::from_secs(1));
         Ok(())
     });
