@@ -52,7 +52,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use object_store::path::Path;
-use object_store::{Attributes, GetOptions, ObjectStore, PutOptions};
+use object_store::{GetOptions, ObjectStore, PutOptions};
 
 use crate::limits::{SpillStore, StoreError};
 use crate::read::{IndexCache, Version};
@@ -216,14 +216,6 @@ impl Store {
         self.backend_for(path, handle, Access::Read).await
     }
 
-    /// The backend and object path for a write of `key`, after creating, checking and confining
-    /// the local root.
-    async fn for_write(&self, key: &str) -> Result<(Arc<dyn ObjectStore>, Path), StoreError> {
-        let path = self.locate(key)?;
-        self.too_long(&path, key)?;
-        self.backend_for(path, key, Access::Write).await
-    }
-
     /// The backend for the object at `path`, after the local backend's `check` of it.
     async fn backend_for(
         &self,
@@ -313,22 +305,31 @@ impl Store {
             .unwrap_or(Err(StoreError::Timeout(deadline)))
     }
 
-    /// Upload `data` to `path` with `attributes`; returns the new object's tag.
+    /// Upload `data`, the output of `tool` (if known), to `path`; returns the backend (for the
+    /// index beside it) and the new object's tag.
+    ///
+    /// A local write is one trip to a blocking thread: the root's checks, the write, the rename.
     async fn put(
         &self,
-        fs: &Arc<dyn ObjectStore>,
         path: &Path,
         data: Bytes,
-        attributes: Attributes,
+        tool: Option<&str>,
         key: &str,
-    ) -> Result<Option<String>, StoreError> {
+    ) -> Result<(Arc<dyn ObjectStore>, Option<String>), StoreError> {
+        let fs = match &self.inner.backend {
+            Backend::Object(fs) => fs,
+            Backend::Local(local) => {
+                let (location, key) = (path.clone(), key.to_owned());
+                return self
+                    .on_disk(local, data.len() as u64, move |l| {
+                        let fs = l.checked(Access::Write, location.as_ref(), &key)?;
+                        Ok((fs, Some(l.put(&location, &data)?)))
+                    })
+                    .await;
+            }
+        };
+        let attributes = SpillFacts::measure(&data, tool).await.to_attributes();
         let options = &self.inner.options;
-        if let Backend::Local(local) = &self.inner.backend {
-            let (location, len) = (path.clone(), data.len() as u64);
-            return self
-                .on_disk(local, len, move |l| l.put(&location, &data).map(Some))
-                .await;
-        }
         let part_size = options.part_size.max(1);
         let multipart = data.len() >= options.multipart_threshold && data.len() > part_size;
         let result = if multipart {
@@ -350,7 +351,7 @@ impl Store {
             fs.put_opts(path, data.into(), options).await
         };
         result
-            .map(|put| put.e_tag)
+            .map(|put| (fs.clone(), put.e_tag))
             .map_err(|e| self.map_error(e, key, Call::Write))
     }
 
@@ -436,21 +437,15 @@ impl Store {
         data: Bytes,
         tool: Option<&str>,
     ) -> Result<String, StoreError> {
-        let (fs, path) = self.for_write(key).await?;
+        let path = self.locate(key)?;
+        self.too_long(&path, key)?;
         let len = data.len() as u64;
         // The payload is measured for its metadata and uploaded while its line index is built;
         // the index is stored once the payload's new tag, which binds it, is known.
         self.inner.cache.remove(key);
-        let upload = async {
-            let attributes = match &self.inner.backend {
-                Backend::Object(_) => SpillFacts::measure(&data, tool).await.to_attributes(),
-                Backend::Local(_) => Attributes::new(),
-            };
-            self.bounded(len, self.put(&fs, &path, data.clone(), attributes, key))
-                .await
-        };
+        let upload = self.bounded(len, self.put(&path, data.clone(), tool, key));
         let (stored, built) = futures::join!(upload, index::build(data.clone()));
-        let tag = stored?;
+        let (fs, tag) = stored?;
         if let Some(built) = built {
             let payload = Version { size: len, tag };
             self.store_index(&fs, &path, key, built, &payload).await;
