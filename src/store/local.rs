@@ -109,36 +109,34 @@ impl LocalBackend {
         }
     }
 
-    /// Write `data` to the object at `location` (already [`checked`](Self::checked) for a
-    /// write) and return the e-tag object_store's filesystem reports for it.
+    /// Write `data` to the object at `location` (spill `key`'s) after the root's checks for a
+    /// write; returns the filesystem (for the index beside it) and the e-tag its reads report for
+    /// the new file.
     ///
-    /// As object_store's `LocalFileSystem` writes (a staged `{file}#{n}` created exclusively,
-    /// then renamed over the target, so a reader never sees a torn file), plus one step: the
-    /// staged file's blocks are reserved before the write. ext4 then neither reserves blocks
-    /// page by page (100 MB: 27 → 20 ms) nor flushes the new file to disk when the rename
-    /// replaces an older one (its rule for replace-by-rename: an overwrite of 100 MB cost
-    /// 60–70 ms more).
-    pub(crate) fn put(
+    /// As object_store's `LocalFileSystem` writes: a staged `{file}#{n}` created exclusively,
+    /// closed (network filesystems report late write errors there), then renamed over the
+    /// target, so a reader never sees a torn file. One step more: the staged file's blocks are
+    /// reserved before the write, so ext4 neither reserves them page by page nor flushes the file
+    /// when the rename replaces an older one. As with object_store's default, nothing is synced:
+    /// a spill outlives the process, not a power loss before the kernel writes it back (it may
+    /// then read as zeros). A store that must survive one is an object store.
+    pub(crate) fn write(
         &self,
         location: &object_store::path::Path,
+        key: &str,
         data: &[u8],
-    ) -> Result<String, StoreError> {
+    ) -> Result<(Arc<dyn ObjectStore>, String), StoreError> {
+        let fs = self.checked(Access::Write, location.as_ref(), key)?;
         let target = self
             .local_fs()?
             .path_to_filesystem(location)
             .map_err(|e| StoreError::Backend(Box::new(e)))?;
-        let (mut file, staged) = stage(&target)?;
-        let written = preallocate(&file, data.len())
-            .and_then(|()| file.write_all(data))
-            .and_then(|()| file.metadata());
-        let published = written.and_then(|meta| {
-            drop(file);
-            std::fs::rename(&staged, &target).map(|()| meta)
-        });
-        match published {
-            Ok(meta) => Ok(e_tag(&meta)),
+        let (file, staged) = stage(&target)?;
+        match publish(file, &staged, &target, data) {
+            Ok(meta) => Ok((fs, e_tag(&meta))),
             Err(e) => {
                 let _ = std::fs::remove_file(&staged);
+                let e = io::Error::new(e.kind(), format!("writing {}: {e}", staged.display()));
                 Err(StoreError::Backend(Box::new(e)))
             }
         }
@@ -163,7 +161,10 @@ impl LocalBackend {
 /// A new staged file beside `target` (`{target}#1`, or the first free `#n`), its directory
 /// created if missing: object_store's naming, which its listings skip.
 fn stage(target: &Path) -> Result<(std::fs::File, PathBuf), StoreError> {
-    let fail = |e: io::Error| StoreError::Backend(Box::new(e));
+    let fail = |e: io::Error| {
+        let e = io::Error::new(e.kind(), format!("staging {}: {e}", target.display()));
+        StoreError::Backend(Box::new(e))
+    };
     let mut n = 1u32;
     loop {
         let mut staged = target.as_os_str().to_owned();
@@ -185,18 +186,53 @@ fn stage(target: &Path) -> Result<(std::fs::File, PathBuf), StoreError> {
     }
 }
 
-/// Reserve `len` bytes of blocks for `file`. A filesystem that cannot (tmpfs before 2.6.x,
-/// NFS, FAT, …) is written without; a full disk fails here, before any byte is written.
+/// Fill the staged `file` with `data`, close it and rename it over `target`; its metadata, taken
+/// before the rename (which keeps the inode and mtime).
+fn publish(
+    mut file: std::fs::File,
+    staged: &Path,
+    target: &Path,
+    data: &[u8],
+) -> io::Result<std::fs::Metadata> {
+    preallocate(&file, data.len())?;
+    file.write_all(data)?;
+    let meta = file.metadata()?;
+    close(file)?;
+    std::fs::rename(staged, target)?;
+    Ok(meta)
+}
+
+/// Close `file`, with the error a drop would ignore.
+fn close(file: std::fs::File) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::IntoRawFd as _;
+        // SAFETY: the descriptor is taken from `file`, so it is open, owned here and closed once.
+        if unsafe { libc::close(file.into_raw_fd()) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+    #[cfg(not(unix))]
+    {
+        drop(file);
+        Ok(())
+    }
+}
+
+/// Reserve `len` bytes of blocks for `file`. A filesystem that cannot is written without; a
+/// full disk or quota fails here, before any byte is written.
 fn preallocate(file: &std::fs::File, len: usize) -> io::Result<()> {
     #[cfg(target_os = "linux")]
     if len > 0 {
         use std::os::fd::AsRawFd as _;
         let len = libc::off_t::try_from(len).unwrap_or(libc::off_t::MAX);
-        // SAFETY: a valid open file descriptor; `fallocate` (unlike `posix_fallocate`) never
-        // emulates by writing zeros, so an unsupported filesystem costs one failed call.
+        // `fallocate`, unlike `posix_fallocate`, never emulates by writing zeros: a filesystem
+        // without it costs one failed call.
+        // SAFETY: `file` is open for the duration of the call.
         if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) } != 0 {
             let error = io::Error::last_os_error();
-            if error.raw_os_error() == Some(libc::ENOSPC) {
+            if matches!(error.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)) {
                 return Err(error);
             }
         }
@@ -415,27 +451,26 @@ mod tests {
 
     /// A write lands whole under the target's name, with the e-tag object_store's own reads
     /// report (the index of a spill is bound to it), creating its directory; a staged file a
-    /// crashed writer left is neither reused nor removed.
+    /// crashed writer left is neither reused nor removed, and listings skip staged files.
     #[tokio::test]
     async fn a_write_is_published_whole_with_object_stores_tag() {
+        use futures::TryStreamExt as _;
         let dir = tempfile::tempdir().unwrap();
         let backend = LocalBackend::new(dir.path().join("root"));
         let run = dir.path().join("root/tool_output_limits/run");
-        let location = object_store::path::Path::from("tool_output_limits/run/call 1.0");
-        backend
-            .checked(Access::Write, location.as_ref(), "run/call 1.0")
-            .unwrap();
+        let location = object_store::path::Path::from("tool_output_limits/run/call-1.0");
         let mut tags = Vec::new();
         for data in [&b"first version\n"[..], b"second", b""] {
-            let tag = backend.put(&location, data).unwrap();
-            let got = object_store::ObjectStoreExt::get(&backend.fs().unwrap(), &location)
+            let (fs, tag) = backend.write(&location, "run/call-1.0", data).unwrap();
+            let got = object_store::ObjectStoreExt::get(&fs, &location)
                 .await
                 .unwrap();
             assert_eq!(got.meta.e_tag.as_deref(), Some(tag.as_str()));
             assert_eq!(got.bytes().await.unwrap(), data);
             tags.push(tag);
-            std::fs::write(run.join("call 1.0#1"), "stale").unwrap();
+            std::fs::write(run.join("call-1.0#1"), "stale").unwrap();
         }
+        tags.sort();
         tags.dedup();
         assert_eq!(tags.len(), 3, "every version has its own tag");
         let mut names: Vec<_> = std::fs::read_dir(&run)
@@ -443,8 +478,39 @@ mod tests {
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
         names.sort();
-        assert_eq!(names, ["call 1.0", "call 1.0#1"]);
-        assert_eq!(std::fs::read(run.join("call 1.0#1")).unwrap(), b"stale");
+        assert_eq!(names, ["call-1.0", "call-1.0#1"]);
+        assert_eq!(std::fs::read(run.join("call-1.0#1")).unwrap(), b"stale");
+        // A write under way.
+        let (_writing, _) = stage(&run.join("call-2.0")).unwrap();
+        let listed: Vec<_> = backend
+            .fs()
+            .unwrap()
+            .list(None)
+            .try_collect()
+            .await
+            .unwrap();
+        let listed: Vec<_> = listed.iter().map(|m| m.location.to_string()).collect();
+        assert_eq!(listed, ["tool_output_limits/run/call-1.0"]);
+    }
+
+    /// A write that cannot be published fails and leaves no staged file behind.
+    #[test]
+    fn a_failed_write_leaves_nothing_staged() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = LocalBackend::new(dir.path().join("root"));
+        let run = dir.path().join("root/tool_output_limits/run");
+        // A non-empty directory where the file would go: the rename fails.
+        std::fs::create_dir_all(run.join("call-1.0/inside")).unwrap();
+        let location = object_store::path::Path::from("tool_output_limits/run/call-1.0");
+        let err = backend
+            .write(&location, "run/call-1.0", b"data")
+            .unwrap_err();
+        assert!(err.to_string().contains("call-1.0#1"), "{err}");
+        let names: Vec<_> = std::fs::read_dir(&run)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, ["call-1.0"]);
     }
 
     #[test]

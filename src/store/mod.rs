@@ -51,6 +51,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures::FutureExt as _;
 use object_store::path::Path;
 use object_store::{GetOptions, ObjectStore, PutOptions};
 
@@ -305,8 +306,8 @@ impl Store {
             .unwrap_or(Err(StoreError::Timeout(deadline)))
     }
 
-    /// Upload `data`, the output of `tool` (if known), to `path`; returns the backend (for the
-    /// index beside it) and the new object's tag.
+    /// Upload `data`, the output of `tool` (if known), to `path` within the deadline for its
+    /// size; returns the backend (for the index beside it) and the new object's tag.
     ///
     /// A local write is one trip to a blocking thread: the root's checks, the write, the rename.
     async fn put(
@@ -316,18 +317,30 @@ impl Store {
         tool: Option<&str>,
         key: &str,
     ) -> Result<(Arc<dyn ObjectStore>, Option<String>), StoreError> {
+        let len = data.len() as u64;
         let fs = match &self.inner.backend {
             Backend::Object(fs) => fs,
             Backend::Local(local) => {
                 let (location, key) = (path.clone(), key.to_owned());
-                return self
-                    .on_disk(local, data.len() as u64, move |l| {
-                        let fs = l.checked(Access::Write, location.as_ref(), &key)?;
-                        Ok((fs, Some(l.put(&location, &data)?)))
-                    })
-                    .await;
+                let write = move |l: &LocalBackend| l.write(&location, &key, &data);
+                let (fs, tag) = self.on_disk(local, len, write).await?;
+                return Ok((fs, Some(tag)));
             }
         };
+        self.bounded(len, self.upload(fs, path, data, tool, key))
+            .await
+            .map(|tag| (fs.clone(), tag))
+    }
+
+    /// Upload `data` to the object store `fs` (in parts when large); returns the new tag.
+    async fn upload(
+        &self,
+        fs: &Arc<dyn ObjectStore>,
+        path: &Path,
+        data: Bytes,
+        tool: Option<&str>,
+        key: &str,
+    ) -> Result<Option<String>, StoreError> {
         let attributes = SpillFacts::measure(&data, tool).await.to_attributes();
         let options = &self.inner.options;
         let part_size = options.part_size.max(1);
@@ -351,7 +364,7 @@ impl Store {
             fs.put_opts(path, data.into(), options).await
         };
         result
-            .map(|put| (fs.clone(), put.e_tag))
+            .map(|put| put.e_tag)
             .map_err(|e| self.map_error(e, key, Call::Write))
     }
 
@@ -443,9 +456,10 @@ impl Store {
         // The payload is measured for its metadata and uploaded while its line index is built;
         // the index is stored once the payload's new tag, which binds it, is known.
         self.inner.cache.remove(key);
-        let upload = self.bounded(len, self.put(&path, data.clone(), tool, key));
-        let (stored, built) = futures::join!(upload, index::build(data.clone()));
-        let (fs, tag) = stored?;
+        // A refused or failed write returns at once, without waiting for the index.
+        let built = index::build(data.clone()).map(Ok);
+        let ((fs, tag), built) =
+            futures::try_join!(self.put(&path, data.clone(), tool, key), built)?;
         if let Some(built) = built {
             let payload = Version { size: len, tag };
             self.store_index(&fs, &path, key, built, &payload).await;
