@@ -8,8 +8,8 @@ use bytes::Bytes;
 use object_store::path::Path;
 use object_store::{GetOptions, ObjectStore, ObjectStoreExt as _, PutOptions};
 
-use super::local::Access;
-use super::{Call, INDEX_SUFFIX, Store};
+use super::local::{Access, LocalBackend};
+use super::{Backend, Call, INDEX_SUFFIX, Store};
 use crate::limits::StoreError;
 use crate::read::index::{Index, MIN_INDEXED_BYTES};
 use crate::read::{Fetched, IndexCache, Part, SpillReader, Version};
@@ -94,18 +94,11 @@ impl Store {
         .await
     }
 
-    /// The backend and the path of `part` of `handle`, after the checks a local read makes.
-    async fn locate_part(
-        &self,
-        handle: &str,
-        part: Part,
-    ) -> Result<(Arc<dyn ObjectStore>, Path), StoreError> {
+    /// The object path of `part` of `handle`.
+    fn part_path(&self, handle: &str, part: Part) -> Result<Path, StoreError> {
         match part {
-            Part::Payload => self.for_read(handle).await,
-            Part::Index => {
-                let path = index_path(&self.locate(handle)?);
-                self.backend_for(path, handle, Access::Read).await
-            }
+            Part::Payload => self.read_path(handle),
+            Part::Index => Ok(index_path(&self.locate(handle)?)),
         }
     }
 }
@@ -130,9 +123,19 @@ impl SpillReader for Store {
         part: Part,
         range: Range<u64>,
     ) -> Result<Fetched, StoreError> {
-        let (fs, location) = self.locate_part(handle, part).await?;
+        let location = self.part_path(handle, part)?;
+        let fs = match &self.inner.backend {
+            Backend::Object(fs) => fs,
+            Backend::Local(local) => {
+                let handle = handle.to_owned();
+                let bytes = range.end.saturating_sub(range.start);
+                let read = move |l: &LocalBackend| l.read(&location, &handle, range);
+                let (bytes, version) = self.on_disk(local, bytes, read).await?;
+                return Ok(Fetched { bytes, version });
+            }
+        };
         let options = GetOptions::new().with_range(Some(range));
-        let (bytes, version) = self.get(&fs, &location, options, handle).await?;
+        let (bytes, version) = self.get(fs, &location, options, handle).await?;
         Ok(Fetched { bytes, version })
     }
 

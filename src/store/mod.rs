@@ -208,13 +208,20 @@ impl Store {
     /// The backend and object path for a read of `handle`, after the local root checks. A handle
     /// too long to have been stored is `NotFound`.
     async fn for_read(&self, handle: &str) -> Result<(Arc<dyn ObjectStore>, Path), StoreError> {
+        let path = self.read_path(handle)?;
+        self.backend_for(path, handle, Access::Read).await
+    }
+
+    /// The object path of `handle`'s payload for a read; a handle too long to have been stored
+    /// is `NotFound`.
+    fn read_path(&self, handle: &str) -> Result<Path, StoreError> {
         let path = self.locate(handle)?;
         if self.too_long(&path, handle).is_err() {
             return Err(StoreError::NotFound {
                 handle: handle.to_owned(),
             });
         }
-        self.backend_for(path, handle, Access::Read).await
+        Ok(path)
     }
 
     /// The backend for the object at `path`, after the local backend's `check` of it.
