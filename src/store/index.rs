@@ -94,7 +94,8 @@ impl Store {
         .await
     }
 
-    /// The object path of `part` of `handle`.
+    /// The object path of `part` of `handle` (no local checks yet); a payload handle too long to
+    /// have been stored is `NotFound`.
     fn part_path(&self, handle: &str, part: Part) -> Result<Path, StoreError> {
         match part {
             Part::Payload => self.read_path(handle),

@@ -147,32 +147,36 @@ impl LocalBackend {
 
     /// Bytes `range` of the object at `location` (a part of spill `handle`) and the object's
     /// version, after the root's checks for a read; the range as object_store serves it (its
-    /// end clamped to the object, a start past it refused).
+    /// end clamped to the object; a start past it, an empty or a reversed range refused).
     ///
-    /// One trip to a blocking thread (object_store's reader makes two after the checks' own),
-    /// reading into a buffer it does not zero first.
+    /// Runs in one trip to a blocking thread where object_store's reader makes two after the
+    /// checks' own, and reads into a buffer it does not zero first.
     pub(crate) fn read(
         &self,
         location: &object_store::path::Path,
         handle: &str,
         range: Range<u64>,
     ) -> Result<(Bytes, Version), StoreError> {
-        let backend = |e: io::Error| StoreError::Backend(Box::new(e));
-        let not_found = || StoreError::NotFound {
-            handle: handle.to_owned(),
-        };
         self.checked(Access::Read, location.as_ref(), handle)?;
         let path = self
             .local_fs()?
             .path_to_filesystem(location)
             .map_err(|e| StoreError::Backend(Box::new(e)))?;
+        let failed = |e: io::Error| {
+            let e = io::Error::new(e.kind(), format!("reading {}: {e}", path.display()));
+            StoreError::Backend(Box::new(e))
+        };
         let mut file = std::fs::File::open(&path).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => not_found(),
-            _ => backend(e),
+            io::ErrorKind::NotFound => StoreError::NotFound {
+                handle: handle.to_owned(),
+            },
+            _ => failed(e),
         })?;
-        let meta = file.metadata().map_err(backend)?;
+        let meta = file.metadata().map_err(failed)?;
         if meta.is_dir() {
-            return Err(not_found());
+            return Err(StoreError::NotFound {
+                handle: handle.to_owned(),
+            });
         }
         let range = GetRange::Bounded(range)
             .as_range(meta.len())
@@ -181,14 +185,10 @@ impl LocalBackend {
         let mut bytes = Vec::with_capacity(len as usize);
         file.seek(io::SeekFrom::Start(range.start))
             .and_then(|_| file.take(len).read_to_end(&mut bytes))
-            .map_err(backend)?;
+            .map_err(failed)?;
         if bytes.len() as u64 != len {
-            let short = format!(
-                "{} ended {} bytes into a read of {len}",
-                path.display(),
-                bytes.len()
-            );
-            return Err(backend(io::Error::new(io::ErrorKind::UnexpectedEof, short)));
+            let short = format!("ended {} bytes into a read of {len}", bytes.len());
+            return Err(failed(io::Error::new(io::ErrorKind::UnexpectedEof, short)));
         }
         let version = Version {
             size: meta.len(),

@@ -86,8 +86,28 @@ impl Default for StoreOptions {
 }
 
 impl StoreOptions {
-    /// The deadline for a call moving `bytes`.
+    /// The deadline for a call moving `bytes` (saturating: any range a caller names has one).
     pub(super) fn deadline(&self, bytes: u64) -> Duration {
-        self.timeout + Duration::from_secs_f64(bytes as f64 / self.min_throughput.max(1) as f64)
+        let transfer = bytes as f64 / self.min_throughput.max(1) as f64;
+        let transfer = Duration::try_from_secs_f64(transfer).unwrap_or(Duration::MAX);
+        self.timeout.saturating_add(transfer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A deadline grows with the bytes moved, and saturates instead of overflowing for any range
+    /// a caller names.
+    #[test]
+    fn deadlines_grow_with_the_bytes_and_saturate() {
+        let options = StoreOptions::builder()
+            .timeout(Duration::from_secs(5))
+            .min_throughput(1)
+            .build();
+        assert_eq!(options.deadline(0), Duration::from_secs(5));
+        assert_eq!(options.deadline(10), Duration::from_secs(15));
+        assert_eq!(options.deadline(u64::MAX), Duration::MAX);
     }
 }

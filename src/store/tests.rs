@@ -55,30 +55,50 @@ async fn futures_are_send_and_store_is_shareable() {
 }
 
 #[tokio::test]
-async fn memory_round_trip_overwrite_and_ranges() {
-    let store = Store::open(Some("memory://p")).unwrap();
-    assert_eq!(
-        store.object_path("run-1/call 1.0").unwrap(),
-        "p/tool_output_limits/run-1/call_1.0"
-    );
-    let handle = store.write("run-1/call 1.0", text(3)).await.unwrap();
-    assert_eq!(handle, "run-1/call 1.0");
-    assert_eq!(store.read(&handle).await.unwrap(), text(3));
-    // An overwrite (a retry or a replay writes the same key again) replaces the object.
-    store.write(&handle, text(5)).await.unwrap();
-    assert_eq!(store.read(&handle).await.unwrap(), text(5));
-    assert_eq!(
-        store.head(&handle).await.unwrap().size,
-        text(5).len() as u64
-    );
-    let range = store.fetch(&handle, Part::Payload, 7..13).await.unwrap();
-    assert_eq!(range.bytes, "line 1");
-    let clamped = store.fetch(&handle, Part::Payload, 28..100).await.unwrap();
-    assert_eq!(clamped.bytes, "line 4\n");
-    // A small spill gets no index: a page reads it whole.
-    assert!(stored_index(&store, &handle).await.is_none());
-    // The sanitized form of a handle reads the same spill.
-    assert_eq!(store.read("run-1/call_1.0").await.unwrap(), text(5));
+async fn round_trip_overwrite_and_ranges_on_every_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = ::url::Url::from_directory_path(dir.path()).unwrap();
+    for (url, path) in [
+        ("memory://p", "p/tool_output_limits/run-1/call_1.0"),
+        (file.as_str(), "tool_output_limits/run-1/call_1.0"),
+    ] {
+        let store = Store::open(Some(url)).unwrap();
+        assert_eq!(store.object_path("run-1/call 1.0").unwrap(), path);
+        let handle = store.write("run-1/call 1.0", text(3)).await.unwrap();
+        assert_eq!(handle, "run-1/call 1.0");
+        assert_eq!(store.read(&handle).await.unwrap(), text(3));
+        // An overwrite (a retry or a replay writes the same key again) replaces the object.
+        store.write(&handle, text(5)).await.unwrap();
+        assert_eq!(store.read(&handle).await.unwrap(), text(5));
+        let head = store.head(&handle).await.unwrap();
+        assert_eq!(head.size, text(5).len() as u64);
+        let range = store.fetch(&handle, Part::Payload, 7..13).await.unwrap();
+        assert_eq!(range.bytes, "line 1", "{url}");
+        assert_eq!(range.version, head, "{url}");
+        let clamped = store.fetch(&handle, Part::Payload, 28..100).await.unwrap();
+        assert_eq!(clamped.bytes, "line 4\n", "{url}");
+        // Past the end, empty or reversed: refused, as object_store refuses them.
+        let reversed = std::ops::Range { start: 13, end: 7 };
+        for range in [35..40, 7..7, reversed] {
+            let refused = store.fetch(&handle, Part::Payload, range.clone()).await;
+            assert!(
+                matches!(refused, Err(StoreError::Backend(_))),
+                "{url} {range:?}"
+            );
+        }
+        let missing = store.fetch("run-1/other", Part::Payload, 0..10).await;
+        assert!(matches!(missing, Err(StoreError::NotFound { .. })), "{url}");
+        let too_long = "r/".to_owned() + &"x".repeat(1100);
+        let too_long = store.fetch(&too_long, Part::Payload, 0..10).await;
+        assert!(
+            matches!(too_long, Err(StoreError::NotFound { .. })),
+            "{url}"
+        );
+        // A small spill gets no index: a page reads it whole.
+        assert!(stored_index(&store, &handle).await.is_none());
+        // The sanitized form of a handle reads the same spill.
+        assert_eq!(store.read("run-1/call_1.0").await.unwrap(), text(5));
+    }
 }
 
 #[tokio::test]
