@@ -8,11 +8,42 @@ use std::time::{Duration, Instant};
 use overspill::store::Store;
 use overspill::workflows::{AgentLoop, AgentLoopInput, build_log};
 use serde_json::json;
-use temporalio_client::{WorkflowGetResultOptions, WorkflowStartOptions};
+use temporalio_client::{Client, WorkflowGetResultOptions, WorkflowHandle, WorkflowStartOptions};
+use temporalio_common::HasWorkflowDefinition;
 use temporalio_common::protos::temporal::api::enums::v1::EventType;
 use temporalio_common::protos::temporal::api::history::v1::HistoryEvent;
 
 use crate::temporal::{TestWorker, probe, temporal_address, unique};
+
+/// A client of the test server.
+async fn connect() -> Client {
+    overspill::worker::Connect::new(temporal_address())
+        .client()
+        .await
+        .unwrap_or_else(|e| panic!("connect: {e}"))
+}
+
+/// Start `workflow` with `input` on `task_queue` under `id`, to run within `timeout`.
+async fn start<W>(
+    client: &Client,
+    workflow: W,
+    input: W::Input,
+    task_queue: &str,
+    id: &str,
+    timeout: Duration,
+) -> WorkflowHandle<Client, W>
+where
+    W: HasWorkflowDefinition,
+    W::Input: Send,
+{
+    let options = WorkflowStartOptions::new(task_queue.to_owned(), id.to_owned())
+        .execution_timeout(timeout)
+        .build();
+    client
+        .start_workflow(workflow, input, options)
+        .await
+        .unwrap_or_else(|e| panic!("start: {e}"))
+}
 
 /// An `overspill worker` child process, killed (SIGKILL) when dropped.
 struct WorkerProcess(Child);
@@ -89,26 +120,22 @@ async fn sigkill_mid_spill_then_restart_completes_with_the_same_handle() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let store_url = format!("file://{}", dir.path().display());
     let task_queue = unique("sigkill");
-    let client = overspill::worker::Connect::new(temporal_address())
-        .client()
-        .await
-        .unwrap_or_else(|e| panic!("connect: {e}"));
+    let client = connect().await;
     let lines = 600_000; // 33 MB
     let id = unique("sigkill-wf");
-    let handle = client
-        .start_workflow(
-            AgentLoop::run,
-            AgentLoopInput {
-                log_lines: lines,
-                file_lines: 10,
-                config: None,
-            },
-            WorkflowStartOptions::new(task_queue.clone(), id.clone())
-                .execution_timeout(Duration::from_secs(180))
-                .build(),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("start: {e}"));
+    let handle = start(
+        &client,
+        AgentLoop::run,
+        AgentLoopInput {
+            log_lines: lines,
+            file_lines: 10,
+            config: None,
+        },
+        &task_queue,
+        &id,
+        Duration::from_secs(180),
+    )
+    .await;
 
     let mut worker = WorkerProcess::start(&task_queue, &store_url);
     // Kill as soon as the spill starts landing in the store (its staging file appears).
@@ -171,24 +198,20 @@ async fn sigkill_mid_spill_then_restart_completes_with_the_same_handle() {
 async fn the_plain_worker_serves_no_example_workflow() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let task_queue = unique("plain");
-    let client = overspill::worker::Connect::new(temporal_address())
-        .client()
-        .await
-        .unwrap_or_else(|e| panic!("connect: {e}"));
-    let handle = client
-        .start_workflow(
-            AgentLoop::run,
-            AgentLoopInput {
-                log_lines: 10,
-                file_lines: 10,
-                config: None,
-            },
-            WorkflowStartOptions::new(task_queue.clone(), unique("plain-wf"))
-                .execution_timeout(Duration::from_secs(60))
-                .build(),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("start: {e}"));
+    let client = connect().await;
+    let handle = start(
+        &client,
+        AgentLoop::run,
+        AgentLoopInput {
+            log_lines: 10,
+            file_lines: 10,
+            config: None,
+        },
+        &task_queue,
+        &unique("plain-wf"),
+        Duration::from_secs(60),
+    )
+    .await;
     let mut worker =
         WorkerProcess::start_plain(&task_queue, &format!("file://{}", dir.path().display()));
     let started = Instant::now();
@@ -222,28 +245,24 @@ async fn a_one_thread_worker_runs_the_example_agent() {
     let task_queue = unique("one-thread");
     let store = format!("file://{}", dir.path().display());
     let _worker = WorkerProcess::start_with(&task_queue, &store, &["--worker-threads", "1"]);
-    let client = overspill::worker::Connect::new(temporal_address())
-        .client()
-        .await
-        .unwrap_or_else(|e| panic!("connect: {e}"));
+    let client = connect().await;
     let id = unique("one-thread-wf");
-    let out = client
-        .start_workflow(
-            AgentLoop::run,
-            AgentLoopInput {
-                log_lines: 2_000,
-                file_lines: 10,
-                config: None,
-            },
-            WorkflowStartOptions::new(task_queue, id.clone())
-                .execution_timeout(Duration::from_secs(60))
-                .build(),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("start: {e}"))
-        .get_result(WorkflowGetResultOptions::default())
-        .await
-        .unwrap_or_else(|e| panic!("workflow: {e:?}"));
+    let out = start(
+        &client,
+        AgentLoop::run,
+        AgentLoopInput {
+            log_lines: 2_000,
+            file_lines: 10,
+            config: None,
+        },
+        &task_queue,
+        &id,
+        Duration::from_secs(60),
+    )
+    .await
+    .get_result(WorkflowGetResultOptions::default())
+    .await
+    .unwrap_or_else(|e| panic!("workflow: {e:?}"));
     let expected = format!("{id}/call-1.0");
     assert_eq!(out.turns[0].handle.as_deref(), Some(expected.as_str()));
 }
@@ -254,24 +273,20 @@ async fn a_one_thread_worker_runs_the_example_agent() {
 async fn an_activities_only_worker_takes_no_workflow_task() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let task_queue = unique("activities-only");
-    let client = overspill::worker::Connect::new(temporal_address())
-        .client()
-        .await
-        .unwrap_or_else(|e| panic!("connect: {e}"));
+    let client = connect().await;
     let request: overspill::api::ReduceRequest = serde_json::from_value(json!({
         "tool_name": "cat", "tool_call_id": "c", "output": {"text": "hi"}
     }))
     .unwrap_or_else(|e| panic!("request: {e}"));
-    let handle = client
-        .start_workflow(
-            overspill::workflows::ReduceToolOutput::run,
-            request,
-            WorkflowStartOptions::new(task_queue.clone(), unique("activities-only-wf"))
-                .execution_timeout(Duration::from_secs(60))
-                .build(),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("start: {e}"));
+    let handle = start(
+        &client,
+        overspill::workflows::ReduceToolOutput::run,
+        request,
+        &task_queue,
+        &unique("activities-only-wf"),
+        Duration::from_secs(60),
+    )
+    .await;
     let store = format!("file://{}", dir.path().display());
     let mut worker = WorkerProcess::spawn(&task_queue, &store, &["--activities-only"]);
     let started = Instant::now();
@@ -526,29 +541,25 @@ async fn worker_logs_never_show_planted_secrets() {
             .spawn()
             .unwrap_or_else(|e| panic!("spawn overspill worker: {e}")),
     );
-    let client = overspill::worker::Connect::new(temporal_address())
-        .client()
-        .await
-        .unwrap_or_else(|e| panic!("connect: {e}"));
+    let client = connect().await;
     let request: overspill::api::ReduceRequest = serde_json::from_value(json!({
         "tool_name": "cat", "output": {"text": "x".repeat(500)},
         "config": {"bands": [{"over": 100, "action": {"type": "summarize",
             "then": {"type": "truncate", "max_chars": 50}}}]},
     }))
     .unwrap_or_else(|e| panic!("request: {e}"));
-    let reduced = client
-        .start_workflow(
-            ReduceToolOutput::run,
-            request,
-            WorkflowStartOptions::new(task_queue.clone(), unique("secrets-wf"))
-                .execution_timeout(Duration::from_secs(90))
-                .build(),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("start: {e}"))
-        .get_result(WorkflowGetResultOptions::default())
-        .await
-        .unwrap_or_else(|e| panic!("ReduceToolOutput: {e:?}"));
+    let reduced = start(
+        &client,
+        ReduceToolOutput::run,
+        request,
+        &task_queue,
+        &unique("secrets-wf"),
+        Duration::from_secs(90),
+    )
+    .await
+    .get_result(WorkflowGetResultOptions::default())
+    .await
+    .unwrap_or_else(|e| panic!("ReduceToolOutput: {e:?}"));
     assert_eq!(reduced.kind, overspill::limits::ReductionKind::Truncated);
     worker.assert_running();
     worker.kill();
