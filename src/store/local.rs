@@ -130,10 +130,7 @@ impl LocalBackend {
         data: &[u8],
     ) -> Result<(Arc<dyn ObjectStore>, String), StoreError> {
         let fs = self.checked(Access::Write, location.as_ref(), key)?;
-        let target = self
-            .local_fs()?
-            .path_to_filesystem(location)
-            .map_err(|e| StoreError::Backend(Box::new(e)))?;
+        let target = self.file_path(location)?;
         let (file, staged) = stage(&target)?;
         match publish(file, &staged, &target, data) {
             Ok(meta) => Ok((fs, e_tag(&meta))),
@@ -158,25 +155,21 @@ impl LocalBackend {
         range: Range<u64>,
     ) -> Result<(Bytes, Version), StoreError> {
         self.checked(Access::Read, location.as_ref(), handle)?;
-        let path = self
-            .local_fs()?
-            .path_to_filesystem(location)
-            .map_err(|e| StoreError::Backend(Box::new(e)))?;
+        let path = self.file_path(location)?;
         let failed = |e: io::Error| {
             let e = io::Error::new(e.kind(), format!("reading {}: {e}", path.display()));
             StoreError::Backend(Box::new(e))
         };
+        let not_found = || StoreError::NotFound {
+            handle: handle.to_owned(),
+        };
         let mut file = std::fs::File::open(&path).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => StoreError::NotFound {
-                handle: handle.to_owned(),
-            },
+            io::ErrorKind::NotFound => not_found(),
             _ => failed(e),
         })?;
         let meta = file.metadata().map_err(failed)?;
         if meta.is_dir() {
-            return Err(StoreError::NotFound {
-                handle: handle.to_owned(),
-            });
+            return Err(not_found());
         }
         let range = GetRange::Bounded(range)
             .as_range(meta.len())
@@ -195,6 +188,13 @@ impl LocalBackend {
             tag: Some(e_tag(&meta)),
         };
         Ok((bytes.into(), version))
+    }
+
+    /// The file object_store's filesystem keeps the object at `location` in.
+    fn file_path(&self, location: &object_store::path::Path) -> Result<PathBuf, StoreError> {
+        self.local_fs()?
+            .path_to_filesystem(location)
+            .map_err(|e| StoreError::Backend(Box::new(e)))
     }
 
     fn fs(&self) -> Result<Arc<dyn ObjectStore>, StoreError> {
@@ -504,6 +504,16 @@ mod tests {
         );
     }
 
+    /// The names in directory `dir`, sorted.
+    fn names_in(dir: &Path) -> Vec<String> {
+        let mut names: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    }
+
     /// A write lands whole under the target's name, with the e-tag object_store's own reads
     /// report (the index of a spill is bound to it), creating its directory; a staged file a
     /// crashed writer left is neither reused nor removed, and listings skip staged files.
@@ -528,12 +538,7 @@ mod tests {
         tags.sort();
         tags.dedup();
         assert_eq!(tags.len(), 3, "every version has its own tag");
-        let mut names: Vec<_> = std::fs::read_dir(&run)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        names.sort();
-        assert_eq!(names, ["call-1.0", "call-1.0#1"]);
+        assert_eq!(names_in(&run), ["call-1.0", "call-1.0#1"]);
         assert_eq!(std::fs::read(run.join("call-1.0#1")).unwrap(), b"stale");
         // A write under way.
         let (_writing, _) = stage(&run.join("call-2.0")).unwrap();
@@ -593,11 +598,7 @@ mod tests {
             .write(&location, "run/call-1.0", b"data")
             .unwrap_err();
         assert!(err.to_string().contains("call-1.0#1"), "{err}");
-        let names: Vec<_> = std::fs::read_dir(&run)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        assert_eq!(names, ["call-1.0"]);
+        assert_eq!(names_in(&run), ["call-1.0"]);
     }
 
     #[test]
