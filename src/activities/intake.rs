@@ -3,8 +3,9 @@
 //! An input that is an External Storage reference is resolved inside the activity's own task:
 //! charged against the worker's [`InflightBudget`](super::inflight::InflightBudget) first (the
 //! charge is held until the activity finishes), fetched while heartbeating and cancellable, and
-//! any failure is a typed activity failure. A reply over the threshold is offloaded, keyed by the workflow that called the
-//! activity (or, for a standalone activity, by the activity), as Python's worker keys it.
+//! any failure is a typed activity failure. A reply over the threshold is offloaded, keyed by
+//! the workflow that called the activity (or, for a standalone activity, by the activity), as
+//! Python's worker keys it.
 
 use serde::Serialize;
 use temporalio_sdk::activities::{ActivityContext, ActivityError, ActivityInfo};
