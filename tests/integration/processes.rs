@@ -95,6 +95,17 @@ impl Drop for WorkerProcess {
     }
 }
 
+/// The events of `handle`'s workflow so far (none if the history cannot be read yet).
+async fn history<W: HasWorkflowDefinition>(
+    handle: &WorkflowHandle<Client, W>,
+) -> Vec<HistoryEvent> {
+    handle
+        .fetch_history(Default::default())
+        .into_events()
+        .await
+        .unwrap_or_default()
+}
+
 /// Whether `events` hold one of type `kind`.
 fn recorded(events: &[HistoryEvent], kind: EventType) -> bool {
     events.iter().any(|e| e.event_type() == kind)
@@ -153,11 +164,7 @@ async fn sigkill_mid_spill_then_restart_completes_with_the_same_handle() {
         std::thread::sleep(Duration::from_micros(500));
     }
     worker.kill();
-    let events = handle
-        .fetch_history(Default::default())
-        .into_events()
-        .await
-        .unwrap_or_default();
+    let events = history(&handle).await;
     let completed_before_kill = recorded(&events, EventType::ActivityTaskCompleted);
     assert!(
         !completed_before_kill,
@@ -216,11 +223,7 @@ async fn the_plain_worker_serves_no_example_workflow() {
         WorkerProcess::start_plain(&task_queue, &format!("file://{}", dir.path().display()));
     let started = Instant::now();
     loop {
-        let events = handle
-            .fetch_history(Default::default())
-            .into_events()
-            .await
-            .unwrap_or_default();
+        let events = history(&handle).await;
         let failed = recorded(&events, EventType::WorkflowTaskFailed);
         let scheduled = recorded(&events, EventType::ActivityTaskScheduled);
         assert!(!scheduled, "the plain worker ran the example workflow");
@@ -291,11 +294,7 @@ async fn an_activities_only_worker_takes_no_workflow_task() {
     let mut worker = WorkerProcess::spawn(&task_queue, &store, &["--activities-only"]);
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(5) {
-        let events = handle
-            .fetch_history(Default::default())
-            .into_events()
-            .await
-            .unwrap_or_default();
+        let events = history(&handle).await;
         let taken = recorded(&events, EventType::WorkflowTaskStarted);
         assert!(!taken, "the activities-only worker took a workflow task");
         worker.assert_running();
