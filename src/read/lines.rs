@@ -8,6 +8,8 @@
 
 use std::ops::{ControlFlow, Range};
 
+use super::block::{self, BLOCK, rare_break_byte};
+
 /// The length of the line break starting at `data[i]`, or 0 if none does.
 #[inline]
 pub(crate) fn break_len(data: &[u8], i: usize) -> usize {
@@ -76,29 +78,15 @@ pub(crate) fn rare_breaks(
 
 /// Where in `hay` the first byte that may start a break other than `\n` is.
 ///
-/// Text rarely has one, so the scan tests 64 bytes at a time, without a branch per byte (the
-/// compiler turns the test into SIMD lanes): one pass over the bytes, where a `memchr` per
-/// byte value would take three.
+/// Text rarely has one, so the scan tests 64 bytes at a time ([`block::may_break_rarely`]): one
+/// pass over the bytes, where a `memchr` per byte value would take three.
 fn next_rare_start(hay: &[u8]) -> Option<usize> {
-    const BLOCK: usize = 64;
+    let first = |bytes: &[u8]| bytes.iter().position(|&b| rare_break_byte(b));
     let (blocks, rest) = hay.as_chunks::<BLOCK>();
-    let first = |bytes: &[u8]| bytes.iter().position(|&b| may_break_rarely(b));
-    for (n, block) in blocks.iter().enumerate() {
-        let hit = block
-            .iter()
-            .fold(0u8, |seen, &b| seen | u8::from(may_break_rarely(b)));
-        if hit != 0 {
-            return first(block).map(|i| n * BLOCK + i);
-        }
+    match blocks.iter().position(block::may_break_rarely) {
+        Some(n) => first(&blocks[n]).map(|i| n * BLOCK + i),
+        None => first(rest).map(|i| blocks.len() * BLOCK + i),
     }
-    first(rest).map(|i| blocks.len() * BLOCK + i)
-}
-
-/// Whether `b` can start a line break other than `\n`: `\x0b`–`\r`, `\x1c`–`\x1e`, or the
-/// first byte of U+0085 or U+2028/U+2029 (written without branches, for [`next_rare_start`]).
-#[inline(always)]
-fn may_break_rarely(b: u8) -> bool {
-    (b.wrapping_sub(0x0b) < 3) | (b.wrapping_sub(0x1c) < 3) | (b == 0xc2) | (b == 0xe2)
 }
 
 /// The content ranges of `data`'s lines, as `str.splitlines()` would split its lossy decoding.

@@ -15,6 +15,7 @@
 //! # Ok::<(), overspill::read::ReadError>(())
 //! ```
 
+mod block;
 mod cache;
 mod grep;
 pub mod index;
