@@ -16,6 +16,7 @@
 //! ```
 
 mod block;
+mod count;
 mod cache;
 mod grep;
 pub mod index;

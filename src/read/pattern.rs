@@ -11,6 +11,7 @@ use std::ops::{ControlFlow, Range};
 
 use memchr::memmem::Finder;
 
+use super::count::LineCounter;
 use super::lines::{ChunkSink, LineChunk, LineScan, break_len, line_start, may_break, next_break};
 use super::request::{PAGE_BYTES_CAP, ReadRequest, render};
 use super::source::{PageError, SpillReader, stream_lines};
@@ -62,6 +63,11 @@ pub(crate) fn pattern_page_in_memory(
 pub(crate) struct MatchScan {
     finder: Finder<'static>,
     pattern: Vec<u8>,
+    /// Counts the lines of a span at once where none of them is kept (`None` for a pattern that
+    /// it cannot count).
+    counter: Option<LineCounter>,
+    /// The last span scanned had dense matches.
+    dense: bool,
     /// The pattern holds U+FFFD, which only matches after lossy decoding: decode each chunk.
     lossy: bool,
     /// Matching lines so far (including an open line found to match).
@@ -95,6 +101,8 @@ impl MatchScan {
         Self {
             finder: Finder::new(pattern.as_bytes()).into_owned(),
             pattern: pattern.as_bytes().to_vec(),
+            counter: LineCounter::new(pattern.as_bytes()),
+            dense: false,
             lossy: pattern.contains('\u{FFFD}'),
             matches: 0,
             window,
@@ -261,11 +269,59 @@ impl LineScan for MatchScan {
     }
     /// Scan whole lines (`data` starts at a line start and ends at a line end).
     ///
+    /// Spans of lines that hold no line of the window are only counted ([`LineCounter`]); the
+    /// others are looked at line by line ([`MatchScan::scan_each_line`]).
+    fn scan_lines(&mut self, data: &[u8]) {
+        match self.counter.take() {
+            None => self.scan_each_line(data),
+            Some(counter) => {
+                self.scan_spans(&counter, data);
+                self.counter = Some(counter);
+            }
+        }
+    }
+    /// Whether a second pass may stop here.
+    fn stopped(&self) -> bool {
+        self.stop_when_full && self.full()
+    }
+}
+
+impl MatchScan {
+    /// Scan whole lines a span at a time. Where the last span's matches were dense, a span that
+    /// holds no line of the window is only counted, 64 bytes at a time ([`LineCounter`]);
+    /// otherwise (and in the span the window starts in) the search goes from match to match.
+    fn scan_spans(&mut self, counter: &LineCounter, data: &[u8]) {
+        /// Bytes a span holds, at least.
+        const SPAN: usize = 64 << 10;
+        /// Matches are dense with at least one in so many bytes: counting every block then costs
+        /// less than going from match to match.
+        const DENSE: u64 = 64;
+        let mut pos = 0;
+        while pos < data.len() && !self.stopped() {
+            let end = match pos.saturating_add(SPAN) {
+                at if at >= data.len() => data.len(),
+                at => next_break(data, at).map_or(data.len(), |(at, len)| at + len),
+            };
+            let (span, before) = (&data[pos..end], self.matches);
+            let counted = self.dense.then(|| counter.count(span));
+            match counted {
+                Some(n) if before >= self.window.end || before + n <= self.window.start => {
+                    self.matches += n;
+                }
+                _ => self.scan_each_line(span),
+            }
+            self.dense = (self.matches - before) * DENSE >= span.len() as u64;
+            pos = end;
+        }
+    }
+
+    /// Scan whole lines one match at a time.
+    ///
     /// Only the lines around matches are looked at: each match is checked to end before its
     /// line's break, its line is taken once, and the scan resumes after that line. Where matches
     /// are dense and lines short, the lines after a match are looked at one by one instead, which
     /// costs less than a search per line.
-    fn scan_lines(&mut self, data: &[u8]) {
+    fn scan_each_line(&mut self, data: &[u8]) {
         let mut pos = 0;
         let mut at_line_start = true;
         while pos < data.len() {
@@ -295,10 +351,6 @@ impl LineScan for MatchScan {
                 break;
             }
         }
-    }
-    /// Whether a second pass may stop here.
-    fn stopped(&self) -> bool {
-        self.stop_when_full && self.full()
     }
 }
 

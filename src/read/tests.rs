@@ -433,6 +433,14 @@ fn large_spills_page_alike_through_every_path() {
             ..at(100, 1_000)
         },
         ReadRequest {
+            pattern: Some("INFO".into()),
+            ..at(9_000, 20)
+        },
+        ReadRequest {
+            pattern: Some("x".into()),
+            ..at(2_000, 30)
+        },
+        ReadRequest {
             pattern: Some("\u{2028}".into()),
             ..at(0, 5)
         },
@@ -458,6 +466,31 @@ fn large_spills_page_alike_through_every_path() {
         let index = reader.index_object().expect("the rebuilt index is stored");
         let header = Header::decode(&index, index.len() as u64).expect("a valid index");
         assert!(header.describes(&runtime().block_on(reader.head("h")).unwrap()));
+    }
+}
+
+/// Matches dense enough that whole spans are counted, not searched: pages from the start, from
+/// the end and from the middle of a payload of many spans are the reference's.
+#[test]
+fn dense_matches_page_alike() {
+    let breaks: [&[u8]; 4] = [b"\n", b"\r\n", "\u{2028}".as_bytes(), b"\x0b"];
+    let lines = ["x", "ax", "b", "", "xx x"];
+    let data: Vec<u8> = (0..100_000)
+        .flat_map(|i| [lines[i % 5].as_bytes(), breaks[i % 4]].concat())
+        .collect();
+    let chunked = MemoryReader::new(data.clone()).chunked(100_003);
+    // Windows of 1,000 matches every 900: one of them holds each span's end.
+    let requests = (0..24_000).step_by(900).flat_map(|offset| {
+        [false, true].map(|from_end| ReadRequest {
+            pattern: Some("x".into()),
+            from_end,
+            ..at(offset, MAX_READ_LINES)
+        })
+    });
+    for request in requests {
+        let expected = reference_page(&data, &request).unwrap();
+        assert_eq!(read_page(&data, &request).unwrap(), expected, "{request:?}");
+        assert_eq!(page(&chunked, &request), expected, "{request:?}");
     }
 }
 
