@@ -87,13 +87,15 @@ impl LineCounter {
 #[inline(always)]
 fn breaks(data: &[u8], at: usize, block: &[u8; BLOCK]) -> u64 {
     let newlines = block::eq(block, b'\n');
-    if !block::may_break_rarely(block) {
-        return newlines;
+    // The other candidates are rare in text: each is looked at alone.
+    let mut others = block::break_candidates(block) & !newlines;
+    let mut breaks = newlines;
+    while others != 0 {
+        let i = others.trailing_zeros() as usize;
+        others &= others - 1;
+        breaks |= u64::from(break_len(data, at + i) > 0) << i;
     }
-    // The other breaks are rare: a block that may hold one is looked at byte by byte.
-    (0..BLOCK).fold(newlines, |breaks, i| {
-        breaks | (u64::from(break_len(data, at + i) > 0) << i)
-    })
+    breaks
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 
 use std::ops::{ControlFlow, Range};
 
-use super::block::{self, BLOCK, rare_break_byte};
+use super::block::{self, BLOCK, break_candidate, rare_break_byte};
 
 /// The length of the line break starting at `data[i]`, or 0 if none does.
 #[inline]
@@ -22,34 +22,36 @@ pub(crate) fn break_len(data: &[u8], i: usize) -> usize {
     }
 }
 
-/// Whether `b` can start a line break.
-#[inline]
-pub(crate) fn may_break(b: u8) -> bool {
-    matches!(b, b'\n' | b'\r' | 0x0b | 0x0c | 0x1c..=0x1e | 0xc2 | 0xe2)
-}
-
 /// The next line break at or after `from`: `(position, length)`.
 ///
-/// Short lines are scanned byte by byte; past that, `memchr` finds the next `\n` and the rarer
-/// breaks before it.
+/// The bytes are tested 64 at a time ([`break_in_block`]), in one pass.
 pub(crate) fn next_break(data: &[u8], from: usize) -> Option<(usize, usize)> {
-    const INLINE: usize = 32;
-    let inline_end = data.len().min(from.saturating_add(INLINE));
-    for i in from..inline_end {
-        if may_break(data[i]) {
-            let len = break_len(data, i);
-            if len > 0 {
-                return Some((i, len));
-            }
+    (from..data.len())
+        .step_by(BLOCK)
+        .find_map(|at| break_in_block(data, at))
+}
+
+/// The first line break that starts in the 64 bytes of `data` from `from` (fewer at its end):
+/// `(position, length)`; the break may run past them.
+pub(crate) fn break_in_block(data: &[u8], from: usize) -> Option<(usize, usize)> {
+    let mut candidates = match data.get(from..).and_then(<[u8]>::first_chunk) {
+        Some(block) => block::break_candidates(block),
+        None => data[from.min(data.len())..]
+            .iter()
+            .enumerate()
+            .fold(0, |mask, (i, &b)| {
+                mask | (u64::from(break_candidate(b)) << i)
+            }),
+    };
+    while candidates != 0 {
+        let at = from + candidates.trailing_zeros() as usize;
+        candidates &= candidates - 1;
+        let len = break_len(data, at);
+        if len > 0 {
+            return Some((at, len));
         }
     }
-    if inline_end >= data.len() {
-        return None;
-    }
-    let newline = memchr::memchr(b'\n', &data[inline_end..]).map_or(data.len(), |i| inline_end + i);
-    rare_breaks(data, inline_end, newline)
-        .next()
-        .or((newline < data.len()).then_some((newline, 1)))
+    None
 }
 
 /// The line breaks other than `\n` that start in `data[from..to]`, in order: `(position,
@@ -363,6 +365,20 @@ mod tests {
                 .collect();
             let found: Vec<(usize, usize)> = rare_breaks(&data, from, to).collect();
             prop_assert_eq!(found, expected);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn the_next_break_is_the_first_byte_that_starts_one(
+            data in text_with_breaks(),
+            from in 0usize..400,
+        ) {
+            let from = from.min(data.len());
+            let expected = (from..data.len())
+                .map(|i| (i, break_len(&data, i)))
+                .find(|&(_, len)| len > 0);
+            prop_assert_eq!(next_break(&data, from), expected);
         }
     }
 

@@ -16,8 +16,8 @@
 //! ```
 
 mod block;
-mod count;
 mod cache;
+mod count;
 mod grep;
 pub mod index;
 pub mod lines;

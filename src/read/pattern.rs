@@ -11,8 +11,9 @@ use std::ops::{ControlFlow, Range};
 
 use memchr::memmem::Finder;
 
+use super::block::BLOCK;
 use super::count::LineCounter;
-use super::lines::{ChunkSink, LineChunk, LineScan, break_len, line_start, may_break, next_break};
+use super::lines::{ChunkSink, LineChunk, LineScan, break_in_block, line_start, next_break};
 use super::request::{PAGE_BYTES_CAP, ReadRequest, render};
 use super::source::{PageError, SpillReader, stream_lines};
 
@@ -174,27 +175,17 @@ impl MatchScan {
         self.finder.find(&joined).is_some()
     }
 
-    /// Look at the short lines from `pos` (a line start) one by one, until one is long or a few
-    /// in a row do not match; returns where that left off (a line start).
+    /// Look at the short lines from `pos` (a line start) one by one, until one is longer than a
+    /// block or a few in a row do not match; returns where that left off (a line start).
     fn scan_short_lines(&mut self, data: &[u8], mut pos: usize) -> usize {
-        const SHORT: usize = 64;
         const MISSES: u32 = 4;
         let mut misses = 0;
         while pos < data.len() && misses < MISSES && !self.stopped() {
-            let limit = data.len().min(pos + SHORT);
-            let (mut end, mut len) = (pos, 0);
-            while end < limit {
-                if may_break(data[end]) {
-                    len = break_len(data, end);
-                    if len > 0 {
-                        break;
-                    }
-                }
-                end += 1;
-            }
-            if len == 0 && end < data.len() {
-                break; // A long line: the search takes it.
-            }
+            let (end, len) = match break_in_block(data, pos) {
+                Some(found) => found,
+                None if data.len() - pos > BLOCK => break, // A long line: the search takes it.
+                None => (data.len(), 0),
+            };
             let line = &data[pos..end];
             if contains_short(line, &self.pattern) {
                 self.matched(line);
