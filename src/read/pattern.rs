@@ -6,6 +6,10 @@
 //! second starts at the last such point before the page's first match and stops once the page is
 //! full. Memory is two chunks, the kept lines (at most a page's worth of bytes) and one note per
 //! chunk, whatever the number of matches.
+//!
+//! Where matches are dense (every short line, say), finding them one by one costs a search per
+//! line; lines that the page does not show are then counted 64 bytes at a time instead
+//! (`read::count`).
 
 use std::ops::{ControlFlow, Range};
 
@@ -260,8 +264,9 @@ impl LineScan for MatchScan {
     }
     /// Scan whole lines (`data` starts at a line start and ends at a line end).
     ///
-    /// Spans of lines that hold no line of the window are only counted ([`LineCounter`]); the
-    /// others are looked at line by line ([`MatchScan::scan_each_line`]).
+    /// Spans of dense matches that hold no line of the window are only counted
+    /// ([`MatchScan::scan_spans`]); the others are searched match by match
+    /// ([`MatchScan::scan_each_line`]).
     fn scan_lines(&mut self, data: &[u8]) {
         match self.counter.take() {
             None => self.scan_each_line(data),
