@@ -26,6 +26,21 @@ pub(crate) enum Access {
     Write,
 }
 
+/// An object's file, open for reading.
+pub(crate) struct OpenFile {
+    pub(crate) file: std::fs::File,
+    /// Where it is, for error messages.
+    pub(crate) path: PathBuf,
+    /// Its version when it was opened.
+    pub(crate) version: Version,
+}
+
+/// A failed read of the file at `path`, naming it.
+fn reading(path: &Path, e: io::Error) -> StoreError {
+    let e = io::Error::new(e.kind(), format!("reading {}: {e}", path.display()));
+    StoreError::Backend(Box::new(e))
+}
+
 /// The `file://` backend: the root's checks and the object_store filesystem over it, built on
 /// first use (once the root exists and passed its checks).
 ///
@@ -154,40 +169,56 @@ impl LocalBackend {
         handle: &str,
         range: Range<u64>,
     ) -> Result<(Bytes, Version), StoreError> {
-        self.checked(Access::Read, location.as_ref(), handle)?;
-        let path = self.file_path(location)?;
-        let failed = |e: io::Error| {
-            let e = io::Error::new(e.kind(), format!("reading {}: {e}", path.display()));
-            StoreError::Backend(Box::new(e))
-        };
-        let not_found = || StoreError::NotFound {
-            handle: handle.to_owned(),
-        };
-        let mut file = std::fs::File::open(&path).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => not_found(),
-            _ => failed(e),
-        })?;
-        let meta = file.metadata().map_err(failed)?;
-        if meta.is_dir() {
-            return Err(not_found());
-        }
+        let OpenFile {
+            mut file,
+            path,
+            version,
+        } = self.open(location, handle)?;
         let range = GetRange::Bounded(range)
-            .as_range(meta.len())
+            .as_range(version.size)
             .map_err(|e| StoreError::Backend(Box::new(e)))?;
         let len = range.end - range.start;
         let mut bytes = Vec::with_capacity(len as usize);
         file.seek(io::SeekFrom::Start(range.start))
             .and_then(|_| file.take(len).read_to_end(&mut bytes))
-            .map_err(failed)?;
+            .map_err(|e| reading(&path, e))?;
         if bytes.len() as u64 != len {
             let short = format!("ended {} bytes into a read of {len}", bytes.len());
-            return Err(failed(io::Error::new(io::ErrorKind::UnexpectedEof, short)));
+            let e = io::Error::new(io::ErrorKind::UnexpectedEof, short);
+            return Err(reading(&path, e));
+        }
+        Ok((bytes.into(), version))
+    }
+
+    /// The object at `location` (a part of spill `handle`), opened for reading after the root's
+    /// checks, with its version; a directory is `NotFound`.
+    pub(crate) fn open(
+        &self,
+        location: &object_store::path::Path,
+        handle: &str,
+    ) -> Result<OpenFile, StoreError> {
+        self.checked(Access::Read, location.as_ref(), handle)?;
+        let path = self.file_path(location)?;
+        let not_found = || StoreError::NotFound {
+            handle: handle.to_owned(),
+        };
+        let file = std::fs::File::open(&path).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => not_found(),
+            _ => reading(&path, e),
+        })?;
+        let meta = file.metadata().map_err(|e| reading(&path, e))?;
+        if meta.is_dir() {
+            return Err(not_found());
         }
         let version = Version {
             size: meta.len(),
             tag: Some(e_tag(&meta)),
         };
-        Ok((bytes.into(), version))
+        Ok(OpenFile {
+            file,
+            path,
+            version,
+        })
     }
 
     /// The file object_store's filesystem keeps the object at `location` in.
