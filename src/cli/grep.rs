@@ -4,9 +4,9 @@ use overspill::read::{self, GrepRequest};
 use overspill::store::Store;
 
 use super::CliResult;
-use super::read::{Args, print_page};
+use super::read::{Args, MappedSpills, print_page};
 
 pub(crate) async fn run(args: Args<GrepRequest>) -> CliResult {
-    let store = Store::open(args.store.as_deref())?;
-    print_page(read::grep_tool_result(&store, &args.request).await)
+    let spills = MappedSpills::new(Store::open(args.store.as_deref())?);
+    print_page(read::grep_tool_result(&spills, &args.request).await)
 }

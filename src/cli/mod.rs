@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod dev;
 mod grep;
+mod map;
 mod read;
 mod reduce;
 mod spills;

@@ -1,10 +1,16 @@
 //! `overspill read`: exactly what read_tool_result returns for a handle.
 
 use std::io::Write as _;
+use std::ops::Range;
 use std::process::ExitCode;
 
-use overspill::read::{self, ReadOutcomeError, ReadRequest};
+use bytes::Bytes;
+use overspill::limits::StoreError;
+use overspill::read::{
+    self, Fetched, IndexCache, Part, ReadOutcomeError, ReadRequest, SpillReader, Version,
+};
 use overspill::store::Store;
+use tokio::sync::OnceCell;
 
 use super::CliResult;
 
@@ -19,8 +25,96 @@ pub(crate) struct Args<R: clap::Args> {
 }
 
 pub(crate) async fn run(args: Args<ReadRequest>) -> CliResult {
-    let store = Store::open(args.store.as_deref())?;
-    print_page(read::read_tool_result(&store, &args.request).await)
+    let spills = MappedSpills::new(Store::open(args.store.as_deref())?);
+    print_page(read::read_tool_result(&spills, &args.request).await)
+}
+
+/// A store as one command pages it: the payload of a spill of at least [`MAPPED_BYTES`] in a
+/// `file://` store is mapped once and read from the map, with no copy of each chunk through the
+/// kernel (a pattern page over 100 MB reads it all); everything else goes to the store.
+pub(crate) struct MappedSpills {
+    store: Store,
+    /// The payload of the first spill asked for, once mapped (`None`: read through the store).
+    mapped: OnceCell<Option<Mapped>>,
+}
+
+/// Smaller payloads are read: mapping costs more than the copy it saves.
+const MAPPED_BYTES: u64 = 1 << 20;
+
+/// A spill's payload, mapped.
+struct Mapped {
+    handle: String,
+    bytes: Bytes,
+    version: Version,
+}
+
+impl MappedSpills {
+    pub(crate) fn new(store: Store) -> Self {
+        Self {
+            store,
+            mapped: OnceCell::new(),
+        }
+    }
+
+    /// `handle`'s mapped payload, mapping it on first use.
+    async fn mapped(&self, handle: &str) -> Result<Option<&Mapped>, StoreError> {
+        let mapped = self
+            .mapped
+            .get_or_try_init(|| async {
+                let Some((file, version)) = self.store.local_payload(handle).await? else {
+                    return Ok(None);
+                };
+                if version.size < MAPPED_BYTES {
+                    return Ok(None);
+                }
+                let map = super::map::map(&file, 0, version.size, "the spill's file");
+                Ok::<_, StoreError>(map.map(|map| Mapped {
+                    handle: handle.to_owned(),
+                    bytes: Bytes::from_owner(map),
+                    version,
+                }))
+            })
+            .await?;
+        Ok(mapped.as_ref().filter(|m| m.handle == handle))
+    }
+}
+
+impl SpillReader for MappedSpills {
+    async fn head(&self, handle: &str) -> Result<Version, StoreError> {
+        match self.mapped(handle).await? {
+            Some(mapped) => Ok(mapped.version.clone()),
+            None => self.store.head(handle).await,
+        }
+    }
+
+    async fn fetch(
+        &self,
+        handle: &str,
+        part: Part,
+        range: Range<u64>,
+    ) -> Result<Fetched, StoreError> {
+        let mapped = match part {
+            Part::Payload => self.mapped(handle).await?,
+            Part::Index => None,
+        };
+        let Some(mapped) = mapped else {
+            return self.store.fetch(handle, part, range).await;
+        };
+        let len = mapped.bytes.len() as u64;
+        let range = range.start.min(len) as usize..range.end.min(len) as usize;
+        Ok(Fetched {
+            bytes: mapped.bytes.slice(range),
+            version: mapped.version.clone(),
+        })
+    }
+
+    async fn put_index(&self, handle: &str, index: Bytes) -> Result<Option<String>, StoreError> {
+        self.store.put_index(handle, index).await
+    }
+
+    fn index_cache(&self) -> Option<&IndexCache> {
+        self.store.index_cache()
+    }
 }
 
 /// Print a page on stdout; a bad argument is its message on stderr and exit code 2.
@@ -35,5 +129,89 @@ pub(crate) fn print_page(page: Result<String, ReadOutcomeError>) -> CliResult {
             Ok(ExitCode::from(2))
         }
         Err(ReadOutcomeError::Store(e)) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use overspill::limits::SpillStore as _;
+    use overspill::read::{GrepRequest, grep_tool_result, read_page, read_tool_result};
+
+    use super::*;
+
+    /// Whether this process maps a file whose path ends with `suffix`.
+    fn maps(suffix: &str) -> bool {
+        let maps = std::fs::read_to_string("/proc/self/maps").expect("/proc/self/maps");
+        maps.lines().any(|line| line.ends_with(suffix))
+    }
+
+    #[tokio::test]
+    async fn a_large_local_spill_is_paged_from_its_map_as_from_the_store() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let url = url::Url::from_directory_path(dir.path()).expect("a file URL");
+        let store = || Store::open(Some(url.as_str())).expect("the store opens");
+        let data: String = (0..60_000)
+            .map(|i| format!("{i:06} level=info msg=\"x{}\"\r\n", i % 7))
+            .collect();
+        assert!(data.len() as u64 >= MAPPED_BYTES);
+        store()
+            .write("r/mapped-call.0", data.clone().into())
+            .await
+            .expect("written");
+        store()
+            .write("r/small-call.0", "a\nb\n".into())
+            .await
+            .expect("written");
+
+        let requests = [
+            ReadRequest::default(),
+            ReadRequest {
+                offset: 31_000,
+                from_end: true,
+                ..ReadRequest::default()
+            },
+            ReadRequest {
+                pattern: Some("x3".into()),
+                offset: 4_000,
+                ..ReadRequest::default()
+            },
+        ];
+        let spills = MappedSpills::new(store());
+        for request in requests {
+            let request = ReadRequest {
+                handle: "r/mapped-call.0".into(),
+                ..request
+            };
+            let page = read_tool_result(&spills, &request).await.expect("a page");
+            assert_eq!(page, read_page(data.as_bytes(), &request).expect("a page"));
+        }
+        assert!(maps("/r/mapped-call.0"), "the payload is mapped");
+        let grep = GrepRequest {
+            handle: "r/mapped-call.0".into(),
+            pattern: "x6".into(),
+            ..GrepRequest::default()
+        };
+        assert_eq!(
+            grep_tool_result(&spills, &grep).await.expect("a page"),
+            grep_tool_result(&store(), &grep).await.expect("a page"),
+        );
+
+        // Only the first spill asked for is mapped; another is read through the store.
+        let small = ReadRequest {
+            handle: "r/small-call.0".into(),
+            ..ReadRequest::default()
+        };
+        let page = read_tool_result(&spills, &small).await.expect("a page");
+        assert_eq!(page, read_page(b"a\nb\n", &small).expect("a page"));
+        assert!(!maps("/r/small-call.0"));
+        let unknown = ReadRequest {
+            handle: "r/unknown-call.0".into(),
+            ..ReadRequest::default()
+        };
+        let page = read_tool_result(&MappedSpills::new(store()), &unknown).await;
+        assert_eq!(
+            page.expect("a page"),
+            read::no_stored_result(&unknown.handle)
+        );
     }
 }

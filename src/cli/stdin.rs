@@ -5,7 +5,7 @@
 //! a terminal, an empty or size-less file (`/proc`), or a file the kernel will not map is read.
 //!
 //! A mapped file must not shrink while it is read: touching a page past its new end raises
-//! SIGBUS. The process then stops with [`EXIT_TRUNCATED`] and `overspill: stdin was truncated
+//! SIGBUS. The process then stops ([`super::map`]) with exit status 74 and `overspill: stdin was truncated
 //! while it was being read; stopped without a result` on stderr, instead of dying of the signal;
 //! anything already printed or spilled is incomplete. A file that grows (a log still being
 //! appended to) is read as it was when mapped. Bytes rewritten in place show through.
@@ -13,9 +13,6 @@
 use std::io::{self, Read as _};
 
 use bytes::Bytes;
-
-/// The exit status of a run whose stdin file shrank under its map (`EX_IOERR`).
-pub(crate) const EXIT_TRUNCATED: i32 = 74;
 
 /// Everything on stdin, from its current offset to its end.
 pub(crate) fn read_all() -> io::Result<Bytes> {
@@ -40,7 +37,7 @@ fn read_from(mut file: std::fs::File) -> io::Result<Bytes> {
     let metadata = file.metadata()?;
     if metadata.is_file() && metadata.len() > 0 {
         let offset = file.stream_position()?;
-        if let Some(map) = truncation_guard::map(&file, offset, metadata.len()) {
+        if let Some(map) = super::map::map(&file, offset, metadata.len(), "stdin") {
             file.seek(SeekFrom::End(0))?;
             tracing::debug!(bytes = map.len(), offset, "stdin is mapped");
             return Ok(Bytes::from_owner(map));
@@ -50,71 +47,6 @@ fn read_from(mut file: std::fs::File) -> io::Result<Bytes> {
     let mut data = Vec::new();
     file.read_to_end(&mut data)?;
     Ok(data.into())
-}
-
-#[cfg(unix)]
-mod truncation_guard {
-    //! The one map of stdin, and the SIGBUS handler that reports its file shrinking.
-
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    use memmap2::{Mmap, MmapOptions};
-
-    /// The mapped range, `[START, END)`; empty until a map exists.
-    static START: AtomicUsize = AtomicUsize::new(0);
-    static END: AtomicUsize = AtomicUsize::new(0);
-
-    /// `file` from `offset` to `len`, mapped read-only, with the handler in place; `None` when
-    /// the offset is at or past the end or the kernel refuses (then the caller reads).
-    pub(super) fn map(file: &std::fs::File, offset: u64, len: u64) -> Option<Mmap> {
-        let rest = usize::try_from(len.checked_sub(offset).filter(|rest| *rest > 0)?).ok()?;
-        if !install_handler() {
-            return None;
-        }
-        // SAFETY: the map is only read, and lives as long as the `Bytes` that own it. Another
-        // process truncating the file makes a read raise SIGBUS, which `on_sigbus` turns into an
-        // orderly exit. Bytes rewritten in place show through; should that leave text already
-        // validated as UTF-8 invalid, what the engine makes of it is unspecified. That is the
-        // risk every reader of a file mapped from stdin takes (ripgrep's too), accepted here.
-        let map = unsafe { MmapOptions::new().offset(offset).len(rest).map(file) }.ok()?;
-        let start = map.as_ptr() as usize;
-        START.store(start, Ordering::SeqCst);
-        END.store(start + map.len(), Ordering::SeqCst);
-        Some(map)
-    }
-
-    /// Install [`on_sigbus`] for the process; false if the kernel refuses.
-    fn install_handler() -> bool {
-        // SAFETY: a zeroed `sigaction` is a valid empty one; the handler is async-signal-safe.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_sigbus as *const () as usize;
-            action.sa_flags = libc::SA_SIGINFO;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut()) == 0
-        }
-    }
-
-    /// A SIGBUS inside the map: say so and exit. Any other: restore the default action, so the
-    /// faulting access, run again on return, kills the process as it would have.
-    extern "C" fn on_sigbus(
-        _signal: libc::c_int,
-        info: *mut libc::siginfo_t,
-        _: *mut libc::c_void,
-    ) {
-        const MESSAGE: &[u8] =
-            b"overspill: stdin was truncated while it was being read; stopped without a result\n";
-        // SAFETY: the kernel passes a valid siginfo; write, _exit and signal are
-        // async-signal-safe.
-        unsafe {
-            let address = (*info).si_addr() as usize;
-            if (START.load(Ordering::SeqCst)..END.load(Ordering::SeqCst)).contains(&address) {
-                libc::write(libc::STDERR_FILENO, MESSAGE.as_ptr().cast(), MESSAGE.len());
-                libc::_exit(super::EXIT_TRUNCATED);
-            }
-            libc::signal(libc::SIGBUS, libc::SIG_DFL);
-        }
-    }
 }
 
 #[cfg(all(test, unix))]
