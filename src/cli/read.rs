@@ -3,8 +3,10 @@
 use std::io::Write as _;
 use std::ops::Range;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use bytes::Bytes;
+use memmap2::Mmap;
 use overspill::limits::StoreError;
 use overspill::read::{
     self, Fetched, IndexCache, Part, ReadOutcomeError, ReadRequest, SpillReader, Version,
@@ -44,8 +46,40 @@ const MAPPED_BYTES: u64 = 1 << 20;
 /// A spill's payload, mapped.
 struct Mapped {
     handle: String,
-    bytes: Bytes,
+    map: Arc<Mmap>,
     version: Version,
+}
+
+/// A range of a mapped payload, as the bytes of one read. A large one hands its pages back to
+/// the kernel when dropped, so that a scan holds the chunks it is reading, not every page it
+/// read (they stay in the page cache).
+struct View {
+    map: Arc<Mmap>,
+    range: Range<usize>,
+}
+
+impl AsRef<[u8]> for View {
+    fn as_ref(&self) -> &[u8] {
+        &self.map[self.range.clone()]
+    }
+}
+
+impl Drop for View {
+    fn drop(&mut self) {
+        if self.range.len() < MAPPED_BYTES as usize {
+            return;
+        }
+        // SAFETY: the map is a shared, read-only map of a file: a page dropped here is read
+        // again from the file on its next access, so another view of it sees the same bytes.
+        #[cfg(unix)]
+        let _ = unsafe {
+            (self.map).unchecked_advise_range(
+                memmap2::UncheckedAdvice::DontNeed,
+                self.range.start,
+                self.range.len(),
+            )
+        };
+    }
 }
 
 impl MappedSpills {
@@ -70,7 +104,7 @@ impl MappedSpills {
                 let map = super::map::map(&file, 0, version.size, "the spill's file");
                 Ok::<_, StoreError>(map.map(|map| Mapped {
                     handle: handle.to_owned(),
-                    bytes: Bytes::from_owner(map),
+                    map: Arc::new(map),
                     version,
                 }))
             })
@@ -100,10 +134,11 @@ impl SpillReader for MappedSpills {
         let Some(mapped) = mapped else {
             return self.store.fetch(handle, part, range).await;
         };
-        let len = mapped.bytes.len() as u64;
+        let len = mapped.map.len() as u64;
         let range = range.start.min(len) as usize..range.end.min(len) as usize;
+        let map = mapped.map.clone();
         Ok(Fetched {
-            bytes: mapped.bytes.slice(range),
+            bytes: Bytes::from_owner(View { map, range }),
             version: mapped.version.clone(),
         })
     }
