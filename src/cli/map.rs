@@ -28,7 +28,7 @@ pub(crate) fn map(file: &std::fs::File, offset: u64, len: u64, what: &'static st
     if !install_handler() {
         return None;
     }
-    // SAFETY: the map is only read, and lives as long as the `Bytes` that own it. Another
+    // SAFETY: the map is only read, and lives as long as whatever owns it. Another
     // process truncating the file makes a read raise SIGBUS, which `on_sigbus` turns into an
     // orderly exit. Bytes rewritten in place show through; should that leave text already
     // validated as UTF-8 invalid, what the engine makes of it is unspecified. That is the risk

@@ -131,10 +131,11 @@ impl SpillReader for MappedSpills {
             Part::Payload => self.mapped(handle).await?,
             Part::Index => None,
         };
-        let Some(mapped) = mapped else {
+        let len = mapped.map_or(0, |m| m.map.len() as u64);
+        let Some(mapped) = mapped.filter(|_| range.start < len) else {
+            // Not mapped, or a start past the end, which the store refuses.
             return self.store.fetch(handle, part, range).await;
         };
-        let len = mapped.map.len() as u64;
         let range = range.start.min(len) as usize..range.end.min(len) as usize;
         let map = mapped.map.clone();
         Ok(Fetched {

@@ -4,11 +4,10 @@
 //! kernel to zero and no copy, and a spill hands the store the mapped pages themselves. A pipe,
 //! a terminal, an empty or size-less file (`/proc`), or a file the kernel will not map is read.
 //!
-//! A mapped file must not shrink while it is read: touching a page past its new end raises
-//! SIGBUS. The process then stops ([`super::map`]) with exit status 74 and `overspill: stdin was truncated
-//! while it was being read; stopped without a result` on stderr, instead of dying of the signal;
-//! anything already printed or spilled is incomplete. A file that grows (a log still being
-//! appended to) is read as it was when mapped. Bytes rewritten in place show through.
+//! A mapped file must not shrink while it is read: the process then stops with `overspill: stdin
+//! was truncated while it was being read; stopped without a result` ([`super::map`]); anything
+//! already printed or spilled is incomplete. A file that grows (a log still being appended to)
+//! is read as it was when mapped. Bytes rewritten in place show through.
 
 use std::io::{self, Read as _};
 

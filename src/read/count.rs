@@ -24,8 +24,10 @@ pub(crate) struct LineCounter {
 
 impl LineCounter {
     /// A counter for `pattern`, or `None` when the pattern is empty or holds a line break (the
-    /// line-by-line scan handles those).
-    pub(crate) fn new(pattern: &[u8]) -> Option<Self> {
+    /// line-by-line scan handles those). It must be UTF-8: a byte string such as `85 61` could
+    /// start inside the break `c2 85`.
+    pub(crate) fn new(pattern: &str) -> Option<Self> {
+        let pattern = pattern.as_bytes();
         let has_break = (0..pattern.len()).any(|i| break_len(pattern, i) > 0);
         (!pattern.is_empty() && !has_break).then(|| Self {
             pattern: pattern.into(),
@@ -115,16 +117,16 @@ mod tests {
 
     #[test]
     fn patterns_with_a_break_or_none_are_left_to_the_line_scan() {
-        assert!(LineCounter::new(b"").is_none());
-        assert!(LineCounter::new(b"a\nb").is_none());
-        assert!(LineCounter::new("a\u{2028}".as_bytes()).is_none());
-        assert!(LineCounter::new(b"a\r").is_none());
-        assert!(LineCounter::new("é—x".as_bytes()).is_some());
+        assert!(LineCounter::new("").is_none());
+        assert!(LineCounter::new("a\nb").is_none());
+        assert!(LineCounter::new("a\u{2028}").is_none());
+        assert!(LineCounter::new("a\r").is_none());
+        assert!(LineCounter::new("é—x").is_some());
     }
 
     #[test]
     fn counts_across_blocks_and_at_the_end() {
-        let counter = LineCounter::new(b"x").expect("a plain pattern");
+        let counter = LineCounter::new("x").expect("a plain pattern");
         let lines = b"x\n".repeat(100);
         assert_eq!(counter.count(&lines), 100);
         assert_eq!(
@@ -134,7 +136,7 @@ mod tests {
         );
         let long = [&[b'a'; 200][..], b"x", &[b'a'; 100], b"\nx"].concat();
         assert_eq!(counter.count(&long), 2);
-        let counter = LineCounter::new(b"level=info").expect("a plain pattern");
+        let counter = LineCounter::new("level=info").expect("a plain pattern");
         let log = b"0001 level=info msg=\"the quick brown fox\"\n".repeat(50);
         assert_eq!(counter.count(&log), 50);
     }
@@ -170,7 +172,7 @@ mod tests {
             data in text(),
             pattern in proptest::sample::select(vec!["a", "ab", "abc", "x", "b", "—", "fox jumps", "ba"]),
         ) {
-            let counter = LineCounter::new(pattern.as_bytes()).expect("a plain pattern");
+            let counter = LineCounter::new(pattern).expect("a plain pattern");
             prop_assert_eq!(counter.count(&data), expected(&data, pattern.as_bytes()));
         }
     }

@@ -106,7 +106,7 @@ impl MatchScan {
         Self {
             finder: Finder::new(pattern.as_bytes()).into_owned(),
             pattern: pattern.as_bytes().to_vec(),
-            counter: LineCounter::new(pattern.as_bytes()),
+            counter: LineCounter::new(pattern),
             dense: false,
             lossy: pattern.contains('\u{FFFD}'),
             matches: 0,
@@ -285,7 +285,8 @@ impl LineScan for MatchScan {
 impl MatchScan {
     /// Scan whole lines a span at a time. Where the last span's matches were dense, a span that
     /// holds no line of the window is only counted, 64 bytes at a time ([`LineCounter`]);
-    /// otherwise (and in the span the window starts in) the search goes from match to match.
+    /// otherwise (and in every span that holds some of the window) the search goes from match
+    /// to match.
     fn scan_spans(&mut self, counter: &LineCounter, data: &[u8]) {
         /// Bytes a span holds, at least.
         const SPAN: usize = 64 << 10;
