@@ -106,6 +106,7 @@ mod tests {
 
     use super::*;
     use crate::read::lines::split_lines;
+    use crate::read::lines::tests::{BREAKS, text_of};
 
     /// Line by line, as the page scan counts.
     fn expected(data: &[u8], pattern: &[u8]) -> u64 {
@@ -144,26 +145,17 @@ mod tests {
     /// Text made of breaks, parts of breaks and pieces of patterns, so that lines, matches and
     /// near-matches fall on and across block edges.
     fn text() -> impl Strategy<Value = Vec<u8>> {
-        let pieces: Vec<&'static [u8]> = vec![
-            b"\n",
-            b"\r",
-            b"\r\n",
-            b"\x0b",
-            b"\x1d",
-            b"\xc2\x85",
-            b"\xc2",
-            b"\xe2\x80\xa8",
-            b"\xe2\x80",
-            b"\xe2\x80\x94",
-            b"a",
+        let words: [&[u8]; 8] = [
             b"ab",
             b"abc",
             b"b",
             b"x",
+            b"\xe2\x80\x94",
             b"\xff",
-            b"the quick brown fox jumps over the lazy dog",
+            b"fox",
+            b" jumps",
         ];
-        proptest::collection::vec(proptest::sample::select(pieces), 0..200).prop_map(|p| p.concat())
+        text_of([&BREAKS[..], &words].concat(), 200)
     }
 
     proptest! {

@@ -316,7 +316,7 @@ pub trait ChunkSink: Send + 'static {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use proptest::prelude::*;
 
     use super::*;
@@ -324,29 +324,40 @@ mod tests {
     /// Bytes around every break, its parts alone, and text, so that breaks fall on and across
     /// the 64-byte blocks `next_rare_start` tests.
     fn text_with_breaks() -> impl Strategy<Value = Vec<u8>> {
-        let pieces: Vec<&'static [u8]> = vec![
-            b"\n",
-            b"\r",
-            b"\r\n",
-            b"\x0b",
-            b"\x0c",
-            b"\x1c",
-            b"\x1d",
-            b"\x1e",
-            b"\x1f",
-            b"\t",
-            b"\xc2\x85",
-            b"\xc2",
-            b"\x85",
-            b"\xe2\x80\xa8",
-            b"\xe2\x80\xa9",
-            b"\xe2\x80",
-            b"\xe2",
-            b"\xc3\xa9",
-            b"a",
-            b"bcdefghijklmnopqrstuvwxyz0123456789",
-        ];
-        proptest::collection::vec(proptest::sample::select(pieces), 0..120).prop_map(|p| p.concat())
+        text_of(BREAKS.to_vec(), 120)
+    }
+
+    /// Every line break, its parts alone, bytes next to them, and text.
+    pub(in crate::read) const BREAKS: [&[u8]; 20] = [
+        b"\n",
+        b"\r",
+        b"\r\n",
+        b"\x0b",
+        b"\x0c",
+        b"\x1c",
+        b"\x1d",
+        b"\x1e",
+        b"\x1f",
+        b"\t",
+        b"\xc2\x85",
+        b"\xc2",
+        b"\x85",
+        b"\xe2\x80\xa8",
+        b"\xe2\x80\xa9",
+        b"\xe2\x80",
+        b"\xe2",
+        b"\xc3\xa9",
+        b"a",
+        b"bcdefghijklmnopqrstuvwxyz0123456789",
+    ];
+
+    /// Up to `most` of `pieces` in a row.
+    pub(in crate::read) fn text_of(
+        pieces: Vec<&'static [u8]>,
+        most: usize,
+    ) -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(proptest::sample::select(pieces), 0..most)
+            .prop_map(|p| p.concat())
     }
 
     proptest! {
