@@ -41,7 +41,9 @@ enum Command {
 /// Parse the arguments and run the subcommand on a tokio runtime.
 pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Command::Read(_) | Command::Grep(_) = cli.command {
+    if let Command::Read(args) = &cli.command
+        && args.request.pattern.as_deref().is_none_or(str::is_empty)
+    {
         without_huge_pages();
     }
     let runtime = match runtime(&cli.command) {
@@ -95,9 +97,10 @@ fn runtime(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
     builder.enable_all().build()
 }
 
-/// Turn transparent huge pages off for this process. A page is a short command that touches
-/// little memory (a pattern page maps its spill): with huge pages, the allocator's first use of
-/// each thread's heap had the kernel zero 2 MiB, about 1 ms of a 4.5 ms `overspill read`.
+/// Turn transparent huge pages off for this process. A page by offset is a short command that
+/// touches little memory: with huge pages, the allocator's first use of each thread's heap had
+/// the kernel zero 2 MiB, about 1 ms of a 4.5 ms `overspill read`. (A pattern page keeps them:
+/// without them, the spill's mapped pages it hands back stayed resident, 64 MiB where 24 did.)
 fn without_huge_pages() {
     #[cfg(target_os = "linux")]
     // SAFETY: PR_SET_THP_DISABLE takes plain integers and changes only how pages are faulted in.
