@@ -7,6 +7,19 @@ mod cli;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Transparent huge pages off before the first allocation, which comes before `main`: the
+/// allocator's first heap would otherwise be faulted in as 2 MiB pages for the kernel to zero.
+/// `cli::main` turns them back on for every command but a page by offset.
+#[cfg(target_os = "linux")]
+#[used]
+#[unsafe(link_section = ".init_array.00100")]
+static HUGE_PAGES_OFF_AT_START: extern "C" fn() = {
+    extern "C" fn off() {
+        cli::huge_pages(false);
+    }
+    off
+};
+
 fn main() -> std::process::ExitCode {
     cli::main()
 }

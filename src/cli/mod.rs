@@ -41,10 +41,10 @@ enum Command {
 /// Parse the arguments and run the subcommand on a tokio runtime.
 pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Command::Read(args) = &cli.command
-        && args.request.pattern.as_deref().is_none_or(str::is_empty)
+    if !matches!(&cli.command, Command::Read(args)
+        if args.request.pattern.as_deref().is_none_or(str::is_empty))
     {
-        without_huge_pages();
+        huge_pages(true);
     }
     let runtime = match runtime(&cli.command) {
         Ok(rt) => rt,
@@ -97,15 +97,17 @@ fn runtime(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
     builder.enable_all().build()
 }
 
-/// Turn transparent huge pages off for this process. A page by offset is a short command that
-/// touches little memory: with huge pages, the allocator's first use of each thread's heap had
-/// the kernel zero 2 MiB, about 1 ms of a 4.5 ms `overspill read`. (A pattern page keeps them:
-/// without them, the spill's mapped pages it hands back stayed resident, 64 MiB where 24 did.)
-fn without_huge_pages() {
+/// Turn transparent huge pages on or off for this process (and the children it starts). A page
+/// by offset runs without them: it is a short command that touches little memory, and the
+/// kernel zeroing 2 MiB pages for the allocator's first heaps was a sixth of its CPU. Every
+/// other command keeps them: a pattern page without them left the
+/// spill's mapped pages it hands back resident (64 MiB where 24 did), and large outputs copy
+/// faster through them.
+pub(crate) fn huge_pages(on: bool) {
     #[cfg(target_os = "linux")]
     // SAFETY: PR_SET_THP_DISABLE takes plain integers and changes only how pages are faulted in.
     unsafe {
-        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+        libc::prctl(libc::PR_SET_THP_DISABLE, libc::c_ulong::from(!on), 0, 0, 0);
     }
 }
 
@@ -114,12 +116,19 @@ pub(crate) type CliResult = Result<ExitCode, Box<dyn std::error::Error>>;
 
 #[cfg(test)]
 mod tests {
+    /// This test binary is built from `main.rs` too, so its start turned them off.
     #[cfg(target_os = "linux")]
     #[test]
-    fn huge_pages_can_be_turned_off() {
-        super::without_huge_pages();
-        let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-        assert!(status.contains("THP_enabled:\t0"), "{status}");
+    fn huge_pages_are_off_from_the_start_and_can_be_turned_on() {
+        let thp = || {
+            let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+            status.contains("THP_enabled:\t1")
+        };
+        assert!(!thp(), "off before main");
+        super::huge_pages(true);
+        assert!(thp());
+        super::huge_pages(false);
+        assert!(!thp());
     }
 
     /// Clashing argument ids only panic at run time; clap's own check finds them in CI.
