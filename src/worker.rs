@@ -430,23 +430,108 @@ pub fn init_logging(format: LogFormat) {
 }
 
 /// Install the `tracing` subscriber: `RUST_LOG` filters (default `default_filter`, e.g. `warn`),
-/// to stderr.
+/// to stderr, coloured only when stderr is a terminal.
+///
+/// Without `RUST_LOG`, spans are off: the Temporal SDK opens several for every activity task
+/// (polling, running, completing it), and recording their fields was 5 % of a busy worker's CPU,
+/// for a prefix on the rare line logged inside one. Events still show, the SDK's included; any
+/// `RUST_LOG` (`RUST_LOG=info`) brings the spans back.
 pub fn init_logging_at(format: LogFormat, default_filter: &str) {
-    use tracing_subscriber::EnvFilter;
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().try_init(),
+    use std::io::IsTerminal as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let filter = std::env::var("RUST_LOG").ok();
+    let ansi = std::io::stderr().is_terminal();
+    let _ = log_subscriber(
+        format,
+        filter.as_deref(),
+        default_filter,
+        ansi,
+        std::io::stderr,
+    )
+    .try_init();
+}
+
+/// The subscriber [`init_logging_at`] installs, writing to `writer`: `filter` is `RUST_LOG`.
+fn log_subscriber<W>(
+    format: LogFormat,
+    filter: Option<&str>,
+    default_filter: &str,
+    ansi: bool,
+    writer: W,
+) -> impl tracing::Subscriber + Send + Sync
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
+    use tracing_subscriber::filter::{EnvFilter, FilterExt as _, filter_fn};
+    use tracing_subscriber::layer::{Layer as _, SubscriberExt as _};
+    let spans = filter.is_some();
+    let filter = filter
+        .and_then(|f| EnvFilter::try_new(f).ok())
+        .unwrap_or_else(|| EnvFilter::new(default_filter))
+        .and(filter_fn(move |meta| spans || !meta.is_span()));
+    let layer = tracing_subscriber::fmt::layer()
+        .with_writer(writer)
+        .with_ansi(ansi);
+    let layer = match format {
+        LogFormat::Text => layer.boxed(),
+        LogFormat::Json => layer.json().boxed(),
     };
+    tracing_subscriber::registry().with(layer.with_filter(filter))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a subscriber built by [`log_subscriber`] writes while `log` runs.
+    fn logged(filter: Option<&str>, ansi: bool, log: impl FnOnce()) -> String {
+        let out = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = out.clone();
+        let writer = move || SharedWriter(sink.clone());
+        let subscriber = log_subscriber(LogFormat::Text, filter, "info", ansi, writer);
+        tracing::subscriber::with_default(subscriber, log);
+        let bytes = out.lock().expect("the log").clone();
+        String::from_utf8(bytes).expect("UTF-8 logs")
+    }
+
+    struct SharedWriter(Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for SharedWriter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("the log").extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn log_in_a_span() {
+        let span = tracing::info_span!("RunActivity", temporalActivityID = "a1");
+        span.in_scope(|| tracing::warn!("inside"));
+        tracing::debug!("not at the default level");
+    }
+
+    #[test]
+    fn spans_are_off_unless_rust_log_is_set() {
+        let plain = logged(None, false, log_in_a_span);
+        assert!(plain.contains("inside"), "{plain}");
+        assert!(!plain.contains("RunActivity"), "{plain}");
+        assert!(!plain.contains("not at the default level"), "{plain}");
+        let with_spans = logged(Some("info"), false, log_in_a_span);
+        assert!(
+            with_spans.contains("RunActivity{temporalActivityID=\"a1\"}: "),
+            "{with_spans}"
+        );
+        let debug = logged(Some("debug"), false, log_in_a_span);
+        assert!(debug.contains("not at the default level"), "{debug}");
+    }
+
+    #[test]
+    fn colours_only_when_asked() {
+        assert!(!logged(None, false, log_in_a_span).contains('\x1b'));
+        assert!(logged(None, true, log_in_a_span).contains('\x1b'));
+    }
 
     #[test]
     fn connect_never_shows_its_secrets() {
