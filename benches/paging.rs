@@ -1,7 +1,8 @@
 //! Paging, whole process, side by side with the reference in one run: `overspill reduce` (wall
 //! time and peak RSS under `/usr/bin/time -f %M`) and `overspill read` (wall time of the process
-//! alone; peak RSS from one more run under `/usr/bin/time`) against pydantic-ai-harness 0.62.0 timed in-process (`benches/paging.py`), on spills of long lines and
-//! of `x\n` lines, through `file://` and, when `OVERSPILL_TEST_S3_URL` is set, SeaweedFS.
+//! alone; peak RSS from one more run under `/usr/bin/time`) against pydantic-ai-harness 0.62.0
+//! timed in-process (`benches/paging.py`), on spills of long lines and of `x\n` lines, through
+//! `file://` and, when `OVERSPILL_TEST_S3_URL` is set, SeaweedFS.
 //!
 //! ```text
 //! benches/paging.sh                          # 1 MB, 100 MB and 1 GB; prints a markdown table

@@ -430,17 +430,19 @@ pub fn init_logging(format: LogFormat) {
 }
 
 /// Install the `tracing` subscriber: `RUST_LOG` filters (default `default_filter`, e.g. `warn`),
-/// to stderr, coloured only when stderr is a terminal.
+/// to stderr, coloured only when stderr is a terminal and `NO_COLOR` is unset.
 ///
-/// Without `RUST_LOG`, spans are off: the Temporal SDK opens several for every activity task
-/// (polling, running, completing it), and recording their fields was 5 % of a busy worker's CPU,
-/// for a prefix on the rare line logged inside one. Events still show, the SDK's included; any
-/// `RUST_LOG` (`RUST_LOG=info`) brings the spans back.
+/// Without `RUST_LOG` (or with an empty or invalid one, which is reported), spans are off: the
+/// Temporal SDK opens several for every activity task (polling, running, completing it), and
+/// recording their fields was 5 % of a busy worker's CPU, for a prefix on the rare line logged
+/// inside one. Events still show, the SDK's included; a `RUST_LOG` (`RUST_LOG=info`) brings the
+/// spans back.
 pub fn init_logging_at(format: LogFormat, default_filter: &str) {
     use std::io::IsTerminal as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
-    let filter = std::env::var("RUST_LOG").ok();
-    let ansi = std::io::stderr().is_terminal();
+    let filter = std::env::var("RUST_LOG").ok().filter(|f| !f.is_empty());
+    let ansi = std::io::stderr().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let _ = log_subscriber(
         format,
         filter.as_deref(),
@@ -451,7 +453,8 @@ pub fn init_logging_at(format: LogFormat, default_filter: &str) {
     .try_init();
 }
 
-/// The subscriber [`init_logging_at`] installs, writing to `writer`: `filter` is `RUST_LOG`.
+/// The subscriber [`init_logging_at`] installs, writing to `writer`: `filter` is `RUST_LOG`;
+/// one that does not parse is reported on stderr and `default_filter` used instead.
 fn log_subscriber<W>(
     format: LogFormat,
     filter: Option<&str>,
@@ -462,13 +465,21 @@ fn log_subscriber<W>(
 where
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
-    use tracing_subscriber::filter::{EnvFilter, FilterExt as _, filter_fn};
+    use tracing_subscriber::filter::{EnvFilter, FilterExt as _, LevelFilter, filter_fn};
     use tracing_subscriber::layer::{Layer as _, SubscriberExt as _};
-    let spans = filter.is_some();
-    let filter = filter
-        .and_then(|f| EnvFilter::try_new(f).ok())
-        .unwrap_or_else(|| EnvFilter::new(default_filter))
-        .and(filter_fn(move |meta| spans || !meta.is_span()));
+    let parsed = filter.map(|f| {
+        EnvFilter::try_new(f).inspect_err(|e| {
+            eprintln!("overspill: RUST_LOG={f:?} is not a filter ({e}); using {default_filter:?}");
+        })
+    });
+    let (filter, spans) = match parsed {
+        Some(Ok(filter)) => (filter, true),
+        _ => (EnvFilter::new(default_filter), false),
+    };
+    // TRACE keeps the EnvFilter's level hint (the lower of the two): `log` and `tracing` skip
+    // what is below it at the call site, without asking the filter.
+    let spans =
+        filter_fn(move |meta| spans || !meta.is_span()).with_max_level_hint(LevelFilter::TRACE);
     let layer = tracing_subscriber::fmt::layer()
         .with_writer(writer)
         .with_ansi(ansi);
@@ -476,7 +487,7 @@ where
         LogFormat::Text => layer.boxed(),
         LogFormat::Json => layer.json().boxed(),
     };
-    tracing_subscriber::registry().with(layer.with_filter(filter))
+    tracing_subscriber::registry().with(layer.with_filter(filter.and(spans)))
 }
 
 #[cfg(test)]
@@ -508,14 +519,15 @@ mod tests {
 
     fn log_in_a_span() {
         let span = tracing::info_span!("RunActivity", temporalActivityID = "a1");
-        span.in_scope(|| tracing::warn!("inside"));
+        let disabled = span.is_disabled();
+        span.in_scope(|| tracing::warn!("inside; span disabled: {disabled}"));
         tracing::debug!("not at the default level");
     }
 
     #[test]
     fn spans_are_off_unless_rust_log_is_set() {
         let plain = logged(None, false, log_in_a_span);
-        assert!(plain.contains("inside"), "{plain}");
+        assert!(plain.contains("inside; span disabled: true"), "{plain}");
         assert!(!plain.contains("RunActivity"), "{plain}");
         assert!(!plain.contains("not at the default level"), "{plain}");
         let with_spans = logged(Some("info"), false, log_in_a_span);
@@ -525,6 +537,20 @@ mod tests {
         );
         let debug = logged(Some("debug"), false, log_in_a_span);
         assert!(debug.contains("not at the default level"), "{debug}");
+        let invalid = logged(Some("info,x=bogus"), false, log_in_a_span);
+        assert!(invalid.contains("span disabled: true"), "{invalid}");
+    }
+
+    /// Call sites below the filter's level are skipped without asking it (`log`'s too).
+    #[test]
+    fn the_level_hint_is_the_filters() {
+        use tracing::Subscriber as _;
+        use tracing_subscriber::filter::LevelFilter;
+        let hint = |filter| {
+            log_subscriber(LogFormat::Text, filter, "info", false, std::io::sink).max_level_hint()
+        };
+        assert_eq!(hint(None), Some(LevelFilter::INFO));
+        assert_eq!(hint(Some("warn")), Some(LevelFilter::WARN));
     }
 
     #[test]
