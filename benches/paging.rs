@@ -114,15 +114,7 @@ fn measure(program: &Path, args: &[&str], input: Option<&Path>, scratch: &Path) 
         Some(path) => Stdio::from(File::open(path).expect("the payload")),
         None => Stdio::null(),
     });
-    let start = Instant::now();
-    let out = command.output().expect("run the step");
-    let ms = start.elapsed().as_secs_f64() * 1e3;
-    assert!(
-        out.status.success(),
-        "{} {args:?} failed: {}",
-        program.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (ms, out) = run(&mut command, program, args);
     let kib: f64 = std::fs::read_to_string(&rss_file)
         .ok()
         .and_then(|s| s.lines().last().and_then(|l| l.trim().parse().ok()))
@@ -140,12 +132,16 @@ fn measure(program: &Path, args: &[&str], input: Option<&Path>, scratch: &Path) 
 /// The wall time of `program args` alone, from spawn to exit: a page by offset takes a few
 /// milliseconds, and `/usr/bin/time`'s own fork and exec (about 1 ms) would be a fifth of it.
 fn wall_ms(program: &Path, args: &[&str]) -> f64 {
+    let mut command = Command::new(program);
+    command.args(args).stdin(Stdio::null());
+    run(&mut command, program, args).0
+}
+
+/// Run `command` (`program args`, perhaps wrapped) to completion: its wall time in ms and its
+/// output; a failure stops the bench with what it printed.
+fn run(command: &mut Command, program: &Path, args: &[&str]) -> (f64, std::process::Output) {
     let start = Instant::now();
-    let out = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run the step");
+    let out = command.output().expect("run the step");
     let ms = start.elapsed().as_secs_f64() * 1e3;
     assert!(
         out.status.success(),
@@ -153,7 +149,7 @@ fn wall_ms(program: &Path, args: &[&str]) -> f64 {
         program.display(),
         String::from_utf8_lossy(&out.stderr)
     );
-    ms
+    (ms, out)
 }
 
 /// A page step of `overspill read`: the median wall time of `runs` runs of the process alone,
