@@ -106,8 +106,8 @@ static HUGE_PAGES_WERE_OFF: AtomicBool = AtomicBool::new(false);
 /// A page by offset runs without them: it is a short command that touches little memory, and
 /// the kernel zeroing 2 MiB pages for the allocator's first heaps was a sixth of its CPU.
 /// Called before anything allocates (see `main.rs`).
+#[cfg(target_os = "linux")]
 pub(crate) fn huge_pages_off_at_start() {
-    #[cfg(target_os = "linux")]
     HUGE_PAGES_WERE_OFF.store(huge_pages_off(), Ordering::Relaxed);
     set_huge_pages_off(true);
 }
