@@ -42,9 +42,7 @@ enum Command {
 /// Parse the arguments and run the subcommand on a tokio runtime.
 pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
-    if !matches!(&cli.command, Command::Read(args)
-        if args.request.pattern.as_deref().is_none_or(str::is_empty))
-    {
+    if !matches!(&cli.command, Command::Read(args) if args.request.filter().is_none()) {
         restore_huge_pages();
     }
     let runtime = match runtime(&cli.command) {

@@ -86,8 +86,8 @@ impl ReadRequest {
         window(self.offset, self.from_end, total, limit)
     }
 
-    /// The pattern, unless it keeps every line (`None` or `""`).
-    pub(crate) fn filter(&self) -> Option<&str> {
+    /// The pattern, unless it keeps every line (`None` or `""`): `None` is a page by offset.
+    pub fn filter(&self) -> Option<&str> {
         self.pattern.as_deref().filter(|p| !p.is_empty())
     }
 }
