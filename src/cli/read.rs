@@ -132,11 +132,11 @@ impl SpillReader for MappedSpills {
             Part::Index => None,
         };
         let len = mapped.map_or(0, |m| m.map.len() as u64);
-        let Some(mapped) = mapped.filter(|_| range.start < len) else {
-            // Not mapped, or a start past the end, which the store refuses.
+        let Some(mapped) = mapped.filter(|_| range.start < len.min(range.end)) else {
+            // Not mapped, or a range the store refuses: empty, reversed or past the end.
             return self.store.fetch(handle, part, range).await;
         };
-        let range = range.start.min(len) as usize..range.end.min(len) as usize;
+        let range = range.start as usize..range.end.min(len) as usize;
         let map = mapped.map.clone();
         Ok(Fetched {
             bytes: Bytes::from_owner(View { map, range }),
@@ -222,6 +222,18 @@ mod tests {
             assert_eq!(page, read_page(data.as_bytes(), &request).expect("a page"));
         }
         assert!(maps("/r/mapped-call.0"), "the payload is mapped");
+        // A range the store refuses is refused alike, not sliced out of the map.
+        let (len, plain) = (data.len() as u64, store());
+        let reversed = Range { start: 10, end: 5 };
+        for range in [len..len + 1, 10..10, reversed] {
+            let fetched = spills.fetch("r/mapped-call.0", Part::Payload, range.clone());
+            let stored = plain.fetch("r/mapped-call.0", Part::Payload, range.clone());
+            assert_eq!(
+                fetched.await.map(|f| f.bytes).map_err(|e| e.to_string()),
+                stored.await.map(|f| f.bytes).map_err(|e| e.to_string()),
+                "{range:?}"
+            );
+        }
         let grep = GrepRequest {
             handle: "r/mapped-call.0".into(),
             pattern: "x6".into(),
