@@ -99,6 +99,26 @@ impl IndexView {
         }
     }
 
+    /// The index whose first bytes are `prefix`, read from an object at `object`, taken at its
+    /// word: the payload version it describes is the one its header names. Every payload read it
+    /// leads to is checked against that version, as for any view.
+    pub(crate) fn claimed(prefix: Bytes, object: Version) -> Result<Self, IndexError> {
+        let header = Header::decode(&prefix, object.size)?;
+        if header.tag().is_empty() {
+            return Err(IndexError::Inconsistent("bound to no payload tag"));
+        }
+        let payload = Version {
+            size: header.payload_len(),
+            tag: Some(header.tag().to_owned()),
+        };
+        Ok(Self {
+            header,
+            payload,
+            object,
+            prefix,
+        })
+    }
+
     /// Whether the whole index object is held.
     pub(crate) fn is_whole(&self) -> bool {
         self.prefix.len() as u64 == self.object.size

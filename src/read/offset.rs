@@ -8,7 +8,10 @@
 //! - **Opening** a spill (not cached) reads the payload's first [`HEAD_BYTES`] and the index's
 //!   first bytes at once. The payload read gives its version (no separate HEAD), all of a spill
 //!   up to 256 KiB (whose first page is then served from it, and whose index, if missing, is
-//!   built from it), and the first pages of a spill of short lines.
+//!   built from it), and the first pages of a spill of short lines. When the index comes first
+//!   and places the page beyond those bytes, the page does not wait for them: the index's header
+//!   names the payload version it was built for, and the page's own read is checked against it
+//!   (on a remote store a large object's read can take twice a small one's).
 //! - **Locating** the page's first line reads three block entries (and at most `K` checkpoints)
 //!   unless the index bytes held cover them; a cached spill whose index is at most
 //!   [`WHOLE_INDEX_BYTES`](super::cache::WHOLE_INDEX_BYTES) has it read whole on its second
@@ -26,6 +29,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use futures::future::Either;
 
 use super::cache::{INDEX_PREFIX_BYTES, IndexCache, IndexView, Opened};
 use super::index::{Index, IndexBuilder, LineStart, MIN_INDEXED_BYTES, Version};
@@ -43,11 +47,13 @@ pub(crate) const HEAD_BYTES: u64 = 256 << 10;
 const ATTEMPTS: usize = 3;
 
 /// A spill as a page finds it: what it knows before reading the page, the payload's first bytes
-/// when it just read them, and the cache it came from, if any.
+/// when it just read them, the cache it came from, if any, and whether it was just opened on
+/// its index's word ([`IndexView::claimed`]), no payload read having confirmed it yet.
 struct Spill<'a> {
     opened: Arc<Opened>,
     head: Bytes,
     cached: Option<&'a IndexCache>,
+    claimed: bool,
 }
 
 /// A page of `reader`'s payload by line offset.
@@ -58,60 +64,103 @@ pub(crate) async fn offset_page<R: SpillReader>(
 ) -> Result<String, PageError> {
     let handle = &request.handle;
     let cache = reader.index_cache();
-    for _ in 0..ATTEMPTS {
+    for attempt in 0..ATTEMPTS {
         let spill = match cache.and_then(|c| Some((c, c.get(handle)?))) {
             Some((cache, opened)) => Spill {
                 opened,
                 head: Bytes::new(),
                 cached: Some(cache),
+                claimed: false,
             },
             None => {
-                let (opened, head) = open(reader, handle).await?;
+                // After a stale try, the payload's own version decides.
+                let trust_index = attempt == 0;
+                let (opened, head) = open(reader, request, limit, trust_index).await?;
                 let opened = Arc::new(opened);
                 if let Some(cache) = cache {
                     cache.put(handle, &opened);
                 }
                 Spill {
                     opened,
-                    head,
+                    claimed: head.is_none(),
+                    head: head.unwrap_or_default(),
                     cached: None,
                 }
             }
         };
         match page(reader, request, limit, &spill).await {
-            Err(PageError::Stale) => {
-                if let Some(cache) = cache {
-                    cache.remove(handle);
-                }
-            }
+            // A store's refusal of the range a claimed index placed the page at (past the end of
+            // a shorter payload) is staleness too.
+            Err(PageError::Stale) => {}
+            Err(PageError::Store(StoreError::Backend(_))) if spill.claimed => {}
             done => return done,
+        }
+        if let Some(cache) = cache {
+            cache.remove(handle);
         }
     }
     Err(PageError::Stale)
 }
 
-/// Learn what a page of `handle` needs: its version, and the index describing it (read, or
-/// rebuilt when the spill is not small); also the payload's first bytes.
-async fn open<R: SpillReader>(reader: &R, handle: &str) -> Result<(Opened, Bytes), PageError> {
-    let (payload, stored) = futures::join!(
-        payload_head(reader, handle),
-        reader.fetch(handle, Part::Index, 0..INDEX_PREFIX_BYTES)
-    );
+/// Learn what a page of the spill needs: its version, and the index describing it (read, or
+/// rebuilt when the spill is not small); also the payload's first bytes, or `None` when
+/// `trust_index` and the index, read first, places the page beyond them.
+async fn open<R: SpillReader>(
+    reader: &R,
+    request: &ReadRequest,
+    limit: u64,
+    trust_index: bool,
+) -> Result<(Opened, Option<Bytes>), PageError> {
+    let handle = &request.handle;
+    let head = std::pin::pin!(payload_head(reader, handle));
+    let index = std::pin::pin!(reader.fetch(handle, Part::Index, 0..INDEX_PREFIX_BYTES));
+    let (payload, stored) = match futures::future::select(head, index).await {
+        Either::Left((payload, index)) => (payload, index.await),
+        Either::Right((stored, head)) => {
+            if trust_index && let Some(view) = beyond_head(&stored, request, limit) {
+                return Ok((Opened::Indexed(view), None));
+            }
+            (head.await, stored)
+        }
+    };
     let (payload, head) = payload?;
     let unusable = match stored {
         Ok(Fetched { bytes, version }) => match IndexView::open(bytes, version, &payload) {
-            Ok(view) => return Ok((Opened::Indexed(view), head)),
+            Ok(view) => return Ok((Opened::Indexed(view), Some(head))),
             Err(e) => e.to_string(),
         },
         Err(StoreError::Timeout(after)) => return Err(StoreError::Timeout(after).into()),
         Err(e) => e.to_string(),
     };
     if payload.size < MIN_INDEXED_BYTES {
-        return Ok((Opened::Whole(payload), head));
+        return Ok((Opened::Whole(payload), Some(head)));
     }
     tracing::debug!(target: "overspill::read", "rebuilding the line index of {handle:?}: {unusable}");
     let view = rebuild(reader, handle, &payload, &head).await?;
-    Ok((Opened::Indexed(view), head))
+    Ok((Opened::Indexed(view), Some(head)))
+}
+
+/// The index just read, taken at its word ([`IndexView::claimed`]), when the block holding the
+/// page's first line starts beyond the payload's first [`HEAD_BYTES`], so that the page could not
+/// be served from them. An empty page reads no payload to check the index against, so it waits.
+fn beyond_head(
+    stored: &Result<Fetched, StoreError>,
+    request: &ReadRequest,
+    limit: u64,
+) -> Option<IndexView> {
+    let Fetched { bytes, version } = stored.as_ref().ok()?;
+    let view = IndexView::claimed(bytes.clone(), version.clone()).ok()?;
+    let header = &view.header;
+    let window = request.window(header.lines(), limit);
+    if window.is_empty() {
+        return None;
+    }
+    let entries = header.block_entries(window.start);
+    let entries = view
+        .prefix
+        .get(entries.start as usize..entries.end as usize)?;
+    let (start, _) = header.block_start(window.start, entries);
+    (start.offset >= HEAD_BYTES).then_some(view)
 }
 
 /// The payload's version and first [`HEAD_BYTES`] (all of a small spill), in one read;

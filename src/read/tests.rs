@@ -142,6 +142,8 @@ pub(in crate::read) struct MemoryReader {
     cache: Option<IndexCache>,
     /// Versions carry tags (as every object_store backend gives them).
     tagged: bool,
+    /// Extra yields a read of the payload's first bytes takes (a large object on a remote store).
+    head_delay: u32,
     /// Bytes read of the payload and of the index.
     read: [AtomicU64; 2],
     /// Calls made, and round trips: the longest chain of calls each waiting for the one before.
@@ -157,6 +159,7 @@ impl MemoryReader {
             chunk_bytes: CHUNK_BYTES,
             cache: None,
             tagged: true,
+            head_delay: 0,
             read: Default::default(),
             calls: AtomicU64::new(0),
             rounds: AtomicU64::new(0),
@@ -183,6 +186,14 @@ impl MemoryReader {
     pub(in crate::read) fn chunked(self, chunk_bytes: usize) -> Self {
         Self {
             chunk_bytes,
+            ..self
+        }
+    }
+
+    /// A store whose reads of the payload's first bytes finish after the index's.
+    fn slow_head(self) -> Self {
+        Self {
+            head_delay: 8,
             ..self
         }
     }
@@ -248,6 +259,11 @@ impl SpillReader for MemoryReader {
         range: Range<u64>,
     ) -> Result<Fetched, StoreError> {
         self.round_trip().await;
+        if part == Part::Payload && range.start == 0 {
+            for _ in 0..self.head_delay {
+                tokio::task::yield_now().await;
+            }
+        }
         let object = match part {
             Part::Payload => Some(self.payload.lock().unwrap().clone()),
             Part::Index => self.index.lock().unwrap().clone(),
@@ -634,6 +650,58 @@ fn a_stale_index_is_never_trusted() {
         reader.overwrite(v2.clone());
         assert_eq!(page(&reader, &request), read_page(&v2, &request).unwrap());
         assert_eq!(page(&reader, &at(0, 2)), read_page(&v2, &at(0, 2)).unwrap());
+    }
+}
+
+#[test]
+fn a_first_page_beyond_the_payloads_first_bytes_does_not_wait_for_them() {
+    let data = b"x\n".repeat(1 << 20);
+    let request = at(600_000, 200);
+    let reader = MemoryReader::new(data.clone())
+        .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
+        .slow_head();
+    assert_eq!(page(&reader, &request), read_page(&data, &request).unwrap());
+    let [payload, _] = reader.take_reads();
+    assert!(payload < offset::HEAD_BYTES, "{payload} payload bytes read");
+    assert_eq!(reader.take_trips(), [3, 2]);
+    // A page the first bytes hold still waits for them, and reads nothing else.
+    let near = at(1_000, 200);
+    assert_eq!(page(&reader, &near), read_page(&data, &near).unwrap());
+    assert_eq!(reader.take_reads()[0], offset::HEAD_BYTES);
+}
+
+#[test]
+fn an_index_taken_at_its_word_is_checked_by_the_page_it_leads_to() {
+    let v1 = b"one\n".repeat(200_000);
+    let request = at(150_000, 3);
+    // The old index, read first, is not v2's: same size, other lines; shorter, so that it places
+    // the page past v2's end; same size, more lines, so that by its count the page is empty.
+    let same_size = b"2\n22\n".repeat(160_000);
+    let shorter = b"z\n".repeat(100_000);
+    let more_lines = b"y\n".repeat(400_000);
+    let beyond_old_end = at(250_000, 3);
+    for (v2, request) in [
+        (same_size, &request),
+        (shorter, &request),
+        (more_lines, &beyond_old_end),
+    ] {
+        let reader = MemoryReader::new(v1.clone())
+            .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
+            .slow_head()
+            .cached();
+        assert_eq!(
+            page(&reader, &at(150_000, 3)),
+            read_page(&v1, &at(150_000, 3)).unwrap()
+        );
+        reader.cache.as_ref().unwrap().remove("h");
+        reader.overwrite(v2.clone());
+        assert_eq!(page(&reader, request), read_page(&v2, request).unwrap());
+        let last = at(0, 1);
+        let last = ReadRequest {
+            from_end: true,
+            ..last
+        };
+        assert_eq!(page(&reader, &last), read_page(&v2, &last).unwrap());
     }
 }
 
