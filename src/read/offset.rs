@@ -29,7 +29,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use futures::future::Either;
+use futures::future::{Either, select};
 
 use super::cache::{INDEX_PREFIX_BYTES, IndexCache, IndexView, Opened};
 use super::index::{Index, IndexBuilder, LineStart, MIN_INDEXED_BYTES, Version};
@@ -47,13 +47,11 @@ pub(crate) const HEAD_BYTES: u64 = 256 << 10;
 const ATTEMPTS: usize = 3;
 
 /// A spill as a page finds it: what it knows before reading the page, the payload's first bytes
-/// when it just read them, the cache it came from, if any, and whether it was just opened on
-/// its index's word ([`IndexView::claimed`]), no payload read having confirmed it yet.
+/// when it just read them, and the cache it came from, if any.
 struct Spill<'a> {
     opened: Arc<Opened>,
     head: Bytes,
     cached: Option<&'a IndexCache>,
-    claimed: bool,
 }
 
 /// A page of `reader`'s payload by line offset.
@@ -65,84 +63,124 @@ pub(crate) async fn offset_page<R: SpillReader>(
     let handle = &request.handle;
     let cache = reader.index_cache();
     for attempt in 0..ATTEMPTS {
-        let spill = match cache.and_then(|c| Some((c, c.get(handle)?))) {
-            Some((cache, opened)) => Spill {
-                opened,
-                head: Bytes::new(),
-                cached: Some(cache),
-                claimed: false,
-            },
-            None => {
-                // After a stale try, the payload's own version decides.
-                let trust_index = attempt == 0;
-                let (opened, head) = open(reader, request, limit, trust_index).await?;
-                let opened = Arc::new(opened);
-                if let Some(cache) = cache {
-                    cache.put(handle, &opened);
-                }
-                Spill {
+        let served = match cache.and_then(|c| Some((c, c.get(handle)?))) {
+            Some((cache, opened)) => {
+                let spill = Spill {
                     opened,
-                    claimed: head.is_none(),
-                    head: head.unwrap_or_default(),
-                    cached: None,
+                    head: Bytes::new(),
+                    cached: Some(cache),
+                };
+                page(reader, request, limit, &spill).await
+            }
+            // After a stale try, the payload's own version decides.
+            None => first_page(reader, request, limit, attempt == 0).await,
+        };
+        match served {
+            Err(PageError::Stale) => {
+                if let Some(cache) = cache {
+                    cache.remove(handle);
                 }
             }
-        };
-        match page(reader, request, limit, &spill).await {
-            // A store's refusal of the range a claimed index placed the page at (past the end of
-            // a shorter payload) is staleness too.
-            Err(PageError::Stale) => {}
-            Err(PageError::Store(StoreError::Backend(_))) if spill.claimed => {}
             done => return done,
-        }
-        if let Some(cache) = cache {
-            cache.remove(handle);
         }
     }
     Err(PageError::Stale)
 }
 
-/// Learn what a page of the spill needs: its version, and the index describing it (read, or
-/// rebuilt when the spill is not small); also the payload's first bytes, or `None` when
-/// `trust_index` and the index, read first, places the page beyond them.
-async fn open<R: SpillReader>(
+/// A page of a spill not cached, which it opens (and caches): the payload's first bytes and the
+/// index's are read at once. When `trust_index` and the index comes first and places the page
+/// beyond those bytes, it serves the page on its word ([`beyond_head`]) while the other read
+/// finishes beside it (so its connection goes back to the pool); otherwise the payload's version,
+/// from the first bytes, decides whether the index describes it ([`open`]).
+async fn first_page<R: SpillReader>(
     reader: &R,
     request: &ReadRequest,
     limit: u64,
     trust_index: bool,
-) -> Result<(Opened, Option<Bytes>), PageError> {
+) -> Result<String, PageError> {
     let handle = &request.handle;
     let head = std::pin::pin!(payload_head(reader, handle));
     let index = std::pin::pin!(reader.fetch(handle, Part::Index, 0..INDEX_PREFIX_BYTES));
-    let (payload, stored) = match futures::future::select(head, index).await {
+    let (payload, stored) = match select(head, index).await {
         Either::Left((payload, index)) => (payload, index.await),
-        Either::Right((stored, head)) => {
-            if trust_index && let Some(view) = beyond_head(&stored, request, limit) {
-                return Ok((Opened::Indexed(view), None));
+        Either::Right((stored, head)) => match beyond_head(&stored, request, limit) {
+            Some(view) if trust_index => {
+                return claimed_page(reader, request, limit, view, head).await;
             }
-            (head.await, stored)
-        }
+            _ => (head.await, stored),
+        },
     };
-    let (payload, head) = payload?;
+    let (opened, head) = open(reader, handle, payload?, stored).await?;
+    let spill = cached(reader, handle, opened, head);
+    page(reader, request, limit, &spill).await
+}
+
+/// The page, served from an index taken at its word, while `head` (the read of the payload's
+/// first bytes, no longer needed) finishes beside it, so that its connection goes back to the
+/// pool.
+async fn claimed_page<R: SpillReader>(
+    reader: &R,
+    request: &ReadRequest,
+    limit: u64,
+    view: IndexView,
+    head: impl Future + Unpin,
+) -> Result<String, PageError> {
+    let spill = cached(reader, &request.handle, Opened::Indexed(view), Bytes::new());
+    let page = std::pin::pin!(page(reader, request, limit, &spill));
+    let served = match select(page, head).await {
+        Either::Left((served, _)) => served,
+        Either::Right((_, page)) => page.await,
+    };
+    // The store refusing the range the index placed the page at (past the end of a shorter
+    // payload) shows the index stale too.
+    served.map_err(|e| match e {
+        PageError::Store(StoreError::Backend(_)) => PageError::Stale,
+        e => e,
+    })
+}
+
+/// `handle`, just opened (with the payload's first bytes `head`), put in the reader's cache.
+fn cached<R: SpillReader>(reader: &R, handle: &str, opened: Opened, head: Bytes) -> Spill<'static> {
+    let opened = Arc::new(opened);
+    if let Some(cache) = reader.index_cache() {
+        cache.put(handle, &opened);
+    }
+    Spill {
+        opened,
+        head,
+        cached: None,
+    }
+}
+
+/// What a page of `handle` needs, from the payload's version and first bytes and the index's
+/// first bytes as read: the index when it describes that payload, else the index rebuilt (or
+/// nothing, for a spill too small to need one).
+async fn open<R: SpillReader>(
+    reader: &R,
+    handle: &str,
+    (payload, head): (Version, Bytes),
+    stored: Result<Fetched, StoreError>,
+) -> Result<(Opened, Bytes), PageError> {
     let unusable = match stored {
         Ok(Fetched { bytes, version }) => match IndexView::open(bytes, version, &payload) {
-            Ok(view) => return Ok((Opened::Indexed(view), Some(head))),
+            Ok(view) => return Ok((Opened::Indexed(view), head)),
             Err(e) => e.to_string(),
         },
         Err(StoreError::Timeout(after)) => return Err(StoreError::Timeout(after).into()),
         Err(e) => e.to_string(),
     };
     if payload.size < MIN_INDEXED_BYTES {
-        return Ok((Opened::Whole(payload), Some(head)));
+        return Ok((Opened::Whole(payload), head));
     }
     tracing::debug!(target: "overspill::read", "rebuilding the line index of {handle:?}: {unusable}");
     let view = rebuild(reader, handle, &payload, &head).await?;
-    Ok((Opened::Indexed(view), Some(head)))
+    Ok((Opened::Indexed(view), head))
 }
 
-/// The index just read, taken at its word ([`IndexView::claimed`]), when the block holding the
-/// page's first line starts beyond the payload's first [`HEAD_BYTES`], so that the page could not
-/// be served from them. An empty page reads no payload to check the index against, so it waits.
+/// The index just read, taken at its word ([`IndexView::claimed`]), when the page lies beyond
+/// the payload's first [`HEAD_BYTES`] (the block holding its first line starts after them), so
+/// that it could not be served from them. An empty page reads no payload to check the index
+/// against, so it waits for them.
 fn beyond_head(
     stored: &Result<Fetched, StoreError>,
     request: &ReadRequest,
@@ -154,6 +192,10 @@ fn beyond_head(
     let window = request.window(header.lines(), limit);
     if window.is_empty() {
         return None;
+    }
+    // Every line takes a byte at least: a page from line `HEAD_BYTES` on lies beyond them.
+    if window.start >= HEAD_BYTES {
+        return Some(view);
     }
     let entries = header.block_entries(window.start);
     let entries = view

@@ -664,6 +664,16 @@ fn a_first_page_beyond_the_payloads_first_bytes_does_not_wait_for_them() {
     let [payload, _] = reader.take_reads();
     assert!(payload < offset::HEAD_BYTES, "{payload} payload bytes read");
     assert_eq!(reader.take_trips(), [3, 2]);
+    // Nor does a page whose block entries lie beyond the index's first bytes: from line 256 Ki
+    // on, a page starts beyond the payload's first 256 KiB.
+    let big = MemoryReader::new(data.clone())
+        .indexed(16, CHECKPOINT_BYTES)
+        .slow_head();
+    assert!(big.index_object().unwrap().len() as u64 > cache::INDEX_PREFIX_BYTES);
+    let request = at(600_000, 20);
+    assert_eq!(page(&big, &request), read_page(&data, &request).unwrap());
+    let [payload, _] = big.take_reads();
+    assert!(payload < offset::HEAD_BYTES, "{payload} payload bytes read");
     // A page the first bytes hold still waits for them, and reads nothing else.
     let near = at(1_000, 200);
     assert_eq!(page(&reader, &near), read_page(&data, &near).unwrap());
