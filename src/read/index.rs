@@ -468,6 +468,16 @@ impl Header {
         (start, region + ENTRY * first..region + ENTRY * end)
     }
 
+    /// Where the lines before `end` end at the latest, from `checkpoints` (the bytes
+    /// [`Self::block_start`] pointed at): the start of the first of them at or after line `end`
+    /// and at or after `from`, if any.
+    pub fn checkpoint_end(&self, end: u64, from: u64, checkpoints: &[u8]) -> Option<u64> {
+        (0..checkpoints.len() / ENTRY as usize)
+            .map(|i| entry(checkpoints, i))
+            .find(|&[at, offset]| at >= end && offset >= from && offset <= self.payload_len)
+            .map(|[_, offset]| offset)
+    }
+
     /// The nearest line start at or before `line`: `start` or one of `checkpoints` (the bytes
     /// [`Self::block_start`] pointed at).
     pub fn nearest(&self, line: u64, mut start: LineStart, checkpoints: &[u8]) -> LineStart {

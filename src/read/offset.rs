@@ -17,7 +17,8 @@
 //!   [`WHOLE_INDEX_BYTES`](super::cache::WHOLE_INDEX_BYTES) has it read whole on its second
 //!   page, and reads no index bytes again.
 //! - **Reading** the page takes the payload from the nearest line start (at most `B` bytes
-//!   before the page) to the next block start after the page, at most `B` + 200 KB.
+//!   before the page) to the next block start or checkpoint after the page (of the block's
+//!   checkpoints just read), at most `B` + 200 KB.
 //!
 //! So a page of a cached spill is one payload read, and a first page one read (a spill up to
 //! [`HEAD_BYTES`]) or two in a row (three for an index beyond its first 512 KiB). A missing,
@@ -347,7 +348,11 @@ async fn locate<R: SpillReader>(
         return Ok((start, end));
     }
     let checkpoints = index_bytes(reader, handle, view, checkpoints).await?;
-    Ok((header.nearest(line, start, &checkpoints), end))
+    let start = header.nearest(line, start, &checkpoints);
+    let end = header
+        .checkpoint_end(window.end, start.offset, &checkpoints)
+        .map_or(end, |at| at.min(end));
+    Ok((start, end))
 }
 
 /// `view`, or, for a spill paged again whose index fits the cache but is not held whole, the whole

@@ -561,6 +561,30 @@ fn a_page_by_offset_reads_only_the_blocks_it_needs() {
 }
 
 #[test]
+fn a_page_reads_to_the_next_checkpoint_after_it() {
+    // Lines of 200 bytes: 2,048 to a block (400 KB), a checkpoint every 128 KiB (656 lines).
+    let data: Vec<u8> = (0..20_000)
+        .flat_map(|i| format!("{i:>199}\n").into_bytes())
+        .collect();
+    let reader = MemoryReader::new(data.clone())
+        .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
+        .cached();
+    page(&reader, &at(0, 1));
+    // Pages that end in the block they start in (block 1: lines 2,048 to 4,095), whose
+    // checkpoints are read.
+    for offset in (2_100..3_896).step_by(97) {
+        reader.take_reads();
+        let request = at(offset, 200);
+        assert_eq!(page(&reader, &request), read_page(&data, &request).unwrap());
+        // At most `B` before the page, the page's 40 KB, and at most `B` after it.
+        let [payload, index] = reader.take_reads();
+        assert_eq!(index, 0, "a cached index is read whole");
+        let most = 2 * u64::from(CHECKPOINT_BYTES) + 200 * 200;
+        assert!(payload <= most, "{payload} payload bytes read at {offset}");
+    }
+}
+
+#[test]
 fn a_page_makes_the_fewest_round_trips() {
     let short = b"x\n".repeat(1 << 20);
     // [calls, round trips] of each page in turn.
