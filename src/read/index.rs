@@ -470,11 +470,11 @@ impl Header {
 
     /// Where the lines before `end` end at the latest, from `checkpoints` (the bytes
     /// [`Self::block_start`] pointed at): the start of the first of them at or after line `end`
-    /// and at or after `from`, if any.
+    /// and after `from` (the page's nearest line start), if any.
     pub fn checkpoint_end(&self, end: u64, from: u64, checkpoints: &[u8]) -> Option<u64> {
         (0..checkpoints.len() / ENTRY as usize)
             .map(|i| entry(checkpoints, i))
-            .find(|&[at, offset]| at >= end && offset >= from && offset <= self.payload_len)
+            .find(|&[at, offset]| at >= end && offset > from && offset <= self.payload_len)
             .map(|[_, offset]| offset)
     }
 
@@ -596,6 +596,16 @@ mod tests {
                         false => data.len() as u64,
                     };
                     prop_assert_eq!(bound, expected, "line {} end {}", line, end);
+                    // A checkpoint after the page bounds it too: at a line start, after the
+                    // page's nearest line start, and no sooner than line `end` starts.
+                    let (block, checkpoints) = header.block_start(line, entries);
+                    let checkpoints = &bytes[checkpoints.start as usize..checkpoints.end as usize];
+                    let near = header.nearest(line, block, checkpoints);
+                    if let Some(at) = header.checkpoint_end(end, near.offset, checkpoints) {
+                        let needed = starts.get(end as usize).copied().unwrap_or(data.len() as u64);
+                        prop_assert!(at >= needed && at > near.offset, "line {} end {}", line, end);
+                        prop_assert!(starts.contains(&at), "{} is not a line start", at);
+                    }
                 }
             }
         }

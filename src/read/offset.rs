@@ -90,7 +90,7 @@ pub(crate) async fn offset_page<R: SpillReader>(
 
 /// A page of a spill not cached, which it opens (and caches): the payload's first bytes and the
 /// index's are read at once. When `trust_index` and the index comes first and places the page
-/// beyond those bytes, it serves the page on its word ([`beyond_head`]) while the other read
+/// beyond those bytes, it serves the page on its word ([`claim_if_beyond_head`]) while the other read
 /// finishes beside it (so its connection goes back to the pool); otherwise the payload's version,
 /// from the first bytes, decides whether the index describes it ([`open`]).
 async fn first_page<R: SpillReader>(
@@ -104,7 +104,7 @@ async fn first_page<R: SpillReader>(
     let index = std::pin::pin!(reader.fetch(handle, Part::Index, 0..INDEX_PREFIX_BYTES));
     let (payload, stored) = match select(head, index).await {
         Either::Left((payload, index)) => (payload, index.await),
-        Either::Right((stored, head)) => match beyond_head(&stored, request, limit) {
+        Either::Right((stored, head)) => match claim_if_beyond_head(&stored, request, limit) {
             Some(view) if trust_index => {
                 return claimed_page(reader, request, limit, view, head).await;
             }
@@ -112,13 +112,20 @@ async fn first_page<R: SpillReader>(
         },
     };
     let (opened, head) = open(reader, handle, payload?, stored).await?;
-    let spill = cached(reader, handle, opened, head);
+    let spill = Spill {
+        opened: Arc::new(opened),
+        head,
+        cached: None,
+    };
+    remember(reader, handle, &spill.opened);
     page(reader, request, limit, &spill).await
 }
 
 /// The page, served from an index taken at its word, while `head` (the read of the payload's
 /// first bytes, no longer needed) finishes beside it, so that its connection goes back to the
-/// pool.
+/// pool. The index is cached only once the page's payload read, checked against the version it
+/// claims, has confirmed it: until then no other page may trust it (a cached index answers a
+/// page past the end without reading the payload).
 async fn claimed_page<R: SpillReader>(
     reader: &R,
     request: &ReadRequest,
@@ -126,30 +133,32 @@ async fn claimed_page<R: SpillReader>(
     view: IndexView,
     head: impl Future + Unpin,
 ) -> Result<String, PageError> {
-    let spill = cached(reader, &request.handle, Opened::Indexed(view), Bytes::new());
+    let spill = Spill {
+        opened: Arc::new(Opened::Indexed(view)),
+        head: Bytes::new(),
+        cached: None,
+    };
     let page = std::pin::pin!(page(reader, request, limit, &spill));
     let served = match select(page, head).await {
         Either::Left((served, _)) => served,
         Either::Right((_, page)) => page.await,
     };
-    // The store refusing the range the index placed the page at (past the end of a shorter
-    // payload) shows the index stale too.
-    served.map_err(|e| match e {
-        PageError::Store(StoreError::Backend(_)) => PageError::Stale,
-        e => e,
-    })
+    match served {
+        Ok(page) => {
+            remember(reader, &request.handle, &spill.opened);
+            Ok(page)
+        }
+        // The store refusing the range the index placed the page at (past the end of a shorter
+        // payload) shows the index stale too.
+        Err(PageError::Store(StoreError::Backend(_))) => Err(PageError::Stale),
+        Err(e) => Err(e),
+    }
 }
 
-/// `handle`, just opened (with the payload's first bytes `head`), put in the reader's cache.
-fn cached<R: SpillReader>(reader: &R, handle: &str, opened: Opened, head: Bytes) -> Spill<'static> {
-    let opened = Arc::new(opened);
+/// Put `opened`, the spill `handle` just opened, in the reader's cache.
+fn remember<R: SpillReader>(reader: &R, handle: &str, opened: &Arc<Opened>) {
     if let Some(cache) = reader.index_cache() {
-        cache.put(handle, &opened);
-    }
-    Spill {
-        opened,
-        head,
-        cached: None,
+        cache.put(handle, opened);
     }
 }
 
@@ -182,7 +191,7 @@ async fn open<R: SpillReader>(
 /// the payload's first [`HEAD_BYTES`] (the block holding its first line starts after them), so
 /// that it could not be served from them. An empty page reads no payload to check the index
 /// against, so it waits for them.
-fn beyond_head(
+fn claim_if_beyond_head(
     stored: &Result<Fetched, StoreError>,
     request: &ReadRequest,
     limit: u64,
@@ -286,7 +295,12 @@ async fn page<R: SpillReader>(
     }
     let (start, end) = locate(reader, &request.handle, spill, view, window.clone()).await?;
     let cap = start.offset + view.header.checkpoint_bytes() + PAGE_BYTES_CAP as u64;
-    let range = start.offset..end.min(cap).max(start.offset);
+    // Every line takes a byte at least: an index that puts the page's lines in no bytes does not
+    // describe this payload (and no read would check it).
+    let range = start.offset..end.min(cap);
+    if range.is_empty() {
+        return Err(PageError::Stale);
+    }
     let data = held_or_read(
         reader,
         &request.handle,

@@ -190,10 +190,11 @@ impl MemoryReader {
         }
     }
 
-    /// A store whose reads of the payload's first bytes finish after the index's.
-    fn slow_head(self) -> Self {
+    /// A store whose reads of the payload's first bytes finish `yields` later than others
+    /// (after the index's).
+    fn slow_head(self, yields: u32) -> Self {
         Self {
-            head_delay: 8,
+            head_delay: yields,
             ..self
         }
     }
@@ -683,21 +684,28 @@ fn a_first_page_beyond_the_payloads_first_bytes_does_not_wait_for_them() {
     let request = at(600_000, 200);
     let reader = MemoryReader::new(data.clone())
         .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
-        .slow_head();
+        .slow_head(8);
     assert_eq!(page(&reader, &request), read_page(&data, &request).unwrap());
     let [payload, _] = reader.take_reads();
     assert!(payload < offset::HEAD_BYTES, "{payload} payload bytes read");
     assert_eq!(reader.take_trips(), [3, 2]);
     // Nor does a page whose block entries lie beyond the index's first bytes: from line 256 Ki
     // on, a page starts beyond the payload's first 256 KiB.
-    let big = MemoryReader::new(data.clone())
-        .indexed(16, CHECKPOINT_BYTES)
-        .slow_head();
-    assert!(big.index_object().unwrap().len() as u64 > cache::INDEX_PREFIX_BYTES);
+    let big = || MemoryReader::new(data.clone()).indexed(16, CHECKPOINT_BYTES);
+    assert!(big().index_object().unwrap().len() as u64 > cache::INDEX_PREFIX_BYTES);
     let request = at(600_000, 20);
-    assert_eq!(page(&big, &request), read_page(&data, &request).unwrap());
-    let [payload, _] = big.take_reads();
+    let reader = big().slow_head(8);
+    assert_eq!(page(&reader, &request), read_page(&data, &request).unwrap());
+    let [payload, _] = reader.take_reads();
     assert!(payload < offset::HEAD_BYTES, "{payload} payload bytes read");
+    // First bytes that come while such a page reads its entries are let finish, not used.
+    let reader = big().slow_head(1);
+    assert_eq!(page(&reader, &request), read_page(&data, &request).unwrap());
+    let [payload, _] = reader.take_reads();
+    assert!(payload > offset::HEAD_BYTES, "{payload} payload bytes read");
+    let reader = MemoryReader::new(data.clone())
+        .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
+        .slow_head(8);
     // A page the first bytes hold still waits for them, and reads nothing else.
     let near = at(1_000, 200);
     assert_eq!(page(&reader, &near), read_page(&data, &near).unwrap());
@@ -714,29 +722,78 @@ fn an_index_taken_at_its_word_is_checked_by_the_page_it_leads_to() {
     let shorter = b"z\n".repeat(100_000);
     let more_lines = b"y\n".repeat(400_000);
     let beyond_old_end = at(250_000, 3);
-    for (v2, request) in [
-        (same_size, &request),
-        (shorter, &request),
-        (more_lines, &beyond_old_end),
+    // Calls the page makes beyond those of a store whose first bytes come first: the index's
+    // word tried (the first bytes, the index, the page's read) before the checked path.
+    for (v2, request, tried) in [
+        (same_size, &request, 3),
+        (shorter, &request, 3),
+        (more_lines, &beyond_old_end, 0),
     ] {
-        let reader = MemoryReader::new(v1.clone())
-            .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
-            .slow_head()
-            .cached();
-        assert_eq!(
-            page(&reader, &at(150_000, 3)),
-            read_page(&v1, &at(150_000, 3)).unwrap()
-        );
-        reader.cache.as_ref().unwrap().remove("h");
-        reader.overwrite(v2.clone());
-        assert_eq!(page(&reader, request), read_page(&v2, request).unwrap());
-        let last = at(0, 1);
-        let last = ReadRequest {
-            from_end: true,
-            ..last
-        };
-        assert_eq!(page(&reader, &last), read_page(&v2, &last).unwrap());
+        let mut calls = vec![];
+        for head_delay in [0, 8] {
+            let reader = MemoryReader::new(v1.clone())
+                .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
+                .slow_head(head_delay)
+                .cached();
+            assert_eq!(
+                page(&reader, &at(150_000, 3)),
+                read_page(&v1, &at(150_000, 3)).unwrap()
+            );
+            reader.cache.as_ref().unwrap().remove("h");
+            reader.overwrite(v2.clone());
+            reader.take_trips();
+            assert_eq!(page(&reader, request), read_page(&v2, request).unwrap());
+            calls.push(reader.take_trips()[0]);
+            let last = ReadRequest {
+                from_end: true,
+                ..at(0, 1)
+            };
+            assert_eq!(page(&reader, &last), read_page(&v2, &last).unwrap());
+        }
+        assert_eq!(calls[1], calls[0] + tried, "{calls:?}");
     }
+}
+
+#[test]
+fn an_index_taken_at_its_word_is_cached_only_once_a_read_confirms_it() {
+    // The old index says 200,000 lines; the payload now holds 400,000. A page past the old end,
+    // asked while another page tries the old index, must not be answered from it.
+    let v1 = b"one\n".repeat(200_000);
+    let v2 = b"y\n".repeat(400_000);
+    let reader = MemoryReader::new(v1)
+        .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
+        .slow_head(8)
+        .cached();
+    reader.overwrite(v2.clone());
+    let (near, far) = (at(150_000, 3), at(250_000, 3));
+    let (first, second) = runtime().block_on(async {
+        // The second asks once the first has read the index (one round trip).
+        futures::join!(read_tool_result(&reader, &near), async {
+            tokio::task::yield_now().await;
+            read_tool_result(&reader, &far).await
+        })
+    });
+    assert_eq!(first.unwrap(), read_page(&v2, &near).unwrap());
+    assert_eq!(second.unwrap(), read_page(&v2, &far).unwrap());
+}
+
+#[test]
+fn an_index_that_puts_a_page_in_no_bytes_is_not_trusted() {
+    let v1 = b"x\n".repeat(1 << 20);
+    let mut builder = IndexBuilder::new();
+    builder.feed(&v1);
+    let reader = MemoryReader::new(v1).slow_head(8);
+    let tag = reader.payload.lock().unwrap().tag.clone();
+    let mut index = builder.finish().encode(&tag).unwrap();
+    // The block holding line 600,000 starts, it says, past any payload.
+    let header = Header::decode(&index, index.len() as u64).unwrap();
+    let entry = header.block_entries(600_000).start as usize;
+    index[entry..entry + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+    reader.set_index(index);
+    let v2 = b"y\n".repeat(1 << 20);
+    reader.overwrite(v2.clone());
+    let request = at(600_000, 3);
+    assert_eq!(page(&reader, &request), read_page(&v2, &request).unwrap());
 }
 
 #[test]
