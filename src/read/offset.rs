@@ -90,9 +90,9 @@ pub(crate) async fn offset_page<R: SpillReader>(
 
 /// A page of a spill not cached, which it opens (and caches): the payload's first bytes and the
 /// index's are read at once. When `trust_index` and the index comes first and places the page
-/// beyond those bytes, it serves the page on its word ([`claim_if_beyond_head`]) while the other read
-/// finishes beside it (so its connection goes back to the pool); otherwise the payload's version,
-/// from the first bytes, decides whether the index describes it ([`open`]).
+/// beyond those bytes, it serves the page on its word ([`claim_if_beyond_head`]) while the other
+/// read finishes beside it (so its connection goes back to the pool); otherwise the payload's
+/// version, from the first bytes, decides whether the index describes it ([`open`]).
 async fn first_page<R: SpillReader>(
     reader: &R,
     request: &ReadRequest,

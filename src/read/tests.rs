@@ -779,12 +779,10 @@ fn an_index_taken_at_its_word_is_cached_only_once_a_read_confirms_it() {
 
 #[test]
 fn an_index_that_puts_a_page_in_no_bytes_is_not_trusted() {
-    let v1 = b"x\n".repeat(1 << 20);
-    let mut builder = IndexBuilder::new();
-    builder.feed(&v1);
-    let reader = MemoryReader::new(v1).slow_head(8);
-    let tag = reader.payload.lock().unwrap().tag.clone();
-    let mut index = builder.finish().encode(&tag).unwrap();
+    let reader = MemoryReader::new(b"x\n".repeat(1 << 20))
+        .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
+        .slow_head(8);
+    let mut index = reader.index_object().unwrap().to_vec();
     // The block holding line 600,000 starts, it says, past any payload.
     let header = Header::decode(&index, index.len() as u64).unwrap();
     let entry = header.block_entries(600_000).start as usize;
