@@ -432,6 +432,14 @@ impl Header {
         start..start + ENTRY * (self.blocks - block).min(3)
     }
 
+    /// Where [`Self::block_entries`] lies for `line` in an index written with `lines_per_block`
+    /// and a tag of any length: known before the header is read, so that a reader can fetch those
+    /// entries beside it. It holds them when `line` is one of the payload's lines.
+    pub fn block_entries_unread(line: u64, lines_per_block: u32) -> Range<u64> {
+        let block = line / u64::from(lines_per_block);
+        FIXED_LEN + ENTRY * block..FIXED_LEN + MAX_TAG as u64 + ENTRY * (block + 3)
+    }
+
     fn block_of(&self, line: u64) -> u64 {
         (line / u64::from(self.lines_per_block)).min(self.blocks.saturating_sub(1))
     }
@@ -607,6 +615,23 @@ mod tests {
                         prop_assert!(starts.contains(&at), "{} is not a line start", at);
                     }
                 }
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn the_entries_of_a_line_lie_where_they_were_guessed_before_the_header(
+            data in payload(),
+            k in 1u32..9,
+            tag in 0usize..=MAX_TAG,
+        ) {
+            let bytes = build_with(&data, k, 64).encode(&"t".repeat(tag)).unwrap();
+            let header = Header::decode(&bytes, bytes.len() as u64).unwrap();
+            for line in 0..header.lines() {
+                let entries = header.block_entries(line);
+                let guess = Header::block_entries_unread(line, k);
+                prop_assert!(guess.start <= entries.start && entries.end <= guess.end);
             }
         }
     }

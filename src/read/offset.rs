@@ -11,7 +11,10 @@
 //!   built from it), and the first pages of a spill of short lines. When the index comes first
 //!   and places the page beyond those bytes, the page does not wait for them: the index's header
 //!   names the payload version it was built for, and the page's own read is checked against it
-//!   (on a remote store a large object's read can take twice a small one's).
+//!   (on a remote store a large object's read can take twice a small one's). A page from line
+//!   256 Ki on lies beyond them whatever the index says, so it reads the index alone, with the
+//!   block entries it needs beside the first bytes when they lie beyond them (their place is
+//!   known before the header is read).
 //! - **Locating** the page's first line reads three block entries (and at most `K` checkpoints)
 //!   unless the index bytes held cover them; a cached spill whose index is at most
 //!   [`WHOLE_INDEX_BYTES`](super::cache::WHOLE_INDEX_BYTES) has it read whole on its second
@@ -21,7 +24,8 @@
 //!   checkpoints just read), at most `B` + 200 KB.
 //!
 //! So a page of a cached spill is one payload read, and a first page one read (a spill up to
-//! [`HEAD_BYTES`]) or two in a row (three for an index beyond its first 512 KiB). A missing,
+//! [`HEAD_BYTES`]) or two in a row (three for an index beyond its first 512 KiB written with
+//! other than [`LINES_PER_BLOCK`], or for checkpoints beyond them). A missing,
 //! foreign, corrupt or stale index is rebuilt (from that first read when it holds the whole
 //! spill, else by streaming the payload once) and stored again.
 
@@ -33,7 +37,9 @@ use bytes::Bytes;
 use futures::future::{Either, select};
 
 use super::cache::{INDEX_PREFIX_BYTES, IndexCache, IndexView, Opened};
-use super::index::{Index, IndexBuilder, LineStart, MIN_INDEXED_BYTES, Version};
+use super::index::{
+    Header, Index, IndexBuilder, LINES_PER_BLOCK, LineStart, MIN_INDEXED_BYTES, Version,
+};
 use super::lines::{split_lines, window_lines};
 use super::request::{PAGE_BYTES_CAP, ReadRequest, render};
 use super::source::{Fetched, PageError, Part, SpillReader, fetch_checked, stream_lines};
@@ -52,7 +58,15 @@ const ATTEMPTS: usize = 3;
 struct Spill<'a> {
     opened: Arc<Opened>,
     head: Bytes,
+    /// Index entries read beside the index's first bytes (those a far page needs).
+    ahead: Option<Ahead>,
     cached: Option<&'a IndexCache>,
+}
+
+/// Bytes of the index object read from `at`, beyond its first bytes.
+struct Ahead {
+    at: u64,
+    fetched: Fetched,
 }
 
 /// A page of `reader`'s payload by line offset.
@@ -69,6 +83,7 @@ pub(crate) async fn offset_page<R: SpillReader>(
                 let spill = Spill {
                     opened,
                     head: Bytes::new(),
+                    ahead: None,
                     cached: Some(cache),
                 };
                 page(reader, request, limit, &spill).await
@@ -88,11 +103,13 @@ pub(crate) async fn offset_page<R: SpillReader>(
     Err(PageError::Stale)
 }
 
-/// A page of a spill not cached, which it opens (and caches): the payload's first bytes and the
-/// index's are read at once. When `trust_index` and the index comes first and places the page
-/// beyond those bytes, it serves the page on its word ([`claim_if_beyond_head`]) while the other
-/// read finishes beside it (so its connection goes back to the pool); otherwise the payload's
-/// version, from the first bytes, decides whether the index describes it ([`open`]).
+/// A page of a spill not cached, which it opens (and caches). A page from line [`HEAD_BYTES`] on
+/// lies beyond the payload's first bytes whatever the index says ([`far_first_page`]). For any
+/// other, the payload's first bytes and the index's are read at once. When `trust_index` and the
+/// index comes first and places the page beyond those bytes, it serves the page on its word
+/// ([`claim_if_beyond_head`]) while the other read finishes beside it (so its connection goes
+/// back to the pool); otherwise the payload's version, from the first bytes, decides whether the
+/// index describes it ([`open`]).
 async fn first_page<R: SpillReader>(
     reader: &R,
     request: &ReadRequest,
@@ -100,42 +117,98 @@ async fn first_page<R: SpillReader>(
     trust_index: bool,
 ) -> Result<String, PageError> {
     let handle = &request.handle;
+    let line = u64::try_from(request.offset).unwrap_or(0);
+    if trust_index && !request.from_end && line >= HEAD_BYTES {
+        return far_first_page(reader, request, limit, line).await;
+    }
     let head = std::pin::pin!(payload_head(reader, handle));
     let index = std::pin::pin!(reader.fetch(handle, Part::Index, 0..INDEX_PREFIX_BYTES));
     let (payload, stored) = match select(head, index).await {
         Either::Left((payload, index)) => (payload, index.await),
         Either::Right((stored, head)) => match claim_if_beyond_head(&stored, request, limit) {
             Some(view) if trust_index => {
-                return claimed_page(reader, request, limit, view, head).await;
+                return claimed_page(reader, request, limit, view, None, head).await;
             }
             _ => (head.await, stored),
         },
     };
-    let (opened, head) = open(reader, handle, payload?, stored).await?;
+    opened_page(reader, request, limit, payload?, stored).await
+}
+
+/// A first page from `line` on, `line` at least [`HEAD_BYTES`] (every line takes a byte at
+/// least): the payload's first bytes cannot serve it, so only the index is read, with the block
+/// entries the page needs when they lie beyond the index's first bytes (where an index written
+/// with [`LINES_PER_BLOCK`] keeps them), and taken at its word. An index that cannot be (missing,
+/// unreadable, or placing the page past the end) is opened after the payload's first bytes.
+async fn far_first_page<R: SpillReader>(
+    reader: &R,
+    request: &ReadRequest,
+    limit: u64,
+    line: u64,
+) -> Result<String, PageError> {
+    let handle = &request.handle;
+    let prefix = reader.fetch(handle, Part::Index, 0..INDEX_PREFIX_BYTES);
+    let entries = Header::block_entries_unread(line, LINES_PER_BLOCK);
+    let (stored, ahead) = match entries.start >= INDEX_PREFIX_BYTES {
+        true => {
+            let ahead = reader.fetch(handle, Part::Index, entries.clone());
+            let (stored, ahead) = futures::join!(prefix, ahead);
+            let ahead = ahead.ok().map(|fetched| Ahead {
+                at: entries.start,
+                fetched,
+            });
+            (stored, ahead)
+        }
+        false => (prefix.await, None),
+    };
+    if let Some(view) = claim_if_beyond_head(&stored, request, limit) {
+        // No first bytes are being read: nothing to let finish beside the page.
+        let nothing = std::future::pending::<()>();
+        return claimed_page(reader, request, limit, view, ahead, nothing).await;
+    }
+    let payload = payload_head(reader, handle).await?;
+    opened_page(reader, request, limit, payload, stored).await
+}
+
+/// The page of a spill opened ([`open`]) from the payload's version and first bytes and the
+/// index's first bytes as read; the opened spill is cached.
+async fn opened_page<R: SpillReader>(
+    reader: &R,
+    request: &ReadRequest,
+    limit: u64,
+    payload: (Version, Bytes),
+    stored: Result<Fetched, StoreError>,
+) -> Result<String, PageError> {
+    let handle = &request.handle;
+    let (opened, head) = open(reader, handle, payload, stored).await?;
     let spill = Spill {
         opened: Arc::new(opened),
         head,
+        ahead: None,
         cached: None,
     };
     remember(reader, handle, &spill.opened);
     page(reader, request, limit, &spill).await
 }
 
-/// The page, served from an index taken at its word, while `head` (the read of the payload's
-/// first bytes, no longer needed) finishes beside it, so that its connection goes back to the
-/// pool. The index is cached only once the page's payload read, checked against the version it
-/// claims, has confirmed it: until then no other page may trust it (a cached index answers a
-/// page past the end without reading the payload).
+/// The page, served from an index taken at its word (and `ahead`, its entries read beside its
+/// first bytes), while `head` (the read of the payload's first bytes, no longer needed) finishes
+/// beside it, so that its connection goes back to the pool. The index is cached only once the
+/// page's payload read, checked against the version it claims, has confirmed it: until then no
+/// other page may trust it (a cached index answers a page past the end without reading the
+/// payload).
 async fn claimed_page<R: SpillReader>(
     reader: &R,
     request: &ReadRequest,
     limit: u64,
     view: IndexView,
+    ahead: Option<Ahead>,
     head: impl Future + Unpin,
 ) -> Result<String, PageError> {
     let spill = Spill {
         opened: Arc::new(Opened::Indexed(view)),
         head: Bytes::new(),
+        ahead,
         cached: None,
     };
     let page = std::pin::pin!(page(reader, request, limit, &spill));
@@ -355,13 +428,14 @@ async fn locate<R: SpillReader>(
     let header = &view.header;
     let line = window.start;
     let view = &*whole_if_due(reader, handle, spill, view).await?;
-    let entries = index_bytes(reader, handle, view, header.block_entries(line)).await?;
+    let ahead = spill.ahead.as_ref();
+    let entries = index_bytes(reader, handle, view, ahead, header.block_entries(line)).await?;
     let end = header.lines_end(line, window.end, &entries);
     let (start, checkpoints) = header.block_start(line, &entries);
     if checkpoints.is_empty() {
         return Ok((start, end));
     }
-    let checkpoints = index_bytes(reader, handle, view, checkpoints).await?;
+    let checkpoints = index_bytes(reader, handle, view, ahead, checkpoints).await?;
     let start = header.nearest(line, start, &checkpoints);
     let end = header
         .checkpoint_end(window.end, start.offset, &checkpoints)
@@ -399,13 +473,24 @@ async fn whole_if_due<'v, R: SpillReader>(
     Ok(Cow::Owned(whole))
 }
 
-/// Bytes `range` of the index object: from the bytes held, or read from the same object.
+/// Bytes `range` of the index object: from the bytes held (its first bytes, or those read
+/// `ahead` of the same object), or read from the same object.
 async fn index_bytes<R: SpillReader>(
     reader: &R,
     handle: &str,
     view: &IndexView,
+    ahead: Option<&Ahead>,
     range: Range<u64>,
 ) -> Result<Bytes, PageError> {
+    if let Some(Ahead { at, fetched }) = ahead.filter(|a| a.fetched.version == view.object) {
+        let held = *at..*at + fetched.bytes.len() as u64;
+        if held.start <= range.start && range.end <= held.end {
+            let slice = range.start - at..range.end - at;
+            return Ok(fetched
+                .bytes
+                .slice(slice.start as usize..slice.end as usize));
+        }
+    }
     if range.end > view.prefix.len() as u64 && view.object.tag.is_none() {
         return Err(PageError::Stale);
     }

@@ -628,32 +628,32 @@ fn a_page_makes_the_fewest_round_trips() {
         "a later page reads its block"
     );
     // Uncached: the payload's first bytes (the first page's lines) with the index's, then the
-    // page; no HEAD.
+    // page; no HEAD. A page from line 256 Ki on reads the index alone, then the page.
     let cold = MemoryReader::new(short.clone()).indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES);
     assert_eq!(
-        trips(&cold, &[at(0, 200), middle.clone()]),
-        [[2, 1], [3, 2]]
+        trips(&cold, &[at(0, 200), at(200_000, 200), middle.clone()]),
+        [[2, 1], [3, 2], [2, 2]]
     );
     // Cached: one read a page.
     let warm = MemoryReader::new(short.clone())
         .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
         .cached();
     let pages = [middle.clone(), at(1_000, 200), at(5, 1)];
-    assert_eq!(trips(&warm, &pages), [[3, 2], [1, 1], [1, 1]]);
+    assert_eq!(trips(&warm, &pages), [[2, 2], [1, 1], [1, 1]]);
     // An index of a few hundred KiB comes whole with the first read.
     let dense = MemoryReader::new(short.clone()).indexed(64, CHECKPOINT_BYTES);
     let dense_len = dense.index_object().unwrap().len() as u64;
     assert!((64 << 10..cache::INDEX_PREFIX_BYTES).contains(&dense_len));
-    assert_eq!(trips(&dense, std::slice::from_ref(&middle)), [[3, 2]]);
-    // An index beyond its first read: its entries cost a round trip, until the second page of a
-    // cached spill reads it whole.
+    assert_eq!(trips(&dense, std::slice::from_ref(&middle)), [[2, 2]]);
+    // An index beyond its first read, with blocks smaller than this version writes: its entries
+    // cost a round trip, until the second page of a cached spill reads it whole.
     let big = || MemoryReader::new(short.clone()).indexed(16, CHECKPOINT_BYTES);
     assert!(big().index_object().unwrap().len() as u64 > cache::INDEX_PREFIX_BYTES);
-    assert_eq!(trips(&big(), std::slice::from_ref(&middle)), [[4, 3]]);
+    assert_eq!(trips(&big(), std::slice::from_ref(&middle)), [[3, 3]]);
     let pages = [middle, at(900_000, 200), at(300_000, 1_000), at(7, 3)];
     assert_eq!(
         trips(&big().cached(), &pages),
-        [[4, 3], [2, 2], [1, 1], [1, 1]]
+        [[3, 3], [2, 2], [1, 1], [1, 1]]
     );
 }
 
@@ -680,8 +680,10 @@ fn a_stale_index_is_never_trusted() {
 
 #[test]
 fn a_first_page_beyond_the_payloads_first_bytes_does_not_wait_for_them() {
-    let data = b"x\n".repeat(1 << 20);
-    let request = at(600_000, 200);
+    // Four bytes a line: line 100,000 starts past the payload's first 256 KiB (and before line
+    // 256 Ki, from which no page waits for them).
+    let data = b"one\n".repeat(250_000);
+    let request = at(100_000, 200);
     let reader = MemoryReader::new(data.clone())
         .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
         .slow_head(8);
@@ -689,20 +691,25 @@ fn a_first_page_beyond_the_payloads_first_bytes_does_not_wait_for_them() {
     let [payload, _] = reader.take_reads();
     assert!(payload < offset::HEAD_BYTES, "{payload} payload bytes read");
     assert_eq!(reader.take_trips(), [3, 2]);
-    // Nor does a page whose block entries lie beyond the index's first bytes: from line 256 Ki
-    // on, a page starts beyond the payload's first 256 KiB.
-    let big = || MemoryReader::new(data.clone()).indexed(16, CHECKPOINT_BYTES);
-    assert!(big().index_object().unwrap().len() as u64 > cache::INDEX_PREFIX_BYTES);
-    let request = at(600_000, 20);
-    let reader = big().slow_head(8);
-    assert_eq!(page(&reader, &request), read_page(&data, &request).unwrap());
-    let [payload, _] = reader.take_reads();
-    assert!(payload < offset::HEAD_BYTES, "{payload} payload bytes read");
-    // First bytes that come while such a page reads its entries are let finish, not used.
-    let reader = big().slow_head(1);
+    // First bytes that come while the page reads its checkpoints (here beyond the index's first
+    // bytes: one every line) are let finish, not used.
+    let reader = MemoryReader::new(data.clone())
+        .indexed(LINES_PER_BLOCK, 4)
+        .slow_head(1);
+    assert!(reader.index_object().unwrap().len() as u64 > cache::INDEX_PREFIX_BYTES);
     assert_eq!(page(&reader, &request), read_page(&data, &request).unwrap());
     let [payload, _] = reader.take_reads();
     assert!(payload > offset::HEAD_BYTES, "{payload} payload bytes read");
+    // From line 256 Ki on (every line takes a byte at least) they are not even read, however
+    // soon they would come.
+    let data = b"x\n".repeat(1 << 20);
+    let reader = MemoryReader::new(data.clone()).indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES);
+    let request = at(600_000, 200);
+    assert_eq!(page(&reader, &request), read_page(&data, &request).unwrap());
+    let [payload, _] = reader.take_reads();
+    // The two blocks (of 2 bytes a line) the page's lines are in.
+    assert_eq!(payload, 2 * 2 * u64::from(LINES_PER_BLOCK));
+    assert_eq!(reader.take_trips(), [2, 2]);
     let reader = MemoryReader::new(data.clone())
         .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
         .slow_head(8);
@@ -710,6 +717,40 @@ fn a_first_page_beyond_the_payloads_first_bytes_does_not_wait_for_them() {
     let near = at(1_000, 200);
     assert_eq!(page(&reader, &near), read_page(&data, &near).unwrap());
     assert_eq!(reader.take_reads()[0], offset::HEAD_BYTES);
+}
+
+#[test]
+fn a_far_first_page_reads_its_block_entries_beside_the_index() {
+    // Two bytes a line: the entries of line 68 Mi lie beyond the index's first bytes, where
+    // this version writes them whatever the tag.
+    let data = Bytes::from(b"x\n".repeat(70 << 20));
+    let reader = MemoryReader::new(data.clone()).indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES);
+    let line = 68 << 20;
+    let entries = Header::block_entries_unread(line, LINES_PER_BLOCK);
+    assert!(entries.start > cache::INDEX_PREFIX_BYTES);
+    // The page, written out: paging all of it in memory takes minutes in a debug build.
+    let expected = |shown: usize| {
+        let header = format!("[handle 'h': 73,400,320 matching line(s); showing {shown}]");
+        [header]
+            .into_iter()
+            .chain(vec!["x".into(); shown])
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(page(&reader, &at(line as i64, 200)), expected(200));
+    // The index's first bytes and the entries at once, then the page.
+    assert_eq!(reader.take_trips(), [3, 2]);
+    let [payload, index] = reader.take_reads();
+    assert!(
+        payload <= 2 * u64::from(LINES_PER_BLOCK),
+        "{payload} payload bytes read"
+    );
+    assert_eq!(
+        index,
+        cache::INDEX_PREFIX_BYTES + entries.end - entries.start
+    );
+    // A page past the end: the index's word cannot serve it, the payload's first bytes decide.
+    assert_eq!(page(&reader, &at(80 << 20, 5)), expected(0));
 }
 
 #[test]
