@@ -166,6 +166,10 @@ async fn far_first_page<R: SpillReader>(
         let nothing = std::future::pending::<()>();
         return claimed_page(reader, request, limit, view, ahead, nothing).await;
     }
+    // A store that did not answer in time fails the page now, not after a second wait.
+    if let Err(StoreError::Timeout(after)) = stored {
+        return Err(StoreError::Timeout(after).into());
+    }
     let payload = payload_head(reader, handle).await?;
     opened_page(reader, request, limit, payload, stored).await
 }

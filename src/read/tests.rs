@@ -144,6 +144,8 @@ pub(in crate::read) struct MemoryReader {
     tagged: bool,
     /// Extra yields a read of the payload's first bytes takes (a large object on a remote store).
     head_delay: u32,
+    /// Reads of the index time out (a frozen store).
+    index_frozen: bool,
     /// Bytes read of the payload and of the index.
     read: [AtomicU64; 2],
     /// Calls made, and round trips: the longest chain of calls each waiting for the one before.
@@ -160,6 +162,7 @@ impl MemoryReader {
             cache: None,
             tagged: true,
             head_delay: 0,
+            index_frozen: false,
             read: Default::default(),
             calls: AtomicU64::new(0),
             rounds: AtomicU64::new(0),
@@ -195,6 +198,14 @@ impl MemoryReader {
     fn slow_head(self, yields: u32) -> Self {
         Self {
             head_delay: yields,
+            ..self
+        }
+    }
+
+    /// A store whose reads of the index time out.
+    fn frozen_index(self) -> Self {
+        Self {
+            index_frozen: true,
             ..self
         }
     }
@@ -264,6 +275,9 @@ impl SpillReader for MemoryReader {
             for _ in 0..self.head_delay {
                 tokio::task::yield_now().await;
             }
+        }
+        if part == Part::Index && self.index_frozen {
+            return Err(StoreError::Timeout(std::time::Duration::from_secs(5)));
         }
         let object = match part {
             Part::Payload => Some(self.payload.lock().unwrap().clone()),
@@ -751,6 +765,17 @@ fn a_far_first_page_reads_its_block_entries_beside_the_index() {
     );
     // A page past the end: the index's word cannot serve it, the payload's first bytes decide.
     assert_eq!(page(&reader, &at(80 << 20, 5)), expected(0));
+}
+
+#[test]
+fn a_far_first_page_fails_at_once_when_the_index_read_times_out() {
+    let reader = MemoryReader::new(b"x\n".repeat(1 << 20))
+        .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
+        .frozen_index();
+    let outcome = runtime().block_on(read_tool_result(&reader, &at(600_000, 5)));
+    assert!(outcome.is_err(), "{outcome:?}");
+    // One call: no read of the payload's first bytes after the timeout.
+    assert_eq!(reader.take_trips(), [1, 1]);
 }
 
 #[test]
