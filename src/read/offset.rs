@@ -149,26 +149,28 @@ async fn far_first_page<R: SpillReader>(
     let handle = &request.handle;
     let prefix = reader.fetch(handle, Part::Index, 0..INDEX_PREFIX_BYTES);
     let entries = Header::block_entries_unread(line, LINES_PER_BLOCK);
-    let (stored, ahead) = match entries.start >= INDEX_PREFIX_BYTES {
+    let (stored, ahead) = match entries.end > INDEX_PREFIX_BYTES {
         true => {
             let ahead = reader.fetch(handle, Part::Index, entries.clone());
             let (stored, ahead) = futures::join!(prefix, ahead);
-            let ahead = ahead.ok().map(|fetched| Ahead {
-                at: entries.start,
-                fetched,
-            });
-            (stored, ahead)
+            (stored, Some(ahead))
         }
         false => (prefix.await, None),
     };
+    // A store that did not answer in time fails the page now, not after a second wait.
+    for read in std::iter::once(&stored).chain(&ahead) {
+        if let Err(StoreError::Timeout(after)) = read {
+            return Err(StoreError::Timeout(*after).into());
+        }
+    }
+    let ahead = ahead.and_then(Result::ok).map(|fetched| Ahead {
+        at: entries.start,
+        fetched,
+    });
     if let Some(view) = claim_if_beyond_head(&stored, request, limit) {
         // No first bytes are being read: nothing to let finish beside the page.
         let nothing = std::future::pending::<()>();
         return claimed_page(reader, request, limit, view, ahead, nothing).await;
-    }
-    // A store that did not answer in time fails the page now, not after a second wait.
-    if let Err(StoreError::Timeout(after)) = stored {
-        return Err(StoreError::Timeout(after).into());
     }
     let payload = payload_head(reader, handle).await?;
     opened_page(reader, request, limit, payload, stored).await
@@ -274,6 +276,8 @@ fn claim_if_beyond_head(
     limit: u64,
 ) -> Option<IndexView> {
     let Fetched { bytes, version } = stored.as_ref().ok()?;
+    // A store that keeps no tags cannot confirm the payload version an index names.
+    version.tag.as_ref()?;
     let view = IndexView::claimed(bytes.clone(), version.clone()).ok()?;
     let header = &view.header;
     let window = request.window(header.lines(), limit);
@@ -486,7 +490,8 @@ async fn index_bytes<R: SpillReader>(
     ahead: Option<&Ahead>,
     range: Range<u64>,
 ) -> Result<Bytes, PageError> {
-    if let Some(Ahead { at, fetched }) = ahead.filter(|a| a.fetched.version == view.object) {
+    let same_object = |a: &&Ahead| a.fetched.version == view.object && view.object.tag.is_some();
+    if let Some(Ahead { at, fetched }) = ahead.filter(same_object) {
         let held = *at..*at + fetched.bytes.len() as u64;
         if held.start <= range.start && range.end <= held.end {
             let slice = range.start - at..range.end - at;

@@ -144,8 +144,10 @@ pub(in crate::read) struct MemoryReader {
     tagged: bool,
     /// Extra yields a read of the payload's first bytes takes (a large object on a remote store).
     head_delay: u32,
-    /// Reads of the index time out (a frozen store).
-    index_frozen: bool,
+    /// Reads of the index from this offset on time out (a frozen store).
+    index_frozen_from: AtomicU64,
+    /// An index that replaces the stored one once its first bytes have been read.
+    index_next: Mutex<Option<Object>>,
     /// Bytes read of the payload and of the index.
     read: [AtomicU64; 2],
     /// Calls made, and round trips: the longest chain of calls each waiting for the one before.
@@ -162,7 +164,8 @@ impl MemoryReader {
             cache: None,
             tagged: true,
             head_delay: 0,
-            index_frozen: false,
+            index_frozen_from: AtomicU64::new(u64::MAX),
+            index_next: Mutex::new(None),
             read: Default::default(),
             calls: AtomicU64::new(0),
             rounds: AtomicU64::new(0),
@@ -204,10 +207,18 @@ impl MemoryReader {
 
     /// A store whose reads of the index time out.
     fn frozen_index(self) -> Self {
-        Self {
-            index_frozen: true,
-            ..self
-        }
+        self.freeze_index_from(0);
+        self
+    }
+
+    /// Make reads of the index from `at` on time out (`u64::MAX`: none).
+    fn freeze_index_from(&self, at: u64) {
+        self.index_frozen_from.store(at, Ordering::Relaxed);
+    }
+
+    /// Replace the index with `index` once its first bytes have next been read.
+    fn replace_index_after_its_first_bytes(&self, index: impl Into<Bytes>) {
+        *self.index_next.lock().unwrap() = Some(Object::new(index));
     }
 
     /// A store that keeps no tags: nothing binds an index to a payload.
@@ -276,7 +287,7 @@ impl SpillReader for MemoryReader {
                 tokio::task::yield_now().await;
             }
         }
-        if part == Part::Index && self.index_frozen {
+        if part == Part::Index && range.start >= self.index_frozen_from.load(Ordering::Relaxed) {
             return Err(StoreError::Timeout(std::time::Duration::from_secs(5)));
         }
         let object = match part {
@@ -294,6 +305,11 @@ impl SpillReader for MemoryReader {
             .bytes
             .slice(range.start as usize..range.end.min(size) as usize);
         self.read[part as usize].fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        if part == Part::Index && range.start == 0 {
+            if let Some(next) = self.index_next.lock().unwrap().take() {
+                *self.index.lock().unwrap() = Some(next);
+            }
+        }
         Ok(Fetched {
             bytes,
             version: self.version(&object),
@@ -648,6 +664,12 @@ fn a_page_makes_the_fewest_round_trips() {
         trips(&cold, &[at(0, 200), at(200_000, 200), middle.clone()]),
         [[2, 1], [3, 2], [2, 2]]
     );
+    // Counted from the end, a page's first line is known only from the index: both are read.
+    let from_end = ReadRequest {
+        from_end: true,
+        ..middle.clone()
+    };
+    assert_eq!(trips(&cold, &[from_end]), [[3, 2]]);
     // Cached: one read a page.
     let warm = MemoryReader::new(short.clone())
         .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
@@ -735,23 +757,24 @@ fn a_first_page_beyond_the_payloads_first_bytes_does_not_wait_for_them() {
 
 #[test]
 fn a_far_first_page_reads_its_block_entries_beside_the_index() {
-    // Two bytes a line: the entries of line 68 Mi lie beyond the index's first bytes, where
-    // this version writes them whatever the tag.
-    let data = Bytes::from(b"x\n".repeat(70 << 20));
+    // Two bytes a line, three lines in turn: from line 64 Mi on, a line's block entries lie beyond
+    // the index's first bytes, where this version writes them whatever the tag.
+    let data = Bytes::from(b"a\nb\nc\n".repeat(24_466_774));
     let reader = MemoryReader::new(data.clone()).indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES);
-    let line = 68 << 20;
-    let entries = Header::block_entries_unread(line, LINES_PER_BLOCK);
-    assert!(entries.start > cache::INDEX_PREFIX_BYTES);
     // The page, written out: paging all of it in memory takes minutes in a debug build.
-    let expected = |shown: usize| {
-        let header = format!("[handle 'h': 73,400,320 matching line(s); showing {shown}]");
+    let expected = |line: usize, shown: usize| {
+        let header = format!("[handle 'h': 73,400,322 matching line(s); showing {shown}]");
+        let lines = (line..line + shown).map(|i| ["a", "b", "c"][i % 3].to_owned());
         [header]
             .into_iter()
-            .chain(vec!["x".into(); shown])
+            .chain(lines)
             .collect::<Vec<_>>()
             .join("\n")
     };
-    assert_eq!(page(&reader, &at(line as i64, 200)), expected(200));
+    let line = 68 << 20;
+    let entries = Header::block_entries_unread(line as u64, LINES_PER_BLOCK);
+    assert!(entries.start > cache::INDEX_PREFIX_BYTES);
+    assert_eq!(page(&reader, &at(line as i64, 200)), expected(line, 200));
     // The index's first bytes and the entries at once, then the page.
     assert_eq!(reader.take_trips(), [3, 2]);
     let [payload, index] = reader.take_reads();
@@ -763,8 +786,34 @@ fn a_far_first_page_reads_its_block_entries_beside_the_index() {
         index,
         cache::INDEX_PREFIX_BYTES + entries.end - entries.start
     );
+    // So are entries that straddle the end of those first bytes.
+    let straddling = 32_763 * LINES_PER_BLOCK as usize;
+    let entries = Header::block_entries_unread(straddling as u64, LINES_PER_BLOCK);
+    assert!(entries.contains(&cache::INDEX_PREFIX_BYTES));
+    assert_eq!(
+        page(&reader, &at(straddling as i64, 5)),
+        expected(straddling, 5)
+    );
+    assert_eq!(reader.take_trips(), [3, 2]);
     // A page past the end: the index's word cannot serve it, the payload's first bytes decide.
-    assert_eq!(page(&reader, &at(80 << 20, 5)), expected(0));
+    assert_eq!(page(&reader, &at(80 << 20, 5)), expected(0, 0));
+    // A store too slow to give the entries fails the page at once.
+    reader.take_trips();
+    reader.freeze_index_from(cache::INDEX_PREFIX_BYTES);
+    let outcome = runtime().block_on(read_tool_result(&reader, &at(line as i64, 5)));
+    assert!(outcome.is_err(), "{outcome:?}");
+    assert_eq!(reader.take_trips(), [2, 1]);
+    reader.freeze_index_from(u64::MAX);
+    // Entries read from another index object than the first bytes are not used: here one of the
+    // same payload with half the blocks, written between the two reads.
+    let mut builder = IndexBuilder::with_spacing(LINES_PER_BLOCK / 2, CHECKPOINT_BYTES);
+    builder.feed(&data);
+    let tag = reader.payload.lock().unwrap().tag.clone();
+    reader.replace_index_after_its_first_bytes(builder.finish().encode(&tag).unwrap());
+    assert_eq!(
+        page(&reader, &at(line as i64 + 1, 5)),
+        expected(line + 1, 5)
+    );
 }
 
 #[test]
