@@ -305,10 +305,11 @@ impl SpillReader for MemoryReader {
             .bytes
             .slice(range.start as usize..range.end.min(size) as usize);
         self.read[part as usize].fetch_add(bytes.len() as u64, Ordering::Relaxed);
-        if part == Part::Index && range.start == 0 {
-            if let Some(next) = self.index_next.lock().unwrap().take() {
-                *self.index.lock().unwrap() = Some(next);
-            }
+        if part == Part::Index
+            && range.start == 0
+            && let Some(next) = self.index_next.lock().unwrap().take()
+        {
+            *self.index.lock().unwrap() = Some(next);
         }
         Ok(Fetched {
             bytes,
