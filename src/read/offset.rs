@@ -12,9 +12,9 @@
 //!   and places the page beyond those bytes, the page does not wait for them: the index's header
 //!   names the payload version it was built for, and the page's own read is checked against it
 //!   (on a remote store a large object's read can take twice a small one's). A page from line
-//!   256 Ki on lies beyond them whatever the index says, so it reads the index alone, with the
-//!   block entries it needs beside the first bytes when they lie beyond them (their place is
-//!   known before the header is read).
+//!   256 Ki on lies beyond them whatever the index says, so it reads the index alone, and in the
+//!   same round the block entries it needs when they lie beyond the index's first 512 KiB (their
+//!   place is known before the header is read).
 //! - **Locating** the page's first line reads three block entries (and at most `K` checkpoints)
 //!   unless the index bytes held cover them; a cached spill whose index is at most
 //!   [`WHOLE_INDEX_BYTES`](super::cache::WHOLE_INDEX_BYTES) has it read whole on its second
