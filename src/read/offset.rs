@@ -410,10 +410,16 @@ async fn held_or_read<R: SpillReader>(
     held: &Bytes,
     range: Range<u64>,
 ) -> Result<Bytes, PageError> {
-    if range.end <= held.len() as u64 {
-        return Ok(held.slice(range.start as usize..range.end as usize));
+    if let Some(bytes) = held_slice(0, held, &range) {
+        return Ok(bytes);
     }
     fetch_checked(reader, handle, part, version, range).await
+}
+
+/// Bytes `range` of an object from `held`, its bytes from offset `at`, when they cover it.
+fn held_slice(at: u64, held: &Bytes, range: &Range<u64>) -> Option<Bytes> {
+    let covered = at <= range.start && range.end <= at + held.len() as u64;
+    covered.then(|| held.slice((range.start - at) as usize..(range.end - at) as usize))
 }
 
 /// [`offset_page`] over a payload in memory.
@@ -491,14 +497,9 @@ async fn index_bytes<R: SpillReader>(
     range: Range<u64>,
 ) -> Result<Bytes, PageError> {
     let same_object = |a: &&Ahead| a.fetched.version == view.object && view.object.tag.is_some();
-    if let Some(Ahead { at, fetched }) = ahead.filter(same_object) {
-        let held = *at..*at + fetched.bytes.len() as u64;
-        if held.start <= range.start && range.end <= held.end {
-            let slice = range.start - at..range.end - at;
-            return Ok(fetched
-                .bytes
-                .slice(slice.start as usize..slice.end as usize));
-        }
+    let ahead = ahead.filter(same_object);
+    if let Some(bytes) = ahead.and_then(|a| held_slice(a.at, &a.fetched.bytes, &range)) {
+        return Ok(bytes);
     }
     if range.end > view.prefix.len() as u64 && view.object.tag.is_none() {
         return Err(PageError::Stale);
