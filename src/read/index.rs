@@ -66,6 +66,8 @@ const FIXED_LEN: u64 = 58;
 const MAX_TAG: usize = 255;
 /// Bytes of one block entry or checkpoint.
 const ENTRY: u64 = 16;
+/// Block entries a page reads: its block's and the next two's (see [`Header::block_entries`]).
+const PAGE_ENTRIES: u64 = 3;
 /// Bounds a reader accepts for `K` and `B`, so that a page's reads stay bounded.
 const MAX_LINES_PER_BLOCK: u32 = 1 << 16;
 const MAX_CHECKPOINT_BYTES: u32 = 1 << 20;
@@ -429,7 +431,7 @@ impl Header {
     pub fn block_entries(&self, line: u64) -> Range<u64> {
         let block = self.block_of(line);
         let start = self.len + ENTRY * block;
-        start..start + ENTRY * (self.blocks - block).min(3)
+        start..start + ENTRY * (self.blocks - block).min(PAGE_ENTRIES)
     }
 
     /// Where [`Self::block_entries`] lies for `line` in an index written with `lines_per_block`
@@ -437,7 +439,7 @@ impl Header {
     /// entries beside it. It holds them when `line` is one of the payload's lines.
     pub fn block_entries_unread(line: u64, lines_per_block: u32) -> Range<u64> {
         let block = line / u64::from(lines_per_block);
-        FIXED_LEN + ENTRY * block..FIXED_LEN + MAX_TAG as u64 + ENTRY * (block + 3)
+        FIXED_LEN + ENTRY * block..FIXED_LEN + MAX_TAG as u64 + ENTRY * (block + PAGE_ENTRIES)
     }
 
     fn block_of(&self, line: u64) -> u64 {
