@@ -7,7 +7,9 @@
 #                                .deploy/temporal.env (`export TEMPORAL_ADDRESS=…`).
 #   deploy/temporal.sh stop      stop the server this script started.
 #
-# TEMPORAL_PORT picks another port (UI on port + 1000).
+# TEMPORAL_PORT picks another port (UI on port + 1000). The dev server keeps every history it
+# was ever sent, so a db over TEMPORAL_DB_MAX_MB (1024) is moved aside to temporal.db.old (the
+# previous .old is dropped) before a start: a long-lived dev machine stays bounded.
 # Then: `source .deploy/temporal.env`.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -32,6 +34,19 @@ ready() {
   "$1" operator namespace describe --address "127.0.0.1:$PORT" -n default >/dev/null 2>&1
 }
 
+# Move an oversized db (and its SQLite side files) aside; the server starts on an empty one.
+rotate_db() {
+  local db="$STATE/temporal.db" max_mb="${TEMPORAL_DB_MAX_MB:-1024}" size_mb
+  [ -f "$db" ] || return 0
+  size_mb=$(( $(stat -c %s "$db") >> 20 ))
+  [ "$size_mb" -gt "$max_mb" ] || return 0
+  echo "temporal: $db is $size_mb MB (over $max_mb): moved to $db.old, starting on an empty db"
+  rm -f "$db.old" "$db.old-wal" "$db.old-shm"
+  for suffix in "" -wal -shm; do
+    if [ -f "$db$suffix" ]; then mv "$db$suffix" "$db.old$suffix"; fi
+  done
+}
+
 start() {
   local bin
   bin="$(temporal_bin)"
@@ -39,6 +54,7 @@ start() {
     if [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
       echo "temporal: pid $(cat "$PIDFILE") is starting" >&2
     else
+      rotate_db
       nohup "$bin" server start-dev --headless --port "$PORT" --ui-port "$UI_PORT" \
         --ip 127.0.0.1 --db-filename "$STATE/temporal.db" --log-level warn \
         >"$STATE/server.log" 2>&1 &
