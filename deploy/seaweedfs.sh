@@ -25,34 +25,9 @@ PID_FILE="$SW_DIR/weed.pid"
 ENV_FILE="$DEPLOY_DIR/seaweedfs.env"
 ENDPOINT="http://127.0.0.1:$S3_PORT"
 
-# A signed (SigV4) `GET /<bucket>?list-type=2`; exit 0 on HTTP 200. Standard library only.
+# A signed (SigV4) `GET /<bucket>?list-type=2`; exit 0 on HTTP 200.
 ready() {
-  "$VENV/bin/python" - "$ENDPOINT" "$BUCKET" "$ACCESS_KEY" "$SECRET_KEY" <<'PY'
-import datetime, hashlib, hmac, sys, urllib.request
-endpoint, bucket, ak, sk = sys.argv[1:5]
-host = endpoint.split("://", 1)[1]
-now = datetime.datetime.now(datetime.timezone.utc)
-amz_date, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
-empty = hashlib.sha256(b"").hexdigest()
-headers = f"host:{host}\nx-amz-content-sha256:{empty}\nx-amz-date:{amz_date}\n"
-signed = "host;x-amz-content-sha256;x-amz-date"
-canonical = f"GET\n/{bucket}\nlist-type=2\n{headers}\n{signed}\n{empty}"
-scope = f"{day}/us-east-1/s3/aws4_request"
-to_sign = f"AWS4-HMAC-SHA256\n{amz_date}\n{scope}\n{hashlib.sha256(canonical.encode()).hexdigest()}"
-key = f"AWS4{sk}".encode()
-for part in (day, "us-east-1", "s3", "aws4_request"):
-    key = hmac.new(key, part.encode(), hashlib.sha256).digest()
-signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
-request = urllib.request.Request(f"{endpoint}/{bucket}?list-type=2", headers={
-    "x-amz-date": amz_date, "x-amz-content-sha256": empty,
-    "Authorization": f"AWS4-HMAC-SHA256 Credential={ak}/{scope}, SignedHeaders={signed}, Signature={signature}",
-})
-try:
-    with urllib.request.urlopen(request, timeout=2) as response:
-        sys.exit(0 if response.status == 200 else 1)
-except Exception:
-    sys.exit(1)
-PY
+  "$VENV/bin/python" "$OVERSPILL_ROOT/deploy/sigv4.py" ready "$ENDPOINT" "$BUCKET" "$ACCESS_KEY" "$SECRET_KEY"
 }
 
 write_env() {
