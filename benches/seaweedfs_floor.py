@@ -5,7 +5,7 @@ page by offset through S3, measured without Overspill.
     .deploy/venv/bin/python benches/seaweedfs_floor.py --sizes 1000 --chunk-mb 1,16
 
 Run `deploy/seaweedfs.sh start` once first (it installs `weed`). For each chunk size this starts
-a `weed mini` of its own (S3 on port 18333, a scratch directory, the flags of
+a `weed mini` of its own (S3 on port 28333, a scratch directory, the flags of
 `deploy/seaweedfs.sh` but `-filer.maxMB`), uploads each size of ~1,000-byte lines in 8 MiB parts
 as the store does (multipart, no Content-Type), and times ranged GETs of 1 KiB, 64 KiB and
 330 KiB (a 200-line page of long lines with its checkpoints) at random offsets over one
@@ -31,7 +31,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'deploy'))
 from sigv4 import signed  # noqa: E402
 WEED = ROOT / '.deploy/venv/bin/weed'
-ACCESS_KEY, SECRET_KEY, BUCKET, PORT = 'floor', 'floor-secret', 'spills', 18333
+# SeaweedFS takes each port + 10000 for gRPC: 28333 and its derived ports clear those of the
+# server deploy/seaweedfs.sh starts on 8333.
+ACCESS_KEY, SECRET_KEY, BUCKET, PORT = 'floor', 'floor-secret', 'spills', 28333
 PART = 8 << 20
 RANGES = (1024, 64 * 1024, 330 * 1024)
 
@@ -102,7 +104,7 @@ def serve(chunk_mb: int, scratch: Path) -> subprocess.Popen:
         stdout=open(scratch / 'weed.log', 'wb'), stderr=subprocess.STDOUT,
     )
     deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and weed.poll() is None:
         try:
             if S3().call('GET', f'/{BUCKET}', 'list-type=2')[0] == 200:
                 return weed
