@@ -21,9 +21,12 @@
 //!   page, and reads no index bytes again.
 //! - **Reading** the page takes the payload from the nearest line start (at most `B` bytes
 //!   before the page) to the next block start or checkpoint after the page (of the block's
-//!   checkpoints just read), at most `B` + 200 KB.
+//!   checkpoints just read), at most `B` + 200 KB. A page shows 50,000 chars at most, so when
+//!   that range is longer than `B` + 64 KB, its first `B` + 64 KB are read first: they hold the
+//!   page of any text of one byte a char, and only a page they do not decide reads the rest.
 //!
-//! So a page of a cached spill is one payload read, and a first page one read (a spill up to
+//! So a page of a cached spill is one payload read (two for some pages of long lines of
+//! multi-byte text), and a first page one read (a spill up to
 //! [`HEAD_BYTES`]) or two in a row (three for an index beyond its first 512 KiB written with
 //! other than [`LINES_PER_BLOCK`], or for checkpoints beyond them). A missing,
 //! foreign, corrupt or stale index is rebuilt (from that first read when it holds the whole
@@ -40,8 +43,8 @@ use super::cache::{INDEX_PREFIX_BYTES, IndexCache, IndexView, Opened};
 use super::index::{
     Header, Index, IndexBuilder, LINES_PER_BLOCK, LineStart, MIN_INDEXED_BYTES, Version,
 };
-use super::lines::{split_lines, window_lines};
-use super::request::{PAGE_BYTES_CAP, ReadRequest, render};
+use super::lines::{split_lines, window_lines, window_ranges};
+use super::request::{MAX_READ_CHARS, PAGE_BYTES_CAP, ReadRequest, decided_by, render};
 use super::source::{Fetched, PageError, Part, SpillReader, fetch_checked, stream_lines};
 use crate::limits::StoreError;
 
@@ -49,6 +52,12 @@ use crate::limits::StoreError;
 /// hundreds of KB) are read whole in the first round trip, small enough that the first page of
 /// a large spill pays little for it (on SeaweedFS, 0.1–0.4 ms over a 64 KiB read).
 pub(crate) const HEAD_BYTES: u64 = 256 << 10;
+
+/// Bytes past the preroll (`B`, the most a page's first line starts after the line start its
+/// read begins at) that a page reads at first: [`MAX_READ_CHARS`], the most a page shows, with
+/// room for its lines' breaks. A page of text of one byte a char, the usual tool output, needs
+/// no more, though a page may need up to [`PAGE_BYTES_CAP`]; what does is read after them.
+pub(super) const LIKELY_PAGE_BYTES: u64 = MAX_READ_CHARS as u64 + (14 << 10);
 
 /// Tries before a spill that keeps changing under a reader fails the read.
 const ATTEMPTS: usize = 3;
@@ -375,29 +384,51 @@ async fn page<R: SpillReader>(
         return Ok(render(&request.handle, total, 0, std::iter::empty()));
     }
     let (start, end) = locate(reader, &request.handle, spill, view, window.clone()).await?;
-    let cap = start.offset + view.header.checkpoint_bytes() + PAGE_BYTES_CAP as u64;
+    let preroll = start.offset + view.header.checkpoint_bytes();
     // Every line takes a byte at least: an index that puts the page's lines in no bytes does not
     // describe this payload (and no read would check it).
-    let range = start.offset..end.min(cap);
+    let range = start.offset..end.min(preroll + PAGE_BYTES_CAP as u64);
     if range.is_empty() {
         return Err(PageError::Stale);
     }
-    let data = held_or_read(
-        reader,
-        &request.handle,
-        Part::Payload,
-        &view.payload,
-        &spill.head,
-        range,
-    )
-    .await?;
-    let lines = window_lines(&data, window.start - start.line..window.end - start.line);
+    let window = window.start - start.line..window.end - start.line;
+    let likely = preroll + LIKELY_PAGE_BYTES;
+    let data = page_bytes(reader, request, spill, view, range, likely, &window).await?;
+    let lines = window_lines(&data, window.clone());
     Ok(render(
         &request.handle,
         total,
         window.end - window.start,
         lines,
     ))
+}
+
+/// The payload bytes `range` that a page's `window` of lines (counted from the range's first
+/// line) is read from: held, or read. A range past `likely` is read up to there first, and
+/// the rest only when those bytes do not decide the page ([`decided_by`]).
+async fn page_bytes<R: SpillReader>(
+    reader: &R,
+    request: &ReadRequest,
+    spill: &Spill<'_>,
+    view: &IndexView,
+    range: Range<u64>,
+    likely: u64,
+    window: &Range<u64>,
+) -> Result<Bytes, PageError> {
+    let (handle, payload) = (&request.handle, &view.payload);
+    if let Some(bytes) = held_slice(0, &spill.head, &range) {
+        return Ok(bytes);
+    }
+    if range.end <= likely {
+        return fetch_checked(reader, handle, Part::Payload, payload, range).await;
+    }
+    let first = fetch_checked(reader, handle, Part::Payload, payload, range.start..likely).await?;
+    let shown = window.end - window.start;
+    if decided_by(&first, window_ranges(&first, window.clone()), shown) {
+        return Ok(first);
+    }
+    let rest = fetch_checked(reader, handle, Part::Payload, payload, likely..range.end).await?;
+    Ok([first.as_ref(), rest.as_ref()].concat().into())
 }
 
 /// Bytes `range` of `part` at `version`: from `held`, its first bytes, when they cover the

@@ -393,6 +393,36 @@ proptest! {
     }
 
     #[test]
+    fn a_prefix_that_decides_a_page_renders_it_as_all_its_bytes_do(
+        piece in payload(),
+        repeat in 1usize..4_000,
+        window in (0u64..30, 1u64..1_000),
+        cut in 0.0f64..=1.0,
+    ) {
+        // Long texts of every kind of char and break, cut anywhere and at the shortest prefix
+        // that decides the page (by bisection), where a margin too small would show.
+        let data = piece.repeat(repeat);
+        let total = split_lines(&data).count() as u64;
+        let window = window.0.min(total)..(window.0 + window.1).min(total);
+        let shown = window.end - window.start;
+        let decides = |len: usize| {
+            let prefix = &data[..len];
+            shown > 0 && request::decided_by(prefix, lines::window_ranges(prefix, window.clone()), shown)
+        };
+        let page = |bytes| request::render("h", total, shown, lines::window_lines(bytes, window.clone()));
+        let (mut low, mut high) = (0, data.len());
+        while low < high {
+            let mid = (low + high) / 2;
+            if decides(mid) { high = mid } else { low = mid + 1 }
+        }
+        let uniform = (data.len() as f64 * cut) as usize;
+        let cuts = (low..data.len().min(low + 8)).chain([uniform]);
+        for len in cuts.filter(|&len| decides(len)) {
+            prop_assert_eq!(page(&data[..len]), page(&data), "a prefix of {} bytes", len);
+        }
+    }
+
+    #[test]
     fn streamed_and_indexed_pages_equal_pages_in_memory(
         data in payload(),
         request in request(),
@@ -614,6 +644,53 @@ fn a_page_reads_to_the_next_checkpoint_after_it() {
         let most = 2 * u64::from(CHECKPOINT_BYTES) + 200 * 200;
         assert!(payload <= most, "{payload} payload bytes read at {offset}");
     }
+}
+
+#[test]
+fn a_page_of_one_byte_chars_is_one_read_of_what_it_shows() {
+    // Lines of 1,000 bytes: a 200-line page shows 50,000 chars of its 200 KB.
+    let data: Vec<u8> = (0..6_000)
+        .flat_map(|i| format!("{i:>999}\n").into_bytes())
+        .collect();
+    let reader = MemoryReader::new(data.clone())
+        .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
+        .cached();
+    page(&reader, &at(0, 1));
+    for offset in (300..5_800).step_by(311) {
+        reader.take_trips();
+        reader.take_reads();
+        let request = at(offset, 200);
+        assert_eq!(page(&reader, &request), read_page(&data, &request).unwrap());
+        let [payload, _] = reader.take_reads();
+        assert_eq!(reader.take_trips(), [1, 1], "one read at {offset}");
+        let most = u64::from(CHECKPOINT_BYTES) + offset::LIKELY_PAGE_BYTES;
+        assert!(payload <= most, "{payload} payload bytes read at {offset}");
+    }
+}
+
+#[test]
+fn a_page_that_needs_more_than_its_first_read_reads_the_rest() {
+    // Lines of 1,000 three-byte chars, with CRLF: a page's 50,000 chars take 150 KB.
+    let line = format!("{}\r\n", "漢".repeat(1_000));
+    let data = line.repeat(2_000).into_bytes();
+    let reader = MemoryReader::new(data.clone())
+        .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
+        .cached();
+    page(&reader, &at(0, 1));
+    for request in [at(200, 200), at(1_000, 60), at(1_940, 200), at(1_990, 7)] {
+        reader.take_trips();
+        let expected = read_page(&data, &request).unwrap();
+        assert_eq!(page(&reader, &request), expected);
+        let reads = reader.take_trips()[0];
+        assert!(reads <= 2, "{reads} reads for {request:?}");
+    }
+    reader.take_trips();
+    page(&reader, &at(500, 200));
+    assert_eq!(
+        reader.take_trips(),
+        [2, 2],
+        "the rest is read after the first bytes"
+    );
 }
 
 #[test]
