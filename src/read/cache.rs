@@ -4,6 +4,7 @@
 //! payload version it records, and an entry found stale is dropped.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -72,14 +73,18 @@ impl Opened {
 }
 
 /// An index as a reader holds it: its checked header, the payload version it describes, the
-/// index object's own version (later reads of its entries must come from that same object), and
-/// the object's first bytes.
+/// index object's own version (later reads of its entries must come from that same object), the
+/// object's first bytes, and whether pages of the spill read their whole ranges at once.
 #[derive(Debug, Clone)]
 pub(crate) struct IndexView {
     pub(crate) header: Header,
     pub(crate) payload: Version,
     pub(crate) object: Version,
     pub(crate) prefix: Bytes,
+    /// Set once a page of the spill needed more than its first read (long lines of multi-byte
+    /// text): its later pages, through this view or the cache's copies of it, read their whole
+    /// range in one round trip instead of two.
+    pub(crate) reads_whole_ranges: Arc<AtomicBool>,
 }
 
 impl IndexView {
@@ -116,6 +121,7 @@ impl IndexView {
             payload,
             object,
             prefix,
+            reads_whole_ranges: Arc::default(),
         })
     }
 
@@ -141,6 +147,7 @@ impl IndexView {
             payload: payload.clone(),
             object,
             prefix: index,
+            reads_whole_ranges: Arc::default(),
         })
     }
 }

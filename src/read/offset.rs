@@ -23,10 +23,11 @@
 //!   before the page) to the next block start or checkpoint after the page (of the block's
 //!   checkpoints just read), at most `B` + 200 KB. A page shows 50,000 chars at most, so when
 //!   that range is longer than `B` + 64 KB, its first `B` + 64 KB are read first: they hold the
-//!   page of any text of one byte a char, and only a page they do not decide reads the rest.
+//!   page of any text of one byte a char, and only a page they do not decide reads the rest
+//!   (after which the spill's pages read whole ranges, in one round trip).
 //!
-//! So a page of a cached spill is one payload read (two for some pages of long lines of
-//! multi-byte text), and a first page one read (a spill up to
+//! So a page of a cached spill is one payload read (two for the first such page of long lines
+//! of multi-byte text), and a first page one read (a spill up to
 //! [`HEAD_BYTES`]) or two in a row (three for an index beyond its first 512 KiB written with
 //! other than [`LINES_PER_BLOCK`], or for checkpoints beyond them). A missing,
 //! foreign, corrupt or stale index is rebuilt (from that first read when it holds the whole
@@ -35,6 +36,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 use futures::future::{Either, select};
@@ -405,7 +407,8 @@ async fn page<R: SpillReader>(
 
 /// The payload bytes `range` that a page's `window` of lines (counted from the range's first
 /// line) is read from: held, or read. A range past `likely` is read up to there first, and
-/// the rest only when those bytes do not decide the page ([`decided_by`]).
+/// the rest only when those bytes do not decide the page ([`decided_by`]); from then on the
+/// spill's pages read their whole range at once.
 async fn page_bytes<R: SpillReader>(
     reader: &R,
     request: &ReadRequest,
@@ -419,7 +422,8 @@ async fn page_bytes<R: SpillReader>(
     if let Some(bytes) = held_slice(0, &spill.head, &range) {
         return Ok(bytes);
     }
-    if range.end <= likely {
+    let whole = &view.reads_whole_ranges;
+    if range.end <= likely || whole.load(Ordering::Relaxed) {
         return fetch_checked(reader, handle, Part::Payload, payload, range).await;
     }
     let first = fetch_checked(reader, handle, Part::Payload, payload, range.start..likely).await?;
@@ -427,6 +431,7 @@ async fn page_bytes<R: SpillReader>(
     if decided_by(&first, window_ranges(&first, window.clone()), shown) {
         return Ok(first);
     }
+    whole.store(true, Ordering::Relaxed);
     let rest = fetch_checked(reader, handle, Part::Payload, payload, likely..range.end).await?;
     Ok([first.as_ref(), rest.as_ref()].concat().into())
 }

@@ -647,6 +647,64 @@ fn a_page_reads_to_the_next_checkpoint_after_it() {
 }
 
 #[test]
+fn prefixes_around_the_body_cap_decide_pages_as_all_their_bytes_do() {
+    // Windows of exactly 50,000 chars or just over: one-byte, multi-byte and invalid chars
+    // (`e6 bc` is one U+FFFD), lines ended by every kind of break, some with a cut 4-byte char at
+    // their end. Every prefix near the shortest one that decides the page renders it as all the
+    // bytes do; a prefix ending inside a break or a char is where a margin too small shows.
+    let units: [&[u8]; 5] = [b"a", "漢".as_bytes(), "😀".as_bytes(), b"\xe6\xbc", b"\xff"];
+    let breaks: [&[u8]; 4] = [b"\n", b"\r\n", "\u{85}".as_bytes(), "\u{2028}".as_bytes()];
+    let tails: [&[u8]; 2] = [b"", b"\xf0\x9f"];
+    for (unit, brk, tail) in every_combination(&units, &breaks, &tails) {
+        for (chars, lines) in [(16_666, 3u64), (25_000, 2), (49_999, 1), (50_000, 1)] {
+            let line = [unit.repeat(chars).as_slice(), tail, brk].concat();
+            let data = line.repeat(lines as usize + 2);
+            let total = lines + 2;
+            let window = 1..1 + lines;
+            let decides = |len: usize| {
+                let prefix = &data[..len];
+                request::decided_by(prefix, lines::window_ranges(prefix, window.clone()), lines)
+            };
+            let page = |bytes| {
+                request::render(
+                    "h",
+                    total,
+                    lines,
+                    lines::window_lines(bytes, window.clone()),
+                )
+            };
+            let (mut low, mut high) = (0, data.len());
+            while low < high {
+                let mid = (low + high) / 2;
+                if decides(mid) {
+                    high = mid
+                } else {
+                    low = mid + 1
+                }
+            }
+            assert!(low < data.len(), "all the bytes decide the page");
+            let full = page(&data);
+            for len in low.saturating_sub(4)..(low + 8).min(data.len()) {
+                if decides(len) {
+                    let at = format!("{unit:x?} {brk:x?} {tail:x?} {chars}×{lines}, prefix {len}");
+                    assert_eq!(page(&data[..len]), full, "{at}");
+                }
+            }
+        }
+    }
+}
+
+/// Every combination of one item of each of three lists.
+fn every_combination<'a, A, B, C>(
+    a: &'a [A],
+    b: &'a [B],
+    c: &'a [C],
+) -> impl Iterator<Item = (&'a A, &'a B, &'a C)> {
+    a.iter()
+        .flat_map(move |x| b.iter().flat_map(move |y| c.iter().map(move |z| (x, y, z))))
+}
+
+#[test]
 fn a_page_of_one_byte_chars_is_one_read_of_what_it_shows() {
     // Lines of 1,000 bytes: a 200-line page shows 50,000 chars of its 200 KB.
     let data: Vec<u8> = (0..6_000)
@@ -677,19 +735,26 @@ fn a_page_that_needs_more_than_its_first_read_reads_the_rest() {
         .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
         .cached();
     page(&reader, &at(0, 1));
-    for request in [at(200, 200), at(1_000, 60), at(1_940, 200), at(1_990, 7)] {
-        reader.take_trips();
-        let expected = read_page(&data, &request).unwrap();
-        assert_eq!(page(&reader, &request), expected);
-        let reads = reader.take_trips()[0];
-        assert!(reads <= 2, "{reads} reads for {request:?}");
-    }
     reader.take_trips();
-    page(&reader, &at(500, 200));
+    let first = at(500, 200);
+    assert_eq!(page(&reader, &first), read_page(&data, &first).unwrap());
     assert_eq!(
         reader.take_trips(),
         [2, 2],
         "the rest is read after the first bytes"
+    );
+    // From then on the spill's pages read their whole range at once.
+    for request in [at(200, 200), at(1_000, 60), at(1_940, 200), at(1_990, 7)] {
+        assert_eq!(page(&reader, &request), read_page(&data, &request).unwrap());
+        assert_eq!(reader.take_trips(), [1, 1], "one read for {request:?}");
+    }
+    // A reader that keeps no spills open pays the second read on every such page.
+    let uncached = MemoryReader::new(data.clone()).indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES);
+    assert_eq!(page(&uncached, &first), read_page(&data, &first).unwrap());
+    assert_eq!(
+        uncached.take_trips(),
+        [4, 3],
+        "head and index, first bytes, rest"
     );
 }
 
