@@ -394,8 +394,7 @@ async fn page<R: SpillReader>(
         return Err(PageError::Stale);
     }
     let window = window.start - start.line..window.end - start.line;
-    let likely = preroll + LIKELY_PAGE_BYTES;
-    let data = page_bytes(reader, request, spill, view, range, likely, &window).await?;
+    let data = page_bytes(reader, request, spill, view, range, &window).await?;
     let lines = window_lines(&data, window.clone());
     Ok(render(
         &request.handle,
@@ -406,19 +405,20 @@ async fn page<R: SpillReader>(
 }
 
 /// The payload bytes `range` that a page's `window` of lines (counted from the range's first
-/// line) is read from: held, or read. A range past `likely` is read up to there first, and
-/// the rest only when those bytes do not decide the page ([`decided_by`]); from then on the
-/// spill's pages read their whole range at once.
+/// line, which starts it) is read from: held, or read. A range longer than `B` +
+/// [`LIKELY_PAGE_BYTES`] is read that far first, and the rest only when those bytes do not
+/// decide the page ([`decided_by`]); from then on the spill's pages read their whole range at
+/// once.
 async fn page_bytes<R: SpillReader>(
     reader: &R,
     request: &ReadRequest,
     spill: &Spill<'_>,
     view: &IndexView,
     range: Range<u64>,
-    likely: u64,
     window: &Range<u64>,
 ) -> Result<Bytes, PageError> {
     let (handle, payload) = (&request.handle, &view.payload);
+    let likely = range.start + view.header.checkpoint_bytes() + LIKELY_PAGE_BYTES;
     if let Some(bytes) = held_slice(0, &spill.head, &range) {
         return Ok(bytes);
     }

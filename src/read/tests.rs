@@ -404,21 +404,14 @@ proptest! {
         let data = piece.repeat(repeat);
         let total = split_lines(&data).count() as u64;
         let window = window.0.min(total)..(window.0 + window.1).min(total);
-        let shown = window.end - window.start;
-        let decides = |len: usize| {
-            let prefix = &data[..len];
-            shown > 0 && request::decided_by(prefix, lines::window_ranges(prefix, window.clone()), shown)
-        };
-        let page = |bytes| request::render("h", total, shown, lines::window_lines(bytes, window.clone()));
-        let (mut low, mut high) = (0, data.len());
-        while low < high {
-            let mid = (low + high) / 2;
-            if decides(mid) { high = mid } else { low = mid + 1 }
-        }
-        let uniform = (data.len() as f64 * cut) as usize;
-        let cuts = (low..data.len().min(low + 8)).chain([uniform]);
-        for len in cuts.filter(|&len| decides(len)) {
-            prop_assert_eq!(page(&data[..len]), page(&data), "a prefix of {} bytes", len);
+        if !window.is_empty() {
+            let prefixes = PrefixPages::new(&data, total, window);
+            let uniform = (data.len() as f64 * cut) as usize;
+            let low = prefixes.shortest_deciding();
+            let cuts = (low..data.len().min(low + 8)).chain([uniform]);
+            for len in cuts.filter(|&len| prefixes.decides(len)) {
+                prop_assert_eq!(prefixes.page(len), prefixes.page(data.len()), "a prefix of {} bytes", len);
+            }
         }
     }
 
@@ -659,38 +652,64 @@ fn prefixes_around_the_body_cap_decide_pages_as_all_their_bytes_do() {
         for (chars, lines) in [(16_666, 3u64), (25_000, 2), (49_999, 1), (50_000, 1)] {
             let line = [unit.repeat(chars).as_slice(), tail, brk].concat();
             let data = line.repeat(lines as usize + 2);
-            let total = lines + 2;
-            let window = 1..1 + lines;
-            let decides = |len: usize| {
-                let prefix = &data[..len];
-                request::decided_by(prefix, lines::window_ranges(prefix, window.clone()), lines)
-            };
-            let page = |bytes| {
-                request::render(
-                    "h",
-                    total,
-                    lines,
-                    lines::window_lines(bytes, window.clone()),
-                )
-            };
-            let (mut low, mut high) = (0, data.len());
-            while low < high {
-                let mid = (low + high) / 2;
-                if decides(mid) {
-                    high = mid
-                } else {
-                    low = mid + 1
-                }
-            }
+            let prefixes = PrefixPages::new(&data, lines + 2, 1..1 + lines);
+            let low = prefixes.shortest_deciding();
             assert!(low < data.len(), "all the bytes decide the page");
-            let full = page(&data);
+            let full = prefixes.page(data.len());
             for len in low.saturating_sub(4)..(low + 8).min(data.len()) {
-                if decides(len) {
+                if prefixes.decides(len) {
                     let at = format!("{unit:x?} {brk:x?} {tail:x?} {chars}×{lines}, prefix {len}");
-                    assert_eq!(page(&data[..len]), full, "{at}");
+                    assert_eq!(prefixes.page(len), full, "{at}");
                 }
             }
         }
+    }
+}
+
+/// A page's `window` of the `total` lines of `data`, rendered from prefixes of `data`.
+struct PrefixPages<'a> {
+    data: &'a [u8],
+    total: u64,
+    window: Range<u64>,
+}
+
+impl<'a> PrefixPages<'a> {
+    fn new(data: &'a [u8], total: u64, window: Range<u64>) -> Self {
+        Self {
+            data,
+            total,
+            window,
+        }
+    }
+
+    /// Whether the first `len` bytes decide the page.
+    fn decides(&self, len: usize) -> bool {
+        let (prefix, shown) = (&self.data[..len], self.window.end - self.window.start);
+        request::decided_by(
+            prefix,
+            lines::window_ranges(prefix, self.window.clone()),
+            shown,
+        )
+    }
+
+    /// The page rendered from the first `len` bytes.
+    fn page(&self, len: usize) -> String {
+        let lines = lines::window_lines(&self.data[..len], self.window.clone());
+        let shown = self.window.end - self.window.start;
+        request::render("h", self.total, shown, lines)
+    }
+
+    /// The shortest prefix that decides the page, by bisection (all of `data` if none does).
+    fn shortest_deciding(&self) -> usize {
+        let (mut low, mut high) = (0, self.data.len());
+        while low < high {
+            let mid = (low + high) / 2;
+            match self.decides(mid) {
+                true => high = mid,
+                false => low = mid + 1,
+            }
+        }
+        low
     }
 }
 
