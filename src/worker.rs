@@ -215,6 +215,8 @@ pub struct WorkerRuntime {
     pub metrics: Metrics,
     /// Where the Prometheus endpoint listens, if any.
     pub metrics_addr: Option<SocketAddr>,
+    /// The Prometheus meter, if any, for more counters.
+    pub meter: Option<Arc<dyn CoreMeter>>,
 }
 
 impl std::ops::Deref for WorkerRuntime {
@@ -227,7 +229,7 @@ impl std::ops::Deref for WorkerRuntime {
 /// A runtime on the current tokio runtime; with `metrics_addr`, a Prometheus endpoint there
 /// (`/metrics`) serving the SDK's metrics and Overspill's.
 pub fn runtime(metrics_addr: Option<SocketAddr>) -> Result<WorkerRuntime, WorkerError> {
-    let (telemetry, metrics, bound) = match metrics_addr {
+    let (telemetry, metrics, bound, meter) = match metrics_addr {
         Some(addr) => {
             let server = start_prometheus_metric_exporter(
                 PrometheusExporterOptions::builder()
@@ -237,9 +239,10 @@ pub fn runtime(metrics_addr: Option<SocketAddr>) -> Result<WorkerRuntime, Worker
             .map_err(|e| WorkerError::setup(format!("cannot serve metrics on {addr}: {e}")))?;
             let meter: Arc<dyn CoreMeter> = server.meter.clone();
             let telemetry = TelemetryOptions::builder().metrics(meter.clone()).build();
-            (telemetry, Metrics::new(&meter), Some(server.bound_addr))
+            let metrics = Metrics::new(&meter);
+            (telemetry, metrics, Some(server.bound_addr), Some(meter))
         }
-        None => (TelemetryOptions::default(), Metrics::default(), None),
+        None => (TelemetryOptions::default(), Metrics::default(), None, None),
     };
     let options = RuntimeOptions::builder()
         .telemetry_options(telemetry)
@@ -250,6 +253,7 @@ pub fn runtime(metrics_addr: Option<SocketAddr>) -> Result<WorkerRuntime, Worker
         runtime,
         metrics,
         metrics_addr: bound,
+        meter,
     })
 }
 

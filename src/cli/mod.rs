@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use clap::{Parser, Subcommand};
 
 mod dev;
+mod external_storage;
 mod grep;
 mod map;
 mod read;
@@ -33,6 +34,9 @@ enum Command {
     /// List or garbage-collect spills.
     #[command(subcommand)]
     Spills(spills::Command),
+    /// Temporal External Storage housekeeping.
+    #[command(subcommand)]
+    ExternalStorage(external_storage::Command),
     /// Serve the tool_output_limits.* activities on a Temporal task queue.
     Worker(Box<worker::Args>),
     /// Start a Temporal dev server, a local store and the worker, and run a demo.
@@ -58,6 +62,7 @@ pub(crate) fn main() -> ExitCode {
             Command::Read(args) => read::run(args).await,
             Command::Grep(args) => grep::run(args).await,
             Command::Spills(cmd) => spills::run(cmd).await,
+            Command::ExternalStorage(cmd) => external_storage::run(cmd).await,
             Command::Worker(args) => worker::run(*args).await,
             Command::Dev(args) => dev::run(args).await,
         }
@@ -89,9 +94,11 @@ fn runtime(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
             None => Builder::new_multi_thread(),
         },
         Command::Dev(_) => Builder::new_multi_thread(),
-        Command::Reduce(_) | Command::Read(_) | Command::Grep(_) | Command::Spills(_) => {
-            Builder::new_current_thread()
-        }
+        Command::Reduce(_)
+        | Command::Read(_)
+        | Command::Grep(_)
+        | Command::Spills(_)
+        | Command::ExternalStorage(_) => Builder::new_current_thread(),
     };
     builder.enable_all().build()
 }

@@ -139,6 +139,8 @@ pub(crate) struct Args {
     max_inflight_bytes: Option<ByteSize>,
     #[command(flatten)]
     external_storage: ExternalStorageArgs,
+    #[command(flatten)]
+    external_storage_gc: super::external_storage::ScheduleArgs,
     /// Serve Prometheus metrics on this address (`/metrics`), e.g. `127.0.0.1:9464`.
     #[arg(long, env = "OVERSPILL_METRICS_ADDR", value_name = "ADDR")]
     metrics: Option<SocketAddr>,
@@ -196,6 +198,8 @@ pub(crate) async fn run(args: Args) -> CliResult {
     }
     let connect = args.temporal.connect();
     let client = connect.client().await?;
+    let gc_storage = external_storage.clone();
+    (args.external_storage_gc).spawn(gc_storage, &client, runtime.meter.as_ref());
     let mut activities = OverspillActivities::new(store.clone())
         .with_limits(limits)
         .with_inflight_budget(budget.clone());

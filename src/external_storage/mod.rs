@@ -7,6 +7,7 @@
 //! - [`Driver`]: the drivers' claims and content-addressed keys.
 //! - [`ExternalStorage`]: stores (`offload`) and fetches (`retrieve`) payloads, checking each
 //!   object's SHA-256 against its claim before use, every call bounded by a deadline.
+//! - [`ExternalStorage::gc`]: deletes the objects whose history Temporal has let go.
 //! - [`ExternalStorageCodec`]: the worker's payload codec. It offloads outbound payloads over the
 //!   threshold and resolves references in workflow activations. Activity inputs are left as
 //!   references for the activities to resolve inside their own task (see
@@ -33,6 +34,7 @@
 mod codec;
 mod driver;
 mod error;
+mod gc;
 mod reference;
 #[cfg(test)]
 mod tests;
@@ -52,6 +54,7 @@ use crate::store::{Bucket, StoreOptions};
 pub use codec::ExternalStorageCodec;
 pub use driver::{Driver, KeyScope, Located};
 pub use error::ExternalStorageError;
+pub use gc::{GcMetrics, GcOptions, GcReport, Tally};
 pub use reference::{LEGACY_ENCODING, MARKER_KEY, MESSAGE_TYPE, Reference};
 
 /// How much goes to External Storage.
