@@ -3,6 +3,7 @@ mod backends;
 mod bench;
 mod cli;
 mod external_storage;
+mod external_storage_gc;
 mod golden;
 mod grep;
 mod openai_server;

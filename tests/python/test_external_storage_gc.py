@@ -103,20 +103,22 @@ def _summary(run: subprocess.CompletedProcess[str]) -> tuple[int, ...]:
 
 
 async def _delete(client: Client, handle: WorkflowHandle[Any, Any], run_id: str) -> None:
-    """Delete the run through Temporal and wait (bounded) until it answers NotFound."""
+    """Delete the run through Temporal and wait (bounded) until it answers NotFound, for the run
+    and for the workflow id."""
     execution = WorkflowExecution(workflow_id=handle.id, run_id=run_id)
     await client.workflow_service.delete_workflow_execution(
         DeleteWorkflowExecutionRequest(namespace=client.namespace, workflow_execution=execution)
     )
     deadline = time.monotonic() + 60
-    while True:
-        try:
-            await client.get_workflow_handle(handle.id, run_id=run_id).describe()
-        except RPCError as e:
-            assert e.status == RPCStatusCode.NOT_FOUND, e
-            return
-        assert time.monotonic() < deadline, f'{handle.id} still described 60 s after its deletion'
-        await asyncio.sleep(0.2)
+    for run in (run_id, None):
+        while True:
+            try:
+                await client.get_workflow_handle(handle.id, run_id=run).describe()
+            except RPCError as e:
+                assert e.status == RPCStatusCode.NOT_FOUND, e
+                break
+            assert time.monotonic() < deadline, f'{handle.id} still described 60 s after its deletion'
+            await asyncio.sleep(0.2)
 
 
 @pytest.fixture
@@ -218,12 +220,18 @@ def test_gc_deletes_exactly_the_deleted_runs_objects(bucket: tuple[str, Any], tm
             await replayer.replay_workflow(await running.fetch_history())
             with pytest.raises(Exception):
                 await replayer.replay_workflow(deleted_history)
+            # The replayer stored what it re-encoded under its own namespace, which Temporal does
+            # not know (gc keeps such objects and counts an error): not this test's subject.
+            for key in _keys(s3, name):
+                if key.startswith('v0/ns/ReplayNamespace/'):
+                    s3.delete_object(Bucket=name, Key=key)
             # The running one finishes with its stored input and activity result.
             await running.signal(GcProbe.finish)
             assert (await running.result()).startswith(f'running {tag}')
 
             # Unscoped objects go only with --unscoped-older-than; unknown keys never.
             unscoped_run = await asyncio.to_thread(_gc, name, '--older-than', '0s', '--unscoped-older-than', '0s')
+            assert unscoped_run.returncode == 0, unscoped_run.stdout + unscoped_run.stderr
             assert _summary(unscoped_run)[1] == len(unscoped), unscoped_run.stdout
             left = _keys(s3, name)
             assert set(after) - set(left) == set(unscoped) and 'v0/other/key' in left
