@@ -122,8 +122,8 @@ impl ScheduleArgs {
                 };
                 match storage.gc(&client, options).await {
                     Ok(report) => {
-                        tracing::info!(bucket = storage.bucket_name(), "external-storage gc: {report}");
                         metrics.iter().for_each(|m| m.record(&report));
+                        tracing::info!(bucket = storage.bucket_name(), "external-storage gc: {report}");
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "external-storage gc failed");

@@ -475,57 +475,35 @@ impl Pace {
     }
 }
 
-/// The collections' Prometheus counters: `overspill_external_storage_gc_runs_checked`,
-/// `…_objects_deleted`, `…_bytes_deleted`, `…_objects_kept`, `…_bytes_kept`, `…_errors`.
-#[derive(Clone)]
-pub struct GcMetrics(Arc<[Counter; 6]>, MetricAttributes);
+/// The Prometheus counters of scheduled collections: `overspill_external_storage_gc_` and
+/// each name here, in [`GcMetrics::record`]'s order.
+const COUNTERS: [(&str, &str); 6] = [
+    ("runs_checked", "Workflow executions described"),
+    ("objects_deleted", "Objects deleted"),
+    ("bytes_deleted", "Bytes deleted"),
+    ("objects_kept", "Objects kept"),
+    ("bytes_kept", "Bytes kept"),
+    ("errors", "Temporal calls, deletes and listings that failed"),
+];
 
-impl std::fmt::Debug for GcMetrics {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("GcMetrics")
-    }
-}
+/// Counters of [`GcReport`]s: `overspill_external_storage_gc_runs_checked`, `…_objects_deleted`,
+/// `…_bytes_deleted`, `…_objects_kept`, `…_bytes_kept`, `…_errors`.
+#[derive(Clone, derive_more::Debug)]
+#[debug("GcMetrics")]
+pub struct GcMetrics(Arc<[Counter]>, MetricAttributes);
 
 impl GcMetrics {
     /// Counters registered with `meter` (the SDK's Prometheus meter).
     pub fn new(meter: &Arc<dyn CoreMeter>) -> Self {
-        let counter = |name: &'static str, description: &'static str| {
+        let counters = COUNTERS.iter().map(|(name, what)| {
             meter.counter(
                 MetricParameters::builder()
-                    .name(name)
-                    .description(description)
+                    .name(format!("overspill_external_storage_gc_{name}"))
+                    .description(format!("External Storage gc: {what}"))
                     .build(),
             )
-        };
-        Self(
-            Arc::new([
-                counter(
-                    "overspill_external_storage_gc_runs_checked",
-                    "Workflow executions External Storage gc asked Temporal about",
-                ),
-                counter(
-                    "overspill_external_storage_gc_objects_deleted",
-                    "External Storage objects deleted",
-                ),
-                counter(
-                    "overspill_external_storage_gc_bytes_deleted",
-                    "Bytes of External Storage objects deleted",
-                ),
-                counter(
-                    "overspill_external_storage_gc_objects_kept",
-                    "External Storage objects a collection kept",
-                ),
-                counter(
-                    "overspill_external_storage_gc_bytes_kept",
-                    "Bytes of External Storage objects a collection kept",
-                ),
-                counter(
-                    "overspill_external_storage_gc_errors",
-                    "Temporal calls and deletes of External Storage gc that failed",
-                ),
-            ]),
-            meter.new_attributes(NewAttributes::default()),
-        )
+        });
+        Self(counters.collect(), meter.new_attributes(NewAttributes::default()))
     }
 
     /// Add one collection's numbers.
