@@ -74,7 +74,8 @@ pub(crate) struct ScheduleArgs {
 
 pub(crate) async fn run(Command::Gc(args): Command) -> CliResult {
     overspill::worker::init_logging(overspill::worker::LogFormat::Text);
-    let storage = ExternalStorage::open(&args.external_storage, ExternalStorageSettings::default())?;
+    let storage =
+        ExternalStorage::open(&args.external_storage, ExternalStorageSettings::default())?;
     let client = args.temporal.connect().client().await?;
     let options = GcOptions {
         now: SystemTime::now(),
@@ -123,11 +124,17 @@ impl ScheduleArgs {
                 match storage.gc(&client, options).await {
                     Ok(report) => {
                         metrics.iter().for_each(|m| m.record(&report));
-                        tracing::info!(bucket = storage.bucket_name(), "external-storage gc: {report}");
+                        tracing::info!(
+                            bucket = storage.bucket_name(),
+                            "external-storage gc: {report}"
+                        );
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "external-storage gc failed");
-                        let failed = GcReport { errors: 1, ..GcReport::default() };
+                        let failed = GcReport {
+                            errors: 1,
+                            ..GcReport::default()
+                        };
                         metrics.iter().for_each(|m| m.record(&failed));
                     }
                 }

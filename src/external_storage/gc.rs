@@ -153,7 +153,12 @@ enum Owner {
 impl Owner {
     /// The owner of `key`, the part after `{prefix}/v0/`.
     fn of(key: &str) -> Self {
-        let decode = |s: &str| percent_decode_str(s).decode_utf8().ok().map(|s| s.into_owned());
+        let decode = |s: &str| {
+            percent_decode_str(s)
+                .decode_utf8()
+                .ok()
+                .map(|s| s.into_owned())
+        };
         let segments: Vec<&str> = key.split('/').collect();
         match segments.as_slice() {
             ["d", "sha256", _]
@@ -291,7 +296,11 @@ impl Collection<'_> {
             .iter()
             .map(|m| {
                 let key = m.location.as_ref();
-                Owner::of(key.strip_prefix(root).unwrap_or(key).trim_start_matches('/'))
+                Owner::of(
+                    key.strip_prefix(root)
+                        .unwrap_or(key)
+                        .trim_start_matches('/'),
+                )
             })
             .collect();
         // Only owners of objects old enough to go are worth a question: first whether the
@@ -312,7 +321,9 @@ impl Collection<'_> {
                         run: id,
                     } => match (run, id) {
                         (false, _) => Some((namespace.clone(), workflow_id.clone(), String::new())),
-                        (true, Some(id)) => Some((namespace.clone(), workflow_id.clone(), id.clone())),
+                        (true, Some(id)) => {
+                            Some((namespace.clone(), workflow_id.clone(), id.clone()))
+                        }
                         (true, None) => None,
                     },
                     _ => None,
@@ -503,7 +514,10 @@ impl GcMetrics {
                     .build(),
             )
         });
-        Self(counters.collect(), meter.new_attributes(NewAttributes::default()))
+        Self(
+            counters.collect(),
+            meter.new_attributes(NewAttributes::default()),
+        )
     }
 
     /// Add one collection's numbers.
@@ -538,16 +552,40 @@ mod tests {
     fn keys_name_their_owner() {
         let hex = "ab".repeat(32);
         let cases = [
-            (format!("ns/default/wt/W/wi/wf-1/ri/r-1/d/sha256/{hex}"), workflow("default", "wf-1", Some("r-1"))),
-            (format!("ns/my%20ns/wt/W/wi/a%2Fb%20%C3%BC/ri/null/d/sha256/{hex}"), workflow("my ns", "a/b ü", None)),
-            (format!("ns/default/wt/null/wi/wf-1/ri/null/d/sha256/{hex}"), workflow("default", "wf-1", None)),
-            (format!("ns/default/wt/W/wi/null/ri/r/d/sha256/{hex}"), Owner::Unscoped),
-            (format!("ns/null/wt/W/wi/x/ri/r/d/sha256/{hex}"), Owner::Unscoped),
+            (
+                format!("ns/default/wt/W/wi/wf-1/ri/r-1/d/sha256/{hex}"),
+                workflow("default", "wf-1", Some("r-1")),
+            ),
+            (
+                format!("ns/my%20ns/wt/W/wi/a%2Fb%20%C3%BC/ri/null/d/sha256/{hex}"),
+                workflow("my ns", "a/b ü", None),
+            ),
+            (
+                format!("ns/default/wt/null/wi/wf-1/ri/null/d/sha256/{hex}"),
+                workflow("default", "wf-1", None),
+            ),
+            (
+                format!("ns/default/wt/W/wi/null/ri/r/d/sha256/{hex}"),
+                Owner::Unscoped,
+            ),
+            (
+                format!("ns/null/wt/W/wi/x/ri/r/d/sha256/{hex}"),
+                Owner::Unscoped,
+            ),
             (format!("d/sha256/{hex}"), Owner::Unscoped),
             (format!("ns/default/d/sha256/{hex}"), Owner::Unscoped),
-            (format!("ns/default/at/A/ai/a-1/ri/r-1/d/sha256/{hex}"), Owner::Unscoped),
-            (format!("ns/default/wt/W/wi/%FF/ri/r/d/sha256/{hex}"), Owner::Unknown),
-            (format!("ns/default/wt/W/wi/x/ri/r/d/md5/{hex}/extra"), Owner::Unknown),
+            (
+                format!("ns/default/at/A/ai/a-1/ri/r-1/d/sha256/{hex}"),
+                Owner::Unscoped,
+            ),
+            (
+                format!("ns/default/wt/W/wi/%FF/ri/r/d/sha256/{hex}"),
+                Owner::Unknown,
+            ),
+            (
+                format!("ns/default/wt/W/wi/x/ri/r/d/md5/{hex}/extra"),
+                Owner::Unknown,
+            ),
             ("something/else".to_owned(), Owner::Unknown),
         ];
         for (key, owner) in cases {
@@ -571,7 +609,11 @@ mod tests {
         };
         let url = |name: &str| format!("type.googleapis.com/temporal.api.errordetails.v1.{name}");
         let run = pack_any(url("NotFoundFailure"), &NotFoundFailure::default()).ok();
-        let ns = pack_any(url("NamespaceNotFoundFailure"), &NamespaceNotFoundFailure::default()).ok();
+        let ns = pack_any(
+            url("NamespaceNotFoundFailure"),
+            &NamespaceNotFoundFailure::default(),
+        )
+        .ok();
         assert!(execution_not_found(&status(Code::NotFound, run.clone())));
         assert!(!execution_not_found(&status(Code::NotFound, ns)));
         assert!(!execution_not_found(&status(Code::NotFound, None)));
@@ -583,8 +625,14 @@ mod tests {
     fn the_summary_names_every_count() {
         let report = GcReport {
             runs_checked: 3,
-            deleted: Tally { objects: 2, bytes: 10 },
-            kept: Tally { objects: 4, bytes: 20 },
+            deleted: Tally {
+                objects: 2,
+                bytes: 10,
+            },
+            kept: Tally {
+                objects: 4,
+                bytes: 20,
+            },
             errors: 1,
             dry_run: true,
         };
