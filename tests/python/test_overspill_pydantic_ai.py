@@ -8,15 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import uuid
 from typing import Any
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'workflows' / 'python' / 'src'))
-
 from overspill_pydantic_ai import OverspillStore, OverspillSummarizer, SummarizeError, sanitize_key
 from overspill_pydantic_ai._keys import StoreLocation, refusal
 from pydantic_ai_harness.tool_output_limits._capability import _read_slice
