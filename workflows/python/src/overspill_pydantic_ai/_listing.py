@@ -53,12 +53,20 @@ def list_page(store: OverspillStore, run_id: str, limit: int, tool_names: dict[s
     spills = _local_spills(store, run_id) if store._location.root is not None else _s3_spills(store, run_id)
     spills.sort(key=lambda s: (s.modified, s.handle), reverse=True)
     shown = spills[: min(limit, MAX_LIMIT)]
-    named = {sanitize_segment(call): tool for call, tool in tool_names.items()}
+    named = {sanitize_segment(call): (call, tool) for call, tool in tool_names.items()}
+    run_key = sanitize_key(run_id) + '/'
     for spill in shown:
         _fill(store, spill)
-        if spill.tool is None:
-            last = spill.handle.rsplit('/', 1)[-1].removesuffix('.content')
-            spill.tool = named.get(last.rpartition('.')[0]) if '.' in last else None
+        last = spill.handle.rsplit('/', 1)[-1].removesuffix('.content')
+        stored = last.rpartition('.')[0] if '.' in last else None
+        call, tool = named.get(stored, (None, None)) if stored is not None else (None, None)
+        spill.tool = spill.tool or tool
+        # The handle as the marker shows it: the run id and tool call id unsanitized.
+        if spill.handle.startswith(run_key):
+            rest = spill.handle[len(run_key) :]
+            if call is not None and stored is not None and '/' not in rest:
+                rest = call + rest[len(stored) :]
+            spill.handle = f'{run_id}/{rest}'
     return render(run_id, shown, len(spills), time.time())
 
 
