@@ -126,6 +126,25 @@ impl ExternalStorage {
         &self.bucket.name
     }
 
+    /// Check that the bucket answers one listing request (it exists, the credentials are
+    /// accepted), within the per-call timeout.
+    pub async fn check(&self) -> Result<(), ExternalStorageError> {
+        let prefix = Path::from(self.bucket.prefix.as_str());
+        let listing = self.bucket.store.list_with_delimiter(Some(&prefix));
+        match tokio::time::timeout(self.bucket.deadline(0), listing).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(ExternalStorageError::Config(format!(
+                "bucket {}: {e}",
+                self.bucket.name
+            ))),
+            Err(_) => Err(ExternalStorageError::Config(format!(
+                "bucket {} did not answer within {:?}",
+                self.bucket.name,
+                self.bucket.deadline(0)
+            ))),
+        }
+    }
+
     /// The settings.
     pub fn settings(&self) -> ExternalStorageSettings {
         self.settings
