@@ -11,7 +11,7 @@ use object_store::GetOptions;
 use serde::{Deserialize, Serialize};
 
 use super::meta::SpillFacts;
-use super::{Backend, SpillInfo, Store, sanitize_segment};
+use super::{Backend, SpillInfo, Store, sanitize_key, sanitize_segment};
 use crate::limits::pyfmt::{repr, thousands};
 use crate::limits::{CONTENT_SUFFIX, StoreError};
 use crate::read::index::Header;
@@ -96,15 +96,26 @@ impl Store {
             .scan(async { Ok(facts.await) })
             .await
             .map_err(ReadOutcomeError::Store)?;
-        let named: BTreeMap<String, &String> = request
+        let named: BTreeMap<String, (&String, &String)> = request
             .tool_names
             .iter()
-            .map(|(call, tool)| (sanitize_segment(call).into_owned(), tool))
+            .map(|(call, tool)| (sanitize_segment(call).into_owned(), (call, tool)))
             .collect();
-        let spills = spills.into_iter().zip(facts).map(|(info, mut facts)| {
+        let run_key = format!("{}/", sanitize_key(&request.run_id));
+        let spills = spills.into_iter().zip(facts).map(|(mut info, mut facts)| {
+            let call = tool_call_id(&info.handle).and_then(|c| Some((c.len(), *named.get(c)?)));
             if facts.tool.is_none() {
-                let call = tool_call_id(&info.handle);
-                facts.tool = call.and_then(|c| named.get(c)).map(|t| (*t).clone());
+                facts.tool = call.map(|(_, (_, tool))| (*tool).clone());
+            }
+            // The handle as the marker shows it: the run id and tool call id unsanitized.
+            if let Some(rest) = info.handle.strip_prefix(&run_key) {
+                let rest = match call {
+                    Some((stored, (original, _))) if !rest.contains('/') => {
+                        format!("{original}{}", &rest[stored..])
+                    }
+                    _ => rest.to_owned(),
+                };
+                info.handle = format!("{}/{rest}", request.run_id);
             }
             ListedSpill { info, facts }
         });

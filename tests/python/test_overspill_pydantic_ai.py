@@ -149,7 +149,7 @@ def _overspill(*args: str, stdin: bytes | None = None) -> str:
         [binary, *args], input=stdin, capture_output=True, timeout=60, env={**os.environ, 'AWS_ALLOW_HTTP': 'true'}
     )
     assert done.returncode == 0, done.stderr.decode(errors='replace')
-    return done.stdout.decode()
+    return done.stdout.decode().removesuffix('\n')
 
 
 def _ages_hidden(text: str) -> str:

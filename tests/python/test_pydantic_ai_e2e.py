@@ -197,6 +197,7 @@ def _overspill_read(store_url: str, handle: str, *args: str, command: str = 'rea
         env={**os.environ, 'AWS_ALLOW_HTTP': 'true'},
     )
     assert out.returncode == 0, out.stderr
+    assert out.stdout.endswith('\n')
     return out.stdout.removesuffix('\n')
 
 
