@@ -79,9 +79,14 @@ class StoreLocation:
             other = StoreLocation.parse(url)
         except ValueError:
             return False
-        if self.root is not None or other.root is not None:
-            return self.root is not None and other.root is not None and os.path.normpath(self.root) == os.path.normpath(other.root)
-        return (self.bucket, self.prefix) == (other.bucket, other.prefix)
+        # Plain string work: this runs in workflow code, where the sandbox refuses `os.path`.
+        roots = [[part for part in (r or '').split('/') if part not in ('', '.')] for r in (self.root, other.root)]
+        return (self.bucket, self.prefix, self.root is None, roots[0]) == (
+            other.bucket,
+            other.prefix,
+            other.root is None,
+            roots[1],
+        )
 
     def object_key(self, handle: str) -> str:
         """The object key of `handle` inside the bucket (or the path inside a `file://` root)."""
