@@ -1,6 +1,6 @@
 //! `list_tool_results(run_id)`: a run's spills, newest first, with what each says about itself
 //! ([`SpillFacts`]), from a listing and one small request per spill shown: its metadata (a
-//! `HEAD` on S3), or, where the backend keeps none (a local directory) or the metadata has no
+//! `HEAD` on S3, an extended attribute on a local file), or, where there is none or it has no
 //! line count (spills of 64 KiB or more), its line index's header. Never a payload read.
 
 use std::collections::BTreeMap;
@@ -131,7 +131,10 @@ impl Store {
     async fn facts(&self, handle: &str, size: u64) -> SpillFacts {
         let mut facts = match &self.inner.backend {
             Backend::Object(_) => self.metadata(handle).await.unwrap_or_default(),
-            Backend::Local(_) => SpillFacts::default(),
+            Backend::Local(local) => match self.locate(handle) {
+                Ok(path) => local.facts(&path).map_or_else(SpillFacts::default, |q| SpillFacts::from_query(&q)),
+                Err(_) => SpillFacts::default(),
+            },
         };
         if size == 0 {
             facts.chars = Some(0);

@@ -344,7 +344,12 @@ impl Store {
             Backend::Object(fs) => fs,
             Backend::Local(local) => {
                 let (location, key) = (path.clone(), key.to_owned());
-                let write = move |l: &LocalBackend| l.write(&location, &key, &data);
+                let facts = SpillFacts::measure(&data, tool).await.to_query();
+                let write = move |l: &LocalBackend| {
+                    let written = l.write(&location, &key, &data)?;
+                    l.set_facts(&location, &facts);
+                    Ok(written)
+                };
                 let (fs, tag) = self.on_disk(local, len, write).await?;
                 return Ok((fs, Some(tag)));
             }

@@ -140,6 +140,8 @@ fn the_commands_share_one_default_store_and_name_it() {
     let (code, listed, _) = run(&["spills", "ls", "--run", "run-1"], b"");
     assert_eq!(code, Some(0));
     assert!(listed.starts_with("[run 'run-1': 1 spilled tool result(s)") && listed.ends_with('\n'), "{listed}");
+    let facts = format!("- 'run-1/c.0': build, {} chars, 3,000 lines, written", overspill::limits::pyfmt::thousands(log.len() as u64));
+    assert!(listed.contains(&facts), "the tool and size of a file:// spill: {listed}");
     let (code, _, stderr) = run(&["read", "run-2/c.0"], b"");
     assert_eq!(code, Some(1));
     assert!(stderr.contains(&format!("nothing found in file://{}/", root.display())), "{stderr}");

@@ -195,9 +195,8 @@ def test_toolset_outside_a_workflow_gives_the_workers_pages(
     worker = _ages_hidden(_overspill('spills', 'ls', '--run', 'run-t', '--store', store.url))
     # The worker's listing has no tool calls to name the harness's spill by.
     assert listing == worker.replace("'run-t/call-2.0': unknown tool", "'run-t/call-2.0': fetch")
-    # A file:// store keeps no metadata; the line index (spills of 64 KiB or more) has the lines.
-    facts = f'build, {len(log):,} chars' if backend == 's3' else 'unknown tool, ? chars'
-    assert f"- 'run-t/call-1.0': {facts}, 5,000 lines" in listing, listing
+    # A file:// store keeps the facts in an extended attribute, as S3 does in object metadata.
+    assert f"- 'run-t/call-1.0': build, {len(log):,} chars, 5,000 lines" in listing, listing
     with pytest.raises(ModelRetry, match='not a valid regex'):
         asyncio.run(toolset.grep_tool_result(ctx, 'run-t/call-1.0', '(unclosed', regex=True))
     missing = asyncio.run(toolset.grep_tool_result(ctx, 'run-t/nope.0', 'x'))
