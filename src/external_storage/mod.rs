@@ -131,18 +131,12 @@ impl ExternalStorage {
     pub async fn check(&self) -> Result<(), ExternalStorageError> {
         let prefix = Path::from(self.bucket.prefix.as_str());
         let listing = self.bucket.store.list_with_delimiter(Some(&prefix));
-        match tokio::time::timeout(self.bucket.deadline(0), listing).await {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) => Err(ExternalStorageError::Config(format!(
-                "bucket {}: {e}",
-                self.bucket.name
-            ))),
-            Err(_) => Err(ExternalStorageError::Config(format!(
-                "bucket {} did not answer within {:?}",
-                self.bucket.name,
-                self.bucket.deadline(0)
-            ))),
-        }
+        let why = match tokio::time::timeout(self.bucket.deadline(0), listing).await {
+            Ok(Ok(_)) => return Ok(()),
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!("no answer within {:?}", self.bucket.deadline(0)),
+        };
+        Err(ExternalStorageError::Config(format!("bucket {}: {why}", self.bucket.name)))
     }
 
     /// The settings.

@@ -506,7 +506,7 @@ fn a_worker_refuses_to_start_on_a_store_it_cannot_use() {
         "{no_es}"
     );
     let skipped = worker(&["--store", &missing, "--skip-store-check"], None);
-    assert!(skipped.contains("cannot connect to Temporal at 127.0.0.1:1"), "{skipped}");
+    assert!(skipped.contains("cannot connect to Temporal at http://127.0.0.1:1/"), "{skipped}");
 }
 
 /// `overspill dev` against the running server: the demo prints the model-visible text of a
