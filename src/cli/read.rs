@@ -162,7 +162,9 @@ pub(crate) fn print_page(page: Result<String, ReadOutcomeError>, store: &str) ->
         Ok(page) => {
             writeln!(std::io::stdout().lock(), "{page}")?;
             if page.starts_with("[No stored tool result") || page.contains(": 0 spilled tool") {
-                eprintln!("overspill: nothing found in {store} (--store or OVERSPILL_STORE names another)");
+                eprintln!(
+                    "overspill: nothing found in {store} (--store or OVERSPILL_STORE names another)"
+                );
                 return Ok(ExitCode::FAILURE);
             }
             Ok(ExitCode::SUCCESS)

@@ -136,7 +136,10 @@ impl ExternalStorage {
             Ok(Err(e)) => e.to_string(),
             Err(_) => format!("no answer within {:?}", self.bucket.deadline(0)),
         };
-        Err(ExternalStorageError::Config(format!("bucket {}: {why}", self.bucket.name)))
+        Err(ExternalStorageError::Config(format!(
+            "bucket {}: {why}",
+            self.bucket.name
+        )))
     }
 
     /// The settings.

@@ -132,7 +132,9 @@ impl Store {
         let mut facts = match &self.inner.backend {
             Backend::Object(_) => self.metadata(handle).await.unwrap_or_default(),
             Backend::Local(local) => match self.locate(handle) {
-                Ok(path) => local.facts(&path).map_or_else(SpillFacts::default, |q| SpillFacts::from_query(&q)),
+                Ok(path) => local
+                    .facts(&path)
+                    .map_or_else(SpillFacts::default, |q| SpillFacts::from_query(&q)),
                 Err(_) => SpillFacts::default(),
             },
         };

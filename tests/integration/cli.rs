@@ -101,7 +101,10 @@ fn read_refuses_unknown_and_escaping_handles_with_the_reference_text() {
         let out = overspill(&["read", handle, "--store", &store], b"");
         assert_eq!(out.status.code(), Some(1));
         let stdout = text(&out.stdout);
-        assert_eq!(stdout, format!("{}\n", overspill::read::no_stored_result(handle)));
+        assert_eq!(
+            stdout,
+            format!("{}\n", overspill::read::no_stored_result(handle))
+        );
         assert!(text(&out.stderr).contains(&format!("nothing found in {store}/")));
     }
 }
@@ -128,30 +131,69 @@ fn the_commands_share_one_default_store_and_name_it() {
         (out.status.code(), text(&out.stdout), text(&out.stderr))
     };
     let log: String = (0..3_000).map(|i| format!("{i} step ok\n")).collect();
-    let reduce = ["reduce", "--tool", "build", "--run-id", "run-1", "--call-id", "c"];
+    let reduce = [
+        "reduce",
+        "--tool",
+        "build",
+        "--run-id",
+        "run-1",
+        "--call-id",
+        "c",
+    ];
     assert_eq!(run(&reduce, log.as_bytes()).0, Some(0));
     let root = tmp.path().join(format!("overspill-{}", euid()));
-    assert!(root.join("tool_output_limits/run-1/c.0").is_file(), "spilled to the default store");
+    assert!(
+        root.join("tool_output_limits/run-1/c.0").is_file(),
+        "spilled to the default store"
+    );
     let (code, page, _) = run(&["read", "run-1/c.0", "--limit", "1", "--from-end"], b"");
-    assert_eq!((code, page.as_str()), (Some(0), "[handle 'run-1/c.0': 3,000 matching line(s); showing 1]\n2999 step ok\n"));
+    assert_eq!(
+        (code, page.as_str()),
+        (
+            Some(0),
+            "[handle 'run-1/c.0': 3,000 matching line(s); showing 1]\n2999 step ok\n"
+        )
+    );
     let (code, page, _) = run(&["grep", "run-1/c.0", "2999"], b"");
     assert_eq!(code, Some(0));
-    assert!(page.starts_with("[handle 'run-1/c.0': 1 matching line(s) for '2999'") && page.ends_with("ok\n"), "{page}");
+    assert!(
+        page.starts_with("[handle 'run-1/c.0': 1 matching line(s) for '2999'")
+            && page.ends_with("ok\n"),
+        "{page}"
+    );
     let (code, listed, _) = run(&["spills", "ls", "--run", "run-1"], b"");
     assert_eq!(code, Some(0));
-    assert!(listed.starts_with("[run 'run-1': 1 spilled tool result(s)") && listed.ends_with('\n'), "{listed}");
-    let facts = format!("- 'run-1/c.0': build, {} chars, 3,000 lines, written", overspill::limits::pyfmt::thousands(log.len() as u64));
-    assert!(listed.contains(&facts), "the tool and size of a file:// spill: {listed}");
+    assert!(
+        listed.starts_with("[run 'run-1': 1 spilled tool result(s)") && listed.ends_with('\n'),
+        "{listed}"
+    );
+    let facts = format!(
+        "- 'run-1/c.0': build, {} chars, 3,000 lines, written",
+        overspill::limits::pyfmt::thousands(log.len() as u64)
+    );
+    assert!(
+        listed.contains(&facts),
+        "the tool and size of a file:// spill: {listed}"
+    );
     let (code, _, stderr) = run(&["read", "run-2/c.0"], b"");
     assert_eq!(code, Some(1));
-    assert!(stderr.contains(&format!("nothing found in file://{}/", root.display())), "{stderr}");
+    assert!(
+        stderr.contains(&format!("nothing found in file://{}/", root.display())),
+        "{stderr}"
+    );
 }
 
 /// The effective user id, as the default store's directory names it (from `/proc`).
 fn euid() -> String {
     let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    let uid = status.lines().find_map(|l| l.strip_prefix("Uid:")).expect("a Uid line");
-    uid.split_whitespace().nth(1).expect("the effective uid").to_owned()
+    let uid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .expect("a Uid line");
+    uid.split_whitespace()
+        .nth(1)
+        .expect("the effective uid")
+        .to_owned()
 }
 
 #[test]

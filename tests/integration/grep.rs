@@ -154,7 +154,8 @@ fn cli(args: &[&str]) -> String {
     assert!(out.status.success(), "{stderr}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let page = stdout.strip_suffix('\n');
-    page.unwrap_or_else(|| panic!("no newline at the end: {stdout:?}")).to_owned()
+    page.unwrap_or_else(|| panic!("no newline at the end: {stdout:?}"))
+        .to_owned()
 }
 
 fn thousands(n: usize) -> String {

@@ -485,7 +485,9 @@ fn a_worker_refuses_to_start_on_a_store_it_cannot_use() {
     let spills = crate::store::base_url();
     let worker = |args: &[&str], secret: Option<&str>| {
         let mut command = Command::new(env!("CARGO_BIN_EXE_overspill"));
-        command.args(["worker", "--address", "127.0.0.1:1"]).args(args);
+        command
+            .args(["worker", "--address", "127.0.0.1:1"])
+            .args(args);
         if let Some(secret) = secret {
             command.env("AWS_SECRET_ACCESS_KEY", secret);
         }
@@ -493,20 +495,32 @@ fn a_worker_refuses_to_start_on_a_store_it_cannot_use() {
         assert!(!out.status.success());
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
-    let fix = "Fix --store (OVERSPILL_STORE) or its credentials (AWS_*), or pass --skip-store-check";
+    let fix =
+        "Fix --store (OVERSPILL_STORE) or its credentials (AWS_*), or pass --skip-store-check";
     let no_bucket = worker(&["--store", &missing], None);
-    assert!(no_bucket.contains(&format!("the store {missing} cannot be used: ")), "{no_bucket}");
+    assert!(
+        no_bucket.contains(&format!("the store {missing} cannot be used: ")),
+        "{no_bucket}"
+    );
     assert!(no_bucket.contains(fix), "{no_bucket}");
     let bad_secret = worker(&["--store", &spills], Some("not-the-secret"));
-    assert!(bad_secret.contains(&format!("the store {spills} cannot be used: ")), "{bad_secret}");
+    assert!(
+        bad_secret.contains(&format!("the store {spills} cannot be used: ")),
+        "{bad_secret}"
+    );
     assert!(bad_secret.contains(fix), "{bad_secret}");
     let no_es = worker(&["--store", &local, "--external-storage", &missing], None);
     assert!(
-        no_es.contains("Fix --external-storage (OVERSPILL_EXTERNAL_STORAGE), or pass --skip-store-check"),
+        no_es.contains(
+            "Fix --external-storage (OVERSPILL_EXTERNAL_STORAGE), or pass --skip-store-check"
+        ),
         "{no_es}"
     );
     let skipped = worker(&["--store", &missing, "--skip-store-check"], None);
-    assert!(skipped.contains("cannot connect to Temporal at http://127.0.0.1:1/"), "{skipped}");
+    assert!(
+        skipped.contains("cannot connect to Temporal at http://127.0.0.1:1/"),
+        "{skipped}"
+    );
 }
 
 /// `overspill dev` against the running server: the demo prints the model-visible text of a
