@@ -221,7 +221,6 @@ impl LocalBackend {
         })
     }
 
-    /// The file object_store's filesystem keeps the object at `location` in.
     /// Keep `facts` (URL query form) in the file's `user.overspill` extended attribute; a
     /// filesystem without them keeps none, and listings show the facts as unknown.
     pub(crate) fn set_facts(&self, location: &object_store::path::Path, facts: &str) {
@@ -239,6 +238,7 @@ impl LocalBackend {
         Some(buf)
     }
 
+    /// The file object_store's filesystem keeps the object at `location` in.
     fn file_path(&self, location: &object_store::path::Path) -> Result<PathBuf, StoreError> {
         self.local_fs()?
             .path_to_filesystem(location)
