@@ -132,8 +132,11 @@ def test_an_unreachable_store_is_not_reported_as_a_missing_result() -> None:
     store = OverspillStore('s3://spills?endpoint=http://127.0.0.1:9&region=us-east-1')
     from overspill_pydantic_ai import SpillReadError
 
-    with pytest.raises(SpillReadError):
+    with pytest.raises(SpillReadError) as raised:
         asyncio.run(store.read('run/call.0'))
+    # Non-retryable: the read_tool_result activity fails once instead of being retried forever.
+    assert raised.value.non_retryable and raised.value.type == 'SpillReadError'
+    assert f'from {store.url}: ' in str(raised.value) and 'OVERSPILL_STORE' in str(raised.value)
 
 
 # --- OverspillToolset outside Temporal: the same pages as the worker's ---------------------------
