@@ -300,7 +300,7 @@ async fn handles_cross_process_boundaries() {
     );
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
-        overspill::read::read_page(&data, &page(&handle, 4000, 3)).unwrap()
+        overspill::read::read_page(&data, &page(&handle, 4000, 3)).unwrap() + "\n"
     );
     // Written by another process, read here.
     let mut child = overspill()
