@@ -7,6 +7,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$OVERSPILL_ROOT"
 
 ensure_venv
+ensure_wheel_venv
 started=()
 cleanup() {
   for svc in "${started[@]}"; do "$OVERSPILL_ROOT/deploy/$svc.sh" stop || true; done

@@ -148,6 +148,10 @@ pub struct SpillResponse {
     pub shape: String,
     /// Bytes stored (UTF-8 of the text, or the binary length).
     pub overflow_bytes: u64,
+    /// The worker's store URL (no query, no password), where the handle resolves: a caller
+    /// that reads spills itself compares it with its own store.
+    #[serde(default)]
+    pub store: String,
 }
 
 /// `tool_output_limits.summarize`: one model call.

@@ -156,7 +156,10 @@ impl OverspillActivities {
         let spills = self.store.for_tool(&call.tool_name);
         let store = Watched::new(&spills);
         let summarizer = Watched::new(&self.summarizer);
-        let reduced = limits::reduce(&limits, &call, result, &store, &summarizer).await;
+        let mut reduced = limits::reduce(&limits, &call, result, &store, &summarizer).await;
+        if reduced.overflow_handle().is_some() || reduced.overflow_content_handle().is_some() {
+            reduced.store = Some(self.store.url().to_owned());
+        }
 
         let failure = store.failure().or_else(|| summarizer.failure());
         if let Some(failure) = failure {
@@ -217,6 +220,7 @@ impl OverspillActivities {
             shape: unit.sketch.clone(),
             handle,
             overflow_bytes: bytes,
+            store: self.store.url().to_owned(),
         })
     }
 

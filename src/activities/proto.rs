@@ -437,7 +437,7 @@ proto_form! { ReduceRequest => ReduceRequest {
 proto_form! { ReduceResponse => ReduceResponse {
     kind = kind, content_kind = content_kind, return_value = return_value,
     envelope.content = content_json, envelope.metadata = metadata_json,
-    envelope.wrapped = envelope, usage = usage,
+    envelope.wrapped = envelope, usage = usage, store = store,
 } then |reduced, message| {
     message.overflow_handle = reduced.overflow_handle().map(str::to_owned);
     message.overflow_content_handle = reduced.overflow_content_handle().map(str::to_owned);
@@ -452,6 +452,7 @@ proto_form! { SpillRequest => SpillRequest {
 
 proto_form! { SpillResponse => SpillResponse {
     handle = handle, preview = preview, shape = shape, overflow_bytes = overflow_bytes,
+    store = store,
 } }
 
 proto_form! { SummarizeRequest => SummarizeRequest {

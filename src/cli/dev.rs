@@ -25,11 +25,10 @@ pub(crate) struct Args {
     #[arg(long, env = "TEMPORAL_ADDRESS", default_value = "127.0.0.1:7233")]
     address: String,
     /// Task queue to serve.
-    #[arg(long, default_value = DEFAULT_TASK_QUEUE)]
+    #[arg(long, env = "OVERSPILL_TASK_QUEUE", default_value = DEFAULT_TASK_QUEUE)]
     task_queue: String,
-    /// Where spills go (default: `file://<project>/.deploy/dev/spills`; `$OVERSPILL_DEPLOY_DIR`
-    /// replaces `<project>/.deploy`, as in the deploy scripts).
-    #[arg(long, value_name = "URL")]
+    /// Where spills go (default: the store every command uses, see `overspill worker --help`).
+    #[arg(long, env = "OVERSPILL_STORE", value_name = "URL")]
     store: Option<String>,
     /// Lines of the demo's generated build log (55 bytes each; 50,000 ≈ 2.8 MB).
     #[arg(long, default_value_t = 50_000)]
@@ -53,15 +52,9 @@ pub(crate) async fn run(args: Args) -> CliResult {
         .unwrap_or_else(|| root.join(".deploy"));
     let started_server = ensure_server(&args.address, &root, &deploy).await?;
 
-    let store_url = match &args.store {
-        Some(url) => url.clone(),
-        None => {
-            let dir = deploy.join("dev").join("spills");
-            std::fs::create_dir_all(&dir)?;
-            format!("file://{}", dir.canonicalize()?.display())
-        }
-    };
-    let store = Arc::new(Store::open(Some(&store_url))?);
+    let store = Arc::new(Store::open(args.store.as_deref())?);
+    store.check().await?;
+    let store_url = store.url().to_owned();
     let runtime = worker::runtime(args.metrics)?;
     let client = Connect::new(args.address.clone()).client().await?;
     let activities = OverspillActivities::new(store).with_metrics(runtime.metrics.clone());

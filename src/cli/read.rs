@@ -28,14 +28,15 @@ pub(crate) struct Args<R: clap::Args> {
 
 pub(crate) async fn run(args: Args<ReadRequest>) -> CliResult {
     let spills = MappedSpills::new(Store::open(args.store.as_deref())?);
-    print_page(read::read_tool_result(&spills, &args.request).await)
+    let page = read::read_tool_result(&spills, &args.request).await;
+    print_page(page, spills.store.url())
 }
 
 /// A store as one command pages it: the payload of a spill of at least [`MAPPED_BYTES`] in a
 /// `file://` store is mapped once and read from the map, with no copy of each chunk through the
 /// kernel (a pattern page over 100 MB reads it all); everything else goes to the store.
 pub(crate) struct MappedSpills {
-    store: Store,
+    pub(crate) store: Store,
     /// The payload of the first spill asked for, once mapped (`None`: read through the store).
     mapped: OnceCell<Option<Mapped>>,
 }
@@ -153,11 +154,19 @@ impl SpillReader for MappedSpills {
     }
 }
 
-/// Print a page on stdout; a bad argument is its message on stderr and exit code 2.
-pub(crate) fn print_page(page: Result<String, ReadOutcomeError>) -> CliResult {
+/// Print a page (and a newline) on stdout; a bad argument is its message on stderr and exit
+/// code 2. When the page found nothing, stderr names `store`, the store searched, and the exit
+/// code is 1.
+pub(crate) fn print_page(page: Result<String, ReadOutcomeError>, store: &str) -> CliResult {
     match page {
         Ok(page) => {
-            std::io::stdout().lock().write_all(page.as_bytes())?;
+            writeln!(std::io::stdout().lock(), "{page}")?;
+            if page.starts_with("[No stored tool result") || page.contains(": 0 spilled tool") {
+                eprintln!(
+                    "overspill: nothing found in {store} (--store or OVERSPILL_STORE names another)"
+                );
+                return Ok(ExitCode::FAILURE);
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(ReadOutcomeError::Retry(retry)) => {

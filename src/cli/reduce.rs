@@ -36,8 +36,9 @@ pub(crate) struct Args {
     /// The tool call's retry.
     #[arg(long, default_value_t = 0)]
     retry: u32,
-    /// Where spills go: `file:///path`, `s3://bucket/prefix`, `memory://` (default: a private
-    /// directory under the system temp dir).
+    /// Where spills go: `file:///path`, `s3://bucket/prefix`, `memory://`. Default, for every
+    /// command, `overspill dev` and Python's `OverspillStore()`: `file://$TMPDIR/overspill-<euid>`
+    /// (`/tmp` without `TMPDIR`).
     #[arg(long, env = "OVERSPILL_STORE", value_name = "URL")]
     store: Option<String>,
     /// The model for Summarize bands, as `overspill worker` takes it; without `--model-url`,

@@ -91,15 +91,20 @@ pub(crate) async fn run(cmd: Command) -> CliResult {
                 limit,
                 ..ListRequest::default()
             };
-            let listing = store.open()?.list_run(&request).await;
+            let store = store.open()?;
+            let listing = store.list_run(&request).await;
             drop(out);
-            return print_page(listing.map(|l| l.render(now)));
+            return print_page(listing.map(|l| l.render(now)), store.url());
         }
         Command::Ls {
             run: None, store, ..
         } => {
-            let spills = store.open()?.list(None).await?;
+            let store = store.open()?;
+            let spills = store.list(None).await?;
             print_table(&mut out, &spills, now, None)?;
+            if spills.is_empty() {
+                eprintln!("overspill: no spills in {}", store.url());
+            }
         }
         Command::Gc {
             older_than,

@@ -118,8 +118,9 @@ pub(crate) struct Args {
     /// Task queue to poll.
     #[arg(long, env = "OVERSPILL_TASK_QUEUE", default_value = DEFAULT_TASK_QUEUE)]
     task_queue: String,
-    /// Where spills go: `file:///path`, `s3://bucket/prefix`, `memory://` (default: a private
-    /// directory under the system temp dir).
+    /// Where spills go: `file:///path`, `s3://bucket/prefix`, `memory://`. Default, for every
+    /// command, `overspill dev` and Python's `OverspillStore()`: `file://$TMPDIR/overspill-<euid>`
+    /// (`/tmp` without `TMPDIR`).
     #[arg(long, env = "OVERSPILL_STORE", value_name = "URL")]
     store: Option<String>,
     /// Default limits (JSON) for requests that carry no `config`.
@@ -141,6 +142,9 @@ pub(crate) struct Args {
     external_storage: ExternalStorageArgs,
     #[command(flatten)]
     external_storage_gc: super::external_storage::ScheduleArgs,
+    /// Start even when the store (or the External Storage bucket) does not answer at start.
+    #[arg(long, env = "OVERSPILL_SKIP_STORE_CHECK")]
+    skip_store_check: bool,
     /// Serve Prometheus metrics on this address (`/metrics`), e.g. `127.0.0.1:9464`.
     #[arg(long, env = "OVERSPILL_METRICS_ADDR", value_name = "ADDR")]
     metrics: Option<SocketAddr>,
@@ -192,6 +196,9 @@ pub(crate) async fn run(args: Args) -> CliResult {
         Some(bytes) => InflightBudget::new(bytes.as_u64()),
         None => InflightBudget::from_available_memory(),
     };
+    if !args.skip_store_check {
+        check_stores(&store, external_storage.as_deref()).await?;
+    }
     let runtime = worker::runtime(args.metrics)?;
     if let Some(addr) = runtime.metrics_addr {
         tracing::info!(%addr, "serving Prometheus metrics on /metrics");
@@ -240,6 +247,28 @@ pub(crate) async fn run(args: Args) -> CliResult {
     worker::run_until(&mut worker, shutdown).await?;
     tracing::info!("overspill worker stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuse to start on a store (or External Storage bucket) that cannot be used, naming it and
+/// what to fix, rather than failing at the first spill.
+async fn check_stores(
+    store: &Store,
+    external_storage: Option<&ExternalStorage>,
+) -> Result<(), String> {
+    let skip = "or pass --skip-store-check to start anyway";
+    store.check().await.map_err(|e| {
+        format!(
+            "the store {} cannot be used: {e}. Fix --store (OVERSPILL_STORE) or its credentials \
+             (AWS_*), {skip}",
+            store.url()
+        )
+    })?;
+    if let Some(storage) = external_storage {
+        storage.check().await.map_err(|e| {
+            format!("{e}. Fix --external-storage (OVERSPILL_EXTERNAL_STORAGE), {skip}")
+        })?;
+    }
+    Ok(())
 }
 
 /// Parse `--limits`, failing fast (before connecting) on an invalid file.

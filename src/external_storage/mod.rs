@@ -129,6 +129,22 @@ impl ExternalStorage {
         &self.bucket.name
     }
 
+    /// Check that the bucket answers one listing request (it exists, the credentials are
+    /// accepted), within the per-call timeout.
+    pub async fn check(&self) -> Result<(), ExternalStorageError> {
+        let prefix = Path::from(self.bucket.prefix.as_str());
+        let listing = self.bucket.store.list_with_delimiter(Some(&prefix));
+        let why = match tokio::time::timeout(self.bucket.deadline(0), listing).await {
+            Ok(Ok(_)) => return Ok(()),
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!("no answer within {:?}", self.bucket.deadline(0)),
+        };
+        Err(ExternalStorageError::Config(format!(
+            "bucket {}: {why}",
+            self.bucket.name
+        )))
+    }
+
     /// The settings.
     pub fn settings(&self) -> ExternalStorageSettings {
         self.settings

@@ -249,7 +249,7 @@ pub struct NoSummarizer;
 impl Summarizer for NoSummarizer {
     async fn summarize(&self, _request: SummaryRequest<'_>) -> Result<Summary, SummarizeError> {
         Err(SummarizeError::NotConfigured(
-            "no model is configured".into(),
+            "no model is configured: set --model-url (or OVERSPILL_MODEL_URL)".into(),
         ))
     }
 }

@@ -67,6 +67,10 @@ pub struct Reduced {
     /// An explicit `Passthrough` in the chain is not running out. Never serialized.
     #[serde(skip)]
     pub exhausted: bool,
+    /// The store something spilled to (its URL, as the worker shows it): set by the reduce
+    /// activity, never by the engine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
 }
 
 impl Reduced {
@@ -79,6 +83,7 @@ impl Reduced {
             envelope: result.envelope,
             usage: Usage::default(),
             exhausted: false,
+            store: None,
         }
     }
 
@@ -246,6 +251,7 @@ fn assemble(result: ToolResult, value: Applied, content: Applied) -> Reduced {
         envelope,
         usage,
         exhausted: value.exhausted || content.exhausted,
+        store: None,
     }
 }
 

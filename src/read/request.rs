@@ -31,7 +31,8 @@ pub const DEFAULT_LIMIT: i64 = 200;
 pub struct ReadRequest {
     /// The handle from a spill marker.
     pub handle: String,
-    /// Lines to skip (from the start, or from the end with `from_end`).
+    /// Lines to skip (from the start, or from the end with `from_end`); with `pattern`, matching
+    /// lines. The header says "matching line(s)" either way, as the reference does.
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     pub offset: i64,
     /// Lines to return (clamped to 1,000).

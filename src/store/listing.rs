@@ -1,6 +1,6 @@
 //! `list_tool_results(run_id)`: a run's spills, newest first, with what each says about itself
 //! ([`SpillFacts`]), from a listing and one small request per spill shown: its metadata (a
-//! `HEAD` on S3), or, where the backend keeps none (a local directory) or the metadata has no
+//! `HEAD` on S3, an extended attribute on a local file), or, where there is none or it has no
 //! line count (spills of 64 KiB or more), its line index's header. Never a payload read.
 
 use std::collections::BTreeMap;
@@ -11,7 +11,7 @@ use object_store::GetOptions;
 use serde::{Deserialize, Serialize};
 
 use super::meta::SpillFacts;
-use super::{Backend, SpillInfo, Store, sanitize_segment};
+use super::{Backend, SpillInfo, Store, sanitize_key, sanitize_segment};
 use crate::limits::pyfmt::{repr, thousands};
 use crate::limits::{CONTENT_SUFFIX, StoreError};
 use crate::read::index::Header;
@@ -96,15 +96,26 @@ impl Store {
             .scan(async { Ok(facts.await) })
             .await
             .map_err(ReadOutcomeError::Store)?;
-        let named: BTreeMap<String, &String> = request
+        let named: BTreeMap<String, (&String, &String)> = request
             .tool_names
             .iter()
-            .map(|(call, tool)| (sanitize_segment(call).into_owned(), tool))
+            .map(|(call, tool)| (sanitize_segment(call).into_owned(), (call, tool)))
             .collect();
-        let spills = spills.into_iter().zip(facts).map(|(info, mut facts)| {
+        let run_key = format!("{}/", sanitize_key(&request.run_id));
+        let spills = spills.into_iter().zip(facts).map(|(mut info, mut facts)| {
+            let call = tool_call_id(&info.handle).and_then(|c| Some((c.len(), *named.get(c)?)));
             if facts.tool.is_none() {
-                let call = tool_call_id(&info.handle);
-                facts.tool = call.and_then(|c| named.get(c)).map(|t| (*t).clone());
+                facts.tool = call.map(|(_, (_, tool))| (*tool).clone());
+            }
+            // The handle as the marker shows it: the run id and tool call id unsanitized.
+            if let Some(rest) = info.handle.strip_prefix(&run_key) {
+                let rest = match call {
+                    Some((stored, (original, _))) if !rest.contains('/') => {
+                        format!("{original}{}", &rest[stored..])
+                    }
+                    _ => rest.to_owned(),
+                };
+                info.handle = format!("{}/{rest}", request.run_id);
             }
             ListedSpill { info, facts }
         });
@@ -120,7 +131,12 @@ impl Store {
     async fn facts(&self, handle: &str, size: u64) -> SpillFacts {
         let mut facts = match &self.inner.backend {
             Backend::Object(_) => self.metadata(handle).await.unwrap_or_default(),
-            Backend::Local(_) => SpillFacts::default(),
+            Backend::Local(local) => match self.locate(handle) {
+                Ok(path) => local
+                    .facts(&path)
+                    .map_or_else(SpillFacts::default, |q| SpillFacts::from_query(&q)),
+                Err(_) => SpillFacts::default(),
+            },
         };
         if size == 0 {
             facts.chars = Some(0);

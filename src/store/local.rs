@@ -221,6 +221,23 @@ impl LocalBackend {
         })
     }
 
+    /// Keep `facts` (URL query form) in the file's `user.overspill` extended attribute; a
+    /// filesystem without them keeps none, and listings show the facts as unknown.
+    pub(crate) fn set_facts(&self, location: &object_store::path::Path, facts: &str) {
+        if let Ok(path) = self.file_path(location) {
+            let flags = rustix::fs::XattrFlags::empty();
+            let _ = rustix::fs::setxattr(path, FACTS_XATTR, facts.as_bytes(), flags);
+        }
+    }
+
+    /// The facts (URL query form) the file at `location` keeps, if any.
+    pub(crate) fn facts(&self, location: &object_store::path::Path) -> Option<Vec<u8>> {
+        let mut buf = vec![0; 4096];
+        let len = rustix::fs::getxattr(self.file_path(location).ok()?, FACTS_XATTR, &mut buf[..]);
+        buf.truncate(len.ok()?);
+        Some(buf)
+    }
+
     /// The file object_store's filesystem keeps the object at `location` in.
     fn file_path(&self, location: &object_store::path::Path) -> Result<PathBuf, StoreError> {
         self.local_fs()?
@@ -343,6 +360,9 @@ fn e_tag(meta: &std::fs::Metadata) -> String {
         .as_micros();
     format!("\"{inode:x}-{mtime:x}-{:x}\"", meta.len())
 }
+
+/// The extended attribute a spill's file keeps its facts in (`SpillFacts`' query form).
+const FACTS_XATTR: &str = "user.overspill";
 
 /// A local store root and its checks.
 #[derive(Debug, Clone)]

@@ -6,7 +6,8 @@
 //! Computed before the upload starts (a header travels with the first request): the char count
 //! and the first line always; the line count only for spills under the line index's threshold,
 //! since a larger spill's index header holds it (and counting 100 MB of lines would delay the
-//! upload). A local directory keeps no object metadata; listings there fall back to the index.
+//! upload). A local file keeps the same query in its `user.overspill` extended attribute (none on a
+//! filesystem without them: listings there fall back to the index).
 
 use bytes::Bytes;
 use object_store::{Attribute, AttributeValue, Attributes};
@@ -70,6 +71,16 @@ impl SpillFacts {
 
     /// The object attributes that carry these facts.
     pub(crate) fn to_attributes(&self) -> Attributes {
+        let mut attributes = Attributes::new();
+        attributes.insert(
+            Attribute::Metadata(KEY.into()),
+            AttributeValue::from(self.to_query()),
+        );
+        attributes
+    }
+
+    /// These facts in URL query form (a local file keeps them in its `user.overspill` xattr).
+    pub(crate) fn to_query(&self) -> String {
         let mut query = url::form_urlencoded::Serializer::new(String::new());
         let mut put = |name: &str, value: Option<String>| {
             if let Some(value) = value {
@@ -80,21 +91,19 @@ impl SpillFacts {
         put("chars", self.chars.map(|n| n.to_string()));
         put("lines", self.lines.map(|n| n.to_string()));
         put("first", self.first_line.clone());
-        let mut attributes = Attributes::new();
-        attributes.insert(
-            Attribute::Metadata(KEY.into()),
-            AttributeValue::from(query.finish()),
-        );
-        attributes
+        query.finish()
     }
 
     /// The facts an object's attributes carry (all unknown if none).
     pub(crate) fn from_attributes(attributes: &Attributes) -> Self {
+        let value = attributes.get(&Attribute::Metadata(KEY.into()));
+        value.map_or_else(Self::default, |v| Self::from_query(v.as_ref().as_bytes()))
+    }
+
+    /// The facts `query` (as [`Self::to_query`] writes it) carries.
+    pub(crate) fn from_query(query: &[u8]) -> Self {
         let mut facts = Self::default();
-        let Some(value) = attributes.get(&Attribute::Metadata(KEY.into())) else {
-            return facts;
-        };
-        for (name, value) in url::form_urlencoded::parse(value.as_ref().as_bytes()) {
+        for (name, value) in url::form_urlencoded::parse(query) {
             match name.as_ref() {
                 "tool" => facts.tool = Some(value.into_owned()),
                 "chars" => facts.chars = value.parse().ok(),

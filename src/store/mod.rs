@@ -164,6 +164,21 @@ impl Store {
         &self.inner.url
     }
 
+    /// Check that the store can be used before the first spill: a local root is created (or
+    /// checked: a directory owned by this user, not a symlink); a bucket answers one listing
+    /// request (it exists, the credentials are accepted). Bounded by the per-call timeout.
+    pub async fn check(&self) -> Result<(), StoreError> {
+        let base = self.inner.base.clone();
+        let (fs, path) = self.backend_for(base, "", Access::Write).await?;
+        self.bounded(0, async {
+            fs.list_with_delimiter(Some(&path))
+                .await
+                .map(drop)
+                .map_err(|e| self.map_error(e, "", Call::List))
+        })
+        .await
+    }
+
     /// The object path a handle resolves to, relative to the backend's root (bucket or
     /// directory), or why it is refused.
     pub fn object_path(&self, handle: &str) -> Result<String, StoreError> {
@@ -329,7 +344,12 @@ impl Store {
             Backend::Object(fs) => fs,
             Backend::Local(local) => {
                 let (location, key) = (path.clone(), key.to_owned());
-                let write = move |l: &LocalBackend| l.write(&location, &key, &data);
+                let facts = SpillFacts::measure(&data, tool).await.to_query();
+                let write = move |l: &LocalBackend| {
+                    let written = l.write(&location, &key, &data)?;
+                    l.set_facts(&location, &facts);
+                    Ok(written)
+                };
                 let (fs, tag) = self.on_disk(local, len, write).await?;
                 return Ok((fs, Some(tag)));
             }

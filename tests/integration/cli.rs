@@ -72,7 +72,7 @@ fn reduce_spills_and_read_pages_back_across_processes() {
     assert!(page.status.success(), "{}", text(&page.stderr));
     assert_eq!(
         text(&page.stdout),
-        "[handle 'run-1/call-1.0': 2,000 matching line(s); showing 2]\nline 10: ok\nline 11: ok"
+        "[handle 'run-1/call-1.0': 2,000 matching line(s); showing 2]\nline 10: ok\nline 11: ok\n"
     );
 
     let found = overspill(
@@ -88,19 +88,112 @@ fn reduce_spills_and_read_pages_back_across_processes() {
     );
     assert_eq!(
         text(&found.stdout),
-        "[handle 'run-1/call-1.0': 1 matching line(s); showing 1]\nline 1999: ok"
+        "[handle 'run-1/call-1.0': 1 matching line(s); showing 1]\nline 1999: ok\n"
     );
 }
 
+/// Nothing found: the reference's text on stdout, the store searched on stderr, exit code 1.
 #[test]
 fn read_refuses_unknown_and_escaping_handles_with_the_reference_text() {
     let dir = tempfile::tempdir().expect("a temp dir");
     let store = format!("file://{}", dir.path().display());
     for handle in ["nope/none.0", "../../etc/passwd", "/etc/passwd"] {
         let out = overspill(&["read", handle, "--store", &store], b"");
-        assert!(out.status.success());
-        assert_eq!(text(&out.stdout), overspill::read::no_stored_result(handle));
+        assert_eq!(out.status.code(), Some(1));
+        let stdout = text(&out.stdout);
+        assert_eq!(
+            stdout,
+            format!("{}\n", overspill::read::no_stored_result(handle))
+        );
+        assert!(text(&out.stderr).contains(&format!("nothing found in {store}/")));
     }
+}
+
+/// Without `--store` (and `OVERSPILL_STORE`), `reduce`, `read`, `grep` and `spills ls` take the
+/// same default store as `overspill worker` and `overspill dev`: `file://$TMPDIR/overspill-<euid>`.
+#[test]
+fn the_commands_share_one_default_store_and_name_it() {
+    let tmp = tempfile::tempdir().expect("a temp dir");
+    let run = |args: &[&str], stdin: &[u8]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_overspill"))
+            .args(args)
+            .env_remove("OVERSPILL_STORE")
+            .env("TMPDIR", tmp.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                child.stdin.take().expect("piped").write_all(stdin)?;
+                child.wait_with_output()
+            })
+            .expect("overspill runs");
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let log: String = (0..3_000).map(|i| format!("{i} step ok\n")).collect();
+    let reduce = [
+        "reduce",
+        "--tool",
+        "build",
+        "--run-id",
+        "run-1",
+        "--call-id",
+        "c",
+    ];
+    assert_eq!(run(&reduce, log.as_bytes()).0, Some(0));
+    let root = tmp.path().join(format!("overspill-{}", euid()));
+    assert!(
+        root.join("tool_output_limits/run-1/c.0").is_file(),
+        "spilled to the default store"
+    );
+    let (code, page, _) = run(&["read", "run-1/c.0", "--limit", "1", "--from-end"], b"");
+    assert_eq!(
+        (code, page.as_str()),
+        (
+            Some(0),
+            "[handle 'run-1/c.0': 3,000 matching line(s); showing 1]\n2999 step ok\n"
+        )
+    );
+    let (code, page, _) = run(&["grep", "run-1/c.0", "2999"], b"");
+    assert_eq!(code, Some(0));
+    assert!(
+        page.starts_with("[handle 'run-1/c.0': 1 matching line(s) for '2999'")
+            && page.ends_with("ok\n"),
+        "{page}"
+    );
+    let (code, listed, _) = run(&["spills", "ls", "--run", "run-1"], b"");
+    assert_eq!(code, Some(0));
+    assert!(
+        listed.starts_with("[run 'run-1': 1 spilled tool result(s)") && listed.ends_with('\n'),
+        "{listed}"
+    );
+    let facts = format!(
+        "- 'run-1/c.0': build, {} chars, 3,000 lines, written",
+        overspill::limits::pyfmt::thousands(log.len() as u64)
+    );
+    assert!(
+        listed.contains(&facts),
+        "the tool and size of a file:// spill: {listed}"
+    );
+    let (code, _, stderr) = run(&["read", "run-2/c.0"], b"");
+    assert_eq!(code, Some(1));
+    assert!(
+        stderr.contains(&format!("nothing found in file://{}/", root.display())),
+        "{stderr}"
+    );
+}
+
+/// The effective user id, as the default store's directory names it (from `/proc`).
+fn euid() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let uid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .expect("a Uid line");
+    uid.split_whitespace()
+        .nth(1)
+        .expect("the effective uid")
+        .to_owned()
 }
 
 #[test]

@@ -152,7 +152,10 @@ fn cli(args: &[&str]) -> String {
     let out = overspill().args(args).output().expect("runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let page = stdout.strip_suffix('\n');
+    page.unwrap_or_else(|| panic!("no newline at the end: {stdout:?}"))
+        .to_owned()
 }
 
 fn thousands(n: usize) -> String {

@@ -474,6 +474,55 @@ fn invalid_limits_file_fails_fast() {
     );
 }
 
+/// A worker refuses to start on a store or External Storage bucket it cannot use, naming it and
+/// the flag to fix, before it connects to Temporal; `--skip-store-check` starts it anyway (here
+/// it then fails to connect to a port nothing listens on).
+#[test]
+fn a_worker_refuses_to_start_on_a_store_it_cannot_use() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let local = format!("file://{}", dir.path().display());
+    let missing = format!("s3://nosuchbucket-{}", std::process::id());
+    let spills = crate::store::base_url();
+    let worker = |args: &[&str], secret: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_overspill"));
+        command
+            .args(["worker", "--address", "127.0.0.1:1"])
+            .args(args);
+        if let Some(secret) = secret {
+            command.env("AWS_SECRET_ACCESS_KEY", secret);
+        }
+        let out = command.output().unwrap_or_else(|e| panic!("run: {e}"));
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let fix =
+        "Fix --store (OVERSPILL_STORE) or its credentials (AWS_*), or pass --skip-store-check";
+    let no_bucket = worker(&["--store", &missing], None);
+    assert!(
+        no_bucket.contains(&format!("the store {missing} cannot be used: ")),
+        "{no_bucket}"
+    );
+    assert!(no_bucket.contains(fix), "{no_bucket}");
+    let bad_secret = worker(&["--store", &spills], Some("not-the-secret"));
+    assert!(
+        bad_secret.contains(&format!("the store {spills} cannot be used: ")),
+        "{bad_secret}"
+    );
+    assert!(bad_secret.contains(fix), "{bad_secret}");
+    let no_es = worker(&["--store", &local, "--external-storage", &missing], None);
+    assert!(
+        no_es.contains(
+            "Fix --external-storage (OVERSPILL_EXTERNAL_STORAGE), or pass --skip-store-check"
+        ),
+        "{no_es}"
+    );
+    let skipped = worker(&["--store", &missing, "--skip-store-check"], None);
+    assert!(
+        skipped.contains("cannot connect to Temporal at http://127.0.0.1:1/"),
+        "{skipped}"
+    );
+}
+
 /// `overspill dev` against the running server: the demo prints the model-visible text of a
 /// multi-megabyte tool output and a read-back page.
 #[test]

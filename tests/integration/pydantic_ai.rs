@@ -2,13 +2,13 @@
 //! binary, with the real Python packages (pydantic-ai-slim 2.62 `TemporalDurability`,
 //! pydantic-ai-harness 0.62 `ToolOutputLimits`, `workflows/python`'s `OverspillStore`).
 //!
-//! The scenarios live in `tests/python/` (pytest, in the project venv that `deploy/test.sh`
-//! installs); this test runs every file there against the Temporal dev server and SeaweedFS
+//! The scenarios live in `tests/python/` (pytest, in the venv where `deploy/test.sh` installs
+//! the package's wheel, `.deploy/wheel-venv`, or `$OVERSPILL_PYTHON`); this test runs every file there against the Temporal dev server and SeaweedFS
 //! with the binary cargo just built, and fails with pytest's report when any test does. Needs
 //! `OVERSPILL_TEST_S3_URL` and the `AWS_*` variables from `.deploy/seaweedfs.env`.
 
 use std::io::Read as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -18,13 +18,21 @@ use crate::temporal::temporal_address;
 /// the External Storage tests move gigabytes).
 const TIMEOUT: Duration = Duration::from_secs(2400);
 
+/// The Python the tests run: `$OVERSPILL_PYTHON`, else the wheel venv's (`deploy/lib.sh`).
+pub(crate) fn python() -> PathBuf {
+    std::env::var_os("OVERSPILL_PYTHON").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join(".deploy/wheel-venv/bin/python"),
+        PathBuf::from,
+    )
+}
+
 #[test]
 fn pydantic_ai_agent_delegates_spills_and_summaries_to_overspill() {
     let root = env!("CARGO_MANIFEST_DIR");
-    let python = Path::new(root).join(".deploy/venv/bin/python");
+    let python = python();
     assert!(
         python.exists(),
-        "{} is missing: run deploy/test.sh (it installs deploy/requirements.txt into .deploy/venv)",
+        "{} is missing: run deploy/test.sh (it installs the package's wheel into .deploy/wheel-venv)",
         python.display()
     );
     let log = tempfile::NamedTempFile::new().expect("a temp file for pytest's output");

@@ -26,7 +26,7 @@ use overspill::read::{
 use overspill::store::{Store, StoreOptions};
 
 /// The test bucket URL, or a loud failure naming the script that provides it.
-fn base_url() -> String {
+pub(crate) fn base_url() -> String {
     let missing: Vec<&str> = [
         "OVERSPILL_TEST_S3_URL",
         "AWS_ENDPOINT_URL",
@@ -126,14 +126,12 @@ impl SpillReader for Counting {
 
 /// Overwrite `handle` in the store at `url` through the Python `OverspillStore` (boto3, no index).
 fn write_with_python(url: &str, handle: &str, data: &[u8]) {
-    let root = env!("CARGO_MANIFEST_DIR");
-    let python = std::path::Path::new(root).join(".deploy/venv/bin/python");
+    let python = crate::pydantic_ai::python();
     let script = "import asyncio, sys\n\
                   from overspill_pydantic_ai import OverspillStore\n\
                   asyncio.run(OverspillStore(sys.argv[1]).write(sys.argv[2], sys.stdin.buffer.read()))";
     let mut child = Command::new(&python)
         .args(["-c", script, url, handle])
-        .env("PYTHONPATH", format!("{root}/workflows/python/src"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -302,7 +300,7 @@ async fn handles_cross_process_boundaries() {
     );
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
-        overspill::read::read_page(&data, &page(&handle, 4000, 3)).unwrap()
+        overspill::read::read_page(&data, &page(&handle, 4000, 3)).unwrap() + "\n"
     );
     // Written by another process, read here.
     let mut child = overspill()

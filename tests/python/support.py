@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGE_SRC = ROOT / 'workflows' / 'python' / 'src'
 EXAMPLES = ROOT / 'workflows' / 'python' / 'examples'
 
 
@@ -25,7 +24,8 @@ def stack_env(store_url: str, name: str, model_url: str, **extra: str) -> dict[s
     named after `name`, the local model endpoint at `model_url`, plus `extra`."""
     env = {
         **os.environ,
-        'PYTHONPATH': os.pathsep.join([str(PACKAGE_SRC), str(EXAMPLES), os.environ.get('PYTHONPATH', '')]),
+        # The examples only: the package is the installed wheel (deploy/lib.sh's wheel-venv).
+        'PYTHONPATH': os.pathsep.join([str(EXAMPLES), os.environ.get('PYTHONPATH', '')]),
         'OVERSPILL_STORE': store_url,
         'OVERSPILL_TASK_QUEUE': f'tool-output-limits-{name}',
         'LOG_AGENT_TASK_QUEUE': f'log-agent-{name}',

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import EXAMPLES, PACKAGE_SRC, ModelEndpoint, Process, spill_page, stack_env
+from support import EXAMPLES, ModelEndpoint, Process, spill_page, stack_env
 from temporalio import workflow
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
@@ -34,9 +34,8 @@ from temporalio.converter import DataConverter
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-for _path in (str(PACKAGE_SRC), str(EXAMPLES)):
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
+if str(EXAMPLES) not in sys.path:
+    sys.path.insert(0, str(EXAMPLES))
 
 from overspill_pydantic_ai import external_storage  # noqa: E402
 

@@ -8,15 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import uuid
 from typing import Any
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'workflows' / 'python' / 'src'))
-
 from overspill_pydantic_ai import OverspillStore, OverspillSummarizer, SummarizeError, sanitize_key
 from overspill_pydantic_ai._keys import StoreLocation, refusal
 from pydantic_ai_harness.tool_output_limits._capability import _read_slice
@@ -136,8 +132,11 @@ def test_an_unreachable_store_is_not_reported_as_a_missing_result() -> None:
     store = OverspillStore('s3://spills?endpoint=http://127.0.0.1:9&region=us-east-1')
     from overspill_pydantic_ai import SpillReadError
 
-    with pytest.raises(SpillReadError):
+    with pytest.raises(SpillReadError) as raised:
         asyncio.run(store.read('run/call.0'))
+    # Non-retryable: the read_tool_result activity fails once instead of being retried forever.
+    assert raised.value.non_retryable and raised.value.type == 'SpillReadError'
+    assert f'from {store.url}: ' in str(raised.value) and 'OVERSPILL_STORE' in str(raised.value)
 
 
 # --- OverspillToolset outside Temporal: the same pages as the worker's ---------------------------
@@ -153,7 +152,7 @@ def _overspill(*args: str, stdin: bytes | None = None) -> str:
         [binary, *args], input=stdin, capture_output=True, timeout=60, env={**os.environ, 'AWS_ALLOW_HTTP': 'true'}
     )
     assert done.returncode == 0, done.stderr.decode(errors='replace')
-    return done.stdout.decode()
+    return done.stdout.decode().removesuffix('\n')
 
 
 def _ages_hidden(text: str) -> str:
@@ -199,9 +198,8 @@ def test_toolset_outside_a_workflow_gives_the_workers_pages(
     worker = _ages_hidden(_overspill('spills', 'ls', '--run', 'run-t', '--store', store.url))
     # The worker's listing has no tool calls to name the harness's spill by.
     assert listing == worker.replace("'run-t/call-2.0': unknown tool", "'run-t/call-2.0': fetch")
-    # A file:// store keeps no metadata; the line index (spills of 64 KiB or more) has the lines.
-    facts = f'build, {len(log):,} chars' if backend == 's3' else 'unknown tool, ? chars'
-    assert f"- 'run-t/call-1.0': {facts}, 5,000 lines" in listing, listing
+    # A file:// store keeps the facts in an extended attribute, as S3 does in object metadata.
+    assert f"- 'run-t/call-1.0': build, {len(log):,} chars, 5,000 lines" in listing, listing
     with pytest.raises(ModelRetry, match='not a valid regex'):
         asyncio.run(toolset.grep_tool_result(ctx, 'run-t/call-1.0', '(unclosed', regex=True))
     missing = asyncio.run(toolset.grep_tool_result(ctx, 'run-t/nope.0', 'x'))

@@ -31,7 +31,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from support import EXAMPLES, PACKAGE_SRC, ModelEndpoint, Process, spill_page, stack_env
+from support import EXAMPLES, ModelEndpoint, Process, spill_page, stack_env
 from temporalio import workflow
 
 REQUIRED = (
@@ -119,9 +119,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             for k in ('OVERSPILL_STORE', 'OVERSPILL_TASK_QUEUE', 'LOG_AGENT_TASK_QUEUE', 'LOG_AGENT_HEARTBEAT_SECONDS')
         }
     )
-    for path in (str(PACKAGE_SRC), str(EXAMPLES)):
-        if path not in sys.path:
-            sys.path.insert(0, path)
+    if str(EXAMPLES) not in sys.path:
+        sys.path.insert(0, str(EXAMPLES))
     agent_module = importlib.import_module('log_agent')
     stack = Stack(
         env=env, store_url=store_url, model=model, overspill=overspill, log_dir=log_dir, agent_module=agent_module
@@ -198,6 +197,7 @@ def _overspill_read(store_url: str, handle: str, *args: str, command: str = 'rea
         env={**os.environ, 'AWS_ALLOW_HTTP': 'true'},
     )
     assert out.returncode == 0, out.stderr
+    assert out.stdout.endswith('\n')
     return out.stdout.removesuffix('\n')
 
 
@@ -473,9 +473,10 @@ def test_search_tools_list_and_grep_a_spill_through_overspill(stack: Stack) -> N
     report, history = asyncio.run(run())
     seen = json.loads(report.output)
     log = stack.agent_module.build_log(SPILL_LINES)
-    # Listings show handles as stored (sanitized, `:` → `_`); they read back the same.
-    key = sanitize_key(f'{report.run_id}/call-log.0')
-    assert len(seen) == 3 and 'stored to handle' in seen[0], seen
+    # The listing shows the handle as the marker does (run ids hold `:`, stored as `_`).
+    key = f'{report.run_id}/call-log.0'
+    assert ':' in key and sanitize_key(key) != key
+    assert len(seen) == 3 and f'stored to handle {key!r}' in seen[0], seen
     listing = re.sub(r'written [^;\n]* ago', 'written … ago', seen[1])
     assert listing == (
         f'[run {report.run_id!r}: 1 spilled tool result(s); showing 1, newest first]\n'
@@ -496,3 +497,50 @@ def test_search_tools_list_and_grep_a_spill_through_overspill(stack: Stack) -> N
         count, results = _activity_results(history, name)
         assert (count, results) == (1, [text]), f'{name} ran once, in workflow code; its page is its result'
     _replay(stack, history)
+
+
+def test_an_agent_on_another_store_is_told_and_its_read_fails_once(stack: Stack) -> None:
+    """The agent's store is not the worker's: the spill result names the worker's store and the
+    agent logs an ERROR naming both; the read from its own (missing) bucket fails once,
+    non-retryable, and ends the run with the store's error instead of retrying forever."""
+    from temporalio.client import WorkflowFailureError
+
+    wrong = f's3://nosuchbucket-{uuid.uuid4().hex[:12]}'
+    worker = stack.start_agent_worker('agent-worker-wrong-store', OVERSPILL_STORE=wrong)
+
+    async def run() -> tuple[BaseException, Any]:
+        handle = await _start(stack, SPILL_LINES)
+        with pytest.raises(WorkflowFailureError) as failed:
+            await asyncio.wait_for(handle.result(), RUN_TIMEOUT)
+        return failed.value, await handle.fetch_history()
+
+    failure, history = asyncio.run(run())
+    _, spills = _activity_results(history, 'tool_output_limits.spill')
+    assert [s['store'] for s in spills] == [stack.store_url], 'the spill result names the worker store'
+    assert (
+        f'stores spills in {stack.store_url}, but this OverspillStore reads {wrong}: read_tool_result will not find them'
+        in worker.output()
+    )
+    causes = []
+    while failure is not None:
+        causes.append(failure)
+        failure = failure.__cause__
+    assert any(getattr(c, 'type', None) == 'SpillReadError' and 'NoSuchBucket' in str(c) for c in causes), causes
+    started = [e.activity_task_started_event_attributes.attempt for e in history.events if e.HasField('activity_task_started_event_attributes')]
+    assert started and max(started) == 1, f'no activity was retried: {started}'
+
+
+def test_no_overspill_worker_on_the_queue_is_said_and_the_band_falls_back(stack: Stack) -> None:
+    """No worker polls the Overspill queue: the spill stops waiting after its start timeout, the
+    agent logs that no Overspill worker polls that queue, and the run goes on with the band's
+    `then` (a truncation) instead of hanging for minutes."""
+    queue = f'nobody-polls-{uuid.uuid4()}'
+    worker = stack.start_agent_worker('agent-worker-no-overspill', OVERSPILL_TASK_QUEUE=queue)
+
+    async def run() -> Any:
+        handle = await _start(stack, SPILL_LINES)
+        return await asyncio.wait_for(handle.result(), RUN_TIMEOUT)
+
+    seen = json.loads(asyncio.run(run()).output)
+    assert len(seen) == 1 and 'stored to handle' not in seen[0] and 'truncated' in seen[0].lower(), seen[0][:500]
+    assert f"no Overspill worker polls task queue {queue!r}: tool_output_limits.spill waited 0:00:10" in worker.output()

@@ -15,7 +15,7 @@ truncation); 5,000 or more are summarized by Overspill's model (falling back to 
 Run it against `overspill dev` (or any Temporal server plus `overspill worker --store s3://…`):
 `python run_worker.py` in one terminal, `python run_agent.py 2000` in another. Configuration comes
 from the same variables the Overspill worker reads: `TEMPORAL_ADDRESS`, `OVERSPILL_STORE` (default:
-`overspill dev`'s `file://<checkout>/.deploy/dev/spills`), `OVERSPILL_TASK_QUEUE`,
+the store every Overspill command takes, `file://$TMPDIR/overspill-<euid>`), `OVERSPILL_TASK_QUEUE`,
 `OVERSPILL_EXTERNAL_STORAGE` (a bucket, `s3://…`: turns Temporal External Storage on, so a log of
 any size stays out of the workflow history), plus `LOG_AGENT_TASK_QUEUE` for this agent's own
 worker.
@@ -32,7 +32,6 @@ from datetime import timedelta
 from pathlib import Path
 
 from overspill_pydantic_ai import (
-    DEFAULT_TASK_QUEUE,
     OverspillStore,
     OverspillSummarizer,
     OverspillToolset,
@@ -65,11 +64,9 @@ from temporalio.converter import DataConverter
 
 AGENT_NAME = 'log_agent'
 WORKFLOW_TASK_QUEUE = os.environ.get('LOG_AGENT_TASK_QUEUE', 'log-agent')
-OVERSPILL_TASK_QUEUE = os.environ.get('OVERSPILL_TASK_QUEUE', DEFAULT_TASK_QUEUE)
-STORE_URL = (
-    os.environ.get('OVERSPILL_STORE') or f'file://{Path(os.path.abspath(__file__)).parents[3]}/.deploy/dev/spills'
-)
-"""The Overspill worker's store: `OVERSPILL_STORE`, else `overspill dev`'s default directory."""
+store = OverspillStore()
+"""The agent's spill store: Overspill's (`OVERSPILL_STORE`, else the default every Overspill
+command takes), reached through its task queue (`OVERSPILL_TASK_QUEUE`) and its bucket."""
 EXTERNAL_STORAGE_URL = os.environ.get('OVERSPILL_EXTERNAL_STORAGE')
 """The bucket of the Overspill worker's `--external-storage`, if External Storage is on."""
 PAUSE_FILE_ENV = 'LOG_AGENT_PAUSE_FILE'
@@ -153,7 +150,6 @@ def build_agent(
     name: str = AGENT_NAME,
     *,
     store: OverflowStore | None = None,
-    summarize_task_queue: str = OVERSPILL_TASK_QUEUE,
     heartbeat_timeout: timedelta = timedelta(seconds=30),
     read_in_workflow: bool = False,
     search: bool = False,
@@ -165,13 +161,13 @@ def build_agent(
     `search`, the agent also has `OverspillToolset`'s `list_tool_results` and `grep_tool_result`,
     and its model lists the run's spills and greps the log's errors before it reports.
     """
-    spills = store or OverspillStore(STORE_URL, task_queue=OVERSPILL_TASK_QUEUE)
+    spills = store or OverspillStore()
     limits = ToolOutputLimits(
         bands=[
             Band(over=20_000, action=Spill(then=Truncate())),
             Band(
                 over=5_000,
-                action=Summarize(summarize=OverspillSummarizer(task_queue=summarize_task_queue), then=Truncate()),
+                action=Summarize(summarize=OverspillSummarizer(), then=Truncate()),
             ),
         ],
         store=spills,
@@ -193,9 +189,6 @@ def build_agent(
         capabilities=[limits, *in_workflow, durability],
     )
 
-
-store = OverspillStore(STORE_URL, task_queue=OVERSPILL_TASK_QUEUE)
-"""The agent's spill store: Overspill's, reached through its task queue and its bucket."""
 
 _heartbeat = timedelta(seconds=float(os.environ.get('LOG_AGENT_HEARTBEAT_SECONDS', '30')))
 

@@ -7,6 +7,9 @@ this worker runs the agent; Overspill runs the spills, summaries and reads it de
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import sys
 
 from log_agent import WORKFLOW_TASK_QUEUE, LogAgentReadInWorkflow, LogAgentSearch, LogAgentWorkflow, connect, store
 from temporalio.worker import Worker
@@ -26,4 +29,8 @@ async def main() -> None:
 
 
 if __name__ == '__main__':
-    asyncio.run(main())
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())
+    # Skip interpreter teardown, where temporalio's native threads can abort the process.
+    sys.stdout.flush()
+    os._exit(0)

@@ -12,7 +12,7 @@ from pydantic_ai_harness.tool_output_limits import Band, Spill, Summarize, ToolO
 limits = ToolOutputLimits(
     bands=[Band(over=50_000, action=Spill(then=Truncate())),
            Band(over=10_000, action=Summarize(summarize=OverspillSummarizer(), then=Truncate()))],
-    store=OverspillStore('s3://spills'),
+    store=OverspillStore(),  # OVERSPILL_STORE, else the default of every Overspill command
 )
 ```
 
@@ -32,7 +32,8 @@ still builds every marker and preview; Overspill only stores and summarizes.
 """
 
 from overspill_pydantic_ai._external_storage import Boto3StorageDriverClient, external_storage
-from overspill_pydantic_ai._keys import NAMESPACE, sanitize_key
+from overspill_pydantic_ai._activity import NoWorkerError
+from overspill_pydantic_ai._keys import NAMESPACE, default_store_url, sanitize_key
 from overspill_pydantic_ai._store import (
     DEFAULT_TASK_QUEUE,
     READ_ACTIVITY,
@@ -50,6 +51,7 @@ __all__ = [
     'GREP_ACTIVITY',
     'LIST_ACTIVITY',
     'NAMESPACE',
+    'NoWorkerError',
     'READ_ACTIVITY',
     'SPILL_ACTIVITY',
     'SUMMARIZE_ACTIVITY',
@@ -59,6 +61,7 @@ __all__ = [
     'SpillError',
     'SpillReadError',
     'SummarizeError',
+    'default_store_url',
     'external_storage',
     'sanitize_key',
 ]

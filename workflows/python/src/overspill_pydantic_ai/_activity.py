@@ -18,6 +18,15 @@ from typing import Any
 
 import anyio
 from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError, TimeoutType
+
+
+class NoWorkerError(ApplicationError):
+    """No Overspill worker started an activity within its start timeout: none polls the task
+    queue (or every one is saturated). Non-retryable; a spill or summary then runs its band's `then`."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, type='NoOverspillWorker', non_retryable=True)
 
 
 async def execute_activity(
@@ -26,6 +35,7 @@ async def execute_activity(
     *,
     task_queue: str | None,
     schedule_to_close_timeout: timedelta,
+    start_timeout: timedelta | None = None,
     result_type: type | None = None,
     summary: str | None = None,
 ) -> Any:
@@ -33,7 +43,8 @@ async def execute_activity(
 
     `schedule_to_close_timeout` is required on purpose: Temporal's default retry policy retries
     forever, so without it a worker that is down would make the agent run hang instead of
-    letting ToolOutputLimits fall back to the band's `then`.
+    letting ToolOutputLimits fall back to the band's `then`. `start_timeout` (schedule-to-start)
+    says within seconds that no worker polls the queue: the call raises `NoWorkerError`, logged.
     """
     handle = workflow.start_activity(
         name,
@@ -41,10 +52,22 @@ async def execute_activity(
         task_queue=task_queue,
         result_type=result_type,
         schedule_to_close_timeout=schedule_to_close_timeout,
+        schedule_to_start_timeout=start_timeout,
         summary=summary,
     )
     try:
         return await asyncio.shield(handle)
+    except ActivityError as error:
+        cause = error.cause
+        if isinstance(cause, TimeoutError) and cause.type == TimeoutType.SCHEDULE_TO_START:
+            queue = task_queue or workflow.info().task_queue
+            message = (
+                f'no Overspill worker polls task queue {queue!r}: {name} waited {start_timeout} for one to '
+                'start it. Start `overspill dev`, or `overspill worker --task-queue` with that queue.'
+            )
+            workflow.logger.error(message)
+            raise NoWorkerError(message) from error
+        raise
     except asyncio.CancelledError:
         # The shield kept the Temporal handle alive: hand exactly one cancellation to Temporal,
         # then wait for its resolution without anyio re-delivering cancellation every turn.

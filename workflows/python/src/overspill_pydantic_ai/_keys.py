@@ -8,8 +8,10 @@ like the harness's `_safe_segment`.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 NAMESPACE = 'tool_output_limits'
@@ -20,6 +22,13 @@ INDEX_SUFFIX = '.idx'
 
 _UNSAFE = re.compile(r'[^A-Za-z0-9._-]+')
 _PERCENT_ESCAPE = re.compile(r'%[0-9A-Fa-f]{2}')
+
+
+def default_store_url() -> str:
+    """The store every Overspill command uses without `--store`: `OVERSPILL_STORE`, else
+    `file://$TMPDIR/overspill-<euid>` (`/tmp` without `TMPDIR`), as `overspill dev` and the worker."""
+    tmp = os.environ.get('TMPDIR') or '/tmp'
+    return os.environ.get('OVERSPILL_STORE') or PurePosixPath(tmp, f'overspill-{os.geteuid()}').as_uri()
 
 
 @dataclass(frozen=True)
@@ -63,6 +72,21 @@ class StoreLocation:
             elif key != 'allow_http':
                 raise ValueError(f'store URL {url!r}: unknown parameter {key!r}')
         return cls(bucket=parts.netloc, prefix='/'.join(segments), endpoint_url=endpoint, region=region)
+
+    def same_place(self, url: str) -> bool:
+        """Whether store URL `url` (as the Overspill worker reports it) keeps spills where this does."""
+        try:
+            other = StoreLocation.parse(url)
+        except ValueError:
+            return False
+        # Plain string work: this runs in workflow code, where the sandbox refuses `os.path`.
+        roots = [[part for part in (r or '').split('/') if part not in ('', '.')] for r in (self.root, other.root)]
+        return (self.bucket, self.prefix, self.root is None, roots[0]) == (
+            other.bucket,
+            other.prefix,
+            other.root is None,
+            roots[1],
+        )
 
     def object_key(self, handle: str) -> str:
         """The object key of `handle` inside the bucket (or the path inside a `file://` root)."""

@@ -2,9 +2,10 @@
 `tool_output_limits.list_tool_results` activity lists them.
 
 Each spill's facts come from its `overspill` object metadata (tool, chars, lines, first line, in
-URL query form), which Overspill sets on object stores; the line count of a spill of 64 KiB or
+URL query form), which Overspill sets; the line count of a spill of 64 KiB or
 more comes from the header of its line index (`….idx`). Nothing else is read: unknown facts
-show as such (spills written by `OverspillStore` outside a workflow, or in a `file://` store).
+show as such (spills written by `OverspillStore` outside a workflow). In a `file://` store the
+facts are the file's `user.overspill` extended attribute.
 """
 
 from __future__ import annotations
@@ -53,12 +54,20 @@ def list_page(store: OverspillStore, run_id: str, limit: int, tool_names: dict[s
     spills = _local_spills(store, run_id) if store._location.root is not None else _s3_spills(store, run_id)
     spills.sort(key=lambda s: (s.modified, s.handle), reverse=True)
     shown = spills[: min(limit, MAX_LIMIT)]
-    named = {sanitize_segment(call): tool for call, tool in tool_names.items()}
+    named = {sanitize_segment(call): (call, tool) for call, tool in tool_names.items()}
+    run_key = sanitize_key(run_id) + '/'
     for spill in shown:
         _fill(store, spill)
-        if spill.tool is None:
-            last = spill.handle.rsplit('/', 1)[-1].removesuffix('.content')
-            spill.tool = named.get(last.rpartition('.')[0]) if '.' in last else None
+        last = spill.handle.rsplit('/', 1)[-1].removesuffix('.content')
+        stored = last.rpartition('.')[0] if '.' in last else None
+        call, tool = named.get(stored, (None, None)) if stored is not None else (None, None)
+        spill.tool = spill.tool or tool
+        # The handle as the marker shows it: the run id and tool call id unsanitized.
+        if spill.handle.startswith(run_key):
+            rest = spill.handle[len(run_key) :]
+            if call is not None and stored is not None and '/' not in rest:
+                rest = call + rest[len(stored) :]
+            spill.handle = f'{run_id}/{rest}'
     return render(run_id, shown, len(spills), time.time())
 
 
@@ -131,10 +140,15 @@ def _local_spills(store: OverspillStore, run_id: str) -> list[ListedSpill]:
 def _fill(store: OverspillStore, spill: ListedSpill) -> None:
     """Fill in what `spill`'s metadata and index header say."""
     if store._location.root is None:
-        client = store._client()
         key = store.object_key(spill.handle)
-        metadata = client.head_object(Bucket=store.bucket, Key=key).get('Metadata', {})
-        facts = parse_qs(metadata.get('overspill', ''), keep_blank_values=True)
+        query = store._client().head_object(Bucket=store.bucket, Key=key).get('Metadata', {}).get('overspill', '')
+    else:
+        try:  # Overspill keeps a local spill's facts in the file's `user.overspill` attribute.
+            query = os.getxattr(Path(store._location.root) / NAMESPACE / spill.handle, 'user.overspill').decode()
+        except (OSError, AttributeError):  # none kept, or no xattrs here
+            query = ''
+    if query:
+        facts = parse_qs(query, keep_blank_values=True)
         first = {name: values[0] for name, values in facts.items()}
         spill.tool = first.get('tool')
         spill.chars = int(first['chars']) if 'chars' in first else None

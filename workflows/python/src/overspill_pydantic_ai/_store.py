@@ -12,15 +12,21 @@ from typing import Any
 import anyio.to_thread
 from pydantic_ai_harness.tool_output_limits import LocalFileStore
 from temporalio import activity, workflow
+from temporalio.exceptions import ApplicationError
 
 from overspill_pydantic_ai._activity import execute_activity
-from overspill_pydantic_ai._keys import NAMESPACE, StoreLocation, refusal
+from overspill_pydantic_ai._keys import NAMESPACE, StoreLocation, default_store_url, refusal
 
 SPILL_ACTIVITY = 'tool_output_limits.spill'
 """The Overspill activity that persists a payload under its key."""
 
 DEFAULT_TASK_QUEUE = 'tool-output-limits'
 """The task queue an Overspill worker polls by default."""
+
+
+def default_task_queue() -> str:
+    """`OVERSPILL_TASK_QUEUE`, else `tool-output-limits`: the queue `overspill worker` and `overspill dev` poll."""
+    return os.environ.get('OVERSPILL_TASK_QUEUE') or DEFAULT_TASK_QUEUE
 
 READ_ACTIVITY = 'overspill.read_spill'
 """The default name of the Python read activity (see `OverspillStore.read_activity`)."""
@@ -31,23 +37,31 @@ class SpillError(Exception):
     not the handle of exactly these bytes. ToolOutputLimits then runs the band's `then`."""
 
 
-class SpillReadError(Exception):
-    """The store could not be asked for a spill (a transient failure, not an unknown handle).
+class SpillReadError(ApplicationError):
+    """The store could not be asked for a spill (credentials, bucket, endpoint), not an unknown handle.
 
     Deliberately not an `OSError`: the harness turns an `OSError` into its "No stored tool result"
-    answer, which would tell the model a spill is gone when the store was merely unreachable.
-    Raised inside the `read_tool_result` tool activity, it fails the activity so Temporal retries it.
+    answer, which would tell the model a spill is gone when the store could not be asked. It is
+    non-retryable: boto3 already retried a transient failure (3 attempts), and a configuration
+    error does not heal, so the `read_tool_result` activity fails once and the run ends with this
+    message instead of retrying forever.
     """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, type='SpillReadError', non_retryable=True)
 
 
 @dataclass
 class OverspillStore:
     """Spill ToolOutputLimits payloads through Overspill: journaled writes, shared S3 reads.
 
-    Pass it as `ToolOutputLimits(store=OverspillStore('s3://spills'))` on an agent that runs on
-    Temporal (`TemporalDurability`). The URL is the one the Overspill worker was started with
-    (`overspill worker --store s3://spills`); a `file:///path` store (`overspill dev`'s default)
-    works when the agent's workers run on the same machine as Overspill.
+    Pass it as `ToolOutputLimits(store=OverspillStore())` on an agent that runs on Temporal
+    (`TemporalDurability`). The URL must name the Overspill worker's store: `s3://bucket[/prefix]`
+    (`?endpoint=…&region=…` accepted) or `file:///path` (when the agent's workers run on the
+    Overspill worker's machine); other schemes are refused. Without one it is the default every
+    Overspill command takes: `OVERSPILL_STORE`, else `file://$TMPDIR/overspill-<euid>` (the store
+    of `overspill dev` and of a worker started without `--store`). Each spill's result names the
+    worker's store; when it is not this one, the agent logs an ERROR naming both.
 
     - `write(key, data)` in workflow code (where ToolOutputLimits' `after_tool_execute` runs)
       executes `tool_output_limits.spill` on Overspill's task queue and returns the handle from its
@@ -70,21 +84,26 @@ class OverspillStore:
     for the worker; pass `s3_client` to use a boto3 client of your own.
     """
 
-    url: str
-    """The Overspill worker's store URL, `s3://bucket[/prefix]` or `file:///path`."""
+    url: str = field(default_factory=default_store_url)
+    """The Overspill worker's store URL, `s3://bucket[/prefix]` or `file:///path` (default above)."""
 
-    task_queue: str = DEFAULT_TASK_QUEUE
-    """The task queue the Overspill worker polls."""
+    task_queue: str = field(default_factory=default_task_queue)
+    """The task queue the Overspill worker polls (`OVERSPILL_TASK_QUEUE`, else `tool-output-limits`)."""
 
     spill_timeout: timedelta = timedelta(minutes=2)
     """`schedule_to_close_timeout` of a spill, retries included. When it passes, the spill fails
     and ToolOutputLimits runs the band's `then` (logging a WARNING) instead of hanging the run."""
 
+    start_timeout: timedelta = timedelta(seconds=10)
+    """How long a spill (or a workflow-side read) waits for a worker to start it: then it fails
+    with an ERROR saying no Overspill worker polls `task_queue`, and the band's `then` runs."""
+
     read_timeout: timedelta = timedelta(minutes=1)
     """`schedule_to_close_timeout` of a workflow-side read through `read_activity()`."""
 
     read_activity_name: str = READ_ACTIVITY
-    """The name `read_activity()` registers under and workflow-side reads call."""
+    """The activity name `read_activity()` registers under and workflow-side reads call
+    (`overspill.read_spill`); set it when two stores' read activities share one worker."""
 
     read_task_queue: str | None = None
     """The task queue of the worker that registered `read_activity()` (default: the workflow's)."""
@@ -127,6 +146,7 @@ class OverspillStore:
             [request],
             task_queue=self.task_queue,
             schedule_to_close_timeout=self.spill_timeout,
+            start_timeout=self.start_timeout,
             summary=f'spill {key}',
         )
         if not isinstance(response, dict) or not isinstance(handle := response.get('handle'), str):
@@ -134,6 +154,14 @@ class OverspillStore:
         if response.get('overflow_bytes') != len(data):
             raise SpillError(
                 f'{SPILL_ACTIVITY} stored {response.get("overflow_bytes")} bytes for {key!r}, not {len(data)}'
+            )
+        if isinstance(theirs := response.get('store'), str) and not self._location.same_place(theirs):
+            workflow.logger.error(
+                'The Overspill worker on task queue %r stores spills in %s, but this OverspillStore reads %s: '
+                'read_tool_result will not find them. Give both the same store (OVERSPILL_STORE).',
+                self.task_queue,
+                theirs,
+                self.url,
             )
         return handle
 
@@ -150,6 +178,7 @@ class OverspillStore:
                 task_queue=self.read_task_queue,
                 result_type=bytes,
                 schedule_to_close_timeout=self.read_timeout,
+                start_timeout=self.start_timeout,
                 summary=f'read {handle}',
             )
             assert isinstance(data, bytes)
@@ -211,11 +240,14 @@ class OverspillStore:
         except client.exceptions.NoSuchKey:
             raise FileNotFoundError(f'no stored tool result for {handle!r}') from None
         except Exception as error:
-            status = getattr(error, 'response', {}).get('ResponseMetadata', {}).get('HTTPStatusCode')
-            if status == 404:
+            response = getattr(error, 'response', {})
+            if response.get('ResponseMetadata', {}).get('HTTPStatusCode') == 404 and response.get('Error', {}).get(
+                'Code'
+            ) in ('404', 'NoSuchKey', None):
                 raise FileNotFoundError(f'no stored tool result for {handle!r}') from None
             raise SpillReadError(
-                f'could not read {handle!r} from s3://{self.bucket}: {type(error).__name__}'
+                f'could not read {handle!r} from {self.url}: {type(error).__name__}: {error}. Check the '
+                'store URL (OVERSPILL_STORE, the same as the Overspill worker\'s) and its AWS_* settings.'
             ) from error
 
 

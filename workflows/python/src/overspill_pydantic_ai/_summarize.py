@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from temporalio import workflow
 
 from overspill_pydantic_ai._activity import execute_activity
-from overspill_pydantic_ai._store import DEFAULT_TASK_QUEUE
+from overspill_pydantic_ai._store import default_task_queue
 
 SUMMARIZE_ACTIVITY = 'tool_output_limits.summarize'
 """The Overspill activity that makes one model call."""
@@ -35,8 +35,8 @@ class OverspillSummarizer:
     by the activity but, as for any custom `summarize` callable, not folded into the run's usage.
     """
 
-    task_queue: str = DEFAULT_TASK_QUEUE
-    """The task queue the Overspill worker polls."""
+    task_queue: str = field(default_factory=default_task_queue)
+    """The task queue the Overspill worker polls (`OVERSPILL_TASK_QUEUE`, else `tool-output-limits`)."""
 
     model: str | None = None
     """The model name to ask for (default: the worker's `OVERSPILL_MODEL`)."""
@@ -46,6 +46,10 @@ class OverspillSummarizer:
 
     timeout: timedelta = timedelta(minutes=5)
     """`schedule_to_close_timeout` of the call, retries included; then the band's `then` runs."""
+
+    start_timeout: timedelta = timedelta(seconds=10)
+    """How long the call waits for a worker to start it; then it fails with an ERROR saying no
+    Overspill worker polls `task_queue`, and the band's `then` runs."""
 
     async def __call__(self, tool_name: str, text: str) -> str:
         """Return the summary of `text`, the output of tool `tool_name`."""
@@ -63,6 +67,7 @@ class OverspillSummarizer:
             [request],
             task_queue=self.task_queue,
             schedule_to_close_timeout=self.timeout,
+            start_timeout=self.start_timeout,
             summary=f'summarize {tool_name}',
         )
         if not isinstance(response, dict) or not isinstance(summary := response.get('summary'), str):

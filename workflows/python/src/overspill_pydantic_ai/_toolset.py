@@ -138,6 +138,7 @@ class OverspillToolset(FunctionToolset[Any]):
                 [request],
                 task_queue=self.store.task_queue,
                 schedule_to_close_timeout=self.activity_timeout,
+                start_timeout=self.store.start_timeout,
                 summary=summary,
             )
         except ActivityError as error:

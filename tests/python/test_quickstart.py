@@ -1,0 +1,53 @@
+"""The README's quickstart (`workflows/python/examples/quickstart.py`) runs as pasted against
+`overspill dev`: its agent's 200 KB tool output is spilled by Overspill, into the default store
+that `overspill dev` and `OverspillStore()` both derive, and the model reads it back by the
+handle in the marker; the script then exits cleanly.
+
+Needs `TEMPORAL_ADDRESS` and `OVERSPILL_BIN`; the package comes from the installed wheel.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+from support import EXAMPLES, Process
+
+
+def test_quickstart_spills_and_reads_back_against_overspill_dev(tmp_path: Path) -> None:
+    # The default store of both sides is `file://$TMPDIR/overspill-<euid>`: a fresh TMPDIR gives
+    # this test its own, and a queue of its own keeps other workers on the server away.
+    env = {k: v for k, v in os.environ.items() if k not in ('OVERSPILL_STORE', 'PYTHONPATH')}
+    env.update(TMPDIR=str(tmp_path), OVERSPILL_TASK_QUEUE=f'quickstart-overspill-{uuid.uuid4()}')
+    dev = Process('overspill-dev', [os.environ['OVERSPILL_BIN'], 'dev', '--no-demo'], env, tmp_path)
+    try:
+        dev.wait_for('overspill dev: Temporal at')
+        run = subprocess.run(
+            [sys.executable, str(EXAMPLES / 'quickstart.py')],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        dev.stop()
+    assert run.returncode == 0, f'{run.stdout}\n{run.stderr}\n{dev.output()[-3000:]}'
+    assert 'Fatal Python error' not in run.stderr, run.stderr
+    root = tmp_path / f'overspill-{os.geteuid()}'
+    assert f'store file://{root}/' in dev.output(), 'overspill dev took the default store'
+    # The model's answer is read_tool_result's last line of the spill, by the marker's handle.
+    header, line = run.stdout.strip().split('\n')
+    assert header.startswith("[handle '") and header.endswith("/log.0': 9,001 matching line(s); showing 1]"), header
+    assert line == 'BUILD FAILED: disk full'
+    handle = header.split("'")[1]
+    spilled = root / 'tool_output_limits' / handle.replace(':', '_')
+    assert spilled.read_text().endswith('BUILD FAILED: disk full\n') and spilled.stat().st_size > 200_000
+
+
+def test_the_package_readme_shows_the_quickstart_whole() -> None:
+    readme = (EXAMPLES.parent / 'README.md').read_text()
+    assert f"```python\n{(EXAMPLES / 'quickstart.py').read_text()}```" in readme

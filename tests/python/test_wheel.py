@@ -1,0 +1,60 @@
+"""The Python package as users install it: the tests import the installed wheel, never the
+checkout's sources, and the wheel installs into an environment that already holds the oldest
+versions its dependency ranges accept, keeping them (no pin forces an upgrade or a conflict).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from support import ROOT
+
+PACKAGE = ROOT / 'workflows' / 'python'
+
+# Imports everything, builds a store and External Storage, and reports the versions it runs on.
+CHECK = """
+import importlib.metadata as m, json, sys
+import overspill_pydantic_ai as o
+o.OverspillStore('file:///tmp/x'); o.external_storage('s3://bucket')
+meta = m.metadata('overspill-pydantic-ai')
+print(json.dumps({n: m.version(n) for n in sys.argv[1:]}))
+print(json.dumps([meta['License-Expression'], meta['Requires-Python'], meta.get_payload().splitlines()[0]]))
+"""
+
+
+def test_the_tests_import_the_installed_wheel() -> None:
+    import overspill_pydantic_ai
+
+    path = Path(overspill_pydantic_ai.__file__).resolve()
+    assert 'site-packages' in path.parts and ROOT not in path.parents, path
+
+
+def test_the_wheel_keeps_the_oldest_versions_its_ranges_accept(tmp_path: Path) -> None:
+    project = tomllib.loads((PACKAGE / 'pyproject.toml').read_text())['project']
+    assert project['license'] and project['readme'] == 'README.md' and project['requires-python']
+    oldest = {}
+    for requirement in project['dependencies']:
+        name, low = re.fullmatch(r'([\w-]+)(?:\[\w+\])?[^>]*>=([\w.]+).*', requirement).groups()  # type: ignore[union-attr]
+        oldest[name] = low
+    assert not any('==' in r for r in project['dependencies']), 'ranges, not pins'
+
+    def run(*args: object) -> str:
+        out = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=900)
+        assert out.returncode == 0, f'{args}:\n{out.stdout}\n{out.stderr}'
+        return out.stdout
+
+    run(sys.executable, '-m', 'pip', 'wheel', '-q', '--no-deps', '-w', tmp_path / 'wheels', PACKAGE)
+    (wheel,) = (tmp_path / 'wheels').glob('overspill_pydantic_ai-*.whl')
+    venv = tmp_path / 'venv'
+    run(sys.executable, '-m', 'venv', venv)
+    pip = [venv / 'bin' / 'python', '-m', 'pip', 'install', '-q', '--disable-pip-version-check']
+    run(*pip, *(f'{name}=={version}' for name, version in oldest.items()))
+    run(*pip, wheel)
+    versions, metadata = map(json.loads, run(venv / 'bin' / 'python', '-c', CHECK, *oldest).splitlines())
+    assert versions == oldest
+    assert metadata == ['MIT OR Apache-2.0', '>=3.10', '# overspill-pydantic-ai'], 'license, Python, README'

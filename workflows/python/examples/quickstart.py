@@ -1,0 +1,65 @@
+"""A pydantic-ai agent on Temporal whose 200 KB tool output Overspill spills; the model reads it back.
+Run `cargo run -- dev` (or `overspill dev`) first; then `python quickstart.py`."""
+
+import asyncio
+import os
+import re
+import uuid
+
+from overspill_pydantic_ai import OverspillStore
+from pydantic_ai import Agent
+from pydantic_ai.durable_exec.temporal import PydanticAIPlugin, PydanticAIWorkflow, TemporalDurability
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai_harness.tool_output_limits import ToolOutputLimits
+from temporalio import workflow
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+
+def build_log() -> str:
+    """The tool: a 200 KB build log."""
+    return ''.join(f'{i:05d} INFO step {i % 7} done\n' for i in range(9_000)) + 'BUILD FAILED: disk full\n'
+
+
+async def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Stands in for an LLM: calls the tool, reads the spill's last line back by its handle, answers."""
+    seen = [p for m in messages for p in m.parts if p.part_kind == 'tool-return']
+    if not seen:
+        return ModelResponse(parts=[ToolCallPart('build_log', {}, tool_call_id='log')])
+    marker = re.search(r"stored to handle '([^']+)'", seen[-1].model_response_str())
+    if seen[-1].tool_name == 'build_log' and marker:
+        args = {'handle': marker[1], 'offset': 0, 'limit': 1, 'from_end': True}
+        return ModelResponse(parts=[ToolCallPart('read_tool_result', args, tool_call_id='read')])
+    return ModelResponse(parts=[TextPart(seen[-1].model_response_str())])
+
+
+agent = Agent(
+    FunctionModel(model),
+    name='quickstart',
+    tools=[build_log],
+    capabilities=[ToolOutputLimits(store=OverspillStore()), TemporalDurability()],
+)
+
+
+@workflow.defn
+class Quickstart(PydanticAIWorkflow):
+    __pydantic_ai_agents__ = (agent,)
+
+    @workflow.run
+    async def run(self, prompt: str) -> str:
+        return (await agent.run(prompt)).output
+
+
+async def main() -> None:
+    client = await Client.connect(os.environ.get('TEMPORAL_ADDRESS', 'localhost:7233'), plugins=[PydanticAIPlugin()])
+    queue = f'quickstart-{uuid.uuid4()}'
+    async with Worker(client, task_queue=queue, workflows=[Quickstart]):
+        answer = await client.execute_workflow(Quickstart.run, 'Why did the build fail?', id=queue, task_queue=queue)
+    print(answer, flush=True)
+
+
+if __name__ == '__main__':
+    asyncio.run(main())
+    # Skip interpreter teardown, where temporalio's native threads can abort the process.
+    os._exit(0)
