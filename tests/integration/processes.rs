@@ -482,23 +482,35 @@ fn invalid_limits_file_fails_fast() {
     );
 }
 
-/// `overspill dev` against the running server: the demo prints the model-visible text of a
-/// multi-megabyte tool output and a read-back page.
-#[test]
-fn overspill_dev_runs_the_demo() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+/// The stdout of `overspill dev --exit-after-demo` with `args` and `env`, a fresh `file://`
+/// store, and an exit status checked to be 0.
+fn run_dev(args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> String {
+    let store = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let out = Command::new(env!("CARGO_BIN_EXE_overspill"))
-        .args(["dev", "--exit-after-demo", "--task-queue", &unique("dev")])
-        .args(["--store", &format!("file://{}", dir.path().display())])
-        .env("TEMPORAL_ADDRESS", temporal_address())
+        .args(["dev", "--exit-after-demo"])
+        .args(args)
+        .args(["--store", &format!("file://{}", store.path().display())])
+        .envs(env.iter().copied())
         .env("RUST_LOG", "warn")
         .output()
         .unwrap_or_else(|e| panic!("run: {e}"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// `overspill dev` against the running server: the demo prints the model-visible text of a
+/// multi-megabyte tool output and a read-back page.
+#[test]
+fn overspill_dev_runs_the_demo() {
+    let address = temporal_address();
+    let stdout = run_dev(
+        &["--task-queue", &unique("dev")],
+        &[("TEMPORAL_ADDRESS", address.as_ref())],
     );
     assert!(
         stdout.contains("[Tool output too large (2,750,000 chars); stored to handle '"),
@@ -525,21 +537,18 @@ fn overspill_dev_starts_and_stops_its_own_server() {
     let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".deploy/venv");
     std::os::unix::fs::symlink(&venv, deploy.path().join("venv"))
         .unwrap_or_else(|e| panic!("{}: {e} (run deploy/test.sh first)", venv.display()));
-    let store = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
-    let out = Command::new(env!("CARGO_BIN_EXE_overspill"))
-        .args(["dev", "--exit-after-demo", "--demo-lines", "2000"])
-        .args(["--address", &format!("127.0.0.1:{port}")])
-        .args(["--store", &format!("file://{}", store.path().display())])
-        .env("OVERSPILL_DEPLOY_DIR", deploy.path())
-        .env("TEMPORAL_UI_PORT", ui_port.to_string())
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap_or_else(|e| panic!("run: {e}"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let ui_port = ui_port.to_string();
+    let stdout = run_dev(
+        &[
+            "--demo-lines",
+            "2000",
+            "--address",
+            &format!("127.0.0.1:{port}"),
+        ],
+        &[
+            ("OVERSPILL_DEPLOY_DIR", deploy.path().as_os_str()),
+            ("TEMPORAL_UI_PORT", ui_port.as_ref()),
+        ],
     );
     assert!(stdout.contains("no Temporal server at"), "{stdout}");
     assert!(stdout.contains("stored to handle '"), "{stdout}");
