@@ -157,7 +157,12 @@ impl<T: ProtoForm> Wire<T> {
                     .map_err(|e| PayloadConversionError::EncodingError(Box::new(e)))?,
                 None,
             ),
-            Encoding::JsonProtobuf => (value.to_proto_json(), Some(T::MESSAGE_TYPE)),
+            Encoding::JsonProtobuf => (
+                value
+                    .to_proto_json()
+                    .map_err(|e| PayloadConversionError::EncodingError(Box::new(e)))?,
+                Some(T::MESSAGE_TYPE),
+            ),
             Encoding::BinaryProtobuf => (value.to_proto_binary(), Some(T::MESSAGE_TYPE)),
         };
         let mut metadata = HashMap::from([(

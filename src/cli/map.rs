@@ -1,5 +1,8 @@
-//! The one file a one-shot command maps (stdin for `reduce`, a spill for `read` and `grep`),
-//! and the SIGBUS handler that reports it shrinking.
+//! The one file a one-shot command maps (a spill's payload for `read` and `grep`), and the
+//! SIGBUS handler that reports it shrinking.
+//!
+//! A map is only ever read as bytes (`[u8]`), never handed out as `str`: another process may
+//! rewrite the file in place, and bytes once validated as UTF-8 could then change under a `str`.
 //!
 //! A mapped file must not shrink while it is read: touching a page past its new end raises
 //! SIGBUS. The process then stops with [`EXIT_TRUNCATED`] and `overspill: <what> was truncated
@@ -28,11 +31,10 @@ pub(crate) fn map(file: &std::fs::File, offset: u64, len: u64, what: &'static st
     if !install_handler() {
         return None;
     }
-    // SAFETY: the map is only read, and lives as long as whatever owns it. Another
+    // SAFETY: the map is only read, as bytes, and lives as long as whatever owns it. Another
     // process truncating the file makes a read raise SIGBUS, which `on_sigbus` turns into an
-    // orderly exit. Bytes rewritten in place show through; should that leave text already
-    // validated as UTF-8 invalid, what the engine makes of it is unspecified. That is the risk
-    // every reader of a mapped file takes (ripgrep's too), accepted here.
+    // orderly exit. Bytes rewritten in place show through as other bytes: the map is handed
+    // out only as `[u8]` (`Bytes`), never as `str`, and searched as bytes (as ripgrep does).
     let map = unsafe { MmapOptions::new().offset(offset).len(rest).map(file) }.ok()?;
     WHAT.store(what.as_ptr().cast_mut(), Ordering::SeqCst);
     WHAT_LEN.store(what.len(), Ordering::SeqCst);
@@ -86,5 +88,48 @@ extern "C" fn on_sigbus(_signal: libc::c_int, info: *mut libc::siginfo_t, _: *mu
             libc::_exit(EXIT_TRUNCATED);
         }
         libc::signal(libc::SIGBUS, libc::SIG_DFL);
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::io::Write as _;
+
+    /// Set in the process that [`a_file_shrinking_under_its_map_exits_74`] starts.
+    const CHILD: &str = "OVERSPILL_MAP_TEST_CHILD";
+
+    /// In that child: map a file, truncate it and read the map past the file's new end. Anywhere
+    /// else it passes at once.
+    #[test]
+    fn read_past_a_shrunk_files_end() {
+        if std::env::var_os(CHILD).is_none() {
+            return;
+        }
+        let mut file = tempfile::tempfile().expect("a temp file");
+        file.write_all(&[b'x'; 3 * 4096]).expect("written");
+        let map = super::map(&file, 0, 3 * 4096, "the test file").expect("mapped");
+        file.set_len(0).expect("truncated");
+        let byte = std::hint::black_box(&map)[2 * 4096];
+        panic!("read {byte} past the end without a SIGBUS");
+    }
+
+    /// The handler turns the SIGBUS into exit status 74 and a message naming what was mapped.
+    #[test]
+    fn a_file_shrinking_under_its_map_exits_74() {
+        let exe = std::env::current_exe().expect("the test binary");
+        let out = std::process::Command::new(exe)
+            .args(["--exact", "cli::map::tests::read_past_a_shrunk_files_end"])
+            .args(["--nocapture", "--test-threads", "1"])
+            .env(CHILD, "1")
+            .output()
+            .expect("the test binary runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(super::EXIT_TRUNCATED), "{stderr}");
+        assert!(
+            stderr.contains(
+                "overspill: the test file was truncated while it was being read; stopped without a result\n"
+            ),
+            "{stderr}"
+        );
     }
 }

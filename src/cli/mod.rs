@@ -1,7 +1,6 @@
 //! The `overspill` command line: one binary, one subcommand per job.
 
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Parser, Subcommand};
 
@@ -46,9 +45,6 @@ enum Command {
 /// Parse the arguments and run the subcommand on a tokio runtime.
 pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
-    if !matches!(&cli.command, Command::Read(args) if args.request.filter().is_none()) {
-        restore_huge_pages();
-    }
     let runtime = match runtime(&cli.command) {
         Ok(rt) => rt,
         Err(e) => {
@@ -103,68 +99,11 @@ fn runtime(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
     builder.enable_all().build()
 }
 
-/// Whether transparent huge pages were off when the process started: a parent's choice
-/// (`prctl` settings outlive fork and exec), or mimalloc's `MIMALLOC_ALLOW_THP=0`.
-static HUGE_PAGES_WERE_OFF: AtomicBool = AtomicBool::new(false);
-
-/// Turn transparent huge pages off for this process, remembering whether they already were.
-/// A page by offset runs without them: it is a short command that touches little memory, and
-/// the kernel zeroing 2 MiB pages for the allocator's first heaps was a sixth of its CPU.
-/// Called before anything allocates (see `main.rs`).
-#[cfg(target_os = "linux")]
-pub(crate) fn huge_pages_off_at_start() {
-    HUGE_PAGES_WERE_OFF.store(huge_pages_off(), Ordering::Relaxed);
-    set_huge_pages_off(true);
-}
-
-/// Put transparent huge pages back as the process found them, for every command but a page by
-/// offset: a pattern page without them left the spill's mapped pages it hands back resident
-/// (64 MiB where 24 did), and large outputs copy faster through them. Children (the dev
-/// server) inherit the setting, so this comes before any is started.
-fn restore_huge_pages() {
-    set_huge_pages_off(HUGE_PAGES_WERE_OFF.load(Ordering::Relaxed));
-}
-
-/// `PR_SET_THP_DISABLE`: whether this process's new pages may be transparent huge pages.
-fn set_huge_pages_off(off: bool) {
-    #[cfg(target_os = "linux")]
-    // SAFETY: PR_SET_THP_DISABLE takes plain integers and changes only how pages are faulted in.
-    unsafe {
-        libc::prctl(libc::PR_SET_THP_DISABLE, libc::c_ulong::from(off), 0, 0, 0);
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = off;
-}
-
-/// `PR_GET_THP_DISABLE`: whether transparent huge pages are off for this process.
-#[cfg(target_os = "linux")]
-fn huge_pages_off() -> bool {
-    // SAFETY: PR_GET_THP_DISABLE takes no pointer; it returns 1 when off, 0 when on.
-    unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) == 1 }
-}
-
 /// A subcommand's failure, printed as `overspill: <message>`.
 pub(crate) type CliResult = Result<ExitCode, Box<dyn std::error::Error>>;
 
 #[cfg(test)]
 mod tests {
-    /// This test binary is built from `main.rs` too, so its start turned them off.
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn huge_pages_are_off_from_the_start_and_restored_as_found() {
-        use super::*;
-        assert!(huge_pages_off(), "off before main");
-        restore_huge_pages();
-        assert_eq!(
-            huge_pages_off(),
-            HUGE_PAGES_WERE_OFF.load(Ordering::Relaxed)
-        );
-        set_huge_pages_off(false);
-        assert!(!huge_pages_off());
-        set_huge_pages_off(true);
-        assert!(huge_pages_off());
-    }
-
     /// Clashing argument ids only panic at run time; clap's own check finds them in CI.
     #[test]
     fn arguments_are_consistent() {

@@ -111,7 +111,10 @@ pub(crate) async fn run(cmd: Command) -> CliResult {
             dry_run,
             store,
         } => {
-            let report = store.open()?.gc(older_than, dry_run).await?;
+            let cutoff = now
+                .checked_sub(older_than)
+                .unwrap_or(SystemTime::UNIX_EPOCH);
+            let report = store.open()?.gc(cutoff, dry_run).await?;
             let verb = if dry_run { "would remove" } else { "removed" };
             print_table(&mut out, &report.removed, now, Some(verb))?;
             let bytes: u64 = report.removed.iter().map(|s| s.size).sum();

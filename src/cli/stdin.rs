@@ -1,13 +1,9 @@
-//! All of stdin as one buffer: a regular file is mapped, anything else is read.
+//! All of stdin as one buffer, read into memory.
 //!
-//! `overspill reduce < big.log` maps the file rather than reading it: no fresh pages for the
-//! kernel to zero and no copy, and a spill hands the store the mapped pages themselves. A pipe,
-//! a terminal, an empty or size-less file (`/proc`), or a file the kernel will not map is read.
-//!
-//! A mapped file must not shrink while it is read: the process then stops with `overspill: stdin
-//! was truncated while it was being read; stopped without a result` ([`super::map`]); anything
-//! already printed or spilled is incomplete. A file that grows (a log still being appended to)
-//! is read as it was when mapped. Bytes rewritten in place show through.
+//! A regular file is read with one read sized by `fstat` (std sizes the buffer from the file's
+//! length and offset); a pipe or a terminal is read as it comes. Stdin is read, never mapped: the
+//! engine holds text as `str`, and bytes that another process could still change under a map
+//! would break what UTF-8 validation established.
 
 use std::io::{self, Read as _};
 
@@ -28,21 +24,10 @@ pub(crate) fn read_all() -> io::Result<Bytes> {
     }
 }
 
-/// Everything in `file` from its current offset on: mapped when it is a regular file with a
-/// size, read otherwise. The offset is left at the end, as a read leaves it.
+/// Everything in `file` from its current offset on (a `File`, unlike `Stdin`, reads a regular
+/// file in one `fstat`-sized read). The offset is left at the end.
 #[cfg(unix)]
 fn read_from(mut file: std::fs::File) -> io::Result<Bytes> {
-    use std::io::{Seek as _, SeekFrom};
-    let metadata = file.metadata()?;
-    if metadata.is_file() && metadata.len() > 0 {
-        let offset = file.stream_position()?;
-        if let Some(map) = super::map::map(&file, offset, metadata.len(), "stdin") {
-            file.seek(SeekFrom::End(0))?;
-            tracing::debug!(bytes = map.len(), offset, "stdin is mapped");
-            return Ok(Bytes::from_owner(map));
-        }
-    }
-    // Sized from `fstat` for a regular file: one allocation, no regrowth.
     let mut data = Vec::new();
     file.read_to_end(&mut data)?;
     Ok(data.into())
@@ -54,14 +39,8 @@ mod tests {
 
     use super::*;
 
-    /// Whether this process maps `path` (`/proc/self/maps` names every file mapping).
-    fn maps(path: &std::path::Path) -> bool {
-        let maps = std::fs::read_to_string("/proc/self/maps").expect("/proc/self/maps");
-        maps.contains(path.to_str().expect("a UTF-8 temp path"))
-    }
-
     #[test]
-    fn a_regular_file_is_mapped_from_its_offset_and_left_at_its_end() {
+    fn a_regular_file_is_read_from_its_offset_and_left_at_its_end() {
         let mut file = tempfile::NamedTempFile::new().expect("a temp file");
         let text: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
         file.write_all(text.as_bytes()).expect("written");
@@ -69,15 +48,11 @@ mod tests {
         let shared = file.as_file().try_clone().expect("the same open file");
         let data = read_from(shared).expect("read");
         assert_eq!(data, text.as_bytes()[5..]);
-        assert!(maps(file.path()), "the file is mapped, not copied");
         let at = file.as_file_mut().stream_position().expect("a position");
-        assert_eq!(
-            at,
-            text.len() as u64,
-            "left at the end, as a read leaves it"
-        );
-        drop(data);
-        assert!(!maps(file.path()), "unmapped with its last Bytes");
+        assert_eq!(at, text.len() as u64, "left at the end");
+        // A copy: rewriting the file changes nothing already read.
+        file.as_file().set_len(0).expect("truncated");
+        assert_eq!(data, text.as_bytes()[5..]);
     }
 
     #[test]
@@ -91,6 +66,5 @@ mod tests {
         let empty = tempfile::NamedTempFile::new().expect("a temp file");
         let data = read_from(empty.reopen().expect("reopens")).expect("read");
         assert!(data.is_empty());
-        assert!(!maps(empty.path()));
     }
 }

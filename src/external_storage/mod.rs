@@ -175,7 +175,7 @@ impl ExternalStorage {
                 limit: self.settings.max_payload_bytes,
             });
         }
-        let sha256 = hex(ring::digest::digest(&ring::digest::SHA256, &bytes).as_ref());
+        let sha256 = hex(aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, &bytes).as_ref());
         let (key, path) = self.writable_key(&scope, &sha256)?;
         let unavailable = |reason: String| ExternalStorageError::Unavailable {
             bucket: self.bucket.name.clone(),
@@ -264,7 +264,7 @@ impl ExternalStorage {
             return Err(self.too_large(located, result.meta.size));
         }
         let mut bytes = Vec::with_capacity(usize::try_from(result.meta.size).unwrap_or(0));
-        let mut hasher = ring::digest::Context::new(&ring::digest::SHA256);
+        let mut hasher = aws_lc_rs::digest::Context::new(&aws_lc_rs::digest::SHA256);
         let mut stream = result.into_stream();
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(|e| self.fetch_error(located, e))?;

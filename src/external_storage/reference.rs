@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use temporalio_common::protos::temporal::api::common::v1::Payload;
 use temporalio_common::protos::temporal::api::common::v1::payload::ExternalPayloadDetails;
 
@@ -40,8 +40,9 @@ pub struct Reference {
     pub size_bytes: Option<u64>,
 }
 
-/// `ExternalStorageReference` in the proto3 JSON mapping; fields in the order Python writes them.
-#[derive(Serialize, Deserialize)]
+/// `ExternalStorageReference` in the proto3 JSON mapping, as read ([`Reference::to_payload`]
+/// writes its fields in the order Python writes them).
+#[derive(Deserialize)]
 struct ProtoJson {
     #[serde(rename = "claimData", alias = "claim_data", default)]
     claim_data: BTreeMap<String, String>,
@@ -115,10 +116,17 @@ impl Reference {
     /// The reference as the payload Python's SDK writes (`json/protobuf`, compact proto-JSON,
     /// `external_payloads[0].size_bytes`).
     pub fn to_payload(&self) -> Payload {
-        let json = ProtoJson {
-            claim_data: self.claim.clone(),
-            driver_name: self.driver_name.clone(),
-        };
+        use serde_json::{Map, Value};
+        let claim = (self.claim.iter())
+            .map(|(key, value)| (key.clone(), Value::from(value.as_str())))
+            .collect();
+        let json = Value::Object(Map::from_iter([
+            ("claimData".to_owned(), Value::Object(claim)),
+            (
+                "driverName".to_owned(),
+                Value::from(self.driver_name.as_str()),
+            ),
+        ]));
         Payload {
             metadata: HashMap::from([
                 (ENCODING_KEY.to_owned(), PROTO_JSON.as_bytes().to_vec()),
@@ -127,8 +135,8 @@ impl Reference {
                     MESSAGE_TYPE.as_bytes().to_vec(),
                 ),
             ]),
-            // Serializing a struct of strings cannot fail.
-            data: serde_json::to_vec(&json).unwrap_or_default(),
+            // A `Value` renders infallibly (its keys are strings).
+            data: json.to_string().into_bytes(),
             external_payloads: self
                 .size_bytes
                 .map(|size| ExternalPayloadDetails {

@@ -2,7 +2,7 @@
 //! store's namespace, from one listing without delimiters, the same on every backend.
 
 use std::collections::HashSet;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use futures::{StreamExt as _, TryStreamExt as _};
 use object_store::ObjectMeta;
@@ -55,16 +55,14 @@ impl Store {
         .await
     }
 
-    /// Delete the spills (and their line indexes) last written more than `older_than` ago, within
-    /// the scan deadline ([`StoreOptions`](super::StoreOptions)'s `scan_timeout`).
+    /// Delete the spills (and their line indexes) last written before `cutoff` (the CLI passes
+    /// now minus `--older-than`), within the scan deadline ([`StoreOptions`](super::StoreOptions)'s
+    /// `scan_timeout`).
     ///
     /// Lists every object under the store's namespace (no delimiter listings), so it works the
     /// same on S3-compatible servers and local directories. An index goes with its payload; an
     /// index whose payload is gone goes once it is older than the cutoff.
-    pub async fn gc(&self, older_than: Duration, dry_run: bool) -> Result<GcReport, StoreError> {
-        let cutoff = SystemTime::now()
-            .checked_sub(older_than)
-            .unwrap_or(SystemTime::UNIX_EPOCH);
+    pub async fn gc(&self, cutoff: SystemTime, dry_run: bool) -> Result<GcReport, StoreError> {
         self.scan(self.collect(cutoff, dry_run)).await
     }
 

@@ -308,19 +308,10 @@ fn publish(
 /// Close `file`, with the error a drop would ignore.
 fn close(file: std::fs::File) -> io::Result<()> {
     #[cfg(unix)]
-    {
-        use std::os::fd::IntoRawFd as _;
-        // SAFETY: the descriptor is taken from `file`, so it is open, owned here and closed once.
-        if unsafe { libc::close(file.into_raw_fd()) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
-    }
+    nix::unistd::close(file)?;
     #[cfg(not(unix))]
-    {
-        drop(file);
-        Ok(())
-    }
+    drop(file);
+    Ok(())
 }
 
 /// Reserve `len` bytes of blocks for `file`. A filesystem that cannot is written without; a
@@ -328,16 +319,15 @@ fn close(file: std::fs::File) -> io::Result<()> {
 fn preallocate(file: &std::fs::File, len: usize) -> io::Result<()> {
     #[cfg(target_os = "linux")]
     if len > 0 {
-        use std::os::fd::AsRawFd as _;
-        let len = libc::off_t::try_from(len).unwrap_or(libc::off_t::MAX);
+        use nix::errno::Errno;
+        let len = nix::libc::off_t::try_from(len).unwrap_or(nix::libc::off_t::MAX);
         // `fallocate`, unlike `posix_fallocate`, never emulates by writing zeros: a filesystem
         // without it costs one failed call.
-        // SAFETY: `file` is open for the duration of the call.
-        if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) } != 0 {
-            let error = io::Error::last_os_error();
-            if matches!(error.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)) {
-                return Err(error);
-            }
+        let mode = nix::fcntl::FallocateFlags::empty();
+        if let Err(error @ (Errno::ENOSPC | Errno::EDQUOT)) =
+            nix::fcntl::fallocate(file, mode, 0, len)
+        {
+            return Err(error.into());
         }
     }
     #[cfg(not(target_os = "linux"))]
@@ -382,8 +372,7 @@ pub(crate) fn default_root() -> PathBuf {
 /// The effective user id.
 #[cfg(unix)]
 pub(crate) fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
+    nix::unistd::geteuid().as_raw()
 }
 
 impl LocalRoot {

@@ -1,6 +1,6 @@
 //! Store tests over object_store's in-memory and local backends.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 
@@ -18,6 +18,11 @@ fn text(lines: usize) -> Bytes {
 }
 
 fn assert_send<T: Send>(_: &T) {}
+
+/// A gc cutoff past every write so far (stores may keep whole seconds, rounded down).
+fn after_every_write() -> SystemTime {
+    SystemTime::now() + Duration::from_secs(1)
+}
 
 /// Lines enough for a spill to get a line index, and more than a page's first read takes
 /// (about 430 KB), so that a rebuilt index is built by streaming the payload.
@@ -51,7 +56,7 @@ async fn futures_are_send_and_store_is_shareable() {
     assert_send(&store.fetch("r/c.0", Part::Payload, 0..1));
     assert_send(&read_tool_result(&store, &page("r/c.0", 0, 1)));
     assert_send(&store.list(None));
-    assert_send(&store.gc(Duration::ZERO, true));
+    assert_send(&store.gc(SystemTime::UNIX_EPOCH, true));
 }
 
 #[tokio::test]
@@ -261,13 +266,13 @@ async fn lists_and_collects_garbage() {
     assert_eq!(all[1].size, text(2).len() as u64);
     assert!(stored_index(&store, "run-1/a.0").await.is_some());
     assert_eq!(store.list(Some("run-1")).await.unwrap().len(), 2);
-    let report = store.gc(Duration::from_secs(3600), false).await.unwrap();
+    let an_hour_ago = SystemTime::now() - Duration::from_secs(3600);
+    let report = store.gc(an_hour_ago, false).await.unwrap();
     assert_eq!((report.removed.len(), report.kept), (0, 3));
-    let report = store.gc(Duration::ZERO, true).await.unwrap();
+    let report = store.gc(after_every_write(), true).await.unwrap();
     assert_eq!((report.removed.len(), report.deleted_objects), (3, 0));
     assert_eq!(store.list(None).await.unwrap().len(), 3);
-    tokio::time::sleep(Duration::from_millis(5)).await;
-    let report = store.gc(Duration::ZERO, false).await.unwrap();
+    let report = store.gc(after_every_write(), false).await.unwrap();
     assert_eq!(
         (report.removed.len(), report.deleted_objects),
         (3, 4),
@@ -418,8 +423,7 @@ mod local {
         .unwrap();
         assert_eq!(page, crate::read::no_stored_result("r/evil.0"));
         // GC never deletes through the link.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        store.gc(Duration::ZERO, false).await.unwrap();
+        store.gc(after_every_write(), false).await.unwrap();
         assert!(dir.path().join("secret").exists());
         assert!(!root.join("tool_output_limits/r/c.0").exists());
     }
@@ -494,14 +498,36 @@ mod local {
         assert!(store.read("r/c.0").await.unwrap_err().is_unknown_handle());
     }
 
+    /// A run's listing shows the newest spill first, whatever its handle: `a.0` is dated after
+    /// `b.0` here, so the handle order (which breaks ties) would put it last.
+    #[tokio::test]
+    async fn a_run_is_listed_newest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        store.write("r/a.0", text(2)).await.unwrap();
+        store.write("r/b.0", text(2)).await.unwrap();
+        let payload = dir.path().join("tool_output_limits/r/b.0");
+        let file = std::fs::File::options().write(true).open(payload).unwrap();
+        file.set_modified(SystemTime::now() - Duration::from_secs(60))
+            .unwrap();
+        let request = crate::store::ListRequest {
+            run_id: "r".into(),
+            ..Default::default()
+        };
+        let listing = store.list_run(&request).await.unwrap();
+        let handles: Vec<_> = (listing.spills.iter())
+            .map(|s| s.info.handle.as_str())
+            .collect();
+        assert_eq!(handles, ["r/a.0", "r/b.0"]);
+    }
+
     #[tokio::test]
     async fn gc_prunes_emptied_directories() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("spills");
         let store = open(&root);
         store.write("r/x/c.0", text(INDEXED)).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        let report = store.gc(Duration::ZERO, false).await.unwrap();
+        let report = store.gc(after_every_write(), false).await.unwrap();
         assert_eq!(report.deleted_objects, 2, "the spill and its index");
         assert!(!root.join("tool_output_limits/r").exists());
         assert!(root.join("tool_output_limits").exists());
@@ -759,9 +785,12 @@ async fn a_listing_that_never_ends_stops_at_the_scan_deadline() {
         .await
         .expect("the listing never ended");
     assert!(matches!(listed, Err(StoreError::Timeout(_))), "{listed:?}");
-    let collected = tokio::time::timeout(Duration::from_secs(30), store.gc(Duration::ZERO, true))
-        .await
-        .expect("the collection never ended");
+    let collected = tokio::time::timeout(
+        Duration::from_secs(30),
+        store.gc(SystemTime::UNIX_EPOCH, true),
+    )
+    .await
+    .expect("the collection never ended");
     assert!(
         matches!(collected, Err(StoreError::Timeout(_))),
         "{collected:?}"

@@ -122,9 +122,9 @@ async fn collect_garbage(store: &Store, run: &str, handles: &[&str]) {
     let mut got: Vec<_> = listed.iter().map(|s| s.handle.as_str()).collect();
     got.sort_unstable();
     assert_eq!(got, handles, "{listed:?}");
-    // Object timestamps may have one-second resolution.
-    tokio::time::sleep(Duration::from_millis(1_100)).await;
-    let report = store.gc(Duration::ZERO, false).await.unwrap();
+    // A cutoff past every write (object timestamps may be whole seconds, rounded down).
+    let cutoff = SystemTime::now() + Duration::from_secs(1);
+    let report = store.gc(cutoff, false).await.unwrap();
     assert_eq!(report.removed.len(), handles.len(), "{report:?}");
     assert_eq!(store.list(Some(run)).await.unwrap(), []);
 }

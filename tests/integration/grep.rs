@@ -266,11 +266,10 @@ async fn list_shows_a_runs_spills_newest_first_from_metadata_and_indexes() {
         ),
         ("grep", "call-3", "ünï match\n".repeat(2_000)),
     ];
-    for (i, (tool, call, text)) in spills.into_iter().enumerate() {
-        if i > 0 {
-            // Object timestamps have a resolution of one second.
-            tokio::time::sleep(Duration::from_millis(1_100)).await;
-        }
+    // Written in the order shown (newest last), with handles that sort the same way: spills
+    // written within one second (S3 keeps whole seconds) tie, and a tie lists the later handle
+    // first. That newer timestamps come first is tested on dated files (`store::tests`).
+    for (tool, call, text) in spills {
         let reduced = activities
             .reduce_request(reduce_request(tool, call, text), None)
             .await

@@ -270,8 +270,8 @@ async fn a_one_thread_worker_runs_the_example_agent() {
     assert_eq!(out.turns[0].handle.as_deref(), Some(expected.as_str()));
 }
 
-/// `--activities-only` serves no workflow: a `ReduceToolOutput` started on its task queue gets
-/// no workflow task while the worker runs.
+/// `--activities-only` serves activities and no workflow: an activity sent to its task queue
+/// completes, while a `ReduceToolOutput` started there before the worker gets no workflow task.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_activities_only_worker_takes_no_workflow_task() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
@@ -292,14 +292,22 @@ async fn an_activities_only_worker_takes_no_workflow_task() {
     .await;
     let store = format!("file://{}", dir.path().display());
     let mut worker = WorkerProcess::spawn(&task_queue, &store, &["--activities-only"]);
-    let started = Instant::now();
-    while started.elapsed() < Duration::from_secs(5) {
-        let events = history(&handle).await;
-        let taken = recorded(&events, EventType::WorkflowTaskStarted);
-        assert!(!taken, "the activities-only worker took a workflow task");
-        worker.assert_running();
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    let host = TestWorker::start("activities-only-host").await;
+    let mut reduce = probe(
+        "tool_output_limits.reduce",
+        json!({"tool_name": "cat", "tool_call_id": "c", "output": {"text": "hi"}}),
+    );
+    reduce.task_queue = Some(task_queue.clone());
+    let out = host.probe(vec![reduce]).await;
+    assert!(out[0].ok.is_some(), "{:?}", out[0]);
+    worker.assert_running();
+    // The worker has been polling its queue since before the activity ran, and the workflow
+    // task was waiting there all along: a worker serving workflows would have taken it.
+    let events = history(&handle).await;
+    assert!(
+        !recorded(&events, EventType::WorkflowTaskStarted),
+        "the activities-only worker took a workflow task"
+    );
     let _ = handle.terminate(Default::default()).await;
 }
 
@@ -433,9 +441,9 @@ async fn sigterm_shuts_the_worker_down_gracefully() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     worker.assert_running();
     let pid = i32::try_from(worker.0.id()).unwrap_or_else(|e| panic!("pid: {e}"));
-    // SAFETY: sends a signal to our own child process.
-    let sent = unsafe { libc::kill(pid, libc::SIGTERM) };
-    assert_eq!(sent, 0, "kill(SIGTERM)");
+    use nix::sys::signal::{Signal, kill};
+    kill(nix::unistd::Pid::from_raw(pid), Signal::SIGTERM)
+        .unwrap_or_else(|e| panic!("kill(SIGTERM): {e}"));
     let started = Instant::now();
     let status = loop {
         if let Ok(Some(status)) = worker.0.try_wait() {
@@ -523,23 +531,35 @@ fn a_worker_refuses_to_start_on_a_store_it_cannot_use() {
     );
 }
 
-/// `overspill dev` against the running server: the demo prints the model-visible text of a
-/// multi-megabyte tool output and a read-back page.
-#[test]
-fn overspill_dev_runs_the_demo() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+/// The stdout of `overspill dev --exit-after-demo` with `args` and `env`, a fresh `file://`
+/// store, and an exit status checked to be 0.
+fn run_dev(args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> String {
+    let store = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let out = Command::new(env!("CARGO_BIN_EXE_overspill"))
-        .args(["dev", "--exit-after-demo", "--task-queue", &unique("dev")])
-        .args(["--store", &format!("file://{}", dir.path().display())])
-        .env("TEMPORAL_ADDRESS", temporal_address())
+        .args(["dev", "--exit-after-demo"])
+        .args(args)
+        .args(["--store", &format!("file://{}", store.path().display())])
+        .envs(env.iter().copied())
         .env("RUST_LOG", "warn")
         .output()
         .unwrap_or_else(|e| panic!("run: {e}"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// `overspill dev` against the running server: the demo prints the model-visible text of a
+/// multi-megabyte tool output and a read-back page.
+#[test]
+fn overspill_dev_runs_the_demo() {
+    let address = temporal_address();
+    let stdout = run_dev(
+        &["--task-queue", &unique("dev")],
+        &[("TEMPORAL_ADDRESS", address.as_ref())],
     );
     assert!(
         stdout.contains("[Tool output too large (2,750,000 chars); stored to handle '"),
@@ -548,6 +568,43 @@ fn overspill_dev_runs_the_demo() {
     assert!(
         stdout.contains(": 50 matching line(s); showing 5]\nERROR step      996:"),
         "{stdout}"
+    );
+}
+
+/// `overspill dev` where no server answers starts one through `deploy/temporal.sh`, runs the
+/// demo against it, and stops it again: nothing answers on its port afterwards.
+#[test]
+fn overspill_dev_starts_and_stops_its_own_server() {
+    let free_port = || {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0");
+        let addr = listener.and_then(|l| l.local_addr());
+        addr.unwrap_or_else(|e| panic!("a free port: {e}")).port()
+    };
+    let (port, ui_port) = (free_port(), free_port());
+    // Its own deploy dir (the server's state and env file), with the project's venv in it.
+    let deploy = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".deploy/venv");
+    std::os::unix::fs::symlink(&venv, deploy.path().join("venv"))
+        .unwrap_or_else(|e| panic!("{}: {e} (run deploy/test.sh first)", venv.display()));
+    let ui_port = ui_port.to_string();
+    let stdout = run_dev(
+        &[
+            "--demo-lines",
+            "2000",
+            "--address",
+            &format!("127.0.0.1:{port}"),
+        ],
+        &[
+            ("OVERSPILL_DEPLOY_DIR", deploy.path().as_os_str()),
+            ("TEMPORAL_UI_PORT", ui_port.as_ref()),
+        ],
+    );
+    assert!(stdout.contains("no Temporal server at"), "{stdout}");
+    assert!(stdout.contains("stored to handle '"), "{stdout}");
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    assert!(
+        std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_err(),
+        "the dev server still answers on {port}"
     );
 }
 

@@ -153,10 +153,14 @@ fn reshaped(data: &Bytes, from: u8, to: u8) -> Bytes {
         .collect()
 }
 
+/// A gc cutoff past every write so far (S3 keeps whole seconds, rounded down).
+pub(crate) fn after_every_write() -> SystemTime {
+    SystemTime::now() + Duration::from_secs(1)
+}
+
 /// Delete a test's (large) spills once it passed, so repeated runs do not fill the server.
 async fn clean_up(store: &Store) {
-    tokio::time::sleep(Duration::from_millis(1_100)).await;
-    store.gc(Duration::ZERO, false).await.unwrap();
+    store.gc(after_every_write(), false).await.unwrap();
     assert_eq!(store.list(None).await.unwrap(), []);
 }
 
@@ -540,88 +544,80 @@ async fn a_missing_bucket_is_misconfigured_not_a_missing_spill() {
     assert!(matches!(listed, StoreError::Misconfigured(_)), "{listed}");
 }
 
+/// `spills gc --older-than` removes exactly the spills (with their indexes) written before now
+/// minus that age, and `spills ls` lists spills, never indexes. The old spills' files are dated
+/// two hours back, so nothing waits for a clock.
 #[tokio::test]
 async fn gc_deletes_only_what_is_older_than_the_cutoff() {
-    let url = unique_url("gc");
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", dir.path().display());
     let store = Store::open(Some(&url)).unwrap();
-    store
-        .write("run-old/a.0", text(3_000, "old"))
-        .await
-        .unwrap();
-    store
-        .write("run-old/b.0", text(3_000, "old"))
-        .await
-        .unwrap();
-    // The cutoff is one fixed instant between the old and the new writes, with a margin on both
-    // sides for S3's one-second timestamps and for slow process starts on a loaded machine.
-    tokio::time::sleep(Duration::from_millis(2_100)).await;
-    let mid = std::time::Instant::now();
-    tokio::time::sleep(Duration::from_millis(2_100)).await;
-    store
-        .write("run-new/c.0", text(3_000, "new"))
-        .await
-        .unwrap();
-    let older_than = || format!("{}ms", mid.elapsed().as_millis());
+    for handle in ["run-old/a.0", "run-old/b.0", "run-new/c.0"] {
+        store.write(handle, text(3_000, handle)).await.unwrap();
+    }
+    let objects = dir.path().join("tool_output_limits");
+    let two_hours_ago = SystemTime::now() - Duration::from_secs(2 * 3600);
+    for file in ["a.0", "a.0.idx", "b.0", "b.0.idx"] {
+        let file = std::fs::File::options()
+            .write(true)
+            .open(objects.join("run-old").join(file))
+            .unwrap();
+        file.set_modified(two_hours_ago).unwrap();
+    }
+    let cli = |args: &[&str]| {
+        let out = overspill().args(args).args(["--store", &url]).output();
+        String::from_utf8(out.unwrap().stdout).unwrap()
+    };
 
-    let listed = overspill()
-        .args(["spills", "ls", "--store", &url])
-        .output()
-        .unwrap();
-    let listed = String::from_utf8(listed.stdout).unwrap();
+    let listed = cli(&["spills", "ls"]);
     for handle in ["run-old/a.0", "run-old/b.0", "run-new/c.0"] {
         assert!(listed.contains(handle), "{listed}");
     }
     assert!(!listed.contains(".idx"), "{listed}");
-    let dry = overspill()
-        .args([
-            "spills",
-            "gc",
-            "--older-than",
-            &older_than(),
-            "--dry-run",
-            "--store",
-            &url,
-        ])
-        .output()
-        .unwrap();
-    let dry = String::from_utf8(dry.stdout).unwrap();
+    let dry = cli(&["spills", "gc", "--older-than", "1h", "--dry-run"]);
     assert!(dry.contains("would remove 2 spill(s)"), "{dry}");
     assert_eq!(store.list(None).await.unwrap().len(), 3);
 
-    let report = store.gc(mid.elapsed(), false).await.unwrap();
+    let an_hour_ago = SystemTime::now() - Duration::from_secs(3600);
+    let report = store.gc(an_hour_ago, false).await.unwrap();
     let removed: Vec<_> = report.removed.iter().map(|s| s.handle.as_str()).collect();
-    assert_eq!(removed.len(), 2, "{removed:?}");
-    assert!(removed.contains(&"run-old/a.0") && removed.contains(&"run-old/b.0"));
+    assert_eq!(removed, ["run-old/a.0", "run-old/b.0"]);
     assert_eq!(report.kept, 1);
     assert_eq!(report.deleted_objects, 4, "payloads and their indexes");
-    let left: Vec<_> = store
-        .list(None)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|s| s.handle)
-        .collect();
-    assert_eq!(left, ["run-new/c.0"]);
     assert_eq!(store.list(Some("run-old")).await.unwrap(), []);
-    assert_eq!(store.read("run-new/c.0").await.unwrap(), text(3_000, "new"));
-    // Nothing of the deleted spills is left in the bucket, indexes included.
-    let raw = raw_bucket();
+    assert_eq!(
+        store.read("run-new/c.0").await.unwrap(),
+        text(3_000, "run-new/c.0")
+    );
+    // Nothing of the deleted spills is left on disk, indexes and directory included.
+    assert!(!objects.join("run-old").exists());
+    assert!(objects.join("run-new/c.0.idx").exists());
+}
+
+/// On S3 (whole-second timestamps), a cutoff before every write keeps all, and one after removes
+/// every spill with its index: nothing is left in the bucket.
+#[tokio::test]
+async fn gc_on_s3_removes_spills_with_their_indexes() {
+    use futures::TryStreamExt as _;
+    let url = unique_url("gc");
+    let store = Store::open(Some(&url)).unwrap();
+    for handle in ["run-old/a.0", "run-old/b.0"] {
+        store.write(handle, text(3_000, "old")).await.unwrap();
+    }
+    let an_hour_ago = SystemTime::now() - Duration::from_secs(3600);
+    let report = store.gc(an_hour_ago, false).await.unwrap();
+    assert_eq!((report.removed.len(), report.kept), (0, 2));
+    let report = store.gc(after_every_write(), false).await.unwrap();
+    assert_eq!((report.removed.len(), report.kept), (2, 0));
+    assert_eq!(report.deleted_objects, 4, "payloads and their indexes");
     let prefix = url
         .trim_start_matches(&format!("{}/", base_url()))
         .to_owned();
-    let mut objects: Vec<String> =
-        futures::TryStreamExt::try_collect::<Vec<_>>(raw.list(Some(&Path::from(prefix.as_str()))))
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|m| m.location.to_string())
-            .collect();
-    objects.sort();
-    assert_eq!(
-        objects,
-        [
-            format!("{prefix}/tool_output_limits/run-new/c.0"),
-            format!("{prefix}/tool_output_limits/run-new/c.0.idx")
-        ]
-    );
+    let left: Vec<_> = raw_bucket()
+        .list(Some(&Path::from(prefix.as_str())))
+        .map_ok(|m| m.location.to_string())
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(left, Vec::<String>::new());
 }

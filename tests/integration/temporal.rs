@@ -440,7 +440,6 @@ async fn activities_called_by_name_from_a_rust_workflow() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_config_and_input_fail_without_retries() {
     let w = TestWorker::start("invalid").await;
-    let started = std::time::Instant::now();
     let out = w
         .probe(vec![
             probe(
@@ -472,10 +471,9 @@ async fn invalid_config_and_input_fail_without_retries() {
             ),
         ])
         .await;
-    assert!(started.elapsed() < Duration::from_secs(20), "retried?");
     for o in &out[..6] {
         assert!(o.non_retryable, "{o:?}");
-        // RETRY_STATE_NON_RETRYABLE_FAILURE
+        // RETRY_STATE_NON_RETRYABLE_FAILURE: failed on its first attempt, never retried.
         assert_eq!(o.retry_state, 2, "{o:?}");
     }
     assert_eq!(out[0].error_type.as_deref(), Some("InvalidConfig"));
@@ -805,6 +803,7 @@ async fn long_activity_heartbeats_and_honours_cancellation() {
         .await
         .expect("cancel probe");
     assert_eq!(out, "cancelled");
+    // Loose enough that only a hang fails it: generating the lines would take minutes.
     assert!(
         started.elapsed() < Duration::from_secs(20),
         "{:?}",

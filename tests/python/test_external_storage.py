@@ -479,4 +479,6 @@ def test_40_concurrent_20_mb_spills_queue_under_the_in_flight_bound(es: EsStack)
     peak = _vm_hwm(worker.proc.pid)
     print(f'\n40 concurrent 20 MB spills, --max-inflight-bytes 256MiB: worker peak RSS {peak / 2**20:.0f} MiB')
     assert [r.get('ok', r)['handle'] for r in results] == [f'es-run/{c}.0' for c in calls]
+    # Loose, not a benchmark figure: without the bound the worker would hold all 40 inputs at
+    # once (800 MB before any copy), so only a broken bound crosses 600 MiB.
     assert peak < 600 * 2**20, f'peak RSS {peak / 2**20:.0f} MiB'
