@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::prompt::DEFAULT_SUMMARY_PROMPT;
+use super::serialize::SerializerKind;
 use super::tokens::Tokenizer;
 
 /// The reference's default band threshold, in characters.
@@ -107,22 +108,19 @@ impl Default for Limits {
 impl Limits {
     /// Parse and validate the JSON form.
     pub fn from_json(json: &str) -> Result<Self, ConfigError> {
-        let de = &mut serde_json::Deserializer::from_str(json);
-        let limits: Self = serde_path_to_error::deserialize(de).map_err(|e| ConfigError::Json {
-            path: e.path().to_string(),
-            message: e.inner().to_string(),
-        })?;
-        limits.validate()?;
-        Ok(limits)
+        Self::from_deserializer(&mut serde_json::Deserializer::from_str(json))
     }
 
     /// Parse and validate an already-parsed JSON value (an activity input's `config`).
     pub fn from_value(value: serde_json::Value) -> Result<Self, ConfigError> {
-        let limits: Self =
-            serde_path_to_error::deserialize(value).map_err(|e| ConfigError::Json {
-                path: e.path().to_string(),
-                message: e.inner().to_string(),
-            })?;
+        Self::from_deserializer(value)
+    }
+
+    fn from_deserializer<'de, D: serde::Deserializer<'de>>(de: D) -> Result<Self, ConfigError> {
+        let limits: Self = serde_path_to_error::deserialize(de).map_err(|e| ConfigError::Json {
+            path: e.path().to_string(),
+            message: e.inner().to_string(),
+        })?;
         limits.validate()?;
         Ok(limits)
     }
@@ -373,16 +371,6 @@ impl<'de> Deserialize<'de> for ToolFilter {
             Form::Many(names) => Ok(Self::Names(names)),
         }
     }
-}
-
-/// The serializer presets for structured returns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SerializerKind {
-    /// `to_json(v, indent=2)`: one field per line.
-    IndentedJson,
-    /// One compact record per line for lists; `indented_json` for anything else.
-    JsonLines,
 }
 
 #[cfg(test)]

@@ -94,7 +94,7 @@ impl<'a> Unit<'a> {
     pub fn chars(&self) -> u64 {
         *self
             .chars
-            .get_or_init(|| self.text().map_or(0, super::measure::char_len))
+            .get_or_init(|| self.text().map_or(0, super::text::char_len))
     }
 
     /// The binary payload's length (0 for text).
