@@ -16,7 +16,7 @@ use super::{bands, preview, prompt, pyfmt, truncate};
 /// Tool kinds whose returns are never reduced: the read-back tool's own pages, and core's
 /// capability-load / tool-search returns (core reads them back from history).
 pub const EXEMPT_TOOL_KINDS: [&str; 3] = [
-    "tool_output_limits.read_tool_result",
+    crate::names::READ_TOOL_RESULT,
     "capability-load",
     "tool-search",
 ];
