@@ -51,15 +51,29 @@ mod tests {
                 };
                 let value = value.trim_end().trim_end_matches('\'');
                 let constant = name.chars().all(|c| c.is_ascii_uppercase() || c == '_');
-                if constant && (value.starts_with("tool_output_limits.") || name.ends_with("_QUEUE"))
+                if constant
+                    && (value.starts_with("tool_output_limits.") || name.ends_with("_QUEUE"))
                 {
-                    assert!(ours.contains(&value), "{}: {name} = {value:?}", path.display());
+                    assert!(
+                        ours.contains(&value),
+                        "{}: {name} = {value:?}",
+                        path.display()
+                    );
                     declared.push(value.to_owned());
                 }
             }
         }
-        for called in [SPILL, SUMMARIZE, GREP_TOOL_RESULT, LIST_TOOL_RESULTS, DEFAULT_TASK_QUEUE] {
-            assert!(declared.iter().any(|d| d == called), "{called} not declared");
+        for called in [
+            SPILL,
+            SUMMARIZE,
+            GREP_TOOL_RESULT,
+            LIST_TOOL_RESULTS,
+            DEFAULT_TASK_QUEUE,
+        ] {
+            assert!(
+                declared.iter().any(|d| d == called),
+                "{called} not declared"
+            );
         }
     }
 }

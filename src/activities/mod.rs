@@ -34,19 +34,19 @@ use std::time::SystemTime;
 
 use bytes::Bytes;
 
-pub use crate::api::{GrepResponse, ListResponse};
-pub use crate::names::{
-    DEFAULT_TASK_QUEUE, GREP_TOOL_RESULT, LIST_TOOL_RESULTS, READ_TOOL_RESULT, REDUCE, SPILL,
-    SUMMARIZE,
-};
 use crate::api::{
-    GrepRequest, ListRequest, ReadRequest, ReadResponse, ReduceRequest, ReduceResponse, SpillRequest, SpillResponse,
-    SummarizeRequest, SummarizeResponse,
+    GrepRequest, ListRequest, ReadRequest, ReadResponse, ReduceRequest, ReduceResponse,
+    SpillRequest, SpillResponse, SummarizeRequest, SummarizeResponse,
 };
+pub use crate::api::{GrepResponse, ListResponse};
 use crate::external_storage::ExternalStorage;
 use crate::limits::{
     self, Limits, NoSummarizer, ReductionKind, SpillStore, StoreError, SummarizeError, Summarizer,
     Summary, SummaryRequest, Unit, preview, prompt, pyfmt,
+};
+pub use crate::names::{
+    DEFAULT_TASK_QUEUE, GREP_TOOL_RESULT, LIST_TOOL_RESULTS, READ_TOOL_RESULT, REDUCE, SPILL,
+    SUMMARIZE,
 };
 use crate::read::{self, ReadOutcomeError};
 use crate::store::Store;

@@ -8,12 +8,12 @@ use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
 use super::{Incoming, Outgoing, OverspillActivities, Progress};
-use crate::names::{
-    GREP_TOOL_RESULT, LIST_TOOL_RESULTS, READ_TOOL_RESULT, REDUCE, SPILL, SUMMARIZE,
-};
 use crate::api::{
     GrepRequest, GrepResponse, ListRequest, ListResponse, ReadRequest, ReadResponse, ReduceRequest,
     ReduceResponse, SpillRequest, SpillResponse, SummarizeRequest, SummarizeResponse,
+};
+use crate::names::{
+    GREP_TOOL_RESULT, LIST_TOOL_RESULTS, READ_TOOL_RESULT, REDUCE, SPILL, SUMMARIZE,
 };
 
 /// The `#[activities]` impl: each activity is its wire name, request and response forms, and a

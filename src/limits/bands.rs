@@ -87,8 +87,14 @@ mod tests {
     fn the_largest_threshold_met_wins_the_first_listed_among_equals() {
         let bands = bands(&[10, 100, 100, 50]);
         assert_eq!(pick(&bands, 9), None);
-        assert!(std::ptr::eq(pick(&bands, 60).expect("met"), &bands[3].action));
-        assert!(std::ptr::eq(pick(&bands, 100).expect("met"), &bands[1].action));
+        assert!(std::ptr::eq(
+            pick(&bands, 60).expect("met"),
+            &bands[3].action
+        ));
+        assert!(std::ptr::eq(
+            pick(&bands, 100).expect("met"),
+            &bands[1].action
+        ));
     }
 
     #[test]

@@ -7,9 +7,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::config::{Action, Limits};
+use super::output::{Envelope, ToolCall, ToolOutput, ToolResult};
 use super::spill_store::SpillStore;
 use super::summarizer::{Summarizer, SummaryRequest, Usage};
-use super::output::{Envelope, ToolCall, ToolOutput, ToolResult};
 use super::unit::{Unit, UnitText};
 use super::{bands, preview, prompt, pyfmt, truncate};
 

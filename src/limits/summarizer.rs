@@ -166,4 +166,3 @@ impl<S: Summarizer> Summarizer for Option<S> {
         }
     }
 }
-

@@ -16,11 +16,11 @@ use crate::api::{
     ReadRequest, ReduceRequest, ReduceResponse, SpillRequest, SpillResponse, SummarizeRequest,
     SummarizeResponse,
 };
-use crate::names::{READ_TOOL_RESULT, REDUCE, SPILL, SUMMARIZE};
 use crate::limits::{
     Limits, SpillStore, StoreError, SummarizeError, Summarizer, Summary, SummaryRequest, ToolCall,
     ToolOutput,
 };
+use crate::names::{READ_TOOL_RESULT, REDUCE, SPILL, SUMMARIZE};
 
 /// The `tool_output_limits.*` activities, as workflow code calls them (`json/plain`).
 pub struct Overspill;
