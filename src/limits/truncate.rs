@@ -151,7 +151,7 @@ fn tail_marker(n: usize) -> String {
 }
 
 /// The shared tail clamp: a marker naming how many chars follow, then that many final chars.
-pub fn truncate_tail(text: &str, max: usize) -> String {
+fn truncate_tail(text: &str, max: usize) -> String {
     let mut keep = max.saturating_sub(tail_marker(max).len());
     if keep + 1 + tail_marker(keep + 1).len() <= max {
         keep += 1;

@@ -40,25 +40,16 @@ impl<'a> Unit<'a> {
             ToolOutput::Text(text) => {
                 Self::from_text(UnitText::Shared(text.clone()), String::new(), limits)
             }
-            ToolOutput::Json(value) => Self::from_json(value, limits),
-            ToolOutput::Bytes(data) => Self::from_binary(data.clone()),
-        }
-    }
-
-    fn from_json(value: &Value, limits: &Limits) -> Self {
-        Self::from_text(
-            UnitText::Shared(serialize::render(value, limits.serializer).into()),
-            shape_sketch(value),
-            limits,
-        )
-    }
-
-    fn from_binary(data: Bytes) -> Self {
-        Self {
-            text: None,
-            chars: std::sync::OnceLock::new(),
-            binary: data,
-            sketch: String::new(),
+            ToolOutput::Json(value) => {
+                let text = serialize::render(value, limits.serializer).into();
+                Self::from_text(UnitText::Shared(text), shape_sketch(value), limits)
+            }
+            ToolOutput::Bytes(data) => Self {
+                text: None,
+                chars: std::sync::OnceLock::new(),
+                binary: data.clone(),
+                sketch: String::new(),
+            },
         }
     }
 
