@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::prompt::DEFAULT_SUMMARY_PROMPT;
+use super::prompt::{DEFAULT_SUMMARY_PROMPT, Template};
 use super::serialize::SerializerKind;
 use super::tokens::Tokenizer;
 
@@ -131,9 +131,13 @@ impl Limits {
         for (tool, bands) in &self.per_tool {
             validate_bands(bands, &format!("per_tool.{tool}"))?;
         }
-        let uses_summarize = self.bands.iter().chain(self.per_tool.values().flatten());
-        if uses_summarize.clone().any(|b| b.action.can_summarize()) {
-            check_prompt(&self.summary_prompt)?;
+        let mut bands = self.bands.iter().chain(self.per_tool.values().flatten());
+        if bands.any(|b| b.action.can_summarize()) {
+            // The template's own checks (see `Template::parse`).
+            Template::parse(&self.summary_prompt).map_err(|e| ConfigError::Invalid {
+                path: "summary_prompt".into(),
+                message: e.to_string(),
+            })?;
         }
         Ok(())
     }
@@ -155,16 +159,6 @@ fn validate_bands(bands: &[Band], path: &str) -> Result<(), ConfigError> {
         band.action.validate(&format!("{path}[{i}].action"))?;
     }
     Ok(())
-}
-
-/// Check a summary prompt template (see [`Template::parse`](super::prompt::Template::parse)).
-fn check_prompt(template: &str) -> Result<(), ConfigError> {
-    super::prompt::Template::parse(template)
-        .map(drop)
-        .map_err(|e| ConfigError::Invalid {
-            path: "summary_prompt".into(),
-            message: e.to_string(),
-        })
 }
 
 /// One size band: when a return's measured size reaches `over`, `action` runs.
