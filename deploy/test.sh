@@ -25,5 +25,7 @@ for svc in seaweedfs azurite fakegcs temporal; do
 done
 
 export PATH="$VENV/bin:$PATH"
+# No module of the library may import, through others, a module that imports it.
+python3 deploy/check_imports.py
 cargo build --workspace --all-targets
 cargo test --workspace --no-fail-fast "$@"

@@ -4,11 +4,13 @@
 //! - [`read`]: the bounded `read_tool_result` read-back.
 //! - [`api`]: the request and response forms shared by the CLI and the activities.
 //! - [`external_storage`]: Temporal External Storage (payloads of any size through a bucket).
+//! - [`names`]: the activities' names and the default task queue.
 
 pub mod activities;
 pub mod api;
 pub mod external_storage;
 pub mod limits;
+pub mod names;
 pub mod read;
 mod redact;
 pub mod store;

@@ -1,35 +1,46 @@
-//! Keeping secrets out of logs, `Debug` output and error texts: URLs with their password hidden.
+//! Keeping secrets out of logs, `Debug` output and error texts: one placeholder for a hidden
+//! secret, and one way to show a URL.
 
-use url::Url;
+use url::{Position, Url};
 
-/// `url` with any password in its user-info replaced by `redacted`.
-pub(crate) fn url(url: &Url) -> Url {
-    let mut shown = url.clone();
-    if shown.password().is_some() {
-        let _ = shown.set_password(Some("redacted"));
-    }
-    shown
-}
+/// What logs, `Debug` output and error texts show in place of a secret.
+pub(crate) const PLACEHOLDER: &str = "[redacted]";
 
-/// `raw` parsed as a URL, with any password redacted; `[unparsable]` when it is no URL with a
-/// `//` authority (`user:secret@host` parses as scheme `user` with the secret in its path).
-pub(crate) fn raw_url(raw: &str) -> String {
+/// `raw` as logs and errors show it: without its query (which may carry a secret: an Azure SAS
+/// token, a `secret_access_key`) and with any password replaced by [`PLACEHOLDER`]. A text that
+/// is no URL with a `//` authority shows without its query, or as [`PLACEHOLDER`] when it holds
+/// a `@` (`user:secret@host` parses as scheme `user` with the secret in its path).
+pub(crate) fn url(raw: &str) -> String {
     match Url::parse(raw.trim()) {
-        Ok(parsed) if !parsed.cannot_be_a_base() => url(&parsed).to_string(),
-        _ => "[unparsable]".to_owned(),
+        Ok(mut url) if !url.cannot_be_a_base() => {
+            url.set_query(None);
+            if url.password().is_none() {
+                return url.into();
+            }
+            let user = &url[..Position::AfterUsername];
+            format!("{user}:{PLACEHOLDER}@{}", &url[Position::BeforeHost..])
+        }
+        _ if raw.contains('@') => PLACEHOLDER.to_owned(),
+        _ => raw.split_once('?').map_or(raw, |(base, _)| base).to_owned(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
-    fn passwords_never_show() {
-        assert_eq!(
-            super::raw_url("https://user:hunter2@gw.example/v1"),
-            "https://user:redacted@gw.example/v1"
-        );
-        assert_eq!(super::raw_url("http://host:8000"), "http://host:8000/");
-        assert_eq!(super::raw_url("user:hunter2@host:bad"), "[unparsable]");
-        assert_eq!(super::raw_url("memory://"), "memory://");
+    fn passwords_and_queries_never_show() {
+        for (raw, shown) in [
+            (
+                "https://user:hunter2@gw.example/v1?sig=hunter3",
+                "https://user:[redacted]@gw.example/v1",
+            ),
+            ("s3://:hunter2@bucket/p", "s3://:[redacted]@bucket/p"),
+            ("http://host:8000", "http://host:8000/"),
+            ("user:hunter2@host:bad", "[redacted]"),
+            ("spills/dir?sig=hunter2", "spills/dir"),
+            ("memory://", "memory://"),
+        ] {
+            assert_eq!(super::url(raw), shown);
+        }
     }
 }

@@ -70,7 +70,7 @@ pub struct Connect {
     /// The namespace (default `default`).
     pub namespace: Option<String>,
     /// An API key (Temporal Cloud); implies TLS.
-    #[debug("{:?}", api_key.as_ref().map(|_| "[redacted]"))]
+    #[debug("{:?}", api_key.as_ref().map(|_| crate::redact::PLACEHOLDER))]
     pub api_key: Option<String>,
     /// PEM client certificate for mTLS.
     pub tls_cert: Option<PathBuf>,
@@ -121,7 +121,7 @@ impl Compression {
 impl std::fmt::Display for Connect {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.url() {
-            Ok(url) => write!(f, "{}", crate::redact::url(&url)),
+            Ok(url) => f.write_str(&crate::redact::url(url.as_str())),
             Err(_) => f.write_str("[unparsable address]"),
         }
     }
@@ -576,7 +576,7 @@ mod tests {
             "{shown}"
         );
         assert!(
-            shown.contains("user:redacted@temporal.example:7233"),
+            shown.contains("user:[redacted]@temporal.example:7233"),
             "{shown}"
         );
     }

@@ -11,21 +11,15 @@ use serde::Serialize;
 use temporalio_sdk::activities::{ActivityContext, ActivityError, ActivityInfo};
 
 use super::guard::{Progress, guarded, guarded_with};
-use super::inflight::InflightPermit;
 use super::proto::ProtoForm;
-use super::{Encoding, Failure, Incoming, Outgoing, OverspillActivities};
+use super::{Failure, Incoming, Outgoing, OverspillActivities};
 use crate::external_storage::KeyScope;
 
-/// An activity's decoded request, with the share of the in-flight budget it holds until dropped.
-struct Admitted<T> {
-    request: T,
-    encoding: Encoding,
-    permit: InflightPermit,
-}
-
 impl OverspillActivities {
-    /// The whole life of an activity: admit `input`, run `work` on the request while
-    /// heartbeating the latest `progress` and cancellable, and reply in the request's encoding.
+    /// The whole life of an activity: charge the in-flight budget for `input` (held until the
+    /// reply is sent), resolve it if it is a reference, decode it, run `work` on the request,
+    /// and reply in the request's encoding, offloaded to External Storage when over the
+    /// threshold. Every wait heartbeats the latest `progress` and stops on cancellation.
     pub(crate) async fn serve<T, R, W, P>(
         &self,
         ctx: &ActivityContext,
@@ -39,34 +33,9 @@ impl OverspillActivities {
         W: Future<Output = Result<R, Failure>>,
         P: Serialize + Clone + Send + Sync + 'static,
     {
-        let Admitted {
-            request,
-            encoding,
-            permit: _permit,
-        } = self.admit_with(ctx, input, progress).await?;
-        let response = guarded_with(ctx, work(request), progress)
-            .await?
-            .map_err(Failure::into_activity_error)?;
-        self.reply(ctx, &response, encoding).await
-    }
-
-    /// Charge the budget for `input`, resolve it if it is a reference, and decode it; while
-    /// waiting or fetching, heartbeat `progress` and stop on cancellation.
-    async fn admit_with<T, P>(
-        &self,
-        ctx: &ActivityContext,
-        input: Incoming<T>,
-        progress: &Progress<P>,
-    ) -> Result<Admitted<T>, ActivityError>
-    where
-        T: ProtoForm,
-        P: Serialize + Clone + Send + Sync + 'static,
-    {
         let storage = self.external_storage.as_deref();
-        let size = match (
-            input.reference().map_err(Failure::into_activity_error)?,
-            storage,
-        ) {
+        let reference = input.reference().map_err(Failure::into_activity_error)?;
+        let size = match (reference, storage) {
             (None, _) => input.payload_bytes(),
             (Some(reference), Some(storage)) => {
                 guarded_with(ctx, storage.stored_size(&reference), progress)
@@ -76,33 +45,17 @@ impl OverspillActivities {
             // Resolving fails at once, saying what to configure.
             (Some(_), None) => 0,
         };
-        let permit = guarded_with(ctx, self.budget.charge(size), progress).await?;
+        let _permit = guarded_with(ctx, self.budget.charge(size), progress).await?;
         let input = guarded_with(ctx, input.resolve(storage), progress)
             .await?
             .map_err(Failure::into_activity_error)?;
         let (request, encoding) = input.decode().map_err(Failure::into_activity_error)?;
-        Ok(Admitted {
-            request,
-            encoding,
-            permit,
-        })
-    }
+        let response = guarded_with(ctx, work(request), progress)
+            .await?
+            .map_err(Failure::into_activity_error)?;
 
-    /// `value` encoded in `encoding`; offloaded to External Storage when it is over the threshold.
-    pub(crate) async fn reply<T>(
-        &self,
-        ctx: &ActivityContext,
-        value: &T,
-        encoding: Encoding,
-    ) -> Result<Outgoing<T>, ActivityError>
-    where
-        T: ProtoForm,
-    {
-        let reply = Outgoing::encode(value, encoding)?;
-        let Some(storage) = self
-            .external_storage
-            .as_deref()
-            .filter(|storage| storage.should_offload(reply.payload()))
+        let reply = Outgoing::encode(&response, encoding)?;
+        let Some(storage) = storage.filter(|storage| storage.should_offload(reply.payload()))
         else {
             return Ok(reply);
         };

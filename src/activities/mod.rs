@@ -28,23 +28,27 @@ pub mod metrics;
 pub mod payload;
 pub mod proto;
 mod registered;
-mod tools;
 
 use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 use bytes::Bytes;
 
-pub use crate::api::{GrepResponse, ListResponse};
 use crate::api::{
-    ReadRequest, ReadResponse, ReduceRequest, ReduceResponse, SpillRequest, SpillResponse,
-    SummarizeRequest, SummarizeResponse,
+    GrepRequest, ListRequest, ReadRequest, ReadResponse, ReduceRequest, ReduceResponse,
+    SpillRequest, SpillResponse, SummarizeRequest, SummarizeResponse,
 };
+pub use crate::api::{GrepResponse, ListResponse};
 use crate::external_storage::ExternalStorage;
 use crate::limits::{
     self, Limits, NoSummarizer, ReductionKind, SpillStore, StoreError, SummarizeError, Summarizer,
     Summary, SummaryRequest, Unit, preview, prompt, pyfmt,
 };
-use crate::read;
+pub use crate::names::{
+    DEFAULT_TASK_QUEUE, GREP_TOOL_RESULT, LIST_TOOL_RESULTS, READ_TOOL_RESULT, REDUCE, SPILL,
+    SUMMARIZE,
+};
+use crate::read::{self, ReadOutcomeError};
 use crate::store::Store;
 use crate::summarize::{ChunkProgress, Chunked, OpenAiSummarizer};
 pub use errors::Failure;
@@ -52,21 +56,6 @@ pub use failure_log::LogFailures;
 pub use inflight::{InflightBudget, InflightPermit, available_memory};
 pub use metrics::Metrics;
 pub use payload::{Encoding, Incoming, Outgoing, Wire};
-
-/// The reduce activity's name.
-pub const REDUCE: &str = "tool_output_limits.reduce";
-/// The spill activity's name.
-pub const SPILL: &str = "tool_output_limits.spill";
-/// The summarize activity's name.
-pub const SUMMARIZE: &str = "tool_output_limits.summarize";
-/// The read-back activity's name.
-pub const READ_TOOL_RESULT: &str = "tool_output_limits.read_tool_result";
-/// The grep activity's name.
-pub const GREP_TOOL_RESULT: &str = "tool_output_limits.grep_tool_result";
-/// The listing activity's name.
-pub const LIST_TOOL_RESULTS: &str = "tool_output_limits.list_tool_results";
-/// The default task queue.
-pub const DEFAULT_TASK_QUEUE: &str = "tool-output-limits";
 
 /// The `tool_output_limits.*` activities over one store, one summarizer and default limits.
 #[derive(Debug, Clone)]
@@ -278,7 +267,38 @@ impl OverspillActivities {
         read::read_tool_result(self.store.as_ref(), &request)
             .await
             .map(ReadResponse)
-            .map_err(|e| tools::read_failure(&e))
+            .map_err(|e| read_failure(&e))
+    }
+
+    /// Grep a spill (the body of [`GREP_TOOL_RESULT`], without Temporal).
+    pub async fn grep_request(&self, request: GrepRequest) -> Result<GrepResponse, Failure> {
+        read::grep_tool_result(self.store.as_ref(), &request)
+            .await
+            .map(GrepResponse)
+            .map_err(|e| read_failure(&e))
+    }
+
+    /// List a run's spills, newest first (the body of [`LIST_TOOL_RESULTS`], without Temporal);
+    /// `workflow_run_id` fills a missing `run_id`.
+    pub async fn list_request(
+        &self,
+        mut request: ListRequest,
+        workflow_run_id: Option<&str>,
+    ) -> Result<ListResponse, Failure> {
+        if request.run_id.is_empty() {
+            request.run_id = workflow_run_id.unwrap_or_default().to_owned();
+        }
+        let listing = (self.store.list_run(&request).await).map_err(|e| read_failure(&e))?;
+        Ok(ListResponse(listing.render(SystemTime::now())))
+    }
+}
+
+/// The activity failure for a read, grep or listing that could not be served: a bad argument is
+/// a non-retryable `ModelRetry`, a store failure `StoreUnavailable` (retryable).
+fn read_failure(error: &ReadOutcomeError) -> Failure {
+    match error {
+        ReadOutcomeError::Retry(retry) => Failure::model_retry(retry.to_string()),
+        ReadOutcomeError::Store(e) => Failure::store(e),
     }
 }
 

@@ -12,6 +12,9 @@ use crate::api::{
     GrepRequest, GrepResponse, ListRequest, ListResponse, ReadRequest, ReadResponse, ReduceRequest,
     ReduceResponse, SpillRequest, SpillResponse, SummarizeRequest, SummarizeResponse,
 };
+use crate::names::{
+    GREP_TOOL_RESULT, LIST_TOOL_RESULTS, READ_TOOL_RESULT, REDUCE, SPILL, SUMMARIZE,
+};
 
 /// The `#[activities]` impl: each activity is its wire name, request and response forms, and a
 /// body given the activities (`this`), the context and the raw input. The SDK's macro needs each
@@ -19,7 +22,7 @@ use crate::api::{
 macro_rules! registered {
     ($(
         $(#[$doc:meta])*
-        $name:ident($wire:tt, $request:ty => $response:ty) |$this:ident, $ctx:ident, $input:ident| $body:block
+        $name:ident($wire:path, $request:ty => $response:ty) |$this:ident, $ctx:ident, $input:ident| $body:block
     )*) => {
         #[activities]
         impl OverspillActivities {
@@ -40,22 +43,22 @@ macro_rules! registered {
 }
 
 registered! {
-    /// `tool_output_limits.reduce`: measure, pick the band, truncate / spill / summarize.
-    reduce("tool_output_limits.reduce", ReduceRequest => ReduceResponse) |this, ctx, input| {
+    /// [`REDUCE`]: measure, pick the band, truncate / spill / summarize.
+    reduce(REDUCE, ReduceRequest => ReduceResponse) |this, ctx, input| {
         let run = ctx.info().workflow_run_id.clone();
         let work = |request| this.reduce_request(request, run.as_deref());
         this.serve(&ctx, input, &Progress::none(), work).await
     }
 
-    /// `tool_output_limits.spill`: persist a payload under its key; handle, preview and shape.
-    spill("tool_output_limits.spill", SpillRequest => SpillResponse) |this, ctx, input| {
+    /// [`SPILL`]: persist a payload under its key; handle, preview and shape.
+    spill(SPILL, SpillRequest => SpillResponse) |this, ctx, input| {
         let run = ctx.info().workflow_run_id.clone();
         let work = |request| this.spill_request(request, run.as_deref());
         this.serve(&ctx, input, &Progress::none(), work).await
     }
 
-    /// `tool_output_limits.summarize`: one model call; summary and usage.
-    summarize("tool_output_limits.summarize", SummarizeRequest => SummarizeResponse)
+    /// [`SUMMARIZE`]: one model call; summary and usage.
+    summarize(SUMMARIZE, SummarizeRequest => SummarizeResponse)
     |this, ctx, input| {
         // A retry resumes a chunked summary from the last chunk the previous attempt reported;
         // heartbeats keep reporting it until this attempt gets further.
@@ -81,23 +84,23 @@ registered! {
         .await
     }
 
-    /// `tool_output_limits.read_tool_result`: the bounded read-back, from any worker.
-    read_tool_result("tool_output_limits.read_tool_result", ReadRequest => ReadResponse)
+    /// [`READ_TOOL_RESULT`]: the bounded read-back, from any worker.
+    read_tool_result(READ_TOOL_RESULT, ReadRequest => ReadResponse)
     |this, ctx, input| {
         let work = |request| this.read_request(request);
         this.serve(&ctx, input, &Progress::none(), work).await
     }
 
-    /// `tool_output_limits.grep_tool_result`: a spill's matching lines with context, from any
+    /// [`GREP_TOOL_RESULT`]: a spill's matching lines with context, from any
     /// worker.
-    grep_tool_result("tool_output_limits.grep_tool_result", GrepRequest => GrepResponse)
+    grep_tool_result(GREP_TOOL_RESULT, GrepRequest => GrepResponse)
     |this, ctx, input| {
         let work = |request| this.grep_request(request);
         this.serve(&ctx, input, &Progress::none(), work).await
     }
 
-    /// `tool_output_limits.list_tool_results`: a run's spills, newest first.
-    list_tool_results("tool_output_limits.list_tool_results", ListRequest => ListResponse)
+    /// [`LIST_TOOL_RESULTS`]: a run's spills, newest first.
+    list_tool_results(LIST_TOOL_RESULTS, ListRequest => ListResponse)
     |this, ctx, input| {
         let run = ctx.info().workflow_run_id.clone();
         let work = |request| this.list_request(request, run.as_deref());

@@ -16,7 +16,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::prompt::DEFAULT_SUMMARY_PROMPT;
+use super::prompt::{DEFAULT_SUMMARY_PROMPT, Template};
+use super::serialize::SerializerKind;
 use super::tokens::Tokenizer;
 
 /// The reference's default band threshold, in characters.
@@ -107,22 +108,19 @@ impl Default for Limits {
 impl Limits {
     /// Parse and validate the JSON form.
     pub fn from_json(json: &str) -> Result<Self, ConfigError> {
-        let de = &mut serde_json::Deserializer::from_str(json);
-        let limits: Self = serde_path_to_error::deserialize(de).map_err(|e| ConfigError::Json {
-            path: e.path().to_string(),
-            message: e.inner().to_string(),
-        })?;
-        limits.validate()?;
-        Ok(limits)
+        Self::from_deserializer(&mut serde_json::Deserializer::from_str(json))
     }
 
     /// Parse and validate an already-parsed JSON value (an activity input's `config`).
     pub fn from_value(value: serde_json::Value) -> Result<Self, ConfigError> {
-        let limits: Self =
-            serde_path_to_error::deserialize(value).map_err(|e| ConfigError::Json {
-                path: e.path().to_string(),
-                message: e.inner().to_string(),
-            })?;
+        Self::from_deserializer(value)
+    }
+
+    fn from_deserializer<'de, D: serde::Deserializer<'de>>(de: D) -> Result<Self, ConfigError> {
+        let limits: Self = serde_path_to_error::deserialize(de).map_err(|e| ConfigError::Json {
+            path: e.path().to_string(),
+            message: e.inner().to_string(),
+        })?;
         limits.validate()?;
         Ok(limits)
     }
@@ -133,9 +131,13 @@ impl Limits {
         for (tool, bands) in &self.per_tool {
             validate_bands(bands, &format!("per_tool.{tool}"))?;
         }
-        let uses_summarize = self.bands.iter().chain(self.per_tool.values().flatten());
-        if uses_summarize.clone().any(|b| b.action.can_summarize()) {
-            check_prompt(&self.summary_prompt)?;
+        let mut bands = self.bands.iter().chain(self.per_tool.values().flatten());
+        if bands.any(|b| b.action.can_summarize()) {
+            // The template's own checks (see `Template::parse`).
+            Template::parse(&self.summary_prompt).map_err(|e| ConfigError::Invalid {
+                path: "summary_prompt".into(),
+                message: e.to_string(),
+            })?;
         }
         Ok(())
     }
@@ -157,16 +159,6 @@ fn validate_bands(bands: &[Band], path: &str) -> Result<(), ConfigError> {
         band.action.validate(&format!("{path}[{i}].action"))?;
     }
     Ok(())
-}
-
-/// Check a summary prompt template (see [`Template::parse`](super::prompt::Template::parse)).
-fn check_prompt(template: &str) -> Result<(), ConfigError> {
-    super::prompt::Template::parse(template)
-        .map(drop)
-        .map_err(|e| ConfigError::Invalid {
-            path: "summary_prompt".into(),
-            message: e.to_string(),
-        })
 }
 
 /// One size band: when a return's measured size reaches `over`, `action` runs.
@@ -373,16 +365,6 @@ impl<'de> Deserialize<'de> for ToolFilter {
             Form::Many(names) => Ok(Self::Names(names)),
         }
     }
-}
-
-/// The serializer presets for structured returns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SerializerKind {
-    /// `to_json(v, indent=2)`: one field per line.
-    IndentedJson,
-    /// One compact record per line for lists; `indented_json` for anything else.
-    JsonLines,
 }
 
 #[cfg(test)]

@@ -5,33 +5,38 @@
 //! reaches a model only through [`Summarizer`], so the engine is deterministic and runs in
 //! workflow code as well as in activities. Model-visible text matches pydantic-ai-harness 0.62's
 //! ToolOutputLimits byte for byte, except for the documented quirk fixes.
+//!
+//! The modules read bottom-up, none importing one above it: [`text`], [`ansi`], [`serialize`],
+//! [`pyfmt`], [`tokens`] and [`prompt`] are leaves; `config` ([`Limits`]) builds on them; a
+//! [`Unit`] is one measurable part of an output; [`bands`] picks a unit's action, [`truncate`]
+//! and [`preview`] render it, and [`reduce`] runs the pipeline over [`SpillStore`] and
+//! [`Summarizer`].
 
 pub mod ansi;
 pub mod bands;
 mod config;
-mod effects;
-pub mod measure;
 mod output;
 pub mod preview;
 pub mod prompt;
 pub mod pyfmt;
 mod reduce;
 pub mod serialize;
+mod spill_store;
+mod summarizer;
+pub mod text;
 pub mod tokens;
 pub mod truncate;
 pub mod unit;
 
 pub use config::{
     Action, Band, ConfigError, DEFAULT_MAX_CHARS, DEFAULT_PREVIEW_CHARS, DEFAULT_READ_TOOL_NAME,
-    DEFAULT_THRESHOLD, Limits, SerializerKind, Spill, Summarize, ToolFilter, Truncate,
-    TruncationStrategy,
-};
-pub use effects::{
-    MemoryStore, NoStore, NoSummarizer, SpillStore, StoreError, SummarizeError, Summarizer,
-    Summary, SummaryRequest, Usage,
+    DEFAULT_THRESHOLD, Limits, Spill, Summarize, ToolFilter, Truncate, TruncationStrategy,
 };
 pub use output::{ByteString, Envelope, ToolCall, ToolOutput, ToolResult};
 pub use prompt::DEFAULT_SUMMARY_PROMPT;
 pub use reduce::{CONTENT_SUFFIX, EXEMPT_TOOL_KINDS, Reduced, ReductionKind, reduce};
+pub use serialize::SerializerKind;
+pub use spill_store::{MemoryStore, NoStore, SpillStore, StoreError};
+pub use summarizer::{NoSummarizer, SummarizeError, Summarizer, Summary, SummaryRequest, Usage};
 pub use tokens::Tokenizer;
 pub use unit::Unit;

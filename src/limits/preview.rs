@@ -3,8 +3,8 @@
 
 use super::config::Limits;
 use super::pyfmt::{repr, thousands};
+use super::text::{head_chars, tail_chars};
 use super::tokens::CHARS_PER_TOKEN;
-use super::truncate::{head_chars, tail_chars};
 use super::unit::Unit;
 
 /// The model-visible text of a spilled unit: header, optional `shape:` line, preview body.

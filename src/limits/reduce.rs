@@ -7,15 +7,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::config::{Action, Limits};
-use super::effects::{SpillStore, Summarizer, SummaryRequest, Usage};
 use super::output::{Envelope, ToolCall, ToolOutput, ToolResult};
+use super::spill_store::SpillStore;
+use super::summarizer::{Summarizer, SummaryRequest, Usage};
 use super::unit::{Unit, UnitText};
-use super::{measure, preview, prompt, pyfmt, truncate};
+use super::{bands, preview, prompt, pyfmt, truncate};
 
 /// Tool kinds whose returns are never reduced: the read-back tool's own pages, and core's
 /// capability-load / tool-search returns (core reads them back from history).
 pub const EXEMPT_TOOL_KINDS: [&str; 3] = [
-    "tool_output_limits.read_tool_result",
+    crate::names::READ_TOOL_RESULT,
     "capability-load",
     "tool-search",
 ];
@@ -164,7 +165,7 @@ pub async fn reduce<S: SpillStore, M: Summarizer>(
 
     let value = {
         let unit = Unit::new(&result.return_value, limits);
-        match measure::select(bands, &unit, limits) {
+        match bands::select(bands, &unit, limits) {
             Some(action) => apply(action, &unit, limits, call, "", store, summarizer).await,
             None => Applied::default(),
         }
@@ -173,7 +174,7 @@ pub async fn reduce<S: SpillStore, M: Summarizer>(
     let content = match &result.envelope.content {
         Some(Value::String(text)) => {
             let unit = Unit::from_text(UnitText::Borrowed(text), String::new(), limits);
-            match measure::select(bands, &unit, limits) {
+            match bands::select(bands, &unit, limits) {
                 Some(action) => {
                     apply(
                         action,
@@ -203,7 +204,7 @@ pub async fn reduce<S: SpillStore, M: Summarizer>(
 fn warn_on_large_parts(parts: &[Value], bands: &[super::Band], limits: &Limits, call: &ToolCall) {
     let text: String = parts.iter().filter_map(Value::as_str).collect();
     let unit = Unit::from_text(UnitText::Shared(text.into()), String::new(), limits);
-    if let Some(action) = measure::select(bands, &unit, limits)
+    if let Some(action) = bands::select(bands, &unit, limits)
         && !matches!(action, Action::Passthrough)
     {
         tracing::warn!(

@@ -5,11 +5,19 @@
 //! every bytes leaf as URL-safe base64 with padding (decided per record for `json_lines`).
 
 use base64::Engine as _;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::ser::{CompactFormatter, Formatter, PrettyFormatter};
 
-use super::config::SerializerKind;
+/// The serializer presets for structured returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SerializerKind {
+    /// `to_json(v, indent=2)`: one field per line.
+    IndentedJson,
+    /// One compact record per line for lists; `indented_json` for anything else.
+    JsonLines,
+}
 
 /// The key of a bytes leaf object: `{"$bytes_b64": "<standard base64>"}`.
 pub const BYTES_LEAF_KEY: &str = "$bytes_b64";

@@ -59,7 +59,7 @@ impl Tokenizer {
     /// The number of tokens in `text`.
     pub fn count(self, text: &str) -> u64 {
         match self.bpe() {
-            None => super::measure::char_len(text) / CHARS_PER_TOKEN,
+            None => super::text::char_len(text) / CHARS_PER_TOKEN,
             Some(bpe) => bpe.count(text) as u64,
         }
     }

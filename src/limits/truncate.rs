@@ -6,26 +6,8 @@
 
 use super::config::TruncationStrategy;
 use super::pyfmt::thousands;
+use super::text::{char_len, head_chars, tail_chars};
 use super::tokens::Tokenizer;
-
-/// The first `n` chars of `text` (all of it when shorter).
-pub fn head_chars(text: &str, n: usize) -> &str {
-    match text.char_indices().nth(n) {
-        Some((i, _)) => &text[..i],
-        None => text,
-    }
-}
-
-/// The last `n` chars of `text` (all of it when shorter; none for `n = 0`).
-pub fn tail_chars(text: &str, n: usize) -> &str {
-    if n == 0 {
-        return "";
-    }
-    match text.char_indices().nth_back(n - 1) {
-        Some((i, _)) => &text[i..],
-        None => text,
-    }
-}
 
 /// Clamp `text` to `max_chars` chars (marker included) with `strategy`, reserving the final
 /// `keep_tail_lines` lines when they fit.
@@ -46,7 +28,7 @@ pub fn truncate_text(
 ) -> String {
     truncate_counted(
         text,
-        super::measure::char_len(text) as usize,
+        char_len(text) as usize,
         max_chars,
         strategy,
         keep_tail_lines,
@@ -169,7 +151,7 @@ fn tail_marker(n: usize) -> String {
 }
 
 /// The shared tail clamp: a marker naming how many chars follow, then that many final chars.
-pub fn truncate_tail(text: &str, max: usize) -> String {
+fn truncate_tail(text: &str, max: usize) -> String {
     let mut keep = max.saturating_sub(tail_marker(max).len());
     if keep + 1 + tail_marker(keep + 1).len() <= max {
         keep += 1;

@@ -40,25 +40,16 @@ impl<'a> Unit<'a> {
             ToolOutput::Text(text) => {
                 Self::from_text(UnitText::Shared(text.clone()), String::new(), limits)
             }
-            ToolOutput::Json(value) => Self::from_json(value, limits),
-            ToolOutput::Bytes(data) => Self::from_binary(data.clone()),
-        }
-    }
-
-    fn from_json(value: &Value, limits: &Limits) -> Self {
-        Self::from_text(
-            UnitText::Shared(serialize::render(value, limits.serializer).into()),
-            shape_sketch(value),
-            limits,
-        )
-    }
-
-    fn from_binary(data: Bytes) -> Self {
-        Self {
-            text: None,
-            chars: std::sync::OnceLock::new(),
-            binary: data,
-            sketch: String::new(),
+            ToolOutput::Json(value) => {
+                let text = serialize::render(value, limits.serializer).into();
+                Self::from_text(UnitText::Shared(text), shape_sketch(value), limits)
+            }
+            ToolOutput::Bytes(data) => Self {
+                text: None,
+                chars: std::sync::OnceLock::new(),
+                binary: data.clone(),
+                sketch: String::new(),
+            },
         }
     }
 
@@ -94,7 +85,7 @@ impl<'a> Unit<'a> {
     pub fn chars(&self) -> u64 {
         *self
             .chars
-            .get_or_init(|| self.text().map_or(0, super::measure::char_len))
+            .get_or_init(|| self.text().map_or(0, super::text::char_len))
     }
 
     /// The binary payload's length (0 for text).

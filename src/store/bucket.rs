@@ -81,7 +81,7 @@ pub(super) fn connect(
                 allow_http,
             };
             let store = backend::build(scheme, &url, location, options)?;
-            let url = crate::redact::raw_url(&url);
+            let url = crate::redact::url(&url);
             Ok((store, prefix, url))
         }
     }

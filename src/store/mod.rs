@@ -329,7 +329,8 @@ impl Store {
     }
 
     /// Upload `data`, the output of `tool` (if known), to `path` within the deadline for its
-    /// size; returns the backend (for the index beside it) and the new object's tag.
+    /// size (in parts when large); returns the backend (for the index beside it) and the new
+    /// object's tag.
     ///
     /// A local write is one trip to a blocking thread: the root's checks, the write, the rename.
     async fn put(
@@ -354,45 +355,34 @@ impl Store {
                 return Ok((fs, Some(tag)));
             }
         };
-        self.bounded(len, self.upload(fs, path, data, tool, key))
-            .await
-            .map(|tag| (fs.clone(), tag))
-    }
-
-    /// Upload `data` to the object store `fs` (in parts when large); returns the new tag.
-    async fn upload(
-        &self,
-        fs: &Arc<dyn ObjectStore>,
-        path: &Path,
-        data: Bytes,
-        tool: Option<&str>,
-        key: &str,
-    ) -> Result<Option<String>, StoreError> {
-        let attributes = SpillFacts::measure(&data, tool).await.to_attributes();
-        let options = &self.inner.options;
-        let part_size = options.part_size.max(1);
-        let multipart = data.len() >= options.multipart_threshold && data.len() > part_size;
-        let result = if multipart {
-            upload::put_multipart(
-                fs.as_ref(),
-                path,
-                data,
-                attributes,
-                part_size,
-                options.part_concurrency.max(1),
-                options.timeout,
-            )
-            .await
-        } else {
-            let options = PutOptions {
-                attributes,
-                ..PutOptions::default()
+        let write = async {
+            let attributes = SpillFacts::measure(&data, tool).await.to_attributes();
+            let options = &self.inner.options;
+            let part_size = options.part_size.max(1);
+            let multipart = data.len() >= options.multipart_threshold && data.len() > part_size;
+            let result = if multipart {
+                upload::put_multipart(
+                    fs.as_ref(),
+                    path,
+                    data,
+                    attributes,
+                    part_size,
+                    options.part_concurrency.max(1),
+                    options.timeout,
+                )
+                .await
+            } else {
+                let options = PutOptions {
+                    attributes,
+                    ..PutOptions::default()
+                };
+                fs.put_opts(path, data.into(), options).await
             };
-            fs.put_opts(path, data.into(), options).await
+            result
+                .map(|put| (fs.clone(), put.e_tag))
+                .map_err(|e| self.map_error(e, key, Call::Write))
         };
-        result
-            .map(|put| put.e_tag)
-            .map_err(|e| self.map_error(e, key, Call::Write))
+        self.bounded(len, write).await
     }
 
     /// The object at `path` (or the part `options` asks for), with its version.

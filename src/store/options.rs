@@ -74,7 +74,7 @@ impl std::fmt::Debug for Credentials {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Credentials")
             .field("access_key_id", &self.access_key_id)
-            .field("secret_access_key", &"<redacted>")
+            .field("secret_access_key", &crate::redact::PLACEHOLDER)
             .finish()
     }
 }

@@ -8,6 +8,8 @@ use std::path::PathBuf;
 
 use object_store::path::Path;
 
+use crate::redact;
+
 /// Why a store URL cannot be used.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -77,7 +79,7 @@ impl StoreUrl {
     /// Parse `url`.
     pub(crate) fn parse(raw: &str) -> Result<Self, UrlError> {
         let url = url::Url::parse(raw).map_err(|source| UrlError::Parse {
-            url: redacted(raw),
+            url: redact::url(raw),
             source,
         })?;
         let scheme = match url.scheme() {
@@ -91,7 +93,7 @@ impl StoreUrl {
                 }
                 let root = url
                     .to_file_path()
-                    .map_err(|()| UrlError::NotAbsolute(redacted(raw)))?;
+                    .map_err(|()| UrlError::NotAbsolute(redact::url(raw)))?;
                 // Drop a trailing `/`: with it, lstat would follow a symlinked root.
                 let root = root.components().collect();
                 return Ok(Self::Local { root });
@@ -128,11 +130,11 @@ impl StoreUrl {
             ),
         };
         if scheme != Scheme::Memory && host.is_empty() {
-            return Err(UrlError::NoBucket(redacted(raw)));
+            return Err(UrlError::NoBucket(redact::url(raw)));
         }
         let prefix = Path::from_url_path(path.trim_start_matches('/')).map_err(|source| {
             UrlError::Prefix {
-                url: redacted(raw),
+                url: redact::url(raw),
                 source,
             }
         })?;
@@ -158,22 +160,9 @@ pub(crate) fn parse_bool(value: &str) -> Option<bool> {
     }
 }
 
-/// The URL as errors show it: without its query, which may carry a secret (an Azure SAS token,
-/// a `secret_access_key`), and without any user-info password.
-fn redacted(raw: &str) -> String {
-    let without_query = raw.split_once('?').map_or(raw, |(base, _)| base);
-    match url::Url::parse(without_query) {
-        Ok(mut url) if url.password().is_some() => {
-            let _ = url.set_password(Some("<redacted>"));
-            url.to_string()
-        }
-        _ => without_query.to_owned(),
-    }
-}
-
 fn query_error(url: &str, message: &str) -> UrlError {
     UrlError::Query {
-        url: redacted(url),
+        url: redact::url(url),
         message: message.to_owned(),
     }
 }

@@ -13,7 +13,7 @@ pub struct ModelArgs {
     /// `http://localhost:11434` for Ollama, `http://localhost:8000/v1` for vLLM). Without it,
     /// Summarize falls back to its `then`.
     #[arg(long = "model-url", env = "OVERSPILL_MODEL_URL", value_name = "URL")]
-    #[debug("{:?}", url.as_deref().map(crate::redact::raw_url))]
+    #[debug("{:?}", url.as_deref().map(crate::redact::url))]
     pub url: Option<String>,
     /// API key, sent as a bearer token.
     #[arg(
@@ -22,7 +22,7 @@ pub struct ModelArgs {
         value_name = "KEY",
         hide_env_values = true
     )]
-    #[debug("{:?}", api_key.as_ref().map(|_| "[redacted]"))]
+    #[debug("{:?}", api_key.as_ref().map(|_| crate::redact::PLACEHOLDER))]
     pub api_key: Option<String>,
     /// Default model; a Summarize action's `model` overrides it.
     #[arg(long = "model", env = "OVERSPILL_MODEL", value_name = "NAME")]

@@ -177,7 +177,7 @@ fn fits(resume: &ChunkProgress, output: &str, max: usize) -> bool {
 
 fn over(text: &str, max: usize) -> bool {
     // Cheap first: a text of at most `max` bytes has at most `max` characters.
-    text.len() > max && crate::limits::measure::char_len(text) > max as u64
+    text.len() > max && crate::limits::text::char_len(text) > max as u64
 }
 
 /// Split `text` into chunks of at most `max` characters, at line ends; a line longer than `max`

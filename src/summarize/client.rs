@@ -21,14 +21,14 @@ pub const DEFAULT_MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
 /// The most bytes of a reply body read; a longer chat completion is [`Error::Malformed`].
 pub const MAX_REPLY_BYTES: usize = 1 << 20;
 
-/// A secret that prints as `[redacted]`.
+/// A secret that prints as [`redact::PLACEHOLDER`].
 #[derive(Clone, Default)]
 struct Secret(Option<String>);
 
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
-            Some(_) => f.write_str("Some([redacted])"),
+            Some(_) => write!(f, "Some({})", redact::PLACEHOLDER),
             None => f.write_str("None"),
         }
     }
@@ -38,7 +38,9 @@ impl Secret {
     /// `text` with every occurrence of the secret replaced, for server messages that echo it.
     fn redact(&self, text: String) -> String {
         match self.0.as_deref() {
-            Some(key) if !key.is_empty() && text.contains(key) => text.replace(key, "[redacted]"),
+            Some(key) if !key.is_empty() && text.contains(key) => {
+                text.replace(key, redact::PLACEHOLDER)
+            }
             _ => text,
         }
     }
@@ -73,7 +75,7 @@ fn endpoint(raw: &str) -> Result<Url, Error> {
 pub struct OpenAiSummarizer {
     #[debug(skip)]
     client: reqwest::Client,
-    #[debug("{:?}", redact::url(endpoint).as_str())]
+    #[debug("{:?}", redact::url(endpoint.as_str()))]
     endpoint: Url,
     #[debug(skip)]
     auth: Option<HeaderValue>,
@@ -356,7 +358,7 @@ mod tests {
         let debug = format!("{summarizer:?}");
         assert!(!debug.contains("sk-secret-123"), "{debug}");
         assert!(debug.contains("[redacted]"), "{debug}");
-        assert!(debug.contains("http://u:redacted@localhost:1/v1/chat/completions"));
+        assert!(debug.contains("http://u:[redacted]@localhost:1/v1/chat/completions"));
     }
 
     #[test]

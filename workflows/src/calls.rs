@@ -20,32 +20,33 @@ use crate::limits::{
     Limits, SpillStore, StoreError, SummarizeError, Summarizer, Summary, SummaryRequest, ToolCall,
     ToolOutput,
 };
+use crate::names::{READ_TOOL_RESULT, REDUCE, SPILL, SUMMARIZE};
 
 /// The `tool_output_limits.*` activities, as workflow code calls them (`json/plain`).
 pub struct Overspill;
 
 #[activity_definitions]
 impl Overspill {
-    /// `tool_output_limits.reduce`.
-    #[activity(name = "tool_output_limits.reduce")]
+    /// [`REDUCE`].
+    #[activity(name = REDUCE)]
     pub fn reduce(_request: ReduceRequest) -> Result<ReduceResponse, ActivityError> {
         unimplemented!()
     }
 
-    /// `tool_output_limits.spill`.
-    #[activity(name = "tool_output_limits.spill")]
+    /// [`SPILL`].
+    #[activity(name = SPILL)]
     pub fn spill(_request: SpillRequest) -> Result<SpillResponse, ActivityError> {
         unimplemented!()
     }
 
-    /// `tool_output_limits.summarize`.
-    #[activity(name = "tool_output_limits.summarize")]
+    /// [`SUMMARIZE`].
+    #[activity(name = SUMMARIZE)]
     pub fn summarize(_request: SummarizeRequest) -> Result<SummarizeResponse, ActivityError> {
         unimplemented!()
     }
 
-    /// `tool_output_limits.read_tool_result`.
-    #[activity(name = "tool_output_limits.read_tool_result")]
+    /// [`READ_TOOL_RESULT`].
+    #[activity(name = READ_TOOL_RESULT)]
     pub fn read_tool_result(_request: ReadRequest) -> Result<String, ActivityError> {
         unimplemented!()
     }

@@ -1,99 +1,7 @@
-//! The engine's two doors to the outside world: a spill store and a summarizer.
-//!
-//! The engine itself does no I/O. A Spill reaches storage only through [`SpillStore`] and a
-//! Summarize reaches a model only through [`Summarizer`], so the engine runs unchanged over
-//! `object_store` in an activity, over an activity call inside workflow code, or over an
-//! in-memory fake in a unit test.
+//! The engine's door to a model: a Summarize reaches one only through [`Summarizer`], and what
+//! the call cost comes back as [`Usage`].
 
-use std::collections::BTreeMap;
-use std::sync::Mutex;
-
-use bytes::Bytes;
 use serde::{Deserialize, Serialize};
-
-/// Why a store could not write or read a spill.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreError {
-    /// No object is stored under the handle.
-    #[error("no stored tool result for handle {handle:?}")]
-    NotFound {
-        /// The handle that was asked for.
-        handle: String,
-    },
-    /// The handle resolves outside the store (traversal, absolute path, foreign prefix, symlink).
-    #[error("handle {handle:?} resolves outside the store")]
-    OutsideStore {
-        /// The refused handle.
-        handle: String,
-    },
-    /// The store refuses to be used (a symlinked or foreign-owned local root, a read-only store).
-    #[error("{0}")]
-    PermissionDenied(String),
-    /// The store did not answer in time.
-    #[error("the store did not answer within {0:?}")]
-    Timeout(std::time::Duration),
-    /// The store cannot work as configured (a missing bucket, refused or missing credentials):
-    /// retrying cannot help, and the message says what to fix.
-    #[error("{0}")]
-    Misconfigured(String),
-    /// The key is longer than the backend can hold; retrying the same key cannot help.
-    #[error(
-        "the spill key {key:?} is {bytes} bytes as an object path, more than the store's {max}: \
-         shorten the run id or tool call id"
-    )]
-    KeyTooLong {
-        /// The key.
-        key: String,
-        /// Its object path's length, line index suffix included.
-        bytes: usize,
-        /// The backend's limit.
-        max: usize,
-    },
-    /// Any other failure of the backend.
-    #[error("{0}")]
-    Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
-}
-
-impl StoreError {
-    /// The error's type name, as logged in fallback warnings (`Spilling output … failed (Timeout)`).
-    pub fn type_name(&self) -> &'static str {
-        match self {
-            Self::NotFound { .. } => "NotFound",
-            Self::OutsideStore { .. } => "OutsideStore",
-            Self::PermissionDenied(_) => "PermissionDenied",
-            Self::Timeout(_) => "Timeout",
-            Self::Misconfigured(_) => "Misconfigured",
-            Self::KeyTooLong { .. } => "KeyTooLong",
-            Self::Backend(_) => "Backend",
-        }
-    }
-
-    /// Whether the same call may succeed later: a timeout or a backend failure (a store that is
-    /// down, a 5xx). Refused handles, misconfiguration and over-long keys are final.
-    pub fn is_retryable(&self) -> bool {
-        matches!(self, Self::Timeout(_) | Self::Backend(_))
-    }
-
-    /// Whether the handle itself is unknown or refused, as opposed to the store failing.
-    pub fn is_unknown_handle(&self) -> bool {
-        matches!(
-            self,
-            Self::NotFound { .. } | Self::OutsideStore { .. } | Self::PermissionDenied(_)
-        )
-    }
-}
-
-/// Where spilled payloads go: write a key, get a handle back. Reading them back is paging's
-/// concern (`read::SpillReader`), not the engine's.
-///
-/// A write of an existing key must be an overwrite (replays and retries write the same key again).
-/// The engine never needs `Send` futures, so the trait serves workflow code too.
-#[allow(async_fn_in_trait)]
-pub trait SpillStore {
-    /// Persist `data` under `key` and return the handle the model will use to read it back.
-    async fn write(&self, key: &str, data: Bytes) -> Result<String, StoreError>;
-}
 
 /// Token and request counts of model calls, to fold into the calling agent's usage.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -230,18 +138,6 @@ pub trait Summarizer {
     async fn summarize(&self, request: SummaryRequest<'_>) -> Result<Summary, SummarizeError>;
 }
 
-/// A store for configurations that never spill: every write fails, so a Spill falls back.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoStore;
-
-impl SpillStore for NoStore {
-    async fn write(&self, _key: &str, _data: Bytes) -> Result<String, StoreError> {
-        Err(StoreError::PermissionDenied(
-            "no spill store is configured".into(),
-        ))
-    }
-}
-
 /// A summarizer for configurations without a model: every call fails, so a Summarize falls back.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoSummarizer;
@@ -268,41 +164,5 @@ impl<S: Summarizer> Summarizer for Option<S> {
             Some(summarizer) => summarizer.summarize(request).await,
             None => NoSummarizer.summarize(request).await,
         }
-    }
-}
-
-/// An in-memory [`SpillStore`], for tests and workflow-side experiments. Handle = key.
-#[derive(Debug, Default)]
-pub struct MemoryStore {
-    objects: Mutex<BTreeMap<String, Bytes>>,
-}
-
-impl MemoryStore {
-    /// An empty store.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The handles stored so far, in order.
-    pub fn handles(&self) -> Vec<String> {
-        self.lock().keys().cloned().collect()
-    }
-
-    /// The payload stored under `handle`.
-    pub fn get(&self, handle: &str) -> Option<Bytes> {
-        self.lock().get(handle).cloned()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Bytes>> {
-        self.objects
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
-
-impl SpillStore for MemoryStore {
-    async fn write(&self, key: &str, data: Bytes) -> Result<String, StoreError> {
-        self.lock().insert(key.to_owned(), data);
-        Ok(key.to_owned())
     }
 }
