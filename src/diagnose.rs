@@ -93,7 +93,9 @@ pub(crate) fn temporal(error: &(dyn Error + 'static), client_cert: bool) -> Stri
                 "presented a certificate for other names ({words}): check the host in --address, \
                  or the server's certificate"
             ),
-            Tls::ClientCertificate => format!("refused the TLS client certificate ({words}): {CERT}"),
+            Tls::ClientCertificate => {
+                format!("refused the TLS client certificate ({words}): {CERT}")
+            }
             Tls::Other => format!(
                 "failed the TLS handshake ({words}): check --address (a plain-HTTP server is \
                  http://), --tls-ca, --tls-cert and --tls-key"
@@ -130,7 +132,10 @@ pub(crate) fn temporal(error: &(dyn Error + 'static), client_cert: bool) -> Stri
             _ => format!("failed ({:?}: {said}): {ADDRESS}", status.code()),
         };
     }
-    let innermost = chain(error).last().map(ToString::to_string).unwrap_or_default();
+    let innermost = chain(error)
+        .last()
+        .map(ToString::to_string)
+        .unwrap_or_default();
     match io_kind(error) {
         Some(std::io::ErrorKind::ConnectionRefused) => {
             format!("refused the connection ({innermost}): {ADDRESS}, and that the server runs")
@@ -164,7 +169,8 @@ mod tests {
         assert_eq!(kind, Tls::UntrustedServer);
         assert!(words.contains("UnknownIssuer"), "{words}");
         assert_eq!(io_kind(&io), Some(std::io::ErrorKind::InvalidData));
-        let wrong_name = rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName);
+        let wrong_name =
+            rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName);
         assert_eq!(tls(&wrong_name).map(|t| t.0), Some(Tls::WrongName));
         let required = rustls::Error::AlertReceived(rustls::AlertDescription::CertificateRequired);
         assert_eq!(tls(&required).map(|t| t.0), Some(Tls::ClientCertificate));

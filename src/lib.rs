@@ -7,11 +7,11 @@
 
 pub mod activities;
 pub mod api;
+mod diagnose;
 pub mod external_storage;
 pub mod limits;
 pub mod probes;
 pub mod read;
-mod diagnose;
 mod redact;
 pub mod store;
 pub mod summarize;

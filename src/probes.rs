@@ -158,19 +158,30 @@ async fn answer(
         "/healthz" => text(StatusCode::OK, "ok\n".into()),
         "/readyz" => match readiness.status().await {
             Ok(()) => text(StatusCode::OK, "ready\n".into()),
-            Err(why) => text(StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {why}\n")),
+            Err(why) => text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("not ready: {why}\n"),
+            ),
         },
         "/metrics" => {
             let scraped = async {
-                let response = forward.get(format!("http://{metrics}/metrics")).send().await?;
-                let kind = response.headers().get(reqwest::header::CONTENT_TYPE).cloned();
+                let response = forward
+                    .get(format!("http://{metrics}/metrics"))
+                    .send()
+                    .await?;
+                let kind = response
+                    .headers()
+                    .get(reqwest::header::CONTENT_TYPE)
+                    .cloned();
                 Ok::<_, reqwest::Error>((kind, response.bytes().await?))
             };
             match scraped.await {
                 Ok((kind, body)) => {
                     let mut response = Response::new(Full::new(body));
                     if let Some(kind) = kind {
-                        response.headers_mut().insert(hyper::header::CONTENT_TYPE, kind);
+                        response
+                            .headers_mut()
+                            .insert(hyper::header::CONTENT_TYPE, kind);
                     }
                     response
                 }

@@ -222,7 +222,10 @@ impl Connect {
         };
         let mut service = client.clone();
         let result = self.bounded(service.describe_namespace(request.into_request()));
-        let Err(WorkerError::Connect { problem, source, .. }) = result.await else {
+        let Err(WorkerError::Connect {
+            problem, source, ..
+        }) = result.await
+        else {
             return Ok(());
         };
         let problem = match source.downcast_ref::<temporalio_client::tonic::Status>() {

@@ -111,8 +111,8 @@ impl ExternalStorage {
                 ));
             }
         };
-        let bucket = Bucket::open(url, options)
-            .map_err(|e| ExternalStorageError::Config(e.to_string()))?;
+        let bucket =
+            Bucket::open(url, options).map_err(|e| ExternalStorageError::Config(e.to_string()))?;
         Ok(Self::new(driver, bucket, settings))
     }
 

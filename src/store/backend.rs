@@ -72,16 +72,15 @@ fn client_options(
         ))
     };
     let pem = std::fs::read(&bundle).map_err(|e| refused(format!("cannot be read: {e}")))?;
-    let certificates = Certificate::from_pem_bundle(&pem)
-        .map_err(|e| refused(format!("is not PEM: {e}")))?;
+    let certificates =
+        Certificate::from_pem_bundle(&pem).map_err(|e| refused(format!("is not PEM: {e}")))?;
     if certificates.is_empty() {
         return Err(refused("holds no PEM certificate".into()));
     }
-    Ok(certificates
-        .into_iter()
-        .fold(client.with_no_system_certificates(true), |client, certificate| {
-            client.with_root_certificate(certificate)
-        }))
+    Ok(certificates.into_iter().fold(
+        client.with_no_system_certificates(true),
+        |client, certificate| client.with_root_certificate(certificate),
+    ))
 }
 
 /// `$env` (a builder read `from_env`) with `$url`, the client options the environment set

@@ -27,7 +27,11 @@ pub(crate) struct Explained {
 
 /// `error` of the store at `url` explained; `missing_is_bucket` tells that a 404 can only mean a
 /// missing bucket (a write or a listing).
-pub(crate) fn explain(error: &object_store::Error, url: &str, missing_is_bucket: bool) -> Explained {
+pub(crate) fn explain(
+    error: &object_store::Error,
+    url: &str,
+    missing_is_bucket: bool,
+) -> Explained {
     use object_store::Error as E;
     let said = said(error);
     let (credentials, endpoint) = settings(url);
@@ -41,7 +45,10 @@ pub(crate) fn explain(error: &object_store::Error, url: &str, missing_is_bucket:
              the store URL"
         );
         (Cause::NoBucket, text)
-    } else if matches!(error, E::PermissionDenied { .. } | E::Unauthenticated { .. }) {
+    } else if matches!(
+        error,
+        E::PermissionDenied { .. } | E::Unauthenticated { .. }
+    ) {
         let text = format!(
             "store {url} refused the credentials ({words}): check {credentials}, and the \
              bucket's policy"
@@ -53,8 +60,12 @@ pub(crate) fn explain(error: &object_store::Error, url: &str, missing_is_bucket:
                 "set --store-ca-bundle or AWS_CA_BUNDLE to a PEM file of the CA that signed the \
                  server's certificate"
             }
-            Tls::WrongName => "the server's certificate is for other names: check the endpoint's host",
-            Tls::ClientCertificate => "the server asks for a client certificate, which Overspill does not send",
+            Tls::WrongName => {
+                "the server's certificate is for other names: check the endpoint's host"
+            }
+            Tls::ClientCertificate => {
+                "the server asks for a client certificate, which Overspill does not send"
+            }
             Tls::Other => "check the endpoint (an http:// server does not speak TLS)",
         };
         let text = format!("TLS to {host} failed for store {url} ({tls_words}): {fix}; {endpoint}");
@@ -112,7 +123,9 @@ fn said(error: &object_store::Error) -> Option<String> {
     let (status, body) = rest.split_once(": ").unwrap_or((rest, ""));
     let tag = |name: &str| {
         let (_, after) = body.split_once(&format!("<{name}>"))?;
-        after.split_once(&format!("</{name}>")).map(|(value, _)| value.trim())
+        after
+            .split_once(&format!("</{name}>"))
+            .map(|(value, _)| value.trim())
     };
     let body = body.trim();
     Some(match (tag("Code"), tag("Message")) {
@@ -160,7 +173,10 @@ mod tests {
              AWS_SECRET_ACCESS_KEY, and the bucket's policy"
         );
         let azure = explain(&denied, "az://c", true).text;
-        assert!(azure.contains("check AZURE_STORAGE_ACCOUNT_NAME"), "{azure}");
+        assert!(
+            azure.contains("check AZURE_STORAGE_ACCOUNT_NAME"),
+            "{azure}"
+        );
         let bucket = generic(
             "Server returned non-2xx status code: 404 Not Found: <Error><Code>NoSuchBucket</Code>\
              <Message>The specified bucket does not exist</Message></Error>",
@@ -177,7 +193,10 @@ mod tests {
         );
         let plain = generic("Server returned non-2xx status code: 500 Internal Server Error: oops");
         assert_eq!(explain(&plain, "s3://b", false).cause, Cause::Other);
-        assert_eq!(said(&plain).as_deref(), Some("500 Internal Server Error: oops"));
+        assert_eq!(
+            said(&plain).as_deref(),
+            Some("500 Internal Server Error: oops")
+        );
     }
 
     #[test]
@@ -190,8 +209,16 @@ mod tests {
         };
         let explained = explain(&error, "s3://b", false);
         assert_eq!(explained.cause, Cause::Tls(Tls::UntrustedServer));
-        assert!(explained.text.starts_with("TLS to its endpoint failed"), "{}", explained.text);
-        assert!(explained.text.contains("--store-ca-bundle or AWS_CA_BUNDLE"));
+        assert!(
+            explained.text.starts_with("TLS to its endpoint failed"),
+            "{}",
+            explained.text
+        );
+        assert!(
+            explained
+                .text
+                .contains("--store-ca-bundle or AWS_CA_BUNDLE")
+        );
         assert_eq!(
             host("Error performing PUT https://s3.example:8443/b/k in 3ms - …").as_deref(),
             Some("s3.example:8443")
@@ -203,6 +230,10 @@ mod tests {
         };
         let explained = explain(&refused, "s3://b", false);
         assert_eq!(explained.cause, Cause::Unreachable);
-        assert!(explained.text.contains("check AWS_ENDPOINT_URL"), "{}", explained.text);
+        assert!(
+            explained.text.contains("check AWS_ENDPOINT_URL"),
+            "{}",
+            explained.text
+        );
     }
 }

@@ -103,10 +103,15 @@ fn get(addr: &str, path: &str) -> (u16, String) {
 
 /// Poll `GET path` until its status is `want` (a minute's hang guard); its last body.
 fn until(worker: &mut Child, addr: &str, path: &str, want: u16) -> String {
+    until_body(worker, addr, path, want, "")
+}
+
+/// Poll `GET path` until its status is `want` and its body holds `needle`; the body.
+fn until_body(worker: &mut Child, addr: &str, path: &str, want: u16, needle: &str) -> String {
     let started = Instant::now();
     loop {
         let (status, body) = get(addr, path);
-        if status == want {
+        if status == want && body.contains(needle) {
             return body;
         }
         if let Ok(Some(exit)) = worker.try_wait() {
@@ -135,22 +140,30 @@ fn readyz_turns_unready_while_the_store_is_frozen_and_ready_after() {
         unique("probes"),
         weed.port
     );
-    let mut worker = Killed(Command::new(env!("CARGO_BIN_EXE_overspill"))
-        .args(["worker", "--graceful-shutdown-secs", "1", "--metrics", &metrics])
-        .args(["--task-queue", &unique("probes"), "--store", &store])
-        .env("TEMPORAL_ADDRESS", temporal_address())
-        .env("AWS_ACCESS_KEY_ID", "overspill")
-        .env("AWS_SECRET_ACCESS_KEY", "overspill-secret")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn overspill worker: {e}")));
+    let mut worker = Killed(
+        Command::new(env!("CARGO_BIN_EXE_overspill"))
+            .args([
+                "worker",
+                "--graceful-shutdown-secs",
+                "1",
+                "--metrics",
+                &metrics,
+            ])
+            .args(["--task-queue", &unique("probes"), "--store", &store])
+            .env("TEMPORAL_ADDRESS", temporal_address())
+            .env("AWS_ACCESS_KEY_ID", "overspill")
+            .env("AWS_SECRET_ACCESS_KEY", "overspill-secret")
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn overspill worker: {e}")),
+    );
     let worker = &mut worker.0;
     assert_eq!(until(worker, &metrics, "/healthz", 200), "ok\n");
     assert_eq!(until(worker, &metrics, "/readyz", 200), "ready\n");
-    let scraped = until(worker, &metrics, "/metrics", 200);
-    assert!(scraped.contains("temporal_"), "{scraped}");
+    // The SDK's metrics, forwarded from its exporter, once its pollers have counted.
+    until_body(worker, &metrics, "/metrics", 200, "temporal_");
     assert_eq!(get(&metrics, "/nope").0, 404);
 
     weed.signal(libc::SIGSTOP);

@@ -308,7 +308,8 @@ async fn s3_over_https_with_a_private_ca_spills_pages_and_offloads() {
         limit: 2,
         ..Default::default()
     };
-    let expected = overspill::read::read_page(text.as_bytes(), &request).unwrap_or_else(|e| panic!("{e}"));
+    let expected =
+        overspill::read::read_page(text.as_bytes(), &request).unwrap_or_else(|e| panic!("{e}"));
     let page = read_tool_result(&store, &request)
         .await
         .unwrap_or_else(|e| panic!("page: {e}"));
@@ -370,7 +371,9 @@ async fn a_wrong_ca_fails_saying_tls_and_the_host() {
     )
     .expect_err("no certificate");
     assert!(
-        refused.to_string().contains("(--store-ca-bundle or AWS_CA_BUNDLE) holds no PEM certificate"),
+        refused
+            .to_string()
+            .contains("(--store-ca-bundle or AWS_CA_BUNDLE) holds no PEM certificate"),
         "{refused}"
     );
 }
