@@ -13,24 +13,44 @@
 #   SEAWEEDFS_ACCESS_KEY  access key (default overspill)
 #   SEAWEEDFS_SECRET_KEY  secret key (default overspill-secret)
 #   SEAWEEDFS_BUCKET      bucket created on start (default spills)
-# Data, logs and the pid file live under .deploy/seaweedfs/.
+#   SEAWEEDFS_DIR         data, logs and the pid file (default .deploy/seaweedfs/)
+#   SEAWEEDFS_ENV_FILE    the env file written (default .deploy/seaweedfs.env)
+#   SEAWEEDFS_TLS_DIR     serve S3 over HTTPS with server.pem/server.key from this directory
+#                         (deploy/certs.sh's), signed by its ca.pem; the env file then names
+#                         the server OVERSPILL_TEST_S3_HTTPS_* (deploy/seaweedfs-https.sh)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 S3_PORT="${SEAWEEDFS_S3_PORT:-8333}"
 ACCESS_KEY="${SEAWEEDFS_ACCESS_KEY:-overspill}"
 SECRET_KEY="${SEAWEEDFS_SECRET_KEY:-overspill-secret}"
 BUCKET="${SEAWEEDFS_BUCKET:-spills}"
-SW_DIR="$DEPLOY_DIR/seaweedfs"
+SW_DIR="${SEAWEEDFS_DIR:-$DEPLOY_DIR/seaweedfs}"
 PID_FILE="$SW_DIR/weed.pid"
-ENV_FILE="$DEPLOY_DIR/seaweedfs.env"
-ENDPOINT="http://127.0.0.1:$S3_PORT"
+ENV_FILE="${SEAWEEDFS_ENV_FILE:-$DEPLOY_DIR/seaweedfs.env}"
+TLS_DIR="${SEAWEEDFS_TLS_DIR:-}"
+TLS_ARGS=()
+if [ -n "$TLS_DIR" ]; then
+  ENDPOINT="https://127.0.0.1:$S3_PORT"
+  TLS_ARGS=(-s3.cert.file="$TLS_DIR/server.pem" -s3.key.file="$TLS_DIR/server.key")
+else
+  ENDPOINT="http://127.0.0.1:$S3_PORT"
+fi
 
 # A signed (SigV4) `GET /<bucket>?list-type=2`; exit 0 on HTTP 200.
 ready() {
-  "$VENV/bin/python" "$OVERSPILL_ROOT/deploy/sigv4.py" ready "$ENDPOINT" "$BUCKET" "$ACCESS_KEY" "$SECRET_KEY"
+  SSL_CERT_FILE="${TLS_DIR:+$TLS_DIR/ca.pem}" "$VENV/bin/python" "$OVERSPILL_ROOT/deploy/sigv4.py" ready "$ENDPOINT" "$BUCKET" "$ACCESS_KEY" "$SECRET_KEY"
 }
 
 write_env() {
+  if [ -n "$TLS_DIR" ]; then
+    cat > "$ENV_FILE" <<EOF
+# Written by deploy/seaweedfs-https.sh: source it before running the HTTPS store tests.
+export OVERSPILL_TEST_S3_HTTPS_ENDPOINT=$ENDPOINT
+export OVERSPILL_TEST_S3_HTTPS_CA=$TLS_DIR/ca.pem
+export OVERSPILL_TEST_S3_HTTPS_URL=s3://$BUCKET
+EOF
+    return
+  fi
   cat > "$ENV_FILE" <<EOF
 # Written by deploy/seaweedfs.sh: source it before running the store tests.
 export AWS_ENDPOINT_URL=$ENDPOINT
@@ -81,7 +101,7 @@ EOF
     -s3.port="$S3_PORT" -s3.config="$SW_DIR/s3.json" -bucket="$BUCKET" \
     -master.port=$((9333 + off)) -volume.port=$((8080 + off)) -filer.port=$((8888 + off)) \
     -admin.port=$((23646 + off)) -webdav=false -admin.ui=false -filer.maxMB=1 \
-    -s3.port.iceberg=0 -s3.port.lance=0 -s3.autoCreateBucket=false \
+    -s3.port.iceberg=0 -s3.port.lance=0 -s3.autoCreateBucket=false "${TLS_ARGS[@]}" \
     > "$SW_DIR/weed.log" 2>&1 < /dev/null &
   echo $! > "$PID_FILE"
   if ! wait_for "SeaweedFS S3 on $ENDPOINT" 90 ready; then

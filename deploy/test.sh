@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The README's test command: install and start every real service the tests need (SeaweedFS,
-# Azurite, fake-gcs-server, the Temporal dev server), build once (debug), run every test, and stop
-# the services again.
-# Works on a fresh machine: everything it installs goes under .deploy/.
+# The README's test command: install and start every real service the tests need (SeaweedFS, an
+# HTTPS SeaweedFS, Azurite, fake-gcs-server, the Temporal dev server, nginx as a TLS proxy to it),
+# build once (debug), run every test, and stop the services again.
+# Works on a fresh machine: everything it installs goes under .deploy/ (nginx-light and openssl,
+# when missing, come from Debian's packages).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$OVERSPILL_ROOT"
 
@@ -14,7 +15,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-for svc in seaweedfs azurite fakegcs temporal; do
+# nginx proxies TLS to the Temporal server, so it starts after it.
+for svc in seaweedfs seaweedfs-https azurite fakegcs temporal nginx; do
   if [ -x "deploy/$svc.sh" ]; then
     # Stop on exit only what this run started: a server already running is someone else's.
     if ! "deploy/$svc.sh" status >/dev/null 2>&1; then started+=("$svc"); fi

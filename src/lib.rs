@@ -8,9 +8,11 @@
 
 pub mod activities;
 pub mod api;
+mod diagnose;
 pub mod external_storage;
 pub mod limits;
 pub mod names;
+pub mod probes;
 pub mod read;
 mod redact;
 pub mod store;

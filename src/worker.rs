@@ -39,12 +39,15 @@ use crate::external_storage::ExternalStorageCodec;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum WorkerError {
-    /// The Temporal server could not be reached or refused the connection.
-    #[error("cannot connect to Temporal at {address}: {source}")]
+    /// The Temporal server could not be reached or refused the connection:
+    /// `Temporal at https://… answered HTTP 401 Unauthorized: check --api-key (TEMPORAL_API_KEY)`.
+    #[error("Temporal at {address} {problem}")]
     Connect {
         /// The address tried.
         address: String,
-        /// Why.
+        /// What went wrong, in the server's or TLS's words, and the setting that fixes it.
+        problem: String,
+        /// The error as the SDK reported it.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
@@ -154,11 +157,12 @@ impl Connect {
         };
         url::Url::parse(&address).map_err(|e| WorkerError::Connect {
             address: "[unparsable address]".to_owned(),
+            problem: format!("is not a URL ({e}): check --address (TEMPORAL_ADDRESS)"),
             source: Box::new(e),
         })
     }
 
-    /// Open a client.
+    /// Open a client and check that the namespace exists, within [`CONNECT_TIMEOUT`] each.
     pub async fn client(&self) -> Result<Client, WorkerError> {
         let read = |p: &PathBuf| {
             std::fs::read(p)
@@ -195,17 +199,81 @@ impl Connect {
             .maybe_tls_options(tls)
             .maybe_api_key(self.api_key.clone())
             .maybe_identity(self.identity.clone())
+            .connect_timeout(CONNECT_TIMEOUT)
             .build();
-        let connection = Connection::connect(options)
-            .await
-            .map_err(|e| WorkerError::Connect {
-                address: self.to_string(),
-                source: Box::new(e),
-            })?;
+        let connection = self.bounded(Connection::connect(options)).await?;
         let namespace = self.namespace.clone().unwrap_or_else(|| "default".into());
-        Client::new(connection, ClientOptions::new(namespace).build()).map_err(WorkerError::setup)
+        let client = Client::new(connection, ClientOptions::new(namespace).build())
+            .map_err(WorkerError::setup)?;
+        self.check_namespace(&client).await?;
+        Ok(client)
+    }
+
+    /// Whether `client`'s namespace exists and answers, within [`CONNECT_TIMEOUT`]: an unknown
+    /// one names `--namespace`.
+    pub async fn check_namespace(&self, client: &Client) -> Result<(), WorkerError> {
+        use temporalio_client::grpc::WorkflowService as _;
+        use temporalio_client::tonic::{Code, IntoRequest as _};
+        use temporalio_common::protos::temporal::api::workflowservice::v1::DescribeNamespaceRequest;
+        let namespace = client.options().namespace.clone();
+        let request = DescribeNamespaceRequest {
+            namespace: namespace.clone(),
+            ..DescribeNamespaceRequest::default()
+        };
+        let mut service = client.clone();
+        let result = self.bounded(service.describe_namespace(request.into_request()));
+        let Err(WorkerError::Connect {
+            problem, source, ..
+        }) = result.await
+        else {
+            return Ok(());
+        };
+        let problem = match source.downcast_ref::<temporalio_client::tonic::Status>() {
+            Some(status) if status.code() == Code::NotFound => format!(
+                "has no namespace {namespace:?} ({}): check --namespace (TEMPORAL_NAMESPACE)",
+                status.message()
+            ),
+            _ => problem,
+        };
+        Err(WorkerError::Connect {
+            address: self.to_string(),
+            problem,
+            source,
+        })
+    }
+
+    /// `call` to this server within [`CONNECT_TIMEOUT`], its failure explained.
+    async fn bounded<T, E>(
+        &self,
+        call: impl std::future::Future<Output = Result<T, E>>,
+    ) -> Result<T, WorkerError>
+    where
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let error = match tokio::time::timeout(CONNECT_TIMEOUT, call).await {
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(e)) => Box::new(e) as Box<dyn std::error::Error + Send + Sync>,
+            Err(elapsed) => {
+                return Err(WorkerError::Connect {
+                    address: self.to_string(),
+                    problem: format!(
+                        "did not answer within {CONNECT_TIMEOUT:?}: check --address \
+                         (TEMPORAL_ADDRESS), and that the server and any proxy before it run"
+                    ),
+                    source: Box::new(elapsed),
+                });
+            }
+        };
+        Err(WorkerError::Connect {
+            address: self.to_string(),
+            problem: crate::diagnose::temporal(error.as_ref(), self.tls_cert.is_some()),
+            source: error,
+        })
     }
 }
+
+/// How long connecting to Temporal, and each check of it, may take.
+pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The SDK runtime with Overspill's metrics (exported with the SDK's on one Prometheus endpoint).
 pub struct WorkerRuntime {
@@ -213,10 +281,12 @@ pub struct WorkerRuntime {
     pub runtime: Runtime,
     /// Overspill's counters (no-op without a metrics address).
     pub metrics: Metrics,
-    /// Where the Prometheus endpoint listens, if any.
+    /// Where the Prometheus endpoint (with `/healthz` and `/readyz`) listens, if any.
     pub metrics_addr: Option<SocketAddr>,
     /// The Prometheus meter, if any, for more counters.
     pub meter: Option<Arc<dyn CoreMeter>>,
+    /// What `/readyz` answers: not ready until a check is installed.
+    pub readiness: crate::probes::Readiness,
 }
 
 impl std::ops::Deref for WorkerRuntime {
@@ -226,21 +296,30 @@ impl std::ops::Deref for WorkerRuntime {
     }
 }
 
-/// A runtime on the current tokio runtime; with `metrics_addr`, a Prometheus endpoint there
-/// (`/metrics`) serving the SDK's metrics and Overspill's.
+/// A runtime on the current tokio runtime; with `metrics_addr`, an HTTP endpoint there serving
+/// the SDK's metrics and Overspill's (`/metrics`) and the probes (`/healthz`, `/readyz`; see
+/// [`crate::probes`]).
 pub fn runtime(metrics_addr: Option<SocketAddr>) -> Result<WorkerRuntime, WorkerError> {
+    let readiness = crate::probes::Readiness::default();
     let (telemetry, metrics, bound, meter) = match metrics_addr {
         Some(addr) => {
+            let refused = |e: &dyn std::fmt::Display| {
+                WorkerError::setup(format!("cannot serve metrics on {addr}: {e}"))
+            };
+            let listener = std::net::TcpListener::bind(addr).map_err(|e| refused(&e))?;
+            listener.set_nonblocking(true).map_err(|e| refused(&e))?;
+            let bound = listener.local_addr().map_err(|e| refused(&e))?;
+            // The SDK's exporter serves `/metrics` alone: it listens on loopback, behind ours.
             let server = start_prometheus_metric_exporter(
                 PrometheusExporterOptions::builder()
-                    .socket_addr(addr)
+                    .socket_addr(SocketAddr::from(([127, 0, 0, 1], 0)))
                     .build(),
             )
-            .map_err(|e| WorkerError::setup(format!("cannot serve metrics on {addr}: {e}")))?;
+            .map_err(|e| refused(&e))?;
+            crate::probes::serve(listener, server.bound_addr, readiness.clone());
             let meter: Arc<dyn CoreMeter> = server.meter.clone();
             let telemetry = TelemetryOptions::builder().metrics(meter.clone()).build();
-            let metrics = Metrics::new(&meter);
-            (telemetry, metrics, Some(server.bound_addr), Some(meter))
+            (telemetry, Metrics::new(&meter), Some(bound), Some(meter))
         }
         None => (TelemetryOptions::default(), Metrics::default(), None, None),
     };
@@ -254,6 +333,7 @@ pub fn runtime(metrics_addr: Option<SocketAddr>) -> Result<WorkerRuntime, Worker
         metrics,
         metrics_addr: bound,
         meter,
+        readiness,
     })
 }
 

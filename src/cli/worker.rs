@@ -10,7 +10,7 @@ use bytesize::ByteSize;
 use overspill::activities::{DEFAULT_TASK_QUEUE, InflightBudget, OverspillActivities};
 use overspill::external_storage::{ExternalStorage, ExternalStorageSettings};
 use overspill::limits::Limits;
-use overspill::store::Store;
+use overspill::store::{Store, StoreOptions};
 use overspill::summarize::ModelArgs;
 use overspill::worker::{self, Compression, Connect, LogFormat, Pollers, WorkerSettings};
 
@@ -97,8 +97,11 @@ pub(crate) struct ExternalStorageArgs {
 }
 
 impl ExternalStorageArgs {
-    /// The storage, if `--external-storage` is given.
-    pub(crate) fn open(&self) -> Result<Option<Arc<ExternalStorage>>, Box<dyn std::error::Error>> {
+    /// The storage, if `--external-storage` is given, its client configured by `options`.
+    pub(crate) fn open(
+        &self,
+        options: StoreOptions,
+    ) -> Result<Option<Arc<ExternalStorage>>, Box<dyn std::error::Error>> {
         let Some(url) = &self.external_storage else {
             return Ok(None);
         };
@@ -106,7 +109,9 @@ impl ExternalStorageArgs {
             threshold: self.external_storage_threshold.as_u64(),
             max_payload_bytes: self.external_storage_max_payload.as_u64(),
         };
-        Ok(Some(Arc::new(ExternalStorage::open(url, settings)?)))
+        Ok(Some(Arc::new(ExternalStorage::open_with(
+            url, settings, options,
+        )?)))
     }
 }
 
@@ -123,6 +128,10 @@ pub(crate) struct Args {
     /// (`/tmp` without `TMPDIR`).
     #[arg(long, env = "OVERSPILL_STORE", value_name = "URL")]
     store: Option<String>,
+    /// A PEM file of the CAs that sign the HTTPS endpoints of `--store` and
+    /// `--external-storage`, instead of the system's (default: `AWS_CA_BUNDLE`).
+    #[arg(long, value_name = "FILE")]
+    store_ca_bundle: Option<PathBuf>,
     /// Default limits (JSON) for requests that carry no `config`.
     #[arg(long, env = "OVERSPILL_LIMITS", value_name = "FILE")]
     limits: Option<PathBuf>,
@@ -190,8 +199,11 @@ pub(crate) async fn run(args: Args) -> CliResult {
     // Listen for SIGTERM before connecting: an early stop is still a graceful one.
     let shutdown = worker::shutdown_signal();
     let limits = load_limits(args.limits.as_deref())?;
-    let store = Arc::new(Store::open(args.store.as_deref())?);
-    let external_storage = args.external_storage.open()?;
+    let options = StoreOptions::builder()
+        .maybe_ca_bundle(args.store_ca_bundle.clone())
+        .build();
+    let store = Arc::new(Store::open_with(args.store.as_deref(), options.clone())?);
+    let external_storage = args.external_storage.open(options)?;
     let budget = match args.max_inflight_bytes {
         Some(bytes) => InflightBudget::new(bytes.as_u64()),
         None => InflightBudget::from_available_memory(),
@@ -201,12 +213,14 @@ pub(crate) async fn run(args: Args) -> CliResult {
     }
     let runtime = worker::runtime(args.metrics)?;
     if let Some(addr) = runtime.metrics_addr {
-        tracing::info!(%addr, "serving Prometheus metrics on /metrics");
+        tracing::info!(%addr, "serving Prometheus metrics on /metrics, probes on /healthz and /readyz");
     }
     let connect = args.temporal.connect();
     let client = connect.client().await?;
     let gc_storage = external_storage.clone();
     (args.external_storage_gc).spawn(gc_storage, &client, runtime.meter.as_ref());
+    let check = overspill::probes::worker_check(connect.clone(), client.clone(), store.clone());
+    runtime.readiness.set_check(check).await;
     let mut activities = OverspillActivities::new(store.clone())
         .with_limits(limits)
         .with_inflight_budget(budget.clone());

@@ -94,6 +94,15 @@ impl ExternalStorage {
         url: &str,
         settings: ExternalStorageSettings,
     ) -> Result<Self, ExternalStorageError> {
+        Self::open_with(url, settings, StoreOptions::default())
+    }
+
+    /// [`Self::open`] with the bucket's client `options` (a CA bundle, timeouts).
+    pub fn open_with(
+        url: &str,
+        settings: ExternalStorageSettings,
+        options: StoreOptions,
+    ) -> Result<Self, ExternalStorageError> {
         let scheme = url.split_once("://").map(|(scheme, _)| scheme);
         let driver = match scheme {
             Some("s3" | "s3a") => Driver::S3,
@@ -105,8 +114,8 @@ impl ExternalStorage {
                 ));
             }
         };
-        let bucket = Bucket::open(url, StoreOptions::default())
-            .map_err(|e| ExternalStorageError::Config(e.to_string()))?;
+        let bucket =
+            Bucket::open(url, options).map_err(|e| ExternalStorageError::Config(e.to_string()))?;
         Ok(Self::new(driver, bucket, settings))
     }
 
@@ -188,7 +197,7 @@ impl ExternalStorage {
                 match store.head(&path).await {
                     Ok(_) => Ok(true),
                     Err(object_store::Error::NotFound { .. }) => Ok(false),
-                    Err(e) => Err(unavailable(e.to_string())),
+                    Err(e) => Err(unavailable(self.explain(&e))),
                 }
             })
             .await?;
@@ -198,7 +207,7 @@ impl ExternalStorage {
                     .put(&path, PutPayload::from(bytes))
                     .await
                     .map(|_| ())
-                    .map_err(|e| unavailable(e.to_string()))
+                    .map_err(|e| unavailable(self.explain(&e)))
             })
             .await?;
         }
@@ -368,11 +377,21 @@ impl ExternalStorage {
         match error {
             object_store::Error::NotFound { .. } => ExternalStorageError::Missing { bucket, key },
             e => ExternalStorageError::Unavailable {
+                reason: self.explain(&e),
                 bucket,
                 key,
-                reason: e.to_string(),
             },
         }
+    }
+
+    /// `error` in the server's words, with the setting that fixes it.
+    fn explain(&self, error: &object_store::Error) -> String {
+        let scheme = match self.driver {
+            Driver::S3 => "s3",
+            Driver::Gcs => "gs",
+        };
+        let url = format!("{scheme}://{}", self.bucket.name);
+        crate::store::explain(error, &url, false).text
     }
 
     fn too_large(&self, located: &Located<'_>, size: u64) -> ExternalStorageError {

@@ -336,8 +336,9 @@ async fn apply<S: SpillStore, M: Summarizer>(
                         };
                     }
                     Err(error) => {
-                        warn_fallback("Spilling", call, error.type_name(), action.then());
-                        tracing::debug!(%error, "spill write failed");
+                        // The store's words say what to fix (credentials, bucket, endpoint, TLS).
+                        let why = format!(": {error}");
+                        warn_fallback("Spilling", call, error.type_name(), action.then(), &why);
                         current = s.then.as_deref();
                     }
                 }
@@ -351,7 +352,7 @@ async fn apply<S: SpillStore, M: Summarizer>(
                 let template = match prompt::Template::parse(&limits.summary_prompt) {
                     Ok(template) => template,
                     Err(error) => {
-                        warn_fallback("Summarizing", call, "InvalidPrompt", action.then());
+                        warn_fallback("Summarizing", call, "InvalidPrompt", action.then(), "");
                         tracing::debug!(%error, "unusable summary prompt");
                         current = s.then.as_deref();
                         continue;
@@ -375,7 +376,7 @@ async fn apply<S: SpillStore, M: Summarizer>(
                         };
                     }
                     Err(error) => {
-                        warn_fallback("Summarizing", call, error.type_name(), action.then());
+                        warn_fallback("Summarizing", call, error.type_name(), action.then(), "");
                         tracing::debug!(%error, "summary failed");
                         current = s.then.as_deref();
                     }
@@ -391,14 +392,14 @@ async fn apply<S: SpillStore, M: Summarizer>(
     }
 }
 
-/// The reference's fallback warning:
-/// `Spilling output of tool 'x' failed (Timeout); falling back to Truncate`.
-fn warn_fallback(verb: &str, call: &ToolCall, error_type: &str, then: Option<&Action>) {
+/// The reference's fallback warning, then `why`:
+/// `Spilling output of tool 'x' failed (Timeout); falling back to Truncate: the store did not …`.
+fn warn_fallback(verb: &str, call: &ToolCall, error_type: &str, then: Option<&Action>, why: &str) {
     let next = then.map_or("the unreduced output", Action::name);
     tracing::warn!(
         target: "overspill::limits",
         error_type,
-        "{verb} output of tool {} failed ({error_type}); falling back to {next}",
+        "{verb} output of tool {} failed ({error_type}); falling back to {next}{why}",
         pyfmt::repr(&call.tool_name)
     );
 }

@@ -7,7 +7,9 @@ use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::memory::InMemory;
-use object_store::{BackoffConfig, ClientConfigKey, ClientOptions, ObjectStore, RetryConfig};
+use object_store::{
+    BackoffConfig, Certificate, ClientConfigKey, ClientOptions, ObjectStore, RetryConfig,
+};
 
 use super::StoreOptions;
 use super::url::Scheme;
@@ -38,21 +40,47 @@ const INHERITED: [ClientConfigKey; 16] = [
 /// connect timeout and a read-inactivity timeout. The whole call is bounded by the store's
 /// per-call deadline instead of a per-request total, so that a large transfer on a slow link is
 /// not cut off while a frozen server still fails fast.
+///
+/// A CA bundle (`options`' or `AWS_CA_BUNDLE`) replaces the system's roots, as in the AWS tools.
 fn client_options(
     options: &StoreOptions,
     from_env: impl Fn(ClientConfigKey) -> Option<String>,
-) -> ClientOptions {
+) -> Result<ClientOptions, StoreError> {
     let inherited = INHERITED
         .into_iter()
         .fold(ClientOptions::new(), |client, key| match from_env(key) {
             Some(value) => client.with_config(key, value),
             None => client,
         });
-    inherited
+    let client = inherited
         .with_timeout_disabled()
         .with_connect_timeout(options.connect_timeout)
         .with_read_timeout(options.timeout)
-        .with_pool_idle_timeout(Duration::from_secs(30))
+        .with_pool_idle_timeout(Duration::from_secs(30));
+    let bundle = options.ca_bundle.clone().or_else(|| {
+        std::env::var_os("AWS_CA_BUNDLE")
+            .filter(|v| !v.is_empty())
+            .map(Into::into)
+    });
+    let Some(bundle) = bundle else {
+        return Ok(client);
+    };
+    let refused = |problem: String| {
+        StoreError::Misconfigured(format!(
+            "the CA bundle {} (--store-ca-bundle or AWS_CA_BUNDLE) {problem}",
+            bundle.display()
+        ))
+    };
+    let pem = std::fs::read(&bundle).map_err(|e| refused(format!("cannot be read: {e}")))?;
+    let certificates =
+        Certificate::from_pem_bundle(&pem).map_err(|e| refused(format!("is not PEM: {e}")))?;
+    if certificates.is_empty() {
+        return Err(refused("holds no PEM certificate".into()));
+    }
+    Ok(certificates.into_iter().fold(
+        client.with_no_system_certificates(true),
+        |client, certificate| client.with_root_certificate(certificate),
+    ))
 }
 
 /// `$env` (a builder read `from_env`) with `$url`, the client options the environment set
@@ -60,7 +88,7 @@ fn client_options(
 macro_rules! configured {
     ($env:expr, $key:path, $url:expr, $options:expr) => {{
         let env = $env;
-        let client = client_options($options, |k| env.get_config_value(&$key(k)));
+        let client = client_options($options, |k| env.get_config_value(&$key(k)))?;
         env.with_url($url)
             .with_client_options(client)
             .with_retry(retry_config($options))

@@ -60,6 +60,7 @@ use crate::read::{IndexCache, Version};
 
 mod backend;
 mod bucket;
+mod explain;
 mod gc;
 mod index;
 mod key;
@@ -71,6 +72,7 @@ mod upload;
 mod url;
 
 pub use bucket::Bucket;
+pub(crate) use explain::explain;
 pub use gc::{GcReport, SpillInfo};
 pub use key::{INDEX_SUFFIX, NAMESPACE, Refusal, check_handle, sanitize_key, sanitize_segment};
 pub use listing::{DEFAULT_LIST_LIMIT, ListRequest, ListedSpill, MAX_LIST_LIMIT, RunListing};
@@ -277,34 +279,23 @@ impl Store {
         Ok(())
     }
 
-    /// The store's error for a failed `call`: a missing bucket and refused credentials are
-    /// [`StoreError::Misconfigured`] (final, saying what to fix), only a missing object on a
-    /// read is `NotFound`, and a timeout or any other failure is retryable.
+    /// The store's error for a failed `call`, in the server's words with the setting to fix: a
+    /// missing bucket, refused credentials and a refused TLS handshake are
+    /// [`StoreError::Misconfigured`] (final), only a missing object on a read is `NotFound`, and
+    /// a timeout, an unreachable endpoint or any other failure is retryable.
     fn map_error(&self, error: object_store::Error, handle: &str, call: Call) -> StoreError {
-        use object_store::Error as E;
+        use explain::Cause;
         let remote = matches!(self.inner.backend, Backend::Object(_));
-        // A listing's 404 comes back as a generic error: the S3 code names it.
-        let no_bucket = remote
-            && (matches!(error, E::NotFound { .. }) && call != Call::Read
-                || error.to_string().contains("<Code>NoSuchBucket</Code>"));
-        match error {
-            _ if no_bucket => StoreError::Misconfigured(format!(
-                "the bucket of store {} does not exist: create it, or fix the store URL \
-                     ({error})",
-                self.url()
-            )),
-            E::NotFound { .. } => StoreError::NotFound {
+        let explained = explain::explain(&error, self.url(), remote && call != Call::Read);
+        match explained.cause {
+            Cause::NoBucket if remote => StoreError::Misconfigured(explained.text),
+            _ if matches!(error, object_store::Error::NotFound { .. }) => StoreError::NotFound {
                 handle: handle.to_owned(),
             },
-            E::PermissionDenied { .. } | E::Unauthenticated { .. } => {
-                StoreError::Misconfigured(format!(
-                    "store {} refused the credentials: check AWS_ACCESS_KEY_ID and \
-                     AWS_SECRET_ACCESS_KEY, and the bucket's policy ({error})",
-                    self.url()
-                ))
-            }
-            e if is_timeout(&e) => StoreError::Timeout(self.inner.options.timeout),
-            e => StoreError::Backend(Box::new(e)),
+            Cause::Credentials | Cause::Tls(_) => StoreError::Misconfigured(explained.text),
+            _ if is_timeout(&error) => StoreError::Timeout(self.inner.options.timeout),
+            Cause::Unreachable => StoreError::Backend(explained.text.into()),
+            _ => StoreError::Backend(Box::new(error)),
         }
     }
 

@@ -53,6 +53,10 @@ pub struct StoreOptions {
     pub(super) region: Option<String>,
     /// Allow plain-HTTP endpoints (default: `AWS_ALLOW_HTTP`, the URL's `allow_http`, or no).
     pub(super) allow_http: Option<bool>,
+    /// A PEM file of the CAs to trust for HTTPS endpoints, instead of the system's, as the AWS
+    /// tools take it (default: `AWS_CA_BUNDLE`; for every backend of a URL, S3, GCS and Azure).
+    #[builder(into)]
+    pub(super) ca_bundle: Option<std::path::PathBuf>,
     /// S3 credentials, key id and secret (default: `AWS_ACCESS_KEY_ID` /
     /// `AWS_SECRET_ACCESS_KEY`; without them, the instance's role, except with a custom endpoint:
     /// see [`Store::open_with`](super::Store::open_with)).

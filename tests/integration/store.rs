@@ -473,6 +473,12 @@ async fn falls_back_when_the_endpoint_is_down() {
         elapsed < Duration::from_secs(5),
         "a refused connection took {elapsed:?}"
     );
+    // The WARN names the endpoint and the setting that moves it.
+    assert!(
+        log.contains(&format!("at 127.0.0.1:{port} (")),
+        "no endpoint in: {log}"
+    );
+    assert!(log.contains("check AWS_ENDPOINT_URL"), "{log}");
 }
 
 #[tokio::test]
@@ -493,9 +499,10 @@ async fn falls_back_when_the_endpoint_is_frozen() {
     assert_fell_back(&reduced, elapsed, &log, &["Timeout", "Backend"]);
 }
 
-/// A spill to `store` falls back with a WARN naming `Misconfigured`; the write's error says
-/// `what`, and the activity failure is a final `StoreMisconfigured`.
-async fn assert_misconfigured(store: &Store, what: &str) {
+/// A spill to `store` falls back with a WARN naming `Misconfigured` and saying each of `what`
+/// (the server's words, the setting to fix); the write's error says them too, and the activity
+/// failure is a final `StoreMisconfigured`.
+async fn assert_misconfigured(store: &Store, what: &[&str]) {
     let (reduced, elapsed, log) = reduce_with(store).await;
     assert_fell_back(&reduced, elapsed, &log, &["Misconfigured"]);
     let error = store
@@ -503,7 +510,10 @@ async fn assert_misconfigured(store: &Store, what: &str) {
         .await
         .unwrap_err();
     assert!(matches!(error, StoreError::Misconfigured(_)), "{error}");
-    assert!(error.to_string().contains(what), "{error}");
+    for words in what {
+        assert!(error.to_string().contains(words), "{words} not in {error}");
+        assert!(log.contains(words), "{words} not in the WARN: {log}");
+    }
     let failure = overspill::activities::Failure::store(&error);
     assert_eq!(failure.type_name, "StoreMisconfigured");
     assert!(!failure.retryable);
@@ -520,7 +530,14 @@ async fn falls_back_when_the_credentials_are_wrong() {
     )
     .unwrap();
     // Refused credentials are final, and the error says what to fix.
-    assert_misconfigured(&store, "refused the credentials: check AWS_ACCESS_KEY_ID").await;
+    assert_misconfigured(
+        &store,
+        &[
+            "refused the credentials (403 Forbidden, SignatureDoesNotMatch: ",
+            "check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+        ],
+    )
+    .await;
     // Nothing was stored under the handle.
     let good = Store::open(Some(&url)).unwrap();
     assert!(matches!(
@@ -539,7 +556,14 @@ async fn a_missing_bucket_is_misconfigured_not_a_missing_spill() {
         .unwrap_or_default()
         .as_nanos();
     let store = Store::open(Some(&format!("s3://no-such-bucket-{nanos}/p"))).unwrap();
-    assert_misconfigured(&store, "does not exist: create it").await;
+    assert_misconfigured(
+        &store,
+        &[
+            "does not exist (404 Not Found, NoSuchBucket: ",
+            "create it, or fix the bucket in the store URL",
+        ],
+    )
+    .await;
     let listed = store.list(None).await.unwrap_err();
     assert!(matches!(listed, StoreError::Misconfigured(_)), "{listed}");
 }

@@ -1,0 +1,239 @@
+//! A remote store's failure in the server's own words, with the setting that fixes it: the
+//! spill store and External Storage report their failures with it.
+
+use crate::diagnose::{self, Tls};
+
+/// What went wrong, as the person configuring the store fixes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cause {
+    /// The server refused the credentials (401, 403).
+    Credentials,
+    /// The bucket does not exist.
+    NoBucket,
+    /// The TLS handshake failed.
+    Tls(Tls),
+    /// The endpoint refused the connection or did not resolve.
+    Unreachable,
+    /// Anything else: a 5xx, a reset, a timeout.
+    Other,
+}
+
+/// A failure explained: its cause and the sentence a user reads.
+#[derive(Debug, Clone)]
+pub(crate) struct Explained {
+    pub(crate) cause: Cause,
+    pub(crate) text: String,
+}
+
+/// `error` of the store at `url` explained; `missing_is_bucket` tells that a 404 can only mean a
+/// missing bucket (a write or a listing).
+pub(crate) fn explain(
+    error: &object_store::Error,
+    url: &str,
+    missing_is_bucket: bool,
+) -> Explained {
+    use object_store::Error as E;
+    let said = said(error);
+    let (credentials, endpoint) = settings(url);
+    let host = host(&error.to_string()).unwrap_or_else(|| "its endpoint".to_owned());
+    let no_bucket = said.as_deref().is_some_and(|s| s.contains("NoSuchBucket"))
+        || (missing_is_bucket && matches!(error, E::NotFound { .. }));
+    let words = said.unwrap_or_else(|| innermost(error));
+    let (cause, text) = if no_bucket {
+        let text = format!(
+            "the bucket of store {url} does not exist ({words}): create it, or fix the bucket in \
+             the store URL"
+        );
+        (Cause::NoBucket, text)
+    } else if matches!(
+        error,
+        E::PermissionDenied { .. } | E::Unauthenticated { .. }
+    ) {
+        let text = format!(
+            "store {url} refused the credentials ({words}): check {credentials}, and the \
+             bucket's policy"
+        );
+        (Cause::Credentials, text)
+    } else if let Some((kind, tls_words)) = diagnose::tls(error) {
+        let fix = match kind {
+            Tls::UntrustedServer => {
+                "set --store-ca-bundle or AWS_CA_BUNDLE to a PEM file of the CA that signed the \
+                 server's certificate"
+            }
+            Tls::WrongName => {
+                "the server's certificate is for other names: check the endpoint's host"
+            }
+            Tls::ClientCertificate => {
+                "the server asks for a client certificate, which Overspill does not send"
+            }
+            Tls::Other => "check the endpoint (an http:// server does not speak TLS)",
+        };
+        let text = format!("TLS to {host} failed for store {url} ({tls_words}): {fix}; {endpoint}");
+        (Cause::Tls(kind), text)
+    } else if matches!(
+        diagnose::io_kind(error),
+        Some(std::io::ErrorKind::ConnectionRefused)
+    ) || words.contains("dns error")
+    {
+        let text = format!(
+            "cannot reach store {url} at {host} ({words}): {endpoint}, and that the server runs"
+        );
+        (Cause::Unreachable, text)
+    } else {
+        (Cause::Other, error.to_string())
+    };
+    Explained { cause, text }
+}
+
+/// The `host:port` a request went to, from object_store's `Error performing PUT https://… in`.
+fn host(text: &str) -> Option<String> {
+    let (_, rest) = text.split_once("Error performing ")?;
+    let url = reqwest::Url::parse(rest.split(' ').nth(1)?).ok()?;
+    let host = url.host_str()?;
+    Some(match url.port_or_known_default() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_owned(),
+    })
+}
+
+/// The settings that hold the credentials and the endpoint of a store at `url`.
+fn settings(url: &str) -> (&'static str, &'static str) {
+    match url.split_once("://").map(|(scheme, _)| scheme) {
+        Some("gs") => (
+            "GOOGLE_SERVICE_ACCOUNT (or GOOGLE_APPLICATION_CREDENTIALS)",
+            "check the store URL",
+        ),
+        Some("az" | "azure" | "abfs" | "abfss") => (
+            "AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ACCOUNT_KEY",
+            "check AZURE_STORAGE_ENDPOINT or the URL's ?endpoint=",
+        ),
+        _ => (
+            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+            "check AWS_ENDPOINT_URL or the URL's ?endpoint=",
+        ),
+    }
+}
+
+/// What the server answered, in its words: `403 Forbidden, SignatureDoesNotMatch: The request
+/// signature …` (the `Code` and `Message` of S3's and Azure's XML errors, else the body's
+/// start), from object_store's `… status code: 403 Forbidden: BODY`.
+fn said(error: &object_store::Error) -> Option<String> {
+    let text = error.to_string();
+    let (_, rest) = text.split_once("status code: ")?;
+    let (status, body) = rest.split_once(": ").unwrap_or((rest, ""));
+    let tag = |name: &str| {
+        let (_, after) = body.split_once(&format!("<{name}>"))?;
+        after
+            .split_once(&format!("</{name}>"))
+            .map(|(value, _)| value.trim())
+    };
+    let body = body.trim();
+    Some(match (tag("Code"), tag("Message")) {
+        (Some(code), Some(message)) => format!("{status}, {code}: {message}"),
+        (Some(code), None) => format!("{status}, {code}"),
+        _ if body.is_empty() => status.to_owned(),
+        _ => format!("{status}: {}", body.chars().take(200).collect::<String>()),
+    })
+}
+
+/// The innermost error's words (`Connection refused (os error 111)`).
+fn innermost(error: &object_store::Error) -> String {
+    diagnose::chain(error)
+        .last()
+        .map_or_else(|| error.to_string(), ToString::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn generic(message: &str) -> object_store::Error {
+        object_store::Error::Generic {
+            store: "S3",
+            source: message.into(),
+        }
+    }
+
+    #[test]
+    fn the_servers_words_are_its_code_and_message() {
+        let denied = object_store::Error::PermissionDenied {
+            path: "p".into(),
+            source: "Error performing PUT http://127.0.0.1:8333/b/p in 2ms - Server returned \
+                     non-2xx status code: 403 Forbidden: <?xml version=\"1.0\"?><Error><Code>\
+                     SignatureDoesNotMatch</Code><Message>The request signature we calculated \
+                     does not match.</Message></Error>"
+                .into(),
+        };
+        let explained = explain(&denied, "s3://spills", true);
+        assert_eq!(explained.cause, Cause::Credentials);
+        assert_eq!(
+            explained.text,
+            "store s3://spills refused the credentials (403 Forbidden, SignatureDoesNotMatch: The \
+             request signature we calculated does not match.): check AWS_ACCESS_KEY_ID and \
+             AWS_SECRET_ACCESS_KEY, and the bucket's policy"
+        );
+        let azure = explain(&denied, "az://c", true).text;
+        assert!(
+            azure.contains("check AZURE_STORAGE_ACCOUNT_NAME"),
+            "{azure}"
+        );
+        let bucket = generic(
+            "Server returned non-2xx status code: 404 Not Found: <Error><Code>NoSuchBucket</Code>\
+             <Message>The specified bucket does not exist</Message></Error>",
+        );
+        let explained = explain(&bucket, "s3://nope", false);
+        assert_eq!(explained.cause, Cause::NoBucket);
+        assert!(
+            explained.text.starts_with(
+                "the bucket of store s3://nope does not exist (404 Not Found, NoSuchBucket: The \
+                 specified bucket does not exist): create it"
+            ),
+            "{}",
+            explained.text
+        );
+        let plain = generic("Server returned non-2xx status code: 500 Internal Server Error: oops");
+        assert_eq!(explain(&plain, "s3://b", false).cause, Cause::Other);
+        assert_eq!(
+            said(&plain).as_deref(),
+            Some("500 Internal Server Error: oops")
+        );
+    }
+
+    #[test]
+    fn tls_and_refused_connections_name_their_fix() {
+        let untrusted = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        let io = std::io::Error::new(std::io::ErrorKind::InvalidData, untrusted);
+        let error = object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(io),
+        };
+        let explained = explain(&error, "s3://b", false);
+        assert_eq!(explained.cause, Cause::Tls(Tls::UntrustedServer));
+        assert!(
+            explained.text.starts_with("TLS to its endpoint failed"),
+            "{}",
+            explained.text
+        );
+        assert!(
+            explained
+                .text
+                .contains("--store-ca-bundle or AWS_CA_BUNDLE")
+        );
+        assert_eq!(
+            host("Error performing PUT https://s3.example:8443/b/k in 3ms - …").as_deref(),
+            Some("s3.example:8443")
+        );
+        assert_eq!(host("Error performing GET REDACTED in 3ms"), None);
+        let refused = object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(std::io::Error::from(std::io::ErrorKind::ConnectionRefused)),
+        };
+        let explained = explain(&refused, "s3://b", false);
+        assert_eq!(explained.cause, Cause::Unreachable);
+        assert!(
+            explained.text.contains("check AWS_ENDPOINT_URL"),
+            "{}",
+            explained.text
+        );
+    }
+}
