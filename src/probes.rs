@@ -71,32 +71,6 @@ impl Readiness {
     }
 }
 
-/// The worker's check: `connect`'s namespace answers `client`, and `store` answers a read of a
-/// missing object as missing (its credentials, bucket and endpoint work).
-pub fn worker_check(
-    connect: crate::worker::Connect,
-    client: temporalio_client::Client,
-    store: Arc<crate::store::Store>,
-) -> Check {
-    Box::new(move || {
-        let (connect, client, store) = (connect.clone(), client.clone(), store.clone());
-        Box::pin(async move {
-            let temporal = bounded("Temporal", connect.check_namespace(&client));
-            let store = bounded("store", async {
-                match store.read("overspill-readyz").await {
-                    Ok(_) | Err(crate::limits::StoreError::NotFound { .. }) => Ok(()),
-                    Err(e) => Err(e),
-                }
-            });
-            match tokio::join!(temporal, store) {
-                (Ok(()), Ok(())) => Ok(()),
-                (Err(e), Ok(())) | (Ok(()), Err(e)) => Err(e),
-                (Err(t), Err(s)) => Err(format!("{t}; {s}")),
-            }
-        })
-    })
-}
-
 /// `what` within [`CHECK_TIMEOUT`], its failure prefixed with `name`.
 pub async fn bounded<E: std::fmt::Display>(
     name: &str,

@@ -574,6 +574,32 @@ where
     tracing_subscriber::registry().with(layer.with_filter(filter.and(spans)))
 }
 
+/// The worker's check: `connect`'s namespace answers `client`, and `store` answers a read of a
+/// missing object as missing (its credentials, bucket and endpoint work).
+pub fn readiness_check(
+    connect: Connect,
+    client: temporalio_client::Client,
+    store: Arc<crate::store::Store>,
+) -> crate::probes::Check {
+    Box::new(move || {
+        let (connect, client, store) = (connect.clone(), client.clone(), store.clone());
+        Box::pin(async move {
+            let temporal = crate::probes::bounded("Temporal", connect.check_namespace(&client));
+            let store = crate::probes::bounded("store", async {
+                match store.read("overspill-readyz").await {
+                    Ok(_) | Err(crate::limits::StoreError::NotFound { .. }) => Ok(()),
+                    Err(e) => Err(e),
+                }
+            });
+            match tokio::join!(temporal, store) {
+                (Ok(()), Ok(())) => Ok(()),
+                (Err(e), Ok(())) | (Ok(()), Err(e)) => Err(e),
+                (Err(t), Err(s)) => Err(format!("{t}; {s}")),
+            }
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,7 @@ use temporalio_client::Client;
 use temporalio_common::telemetry::metrics::CoreMeter;
 
 use super::CliResult;
-use super::worker::TemporalArgs;
+use super::temporal::TemporalArgs;
 
 /// External Storage housekeeping.
 #[derive(Debug, clap::Subcommand)]

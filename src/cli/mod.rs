@@ -12,6 +12,7 @@ mod read;
 mod reduce;
 mod spills;
 mod stdin;
+mod temporal;
 mod worker;
 
 /// Keep AI agents' oversized tool outputs out of their context windows, durably.
