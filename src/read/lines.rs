@@ -122,15 +122,9 @@ pub fn split_lines(data: &[u8]) -> impl Iterator<Item = Range<usize>> + '_ {
 
 /// Lines `window` of `data` (counted from 0 at its start), as bytes.
 pub(crate) fn window_lines(data: &[u8], window: Range<u64>) -> impl Iterator<Item = &[u8]> {
-    window_ranges(data, window).map(|r| &data[r])
-}
-
-/// Lines `window` of `data` (counted from 0 at its start), as their ranges in `data`, breaks
-/// left out.
-pub(crate) fn window_ranges(data: &[u8], window: Range<u64>) -> impl Iterator<Item = Range<usize>> {
     let skip = usize::try_from(window.start).unwrap_or(usize::MAX);
     let take = usize::try_from(window.end - window.start).unwrap_or(usize::MAX);
-    split_lines(data).skip(skip).take(take)
+    split_lines(data).skip(skip).take(take).map(|r| &data[r])
 }
 
 /// The start of the line holding `data[at]`: just after the last line break before `at`.
@@ -180,7 +174,7 @@ pub(crate) fn break_start(data: &[u8], at: usize) -> usize {
 /// The line breaks in `data`, which starts at a line start and ends at one (or at the payload's
 /// end): `str.splitlines()` counts one more line when the last one has no break.
 pub(crate) fn count_breaks(data: &[u8]) -> u64 {
-    let newlines = memchr::memchr_iter(b'\n', data).count();
+    let newlines = bytecount::count(data, b'\n');
     // `\r\n` is one break, and `memchr` counted its `\n` already.
     let rare = rare_breaks(data, 0, data.len())
         .filter(|&(at, len)| !(data[at] == b'\r' && len == 2))
@@ -265,52 +259,6 @@ impl<'a> LineChunk<'a> {
             starts_line: true,
             ends_line: true,
         }
-    }
-}
-
-/// A scan over a spill's lines fed chunk by chunk (pattern pages, grep): a line may begin in
-/// one chunk and end in a later one.
-pub(crate) trait LineScan {
-    /// The next piece of the open line (a new one if none is open), and whether it ends there.
-    fn continue_open(&mut self, piece: &[u8], ends: bool);
-    /// Scan whole lines: `data` starts at a line start and ends at a line end.
-    fn scan_lines(&mut self, data: &[u8]);
-    /// Whether the scan may stop here.
-    fn stopped(&self) -> bool;
-
-    /// Scan a chunk's `data` (its bytes, or their decoding): the open line's piece, then its
-    /// whole lines; `Break` once the scan may stop.
-    fn scan_chunk(&mut self, data: &[u8], starts_line: bool, ends_line: bool) -> ControlFlow<()> {
-        let (open, lines) = split_open_line(data, starts_line, ends_line);
-        if let Some((piece, ends)) = open {
-            self.continue_open(piece, ends);
-        }
-        self.scan_lines(lines);
-        match self.stopped() {
-            true => ControlFlow::Break(()),
-            false => ControlFlow::Continue(()),
-        }
-    }
-}
-
-/// `data` (a chunk's bytes, or their decoding) cut where its lines start: the piece that goes on
-/// with a line begun in an earlier chunk (or begins one longer than the chunk), with whether that
-/// line ends in it, then the whole lines after it.
-pub(crate) fn split_open_line(
-    data: &[u8],
-    starts_line: bool,
-    ends_line: bool,
-) -> (Option<(&[u8], bool)>, &[u8]) {
-    if !starts_line {
-        let (end, len) = next_break(data, 0).unwrap_or((data.len(), 0));
-        (
-            Some((&data[..end], len > 0 || ends_line)),
-            &data[end + len..],
-        )
-    } else if !ends_line {
-        (Some((data, false)), &[])
-    } else {
-        (None, data)
     }
 }
 

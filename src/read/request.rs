@@ -114,53 +114,6 @@ pub fn no_stored_result(handle: &str) -> String {
     )
 }
 
-/// Whether `data`, the first bytes of those a page was to be read from, decides the page of the
-/// window's `lines` in it (their ranges, from the window's first line on; `shown` lines in the
-/// window): [`render`]'s body of them is capped at a char that starts at least 4 bytes before
-/// `data` ends, or every line of the window ends (its break starts) that early. A char or a
-/// line break is decided by its first 4 bytes at most, so no byte after `data` could change
-/// the page.
-pub(crate) fn decided_by(
-    data: &[u8],
-    lines: impl Iterator<Item = Range<usize>>,
-    shown: u64,
-) -> bool {
-    let decided = |at: usize| at.saturating_add(4) <= data.len();
-    let (mut chars, mut seen, mut previous_end) = (0usize, 0u64, None);
-    for line in lines {
-        // A line after the first is preceded by the `\n` that stands for the break before it.
-        if let Some(at) = previous_end {
-            if chars == MAX_READ_CHARS {
-                return decided(at);
-            }
-            chars += 1;
-        }
-        let mut at = line.start;
-        let bytes = &data[line.start..line.end.min(line.start + PAGE_BYTES_CAP)];
-        // As `String::from_utf8_lossy` decodes: each invalid sequence is one U+FFFD.
-        for chunk in bytes.utf8_chunks() {
-            let valid = chunk.valid();
-            let count = valid.chars().count();
-            if chars + count > MAX_READ_CHARS {
-                let capped_at = valid.char_indices().nth(MAX_READ_CHARS - chars);
-                return capped_at.is_some_and(|(i, _)| decided(at + i));
-            }
-            chars += count;
-            at += valid.len();
-            if !chunk.invalid().is_empty() {
-                if chars == MAX_READ_CHARS {
-                    return decided(at);
-                }
-                chars += 1;
-                at += chunk.invalid().len();
-            }
-        }
-        seen += 1;
-        previous_end = Some(line.end);
-    }
-    seen == shown && previous_end.is_some_and(decided)
-}
-
 /// The page: a header counting `total` lines and showing `shown`, then the body of `lines` (the
 /// window's lines from its first on, as raw bytes; they may stop early once the body is capped).
 pub(crate) fn render<'a>(

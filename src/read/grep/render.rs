@@ -44,6 +44,11 @@ impl Page {
         self.lines.push((number, kind, line[..take].to_vec()));
     }
 
+    /// The kept lines' bytes, in order.
+    pub(crate) fn lines(&self) -> impl Iterator<Item = &[u8]> {
+        self.lines.iter().map(|(.., line)| line.as_slice())
+    }
+
     /// The page for `request`: `total` matching lines, the window `shown` of them kept here.
     pub(crate) fn render(
         &self,
