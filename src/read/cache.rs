@@ -61,15 +61,17 @@ impl Opened {
     }
 }
 
-/// An index as a reader holds it: its checked header, the payload version it describes, the
-/// index object's own version (later reads of its entries must come from that same object) and
-/// the object's first bytes (or all of them).
+/// An index as a reader holds it.
 #[derive(Debug, Clone)]
 pub(crate) struct IndexView {
-    pub(crate) header: Header,
-    pub(crate) payload: Version,
-    pub(crate) object: Version,
-    pub(crate) prefix: Bytes,
+    /// Its checked header.
+    pub(super) header: Header,
+    /// The payload version it describes.
+    pub(super) payload: Version,
+    /// The index object's own version: later reads of its entries must come from that object.
+    pub(super) object: Version,
+    /// The object's first bytes (or all of them).
+    pub(super) prefix: Bytes,
 }
 
 impl IndexView {

@@ -129,37 +129,19 @@ pub(crate) fn window_lines(data: &[u8], window: Range<u64>) -> impl Iterator<Ite
 
 /// The start of the line holding `data[at]`: just after the last line break before `at`.
 pub(crate) fn line_start(data: &[u8], at: usize) -> usize {
-    let mut i = at;
-    while i > 0 {
-        if ends_break(data, i) {
-            return i;
-        }
-        i -= 1;
-    }
-    0
-}
-
-/// Whether a line break ends exactly at `end` (exclusive; `end > 0`).
-#[inline]
-fn ends_break(data: &[u8], end: usize) -> bool {
-    match data[end - 1] {
-        b'\n' | b'\r' | 0x0b | 0x0c | 0x1c..=0x1e => true,
-        0x85 => end >= 2 && data[end - 2] == 0xc2,
-        0xa8 | 0xa9 => end >= 3 && data[end - 3..end - 1] == [0xe2, 0x80],
-        _ => false,
-    }
+    let after_break = (1..=at).rev().find(|&i| break_ending_at(data, i) > 0);
+    after_break.unwrap_or(0)
 }
 
 /// The length of the line break that ends exactly at `end` (`end > 0`), or 0 if none does.
 pub(crate) fn break_ending_at(data: &[u8], end: usize) -> usize {
-    if !ends_break(data, end) {
-        return 0;
-    }
+    let before = |n: usize| end.checked_sub(n).map(|at| data[at]);
     match data[end - 1] {
-        b'\n' if end >= 2 && data[end - 2] == b'\r' => 2,
-        0x85 => 2,
-        0xa8 | 0xa9 => 3,
-        _ => 1,
+        b'\n' if before(2) == Some(b'\r') => 2,
+        b'\n' | b'\r' | 0x0b | 0x0c | 0x1c..=0x1e => 1,
+        0x85 if before(2) == Some(0xc2) => 2,
+        0xa8 | 0xa9 if end >= 3 && data[end - 3..end - 1] == [0xe2, 0x80] => 3,
+        _ => 0,
     }
 }
 
@@ -192,25 +174,8 @@ pub(crate) fn count_lines(data: &[u8]) -> u64 {
 /// after its last line break, unless that break could still grow with the bytes that follow (a
 /// final `\r` may be half of a `\r\n`). `None` if the chunk holds no such break.
 pub(crate) fn last_line_end(data: &[u8]) -> Option<usize> {
-    const CHUNK: usize = 32;
-    let mut end = data.len();
-    while end > 0 {
-        // Skip chunks with no byte that can end a break; this loop vectorizes.
-        if end >= CHUNK
-            && !data[end - CHUNK..end].iter().fold(false, |any, &b| {
-                any | (b < 0x1f) | (b == 0x85) | (b == 0xa8) | (b == 0xa9)
-            })
-        {
-            end -= CHUNK;
-            continue;
-        }
-        let complete = !(data[end - 1] == b'\r' && end == data.len());
-        if complete && ends_break(data, end) {
-            return Some(end);
-        }
-        end -= 1;
-    }
-    None
+    let end = data.len() - usize::from(data.last() == Some(&b'\r'));
+    Some(line_start(data, end)).filter(|&at| at > 0)
 }
 
 /// Where a piece of one long line (a chunk with no line break that [`last_line_end`] accepts)

@@ -48,14 +48,12 @@ pub(crate) async fn offset_page<R: SpillReader>(
 
 /// Open `handle`: read the payload's first bytes (its version, and all of a spill too small to
 /// be indexed) and the index's first bytes at once; use the index if it describes that payload
-/// version, else rebuild it (and store it again). Returns the payload's first bytes too.
+/// version, else page a small spill whole and rebuild a larger one's index (and store it again).
+/// Returns the payload's first bytes too.
 async fn open<R: SpillReader>(reader: &R, handle: &str) -> Result<(Opened, Bytes), PageError> {
     let index = reader.fetch(handle, Part::Index, 0..INDEX_PREFIX_BYTES);
     let (payload, stored) = futures::join!(payload_head(reader, handle), index);
     let (payload, head) = payload?;
-    if payload.size < MIN_INDEXED_BYTES {
-        return Ok((Opened::Whole(payload), head));
-    }
     let unusable = match stored {
         Ok(Fetched { bytes, version }) => match IndexView::open(bytes, version, &payload) {
             Ok(view) => return Ok((Opened::Indexed(view), head)),
@@ -64,6 +62,9 @@ async fn open<R: SpillReader>(reader: &R, handle: &str) -> Result<(Opened, Bytes
         Err(StoreError::Timeout(after)) => return Err(StoreError::Timeout(after).into()),
         Err(e) => e.to_string(),
     };
+    if payload.size < MIN_INDEXED_BYTES {
+        return Ok((Opened::Whole(payload), head));
+    }
     tracing::debug!(target: "overspill::read", "rebuilding the line index of {handle:?}: {unusable}");
     let view = rebuild(reader, handle, &payload).await?;
     Ok((Opened::Indexed(view), head))

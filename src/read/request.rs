@@ -122,34 +122,50 @@ pub(crate) fn render<'a>(
     shown: u64,
     lines: impl Iterator<Item = &'a [u8]>,
 ) -> String {
-    let mut body = String::new();
-    let mut chars = 0usize;
-    let mut capped = false;
-    'lines: for (i, line) in lines.enumerate() {
-        let separator = (i > 0).then_some('\n');
-        // A page shows at most MAX_READ_CHARS chars, and every char takes at least one byte.
-        let line = &line[..line.len().min(PAGE_BYTES_CAP)];
-        for c in separator
-            .into_iter()
-            .chain(String::from_utf8_lossy(line).chars())
-        {
-            if chars == MAX_READ_CHARS {
-                capped = true;
-                break 'lines;
-            }
-            body.push(c);
-            chars += 1;
-        }
-    }
+    let mut body = Body::default();
+    // A page shows at most MAX_READ_CHARS chars, and every char takes at least one byte.
+    let _ = lines
+        .take_while(|line| {
+            body.line(&String::from_utf8_lossy(
+                &line[..line.len().min(PAGE_BYTES_CAP)],
+            ))
+        })
+        .count();
     let mut out = format!(
         "[handle {}: {} matching line(s); showing {shown}{}]",
         repr(handle),
         thousands(total),
-        if capped { ", output capped" } else { "" }
+        if body.capped { ", output capped" } else { "" }
     );
-    if !body.is_empty() {
+    if !body.text.is_empty() {
         out.push('\n');
-        out.push_str(&body);
+        out.push_str(&body.text);
     }
     out
+}
+
+/// A body of lines joined by `\n`, cut at [`MAX_READ_CHARS`] chars.
+#[derive(Default)]
+pub(crate) struct Body {
+    pub(crate) text: String,
+    chars: usize,
+    lines: usize,
+    pub(crate) capped: bool,
+}
+
+impl Body {
+    /// Append `line`; false once the body is full.
+    pub(crate) fn line(&mut self, line: &str) -> bool {
+        let separator = (self.lines > 0).then_some('\n');
+        self.lines += 1;
+        for c in separator.into_iter().chain(line.chars()) {
+            if self.chars == MAX_READ_CHARS {
+                self.capped = true;
+                return false;
+            }
+            self.text.push(c);
+            self.chars += 1;
+        }
+        true
+    }
 }

@@ -111,7 +111,7 @@ impl Matcher {
 }
 
 /// What to scan for and which matches to keep: the same for both passes.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct Query {
     pub(crate) matcher: Matcher,
     /// Lines to keep before and after each match of the window.

@@ -15,9 +15,10 @@
 //! - Regexes are the `regex` crate's (linear time: no input makes a search backtrack), with
 //!   compiled-size limits. A bad or too large pattern is a ModelRetry-style [`ReadError`].
 //!
-//! The payload is streamed in bounded chunks ([`scan`]): one pass counts every match and keeps
-//! the page's lines; a `from_end` page takes a second pass from the last chunk that still holds
-//! the page's first lines. Memory is two chunks and the page.
+//! The payload is streamed in bounded chunks by the scan that also serves pages by pattern
+//! (`read::scan`): one pass counts every match and keeps the page's lines; a `from_end` page takes
+//! a second pass from the last chunk that still holds the page's first lines and their context.
+//! Memory is two chunks and the page.
 //!
 //! ```
 //! use overspill::read::{grep_page, GrepRequest};
@@ -38,7 +39,7 @@ use regex::bytes::RegexBuilder;
 use serde::{Deserialize, Serialize};
 
 use super::request::{MAX_READ_LINES, ReadError};
-use super::scan::{Matcher, Query, scan_memory, scan_spill};
+use super::scan::{Matcher, Query, Scan, scan_memory, scan_spill};
 use super::source::SpillReader;
 use super::{ReadOutcomeError, outcome};
 
@@ -210,7 +211,8 @@ pub fn grep_page(data: &[u8], request: &GrepRequest) -> Result<String, ReadError
     Ok(render(request, &checked, total, scan))
 }
 
-fn render(request: &GrepRequest, checked: &Checked, total: u64, scan: super::scan::Scan) -> String {
+/// The page of `total` matches, from the scan that kept its lines.
+fn render(request: &GrepRequest, checked: &Checked, total: u64, scan: Scan) -> String {
     let shown = request.window(total, checked.limit);
     scan.into_page()
         .render(request, checked.context > 0, total, shown)
