@@ -52,14 +52,14 @@ pub(crate) struct Matcher {
 
 #[derive(Debug, Clone)]
 enum Search {
-    Literal(Finder<'static>, Option<LineCounter>),
+    Literal(Box<Finder<'static>>, Option<LineCounter>),
     Regex(Regex),
 }
 
 impl Matcher {
     /// A literal pattern (non-empty).
     pub(crate) fn literal(pattern: &str) -> Self {
-        let finder = Finder::new(pattern.as_bytes()).into_owned();
+        let finder = Box::new(Finder::new(pattern.as_bytes()).into_owned());
         Self {
             search: Search::Literal(finder, LineCounter::new(pattern)),
             per_line: false,
