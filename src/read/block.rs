@@ -24,10 +24,9 @@ pub(crate) fn break_candidate(b: u8) -> bool {
     (b <= 0x1e) | (b == 0xc2) | (b == 0xe2)
 }
 
-/// Bit masks of a block, one bit per byte, with SSE2.
-///
-/// SAFETY (every `unsafe` here): SSE2 is part of the x86-64 baseline, so its intrinsics are
-/// always available, and each load reads 16 bytes within the 64 of a block.
+/// Bit masks of a block, one bit per byte, with SSE2: about twice as fast as the portable code in
+/// the dense count, where no safe API (`memchr`, `bytecount`) gives a mask. A property test checks
+/// it against the portable code on random blocks.
 #[cfg(target_arch = "x86_64")]
 mod sse2 {
     use std::arch::x86_64::{
@@ -40,6 +39,8 @@ mod sse2 {
     /// The block as four vectors of 16 bytes.
     #[inline(always)]
     fn lanes(block: &[u8; BLOCK]) -> [__m128i; 4] {
+        // SAFETY: SSE2 is part of the x86-64 baseline; `i < 4`, so the unaligned load reads
+        // bytes `16 * i .. 16 * i + 16`, within the 64 of `block`.
         std::array::from_fn(|i| unsafe { _mm_loadu_si128(block.as_ptr().add(16 * i).cast()) })
     }
 
@@ -47,6 +48,7 @@ mod sse2 {
     #[inline(always)]
     pub(crate) fn eq(block: &[u8; BLOCK], byte: u8) -> u64 {
         let lanes = lanes(block);
+        // SAFETY: SSE2 is part of the x86-64 baseline; these intrinsics only touch registers.
         unsafe {
             let byte = _mm_set1_epi8(byte as i8);
             (0..4).fold(0, |mask, i| {
@@ -60,6 +62,7 @@ mod sse2 {
     #[inline(always)]
     pub(crate) fn break_candidates(block: &[u8; BLOCK]) -> u64 {
         let lanes = lanes(block);
+        // SAFETY: SSE2 is part of the x86-64 baseline; these intrinsics only touch registers.
         unsafe {
             let (top, c2, e2) = (
                 _mm_set1_epi8(0x1e),
@@ -81,6 +84,7 @@ mod sse2 {
     #[inline(always)]
     pub(crate) fn may_break_rarely(block: &[u8; BLOCK]) -> bool {
         let lanes = lanes(block);
+        // SAFETY: SSE2 is part of the x86-64 baseline; these intrinsics only touch registers.
         unsafe {
             // `lane - low <= 2`, unsigned: `min(d, 2) == d`.
             let within_three = |lane, low: u8| {
@@ -136,30 +140,35 @@ mod portable {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
-    #[test]
-    fn block_masks_mark_each_byte() {
-        let block: [u8; BLOCK] = std::array::from_fn(|i| [b'\n', b'x', 0x0b, 0xe2, 0xff][i % 5]);
-        let equal = |byte| (0..BLOCK).fold(0, |m, i| m | (u64::from(block[i] == byte) << i));
-        for byte in [b'\n', b'x', 0xe2, b'y'] {
-            assert_eq!(eq(&block, byte), equal(byte));
-            assert_eq!(portable::eq(&block, byte), equal(byte));
-        }
-        let candidates = (0..BLOCK).fold(0, |m, i| m | (u64::from(break_candidate(block[i])) << i));
-        assert_eq!(break_candidates(&block), candidates);
-        assert_eq!(portable::break_candidates(&block), candidates);
-        for (rare, expected) in [
-            (0x0b, true),
-            (0x1e, true),
-            (0xc2, true),
-            (0x1f, false),
-            (0xe3, false),
-        ] {
-            let mut block = [b'a'; BLOCK];
-            block[37] = rare;
-            assert_eq!(may_break_rarely(&block), expected, "{rare:#x}");
-            assert_eq!(portable::may_break_rarely(&block), expected, "{rare:#x}");
+    /// Blocks of bytes near every boundary the masks test, and any byte.
+    fn block() -> impl Strategy<Value = [u8; BLOCK]> {
+        let bytes = [
+            0x00, 0x09, 0x0a, 0x0b, 0x0d, 0x0e, 0x1b, 0x1c, 0x1e, 0x1f, 0x7f, 0x80, 0x85,
+        ];
+        let byte = prop_oneof![
+            proptest::sample::select(bytes.to_vec()),
+            proptest::sample::select(vec![0xa8, 0xc1, 0xc2, 0xc3, 0xe1, 0xe2, 0xe3, 0xff]),
+            any::<u8>(),
+        ];
+        proptest::collection::vec(byte, BLOCK).prop_map(|v| v.try_into().unwrap())
+    }
+
+    proptest! {
+        #[test]
+        fn the_masks_are_the_portable_masks(block in block(), byte in any::<u8>()) {
+            let equal = (0..BLOCK).fold(0, |m, i| m | (u64::from(block[i] == byte) << i));
+            prop_assert_eq!(eq(&block, byte), equal);
+            prop_assert_eq!(portable::eq(&block, byte), equal);
+            let candidates = (0..BLOCK).fold(0, |m, i| m | (u64::from(break_candidate(block[i])) << i));
+            prop_assert_eq!(break_candidates(&block), candidates);
+            prop_assert_eq!(portable::break_candidates(&block), candidates);
+            let rare = block.iter().any(|&b| rare_break_byte(b));
+            prop_assert_eq!(may_break_rarely(&block), rare);
+            prop_assert_eq!(portable::may_break_rarely(&block), rare);
         }
     }
 }

@@ -3,18 +3,17 @@
 //! An entry is never trusted on its own: every payload read it leads to is checked against the
 //! payload version it records, and an entry found stale is dropped.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use bytes::Bytes;
+use quick_cache::sync::Cache;
+use quick_cache::{OptionsBuilder, Weighter};
 
-use super::index::{Header, IndexError, Version};
+use super::line_index::{Header, IndexError, Version};
 
-/// The first bytes of an index a reader reads with the payload's first bytes: the header and,
-/// for all but the largest spills, every entry, so that a first page needs no other index read
-/// (512 KiB of entries cover 67 million lines of 2,048 to a block, or 4 GiB of long lines at a
-/// checkpoint every 128 KiB). A smaller index is read whole by the same request.
+/// The first bytes of an index that opening a spill reads: the header and, for all but the
+/// largest spills, every entry (512 KiB of entries cover 67 million lines of 2,048 to a block,
+/// or 4 GiB of long lines at a checkpoint every 128 KiB). A smaller index is read whole.
 pub(crate) const INDEX_PREFIX_BYTES: u64 = 512 << 10;
 
 /// The largest index a cache keeps whole (that of a spill of at least 500 MB), so that later
@@ -45,46 +44,34 @@ impl Opened {
     /// rest can be read from the stored object.
     fn to_cache(&self) -> Option<Self> {
         self.payload().tag.as_ref()?;
-        match self {
-            Self::Whole(version) => Some(Self::Whole(version.clone())),
-            Self::Indexed(view) => {
-                let whole = view.is_whole() && view.fits_cache_whole();
-                let kept = match whole {
-                    true => view.prefix.len(),
-                    false => view.prefix.len().min(INDEX_PREFIX_BYTES as usize),
-                };
-                let stored = view.object.tag.is_some();
-                (whole || stored).then(|| {
-                    Self::Indexed(IndexView {
-                        prefix: view.prefix.slice(..kept),
-                        ..view.clone()
-                    })
-                })
-            }
-        }
-    }
-
-    fn cost(&self) -> usize {
-        match self {
-            Self::Whole(_) => 64,
-            Self::Indexed(view) => 128 + view.prefix.len(),
-        }
+        let Self::Indexed(view) = self else {
+            return Some(Self::Whole(self.payload().clone()));
+        };
+        let whole = view.is_whole() && view.fits_cache_whole();
+        let kept = match whole {
+            true => view.prefix.len(),
+            false => view.prefix.len().min(INDEX_PREFIX_BYTES as usize),
+        };
+        (whole || view.object.tag.is_some()).then(|| {
+            Self::Indexed(IndexView {
+                prefix: view.prefix.slice(..kept),
+                ..view.clone()
+            })
+        })
     }
 }
 
-/// An index as a reader holds it: its checked header, the payload version it describes, the
-/// index object's own version (later reads of its entries must come from that same object), the
-/// object's first bytes, and whether pages of the spill read their whole ranges at once.
+/// An index as a reader holds it.
 #[derive(Debug, Clone)]
 pub(crate) struct IndexView {
-    pub(crate) header: Header,
-    pub(crate) payload: Version,
-    pub(crate) object: Version,
-    pub(crate) prefix: Bytes,
-    /// Set once a page of the spill needed more than its first read (long lines of multi-byte
-    /// text): its later pages, through this view or the cache's copies of it, read their whole
-    /// range in one round trip instead of two.
-    pub(crate) reads_whole_ranges: Arc<AtomicBool>,
+    /// Its checked header.
+    pub(super) header: Header,
+    /// The payload version it describes.
+    pub(super) payload: Version,
+    /// The index object's own version: later reads of its entries must come from that object.
+    pub(super) object: Version,
+    /// The object's first bytes (or all of them).
+    pub(super) prefix: Bytes,
 }
 
 impl IndexView {
@@ -104,37 +91,6 @@ impl IndexView {
         }
     }
 
-    /// The index whose first bytes are `prefix`, read from an object at `object`, taken at its
-    /// word: the payload version it describes is the one its header names. Every payload read it
-    /// leads to is checked against that version, as for any view.
-    pub(crate) fn claimed(prefix: Bytes, object: Version) -> Result<Self, IndexError> {
-        let header = Header::decode(&prefix, object.size)?;
-        if header.tag().is_empty() {
-            return Err(IndexError::Inconsistent("bound to no payload tag"));
-        }
-        let payload = Version {
-            size: header.payload_len(),
-            tag: Some(header.tag().to_owned()),
-        };
-        Ok(Self {
-            header,
-            payload,
-            object,
-            prefix,
-            reads_whole_ranges: Arc::default(),
-        })
-    }
-
-    /// Whether the whole index object is held.
-    pub(crate) fn is_whole(&self) -> bool {
-        self.prefix.len() as u64 == self.object.size
-    }
-
-    /// Whether a cache keeps this index whole (at most [`WHOLE_INDEX_BYTES`]).
-    pub(crate) fn fits_cache_whole(&self) -> bool {
-        self.object.size <= WHOLE_INDEX_BYTES
-    }
-
     /// An index just built from the payload at `payload` (whole, in `index`), stored as the
     /// object at `object` (untagged if it could not be stored).
     pub(crate) fn built(
@@ -147,63 +103,72 @@ impl IndexView {
             payload: payload.clone(),
             object,
             prefix: index,
-            reads_whole_ranges: Arc::default(),
         })
+    }
+
+    /// Whether the whole index object is held.
+    pub(crate) fn is_whole(&self) -> bool {
+        self.prefix.len() as u64 == self.object.size
+    }
+
+    /// Whether a cache keeps this index whole (at most [`WHOLE_INDEX_BYTES`]).
+    pub(crate) fn fits_cache_whole(&self) -> bool {
+        self.object.size <= WHOLE_INDEX_BYTES
     }
 }
 
-/// Spills recently opened by a reader, by handle; oldest evicted first.
-#[derive(Debug)]
-pub struct IndexCache {
-    budget: usize,
-    state: Mutex<State>,
+/// An entry's weight: the index bytes it holds, and a little for the rest.
+#[derive(Debug, Clone)]
+struct Bytesize;
+
+impl Weighter<String, Arc<Opened>> for Bytesize {
+    fn weight(&self, _handle: &String, opened: &Arc<Opened>) -> u64 {
+        match opened.as_ref() {
+            Opened::Whole(_) => 64,
+            Opened::Indexed(view) => 128 + view.prefix.len() as u64,
+        }
+    }
 }
 
-#[derive(Debug, Default)]
-struct State {
-    entries: HashMap<String, Arc<Opened>>,
-    order: VecDeque<String>,
-    bytes: usize,
+/// Spills recently opened by a reader, by handle, in a byte-weighted cache
+/// ([`quick_cache`]'s, of one shard, so that the whole budget can hold a large index).
+#[derive(Debug)]
+pub struct IndexCache {
+    budget: u64,
+    /// `None` when the budget is 0.
+    entries: Option<Cache<String, Arc<Opened>, Bytesize>>,
 }
 
 impl IndexCache {
     /// A cache holding at most `budget` bytes (0 disables it).
     pub fn new(budget: usize) -> Self {
-        Self {
-            budget,
-            state: Mutex::default(),
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        let budget = budget as u64;
+        let options = OptionsBuilder::new()
+            .estimated_items_capacity(64)
+            .weight_capacity(budget)
+            .shards(1)
+            .build();
+        let entries = options.ok().filter(|_| budget > 0).map(|options| {
+            Cache::with_options(options, Bytesize, Default::default(), Default::default())
+        });
+        Self { budget, entries }
     }
 
     /// The entry for `handle`.
     pub(crate) fn get(&self, handle: &str) -> Option<Arc<Opened>> {
-        self.lock().entries.get(handle).cloned()
+        self.entries.as_ref()?.get(handle)
     }
 
     /// Keep what can be kept of `opened` for `handle` (see [`Opened::to_cache`]), replacing any
     /// older entry.
     pub(crate) fn put(&self, handle: &str, opened: &Opened) {
-        let Some(opened) = opened.to_cache().filter(|o| o.cost() <= self.budget) else {
-            self.remove(handle);
+        let Some(entries) = &self.entries else {
             return;
         };
-        let size = opened.cost();
-        let mut state = self.lock();
-        state.forget(handle);
-        state.entries.insert(handle.to_owned(), Arc::new(opened));
-        state.order.push_back(handle.to_owned());
-        state.bytes += size;
-        while state.bytes > self.budget {
-            let Some(oldest) = state.order.pop_front() else {
-                break;
-            };
-            if let Some(old) = state.entries.remove(&oldest) {
-                state.bytes -= old.cost();
-            }
+        let kept = opened.to_cache().map(Arc::new);
+        match kept.filter(|o| Bytesize.weight(&String::new(), o) <= self.budget) {
+            Some(kept) => entries.insert(handle.to_owned(), kept),
+            None => self.remove(handle),
         }
     }
 
@@ -218,16 +183,8 @@ impl IndexCache {
 
     /// Forget `handle`.
     pub fn remove(&self, handle: &str) {
-        self.lock().forget(handle);
-    }
-}
-
-impl State {
-    /// Drop `handle`'s entry, if any, and its cost.
-    fn forget(&mut self, handle: &str) {
-        if let Some(old) = self.entries.remove(handle) {
-            self.bytes -= old.cost();
-            self.order.retain(|h| h != handle);
+        if let Some(entries) = &self.entries {
+            entries.remove(handle);
         }
     }
 }
@@ -237,7 +194,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn evicts_oldest_over_budget() {
+    fn holds_what_fits_its_budget() {
         let whole = || {
             Opened::Whole(Version {
                 size: 1,
@@ -245,16 +202,19 @@ mod tests {
             })
         };
         let cache = IndexCache::new(3 * 64);
-        for h in ["a", "b", "c", "d"] {
+        for h in ["a", "b", "c", "d", "e"] {
             cache.put(h, &whole());
         }
-        assert!(cache.get("a").is_none());
-        assert!(cache.get("d").is_some());
-        cache.put("b", &whole());
-        cache.put("e", &whole());
-        assert!(cache.get("c").is_none());
-        assert!(cache.get("b").is_some());
-        cache.remove("b");
-        assert!(cache.get("b").is_none());
+        let held = ["a", "b", "c", "d", "e"]
+            .iter()
+            .filter(|h| cache.get(h).is_some());
+        assert!((1..=3).contains(&held.count()));
+        assert!(cache.get("e").is_some(), "the newest entry is kept");
+        cache.remove("e");
+        assert!(cache.get("e").is_none());
+        // Nothing a later read cannot check: a payload without a tag.
+        cache.put("u", &Opened::Whole(Version { size: 1, tag: None }));
+        assert!(cache.get("u").is_none());
+        assert!(IndexCache::new(0).get("a").is_none());
     }
 }

@@ -18,6 +18,7 @@ use super::block::{self, BLOCK};
 use super::lines::break_len;
 
 /// Counts the lines of whole-line spans of a payload that contain one pattern.
+#[derive(Debug, Clone)]
 pub(crate) struct LineCounter {
     pattern: Box<[u8]>,
 }

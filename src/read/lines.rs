@@ -122,50 +122,26 @@ pub fn split_lines(data: &[u8]) -> impl Iterator<Item = Range<usize>> + '_ {
 
 /// Lines `window` of `data` (counted from 0 at its start), as bytes.
 pub(crate) fn window_lines(data: &[u8], window: Range<u64>) -> impl Iterator<Item = &[u8]> {
-    window_ranges(data, window).map(|r| &data[r])
-}
-
-/// Lines `window` of `data` (counted from 0 at its start), as their ranges in `data`, breaks
-/// left out.
-pub(crate) fn window_ranges(data: &[u8], window: Range<u64>) -> impl Iterator<Item = Range<usize>> {
     let skip = usize::try_from(window.start).unwrap_or(usize::MAX);
     let take = usize::try_from(window.end - window.start).unwrap_or(usize::MAX);
-    split_lines(data).skip(skip).take(take)
+    split_lines(data).skip(skip).take(take).map(|r| &data[r])
 }
 
 /// The start of the line holding `data[at]`: just after the last line break before `at`.
 pub(crate) fn line_start(data: &[u8], at: usize) -> usize {
-    let mut i = at;
-    while i > 0 {
-        if ends_break(data, i) {
-            return i;
-        }
-        i -= 1;
-    }
-    0
-}
-
-/// Whether a line break ends exactly at `end` (exclusive; `end > 0`).
-#[inline]
-fn ends_break(data: &[u8], end: usize) -> bool {
-    match data[end - 1] {
-        b'\n' | b'\r' | 0x0b | 0x0c | 0x1c..=0x1e => true,
-        0x85 => end >= 2 && data[end - 2] == 0xc2,
-        0xa8 | 0xa9 => end >= 3 && data[end - 3..end - 1] == [0xe2, 0x80],
-        _ => false,
-    }
+    let after_break = (1..=at).rev().find(|&i| break_ending_at(data, i) > 0);
+    after_break.unwrap_or(0)
 }
 
 /// The length of the line break that ends exactly at `end` (`end > 0`), or 0 if none does.
 pub(crate) fn break_ending_at(data: &[u8], end: usize) -> usize {
-    if !ends_break(data, end) {
-        return 0;
-    }
+    let before = |n: usize| end.checked_sub(n).map(|at| data[at]);
     match data[end - 1] {
-        b'\n' if end >= 2 && data[end - 2] == b'\r' => 2,
-        0x85 => 2,
-        0xa8 | 0xa9 => 3,
-        _ => 1,
+        b'\n' if before(2) == Some(b'\r') => 2,
+        b'\n' | b'\r' | 0x0b | 0x0c | 0x1c..=0x1e => 1,
+        0x85 if before(2) == Some(0xc2) => 2,
+        0xa8 | 0xa9 if end >= 3 && data[end - 3..end - 1] == [0xe2, 0x80] => 3,
+        _ => 0,
     }
 }
 
@@ -180,7 +156,7 @@ pub(crate) fn break_start(data: &[u8], at: usize) -> usize {
 /// The line breaks in `data`, which starts at a line start and ends at one (or at the payload's
 /// end): `str.splitlines()` counts one more line when the last one has no break.
 pub(crate) fn count_breaks(data: &[u8]) -> u64 {
-    let newlines = memchr::memchr_iter(b'\n', data).count();
+    let newlines = bytecount::count(data, b'\n');
     // `\r\n` is one break, and `memchr` counted its `\n` already.
     let rare = rare_breaks(data, 0, data.len())
         .filter(|&(at, len)| !(data[at] == b'\r' && len == 2))
@@ -198,25 +174,8 @@ pub(crate) fn count_lines(data: &[u8]) -> u64 {
 /// after its last line break, unless that break could still grow with the bytes that follow (a
 /// final `\r` may be half of a `\r\n`). `None` if the chunk holds no such break.
 pub(crate) fn last_line_end(data: &[u8]) -> Option<usize> {
-    const CHUNK: usize = 32;
-    let mut end = data.len();
-    while end > 0 {
-        // Skip chunks with no byte that can end a break; this loop vectorizes.
-        if end >= CHUNK
-            && !data[end - CHUNK..end].iter().fold(false, |any, &b| {
-                any | (b < 0x1f) | (b == 0x85) | (b == 0xa8) | (b == 0xa9)
-            })
-        {
-            end -= CHUNK;
-            continue;
-        }
-        let complete = !(data[end - 1] == b'\r' && end == data.len());
-        if complete && ends_break(data, end) {
-            return Some(end);
-        }
-        end -= 1;
-    }
-    None
+    let end = data.len() - usize::from(data.last() == Some(&b'\r'));
+    Some(line_start(data, end)).filter(|&at| at > 0)
 }
 
 /// Where a piece of one long line (a chunk with no line break that [`last_line_end`] accepts)
@@ -265,52 +224,6 @@ impl<'a> LineChunk<'a> {
             starts_line: true,
             ends_line: true,
         }
-    }
-}
-
-/// A scan over a spill's lines fed chunk by chunk (pattern pages, grep): a line may begin in
-/// one chunk and end in a later one.
-pub(crate) trait LineScan {
-    /// The next piece of the open line (a new one if none is open), and whether it ends there.
-    fn continue_open(&mut self, piece: &[u8], ends: bool);
-    /// Scan whole lines: `data` starts at a line start and ends at a line end.
-    fn scan_lines(&mut self, data: &[u8]);
-    /// Whether the scan may stop here.
-    fn stopped(&self) -> bool;
-
-    /// Scan a chunk's `data` (its bytes, or their decoding): the open line's piece, then its
-    /// whole lines; `Break` once the scan may stop.
-    fn scan_chunk(&mut self, data: &[u8], starts_line: bool, ends_line: bool) -> ControlFlow<()> {
-        let (open, lines) = split_open_line(data, starts_line, ends_line);
-        if let Some((piece, ends)) = open {
-            self.continue_open(piece, ends);
-        }
-        self.scan_lines(lines);
-        match self.stopped() {
-            true => ControlFlow::Break(()),
-            false => ControlFlow::Continue(()),
-        }
-    }
-}
-
-/// `data` (a chunk's bytes, or their decoding) cut where its lines start: the piece that goes on
-/// with a line begun in an earlier chunk (or begins one longer than the chunk), with whether that
-/// line ends in it, then the whole lines after it.
-pub(crate) fn split_open_line(
-    data: &[u8],
-    starts_line: bool,
-    ends_line: bool,
-) -> (Option<(&[u8], bool)>, &[u8]) {
-    if !starts_line {
-        let (end, len) = next_break(data, 0).unwrap_or((data.len(), 0));
-        (
-            Some((&data[..end], len > 0 || ends_line)),
-            &data[end + len..],
-        )
-    } else if !ends_line {
-        (Some((data, false)), &[])
-    } else {
-        (None, data)
     }
 }
 

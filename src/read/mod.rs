@@ -2,10 +2,11 @@
 //! memory and time that depend on the page, not on the spill.
 //!
 //! Lines follow Python's `str.splitlines()` ([`lines`]). A page by offset goes through the spill's
-//! sparse line index ([`index`]) to a few small ranged reads; a page by pattern streams the
-//! payload in bounded chunks, counting matches and keeping only the page's lines (`read::pattern`).
-//! Stores serve both through [`SpillReader`]. The output is byte for byte the reference's
-//! (`read::request` states its rules).
+//! sparse line index ([`line_index`], which also describes how such a page is read) to one ranged
+//! read of the payload; a page by pattern is a grep for a literal without context: the one
+//! streaming scan (`read::scan`) counts the matching lines and keeps only the page's. Stores serve
+//! both through [`SpillReader`]. The output is byte for byte the reference's (`read::request`
+//! states its rules).
 //!
 //! ```
 //! use overspill::read::{read_page, ReadRequest};
@@ -19,18 +20,18 @@ mod block;
 mod cache;
 mod count;
 mod grep;
-pub mod index;
+pub mod line_index;
 pub mod lines;
 mod offset;
-mod pattern;
 mod request;
+mod scan;
 mod source;
 
 pub use cache::IndexCache;
 pub use grep::{
     DEFAULT_GREP_LIMIT, GrepRequest, MAX_CONTEXT, MAX_PATTERN_BYTES, grep_page, grep_tool_result,
 };
-pub use index::Version;
+pub use line_index::Version;
 pub use lines::{ChunkSink, LineChunk, split_lines};
 pub use request::{
     DEFAULT_LIMIT, MAX_READ_CHARS, MAX_READ_LINES, ReadError, ReadRequest, no_stored_result,
@@ -51,7 +52,11 @@ pub async fn read_tool_result<R: SpillReader>(
     let limit = request.checked_limit()?;
     let page = match request.filter() {
         None => offset::offset_page(reader, request, limit).await,
-        Some(pattern) => pattern::pattern_page(reader, request, pattern, limit).await,
+        Some(pattern) => {
+            let query = query(request, pattern, limit);
+            let scanned = scan::scan_spill(reader, &request.handle, &query).await;
+            scanned.map(|(total, scan)| pattern_page(request, limit, total, scan))
+        }
     };
     outcome(&request.handle, page)
 }
@@ -85,8 +90,37 @@ pub fn read_page(data: &[u8], request: &ReadRequest) -> Result<String, ReadError
     let limit = request.checked_limit()?;
     Ok(match request.filter() {
         None => offset::offset_page_in_memory(data, request, limit),
-        Some(pattern) => pattern::pattern_page_in_memory(data, request, pattern, limit),
+        Some(pattern) => {
+            let (total, scan) = scan::scan_memory(data, &query(request, pattern, limit));
+            pattern_page(request, limit, total, scan)
+        }
     })
+}
+
+/// A page by pattern, as the scan sees it: a literal, no context, no line numbers; a pattern
+/// with U+FFFD matches the lines' lossy decoding (as the reference's `pattern in line` does).
+fn query(request: &ReadRequest, pattern: &str, limit: u64) -> scan::Query {
+    scan::Query {
+        matcher: scan::Matcher::literal(pattern),
+        context: 0,
+        offset: request.offset,
+        from_end: request.from_end,
+        limit,
+        numbered: false,
+        lossy: pattern.contains('\u{FFFD}'),
+    }
+}
+
+/// The page of `total` matching lines, from the scan that kept its lines.
+fn pattern_page(request: &ReadRequest, limit: u64, total: u64, scan: scan::Scan) -> String {
+    let shown = request.window(total, limit);
+    let page = scan.into_page();
+    request::render(
+        &request.handle,
+        total,
+        shown.end - shown.start,
+        page.lines(),
+    )
 }
 
 #[cfg(test)]

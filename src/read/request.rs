@@ -114,53 +114,6 @@ pub fn no_stored_result(handle: &str) -> String {
     )
 }
 
-/// Whether `data`, the first bytes of those a page was to be read from, decides the page of the
-/// window's `lines` in it (their ranges, from the window's first line on; `shown` lines in the
-/// window): [`render`]'s body of them is capped at a char that starts at least 4 bytes before
-/// `data` ends, or every line of the window ends (its break starts) that early. A char or a
-/// line break is decided by its first 4 bytes at most, so no byte after `data` could change
-/// the page.
-pub(crate) fn decided_by(
-    data: &[u8],
-    lines: impl Iterator<Item = Range<usize>>,
-    shown: u64,
-) -> bool {
-    let decided = |at: usize| at.saturating_add(4) <= data.len();
-    let (mut chars, mut seen, mut previous_end) = (0usize, 0u64, None);
-    for line in lines {
-        // A line after the first is preceded by the `\n` that stands for the break before it.
-        if let Some(at) = previous_end {
-            if chars == MAX_READ_CHARS {
-                return decided(at);
-            }
-            chars += 1;
-        }
-        let mut at = line.start;
-        let bytes = &data[line.start..line.end.min(line.start + PAGE_BYTES_CAP)];
-        // As `String::from_utf8_lossy` decodes: each invalid sequence is one U+FFFD.
-        for chunk in bytes.utf8_chunks() {
-            let valid = chunk.valid();
-            let count = valid.chars().count();
-            if chars + count > MAX_READ_CHARS {
-                let capped_at = valid.char_indices().nth(MAX_READ_CHARS - chars);
-                return capped_at.is_some_and(|(i, _)| decided(at + i));
-            }
-            chars += count;
-            at += valid.len();
-            if !chunk.invalid().is_empty() {
-                if chars == MAX_READ_CHARS {
-                    return decided(at);
-                }
-                chars += 1;
-                at += chunk.invalid().len();
-            }
-        }
-        seen += 1;
-        previous_end = Some(line.end);
-    }
-    seen == shown && previous_end.is_some_and(decided)
-}
-
 /// The page: a header counting `total` lines and showing `shown`, then the body of `lines` (the
 /// window's lines from its first on, as raw bytes; they may stop early once the body is capped).
 pub(crate) fn render<'a>(
@@ -169,34 +122,50 @@ pub(crate) fn render<'a>(
     shown: u64,
     lines: impl Iterator<Item = &'a [u8]>,
 ) -> String {
-    let mut body = String::new();
-    let mut chars = 0usize;
-    let mut capped = false;
-    'lines: for (i, line) in lines.enumerate() {
-        let separator = (i > 0).then_some('\n');
-        // A page shows at most MAX_READ_CHARS chars, and every char takes at least one byte.
-        let line = &line[..line.len().min(PAGE_BYTES_CAP)];
-        for c in separator
-            .into_iter()
-            .chain(String::from_utf8_lossy(line).chars())
-        {
-            if chars == MAX_READ_CHARS {
-                capped = true;
-                break 'lines;
-            }
-            body.push(c);
-            chars += 1;
-        }
-    }
+    let mut body = Body::default();
+    // A page shows at most MAX_READ_CHARS chars, and every char takes at least one byte.
+    let _ = lines
+        .take_while(|line| {
+            body.line(&String::from_utf8_lossy(
+                &line[..line.len().min(PAGE_BYTES_CAP)],
+            ))
+        })
+        .count();
     let mut out = format!(
         "[handle {}: {} matching line(s); showing {shown}{}]",
         repr(handle),
         thousands(total),
-        if capped { ", output capped" } else { "" }
+        if body.capped { ", output capped" } else { "" }
     );
-    if !body.is_empty() {
+    if !body.text.is_empty() {
         out.push('\n');
-        out.push_str(&body);
+        out.push_str(&body.text);
     }
     out
+}
+
+/// A body of lines joined by `\n`, cut at [`MAX_READ_CHARS`] chars.
+#[derive(Default)]
+pub(crate) struct Body {
+    pub(crate) text: String,
+    chars: usize,
+    lines: usize,
+    pub(crate) capped: bool,
+}
+
+impl Body {
+    /// Append `line`; false once the body is full.
+    pub(crate) fn line(&mut self, line: &str) -> bool {
+        let separator = (self.lines > 0).then_some('\n');
+        self.lines += 1;
+        for c in separator.into_iter().chain(line.chars()) {
+            if self.chars == MAX_READ_CHARS {
+                self.capped = true;
+                return false;
+            }
+            self.text.push(c);
+            self.chars += 1;
+        }
+        true
+    }
 }

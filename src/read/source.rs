@@ -6,7 +6,7 @@ use std::ops::{ControlFlow, Range};
 use bytes::Bytes;
 
 use super::cache::IndexCache;
-use super::index::Version;
+use super::line_index::Version;
 use super::lines::{ChunkSink, LineChunk, last_line_end, safe_piece_end};
 use crate::limits::StoreError;
 
@@ -22,7 +22,7 @@ const INLINE_SCAN_BYTES: usize = 64 << 10;
 pub enum Part {
     /// The payload itself.
     Payload,
-    /// Its line index, beside it as `<object>.idx` (see [`super::index`]).
+    /// Its line index, beside it as `<object>.idx` (see [`super::line_index`]).
     Index,
 }
 

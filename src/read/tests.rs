@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 use proptest::prelude::*;
 
-use super::index::{CHECKPOINT_BYTES, Header, IndexBuilder, LINES_PER_BLOCK};
+use super::line_index::{CHECKPOINT_BYTES, Header, IndexBuilder, LINES_PER_BLOCK};
 use super::request::PAGE_BYTES_CAP;
 use super::*;
 
@@ -142,12 +142,8 @@ pub(in crate::read) struct MemoryReader {
     cache: Option<IndexCache>,
     /// Versions carry tags (as every object_store backend gives them).
     tagged: bool,
-    /// Extra yields a read of the payload's first bytes takes (a large object on a remote store).
-    head_delay: u32,
     /// Reads of the index from this offset on time out (a frozen store).
     index_frozen_from: AtomicU64,
-    /// An index that replaces the stored one once its first bytes have been read.
-    index_next: Mutex<Option<Object>>,
     /// Bytes read of the payload and of the index.
     read: [AtomicU64; 2],
     /// Calls made, and round trips: the longest chain of calls each waiting for the one before.
@@ -163,9 +159,7 @@ impl MemoryReader {
             chunk_bytes: CHUNK_BYTES,
             cache: None,
             tagged: true,
-            head_delay: 0,
             index_frozen_from: AtomicU64::new(u64::MAX),
-            index_next: Mutex::new(None),
             read: Default::default(),
             calls: AtomicU64::new(0),
             rounds: AtomicU64::new(0),
@@ -196,15 +190,6 @@ impl MemoryReader {
         }
     }
 
-    /// A store whose reads of the payload's first bytes finish `yields` later than others
-    /// (after the index's).
-    fn slow_head(self, yields: u32) -> Self {
-        Self {
-            head_delay: yields,
-            ..self
-        }
-    }
-
     /// A store whose reads of the index time out.
     fn frozen_index(self) -> Self {
         self.freeze_index_from(0);
@@ -214,11 +199,6 @@ impl MemoryReader {
     /// Make reads of the index from `at` on time out (`u64::MAX`: none).
     fn freeze_index_from(&self, at: u64) {
         self.index_frozen_from.store(at, Ordering::Relaxed);
-    }
-
-    /// Replace the index with `index` once its first bytes have next been read.
-    fn replace_index_after_its_first_bytes(&self, index: impl Into<Bytes>) {
-        *self.index_next.lock().unwrap() = Some(Object::new(index));
     }
 
     /// A store that keeps no tags: nothing binds an index to a payload.
@@ -282,11 +262,6 @@ impl SpillReader for MemoryReader {
         range: Range<u64>,
     ) -> Result<Fetched, StoreError> {
         self.round_trip().await;
-        if part == Part::Payload && range.start == 0 {
-            for _ in 0..self.head_delay {
-                tokio::task::yield_now().await;
-            }
-        }
         if part == Part::Index && range.start >= self.index_frozen_from.load(Ordering::Relaxed) {
             return Err(StoreError::Timeout(std::time::Duration::from_secs(5)));
         }
@@ -305,12 +280,6 @@ impl SpillReader for MemoryReader {
             .bytes
             .slice(range.start as usize..range.end.min(size) as usize);
         self.read[part as usize].fetch_add(bytes.len() as u64, Ordering::Relaxed);
-        if part == Part::Index
-            && range.start == 0
-            && let Some(next) = self.index_next.lock().unwrap().take()
-        {
-            *self.index.lock().unwrap() = Some(next);
-        }
         Ok(Fetched {
             bytes,
             version: self.version(&object),
@@ -393,29 +362,6 @@ proptest! {
     }
 
     #[test]
-    fn a_prefix_that_decides_a_page_renders_it_as_all_its_bytes_do(
-        piece in payload(),
-        repeat in 1usize..4_000,
-        window in (0u64..30, 1u64..1_000),
-        cut in 0.0f64..=1.0,
-    ) {
-        // Long texts of every kind of char and break, cut anywhere and at the shortest prefix
-        // that decides the page (by bisection), where a margin too small would show.
-        let data = piece.repeat(repeat);
-        let total = split_lines(&data).count() as u64;
-        let window = window.0.min(total)..(window.0 + window.1).min(total);
-        if !window.is_empty() {
-            let prefixes = PrefixPages::new(&data, total, window);
-            let uniform = (data.len() as f64 * cut) as usize;
-            let low = prefixes.shortest_deciding();
-            let cuts = (low..data.len().min(low + 8)).chain([uniform]);
-            for len in cuts.filter(|&len| prefixes.decides(len)) {
-                prop_assert_eq!(prefixes.page(len), prefixes.page(data.len()), "a prefix of {} bytes", len);
-            }
-        }
-    }
-
-    #[test]
     fn streamed_and_indexed_pages_equal_pages_in_memory(
         data in payload(),
         request in request(),
@@ -452,7 +398,7 @@ proptest! {
         let streamed = runtime()
             .block_on(source::stream_lines(&reader, "h", &version, 0, IndexBuilder::new()))
             .unwrap();
-        prop_assert_eq!(streamed.finish(), index::Index::build(&data));
+        prop_assert_eq!(streamed.finish(), line_index::Index::build(&data));
     }
 }
 
@@ -480,7 +426,7 @@ fn mixed_lines(n: usize) -> Vec<u8> {
 #[test]
 fn large_spills_page_alike_through_every_path() {
     let data = mixed_lines(30_000);
-    assert!(data.len() as u64 > index::MIN_INDEXED_BYTES);
+    assert!(data.len() as u64 > line_index::MIN_INDEXED_BYTES);
     let requests = [
         at(0, 200),
         at(12_345, 1_000),
@@ -606,7 +552,7 @@ fn a_page_by_offset_reads_only_the_blocks_it_needs() {
                 true => (3 * block).min(cap),
                 false => cap,
             };
-            let most = offset::HEAD_BYTES + page;
+            let most = line_index::MIN_INDEXED_BYTES + page;
             assert!(
                 payload <= most,
                 "{payload} payload bytes read for {request:?}"
@@ -640,90 +586,6 @@ fn a_page_reads_to_the_next_checkpoint_after_it() {
 }
 
 #[test]
-fn prefixes_around_the_body_cap_decide_pages_as_all_their_bytes_do() {
-    // Windows of exactly 50,000 chars or just over: one-byte, multi-byte and invalid chars
-    // (`e6 bc` is one U+FFFD), lines ended by every kind of break, some with a cut 4-byte char at
-    // their end. Every prefix near the shortest one that decides the page renders it as all the
-    // bytes do; a prefix ending inside a break or a char is where a margin too small shows.
-    let units: [&[u8]; 5] = [b"a", "漢".as_bytes(), "😀".as_bytes(), b"\xe6\xbc", b"\xff"];
-    let breaks: [&[u8]; 4] = [b"\n", b"\r\n", "\u{85}".as_bytes(), "\u{2028}".as_bytes()];
-    let tails: [&[u8]; 2] = [b"", b"\xf0\x9f"];
-    for (unit, brk, tail) in every_combination(&units, &breaks, &tails) {
-        for (chars, lines) in [(16_666, 3u64), (25_000, 2), (49_999, 1), (50_000, 1)] {
-            let line = [unit.repeat(chars).as_slice(), tail, brk].concat();
-            let data = line.repeat(lines as usize + 2);
-            let prefixes = PrefixPages::new(&data, lines + 2, 1..1 + lines);
-            let low = prefixes.shortest_deciding();
-            assert!(low < data.len(), "all the bytes decide the page");
-            let full = prefixes.page(data.len());
-            for len in low.saturating_sub(4)..(low + 8).min(data.len()) {
-                if prefixes.decides(len) {
-                    let at = format!("{unit:x?} {brk:x?} {tail:x?} {chars}×{lines}, prefix {len}");
-                    assert_eq!(prefixes.page(len), full, "{at}");
-                }
-            }
-        }
-    }
-}
-
-/// A page's `window` of the `total` lines of `data`, rendered from prefixes of `data`.
-struct PrefixPages<'a> {
-    data: &'a [u8],
-    total: u64,
-    window: Range<u64>,
-}
-
-impl<'a> PrefixPages<'a> {
-    fn new(data: &'a [u8], total: u64, window: Range<u64>) -> Self {
-        Self {
-            data,
-            total,
-            window,
-        }
-    }
-
-    /// Whether the first `len` bytes decide the page.
-    fn decides(&self, len: usize) -> bool {
-        let (prefix, shown) = (&self.data[..len], self.window.end - self.window.start);
-        request::decided_by(
-            prefix,
-            lines::window_ranges(prefix, self.window.clone()),
-            shown,
-        )
-    }
-
-    /// The page rendered from the first `len` bytes.
-    fn page(&self, len: usize) -> String {
-        let lines = lines::window_lines(&self.data[..len], self.window.clone());
-        let shown = self.window.end - self.window.start;
-        request::render("h", self.total, shown, lines)
-    }
-
-    /// The shortest prefix that decides the page, by bisection (all of `data` if none does).
-    fn shortest_deciding(&self) -> usize {
-        let (mut low, mut high) = (0, self.data.len());
-        while low < high {
-            let mid = (low + high) / 2;
-            match self.decides(mid) {
-                true => high = mid,
-                false => low = mid + 1,
-            }
-        }
-        low
-    }
-}
-
-/// Every combination of one item of each of three lists.
-fn every_combination<'a, A, B, C>(
-    a: &'a [A],
-    b: &'a [B],
-    c: &'a [C],
-) -> impl Iterator<Item = (&'a A, &'a B, &'a C)> {
-    a.iter()
-        .flat_map(move |x| b.iter().flat_map(move |y| c.iter().map(move |z| (x, y, z))))
-}
-
-#[test]
 fn a_page_of_one_byte_chars_is_one_read_of_what_it_shows() {
     // Lines of 1,000 bytes: a 200-line page shows 50,000 chars of its 200 KB.
     let data: Vec<u8> = (0..6_000)
@@ -740,119 +602,9 @@ fn a_page_of_one_byte_chars_is_one_read_of_what_it_shows() {
         assert_eq!(page(&reader, &request), read_page(&data, &request).unwrap());
         let [payload, _] = reader.take_reads();
         assert_eq!(reader.take_trips(), [1, 1], "one read at {offset}");
-        let most = u64::from(CHECKPOINT_BYTES) + offset::LIKELY_PAGE_BYTES;
+        let most = u64::from(CHECKPOINT_BYTES) + PAGE_BYTES_CAP as u64;
         assert!(payload <= most, "{payload} payload bytes read at {offset}");
     }
-}
-
-#[test]
-fn a_page_that_needs_more_than_its_first_read_reads_the_rest() {
-    // Lines of 1,000 three-byte chars, with CRLF: a page's 50,000 chars take 150 KB.
-    let line = format!("{}\r\n", "漢".repeat(1_000));
-    let data = line.repeat(2_000).into_bytes();
-    let reader = MemoryReader::new(data.clone())
-        .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
-        .cached();
-    page(&reader, &at(0, 1));
-    reader.take_trips();
-    let first = at(500, 200);
-    assert_eq!(page(&reader, &first), read_page(&data, &first).unwrap());
-    assert_eq!(
-        reader.take_trips(),
-        [2, 2],
-        "the rest is read after the first bytes"
-    );
-    // From then on the spill's pages read their whole range at once.
-    for request in [at(200, 200), at(1_000, 60), at(1_940, 200), at(1_990, 7)] {
-        assert_eq!(page(&reader, &request), read_page(&data, &request).unwrap());
-        assert_eq!(reader.take_trips(), [1, 1], "one read for {request:?}");
-    }
-    // A reader that keeps no spills open pays the second read on every such page.
-    let uncached = MemoryReader::new(data.clone()).indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES);
-    assert_eq!(page(&uncached, &first), read_page(&data, &first).unwrap());
-    assert_eq!(
-        uncached.take_trips(),
-        [4, 3],
-        "head and index, first bytes, rest"
-    );
-}
-
-#[test]
-fn a_page_makes_the_fewest_round_trips() {
-    let short = b"x\n".repeat(1 << 20);
-    // [calls, round trips] of each page in turn.
-    let trips = |reader: &MemoryReader, requests: &[ReadRequest]| -> Vec<[u64; 2]> {
-        requests
-            .iter()
-            .map(|request| {
-                let data = reader.payload.lock().unwrap().bytes.clone();
-                assert_eq!(page(reader, request), read_page(&data, request).unwrap());
-                reader.take_trips()
-            })
-            .collect()
-    };
-    let middle = at(600_000, 200);
-    // A small spill: its first bytes are all of it, read at once with the (missing) index.
-    let small = MemoryReader::new(b"x\n".repeat(1_000));
-    assert_eq!(trips(&small, &[at(10, 5)]), [[2, 1]]);
-    let small = MemoryReader::new(b"x\n".repeat(1_000)).cached();
-    assert_eq!(trips(&small, &[at(10, 5), at(20, 5)]), [[2, 1], [1, 1]]);
-    // A spill of at most `HEAD_BYTES`, indexed: read whole with the index's first bytes, every
-    // page of it served from that read.
-    let mid = b"x\n".repeat(100_000);
-    assert!(mid.len() as u64 <= offset::HEAD_BYTES);
-    let mid = || MemoryReader::new(mid.clone()).indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES);
-    assert_eq!(trips(&mid(), &[at(90_000, 200)]), [[2, 1]]);
-    let pages = [at(90_000, 200), at(50_000, 5)];
-    assert_eq!(trips(&mid().cached(), &pages), [[2, 1], [1, 1]]);
-    // Without its index, such a spill is paged from that read too, and indexed from it (not
-    // read again), the index stored for the next reader; its later pages read their blocks.
-    let unindexed = MemoryReader::new(b"x\n".repeat(100_000)).cached();
-    assert_eq!(trips(&unindexed, &[at(90_000, 200)]), [[2, 1]]);
-    assert!(
-        unindexed.index_object().is_some(),
-        "the built index is stored"
-    );
-    unindexed.take_reads();
-    assert_eq!(trips(&unindexed, &[at(50_000, 5)]), [[1, 1]]);
-    assert!(
-        unindexed.take_reads()[0] < 64 << 10,
-        "a later page reads its block"
-    );
-    // Uncached: the payload's first bytes (the first page's lines) with the index's, then the
-    // page; no HEAD. A page from line 256 Ki on reads the index alone, then the page.
-    let cold = MemoryReader::new(short.clone()).indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES);
-    assert_eq!(
-        trips(&cold, &[at(0, 200), at(200_000, 200), middle.clone()]),
-        [[2, 1], [3, 2], [2, 2]]
-    );
-    // Counted from the end, a page's first line is known only from the index: both are read.
-    let from_end = ReadRequest {
-        from_end: true,
-        ..middle.clone()
-    };
-    assert_eq!(trips(&cold, &[from_end]), [[3, 2]]);
-    // Cached: one read a page.
-    let warm = MemoryReader::new(short.clone())
-        .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
-        .cached();
-    let pages = [middle.clone(), at(1_000, 200), at(5, 1)];
-    assert_eq!(trips(&warm, &pages), [[2, 2], [1, 1], [1, 1]]);
-    // An index of a few hundred KiB comes whole with the first read.
-    let dense = MemoryReader::new(short.clone()).indexed(64, CHECKPOINT_BYTES);
-    let dense_len = dense.index_object().unwrap().len() as u64;
-    assert!((64 << 10..cache::INDEX_PREFIX_BYTES).contains(&dense_len));
-    assert_eq!(trips(&dense, std::slice::from_ref(&middle)), [[2, 2]]);
-    // An index beyond its first read, with blocks smaller than this version writes: its entries
-    // cost a round trip, until the second page of a cached spill reads it whole.
-    let big = || MemoryReader::new(short.clone()).indexed(16, CHECKPOINT_BYTES);
-    assert!(big().index_object().unwrap().len() as u64 > cache::INDEX_PREFIX_BYTES);
-    assert_eq!(trips(&big(), std::slice::from_ref(&middle)), [[3, 3]]);
-    let pages = [middle, at(900_000, 200), at(300_000, 1_000), at(7, 3)];
-    assert_eq!(
-        trips(&big().cached(), &pages),
-        [[3, 3], [2, 2], [1, 1], [1, 1]]
-    );
 }
 
 #[test]
@@ -860,7 +612,10 @@ fn a_stale_index_is_never_trusted() {
     let v1 = b"one\n".repeat(80_000);
     let v2 = b"2\n22\n".repeat(64_000);
     assert_eq!(v1.len(), v2.len());
-    assert!(v1.len() as u64 > offset::HEAD_BYTES, "rebuilt by streaming");
+    assert!(
+        v1.len() as u64 > line_index::MIN_INDEXED_BYTES,
+        "rebuilt by streaming"
+    );
     let request = at(30_001, 3);
     for reader in [
         MemoryReader::new(v1.clone()).indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES),
@@ -877,188 +632,73 @@ fn a_stale_index_is_never_trusted() {
 }
 
 #[test]
-fn a_first_page_beyond_the_payloads_first_bytes_does_not_wait_for_them() {
-    // Four bytes a line: line 100,000 starts past the payload's first 256 KiB (and before line
-    // 256 Ki, from which no page waits for them).
-    let data = b"one\n".repeat(250_000);
-    let request = at(100_000, 200);
-    let reader = MemoryReader::new(data.clone())
-        .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
-        .slow_head(8);
-    assert_eq!(page(&reader, &request), read_page(&data, &request).unwrap());
-    let [payload, _] = reader.take_reads();
-    assert!(payload < offset::HEAD_BYTES, "{payload} payload bytes read");
-    assert_eq!(reader.take_trips(), [3, 2]);
-    // First bytes that come while the page reads its checkpoints (here beyond the index's first
-    // bytes: one every line) are let finish, not used.
-    let reader = MemoryReader::new(data.clone())
-        .indexed(LINES_PER_BLOCK, 4)
-        .slow_head(1);
-    assert!(reader.index_object().unwrap().len() as u64 > cache::INDEX_PREFIX_BYTES);
-    assert_eq!(page(&reader, &request), read_page(&data, &request).unwrap());
-    let [payload, _] = reader.take_reads();
-    assert!(payload > offset::HEAD_BYTES, "{payload} payload bytes read");
-    // From line 256 Ki on (every line takes a byte at least) they are not even read, however
-    // soon they would come.
-    let data = b"x\n".repeat(1 << 20);
-    let reader = MemoryReader::new(data.clone()).indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES);
-    let request = at(600_000, 200);
-    assert_eq!(page(&reader, &request), read_page(&data, &request).unwrap());
-    let [payload, _] = reader.take_reads();
-    // The two blocks (of 2 bytes a line) the page's lines are in.
-    assert_eq!(payload, 2 * 2 * u64::from(LINES_PER_BLOCK));
-    assert_eq!(reader.take_trips(), [2, 2]);
-    let reader = MemoryReader::new(data.clone())
-        .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
-        .slow_head(8);
-    // A page the first bytes hold still waits for them, and reads nothing else.
-    let near = at(1_000, 200);
-    assert_eq!(page(&reader, &near), read_page(&data, &near).unwrap());
-    assert_eq!(reader.take_reads()[0], offset::HEAD_BYTES);
-}
-
-#[test]
-fn a_far_first_page_reads_its_block_entries_beside_the_index() {
-    // Two bytes a line, three lines in turn: from line 64 Mi on, a line's block entries lie beyond
-    // the index's first bytes, where this version writes them whatever the tag.
-    let data = Bytes::from(b"a\nb\nc\n".repeat(24_466_774));
-    let reader = MemoryReader::new(data.clone()).indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES);
-    // The page, written out: paging all of it in memory takes minutes in a debug build.
-    let expected = |line: usize, shown: usize| {
-        let header = format!("[handle 'h': 73,400,322 matching line(s); showing {shown}]");
-        let lines = (line..line + shown).map(|i| ["a", "b", "c"][i % 3].to_owned());
-        [header]
-            .into_iter()
-            .chain(lines)
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    let line = 68 << 20;
-    let entries = Header::block_entries_unread(line as u64, LINES_PER_BLOCK);
-    assert!(entries.start > cache::INDEX_PREFIX_BYTES);
-    assert_eq!(page(&reader, &at(line as i64, 200)), expected(line, 200));
-    // The index's first bytes and the entries at once, then the page.
-    assert_eq!(reader.take_trips(), [3, 2]);
-    let [payload, index] = reader.take_reads();
-    assert!(
-        payload <= 2 * u64::from(LINES_PER_BLOCK),
-        "{payload} payload bytes read"
-    );
-    assert_eq!(
-        index,
-        cache::INDEX_PREFIX_BYTES + entries.end - entries.start
-    );
-    // So are entries that straddle the end of those first bytes.
-    let straddling = 32_763 * LINES_PER_BLOCK as usize;
-    let entries = Header::block_entries_unread(straddling as u64, LINES_PER_BLOCK);
-    assert!(entries.contains(&cache::INDEX_PREFIX_BYTES));
-    assert_eq!(
-        page(&reader, &at(straddling as i64, 5)),
-        expected(straddling, 5)
-    );
-    assert_eq!(reader.take_trips(), [3, 2]);
-    // A page past the end: the index's word cannot serve it, the payload's first bytes decide.
-    assert_eq!(page(&reader, &at(80 << 20, 5)), expected(0, 0));
-    // A store too slow to give the entries fails the page at once.
-    reader.take_trips();
-    reader.freeze_index_from(cache::INDEX_PREFIX_BYTES);
-    let outcome = runtime().block_on(read_tool_result(&reader, &at(line as i64, 5)));
-    assert!(outcome.is_err(), "{outcome:?}");
-    assert_eq!(reader.take_trips(), [2, 1]);
-    reader.freeze_index_from(u64::MAX);
-    // Entries read from another index object than the first bytes are not used: here one of the
-    // same payload with half the blocks, written between the two reads.
-    let mut builder = IndexBuilder::with_spacing(LINES_PER_BLOCK / 2, CHECKPOINT_BYTES);
-    builder.feed(&data);
-    let tag = reader.payload.lock().unwrap().tag.clone();
-    reader.replace_index_after_its_first_bytes(builder.finish().encode(&tag).unwrap());
-    assert_eq!(
-        page(&reader, &at(line as i64 + 1, 5)),
-        expected(line + 1, 5)
-    );
-}
-
-#[test]
-fn a_far_first_page_fails_at_once_when_the_index_read_times_out() {
+fn a_page_fails_at_once_when_the_index_read_times_out() {
     let reader = MemoryReader::new(b"x\n".repeat(1 << 20))
         .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
         .frozen_index();
     let outcome = runtime().block_on(read_tool_result(&reader, &at(600_000, 5)));
     assert!(outcome.is_err(), "{outcome:?}");
-    // One call: no read of the payload's first bytes after the timeout.
-    assert_eq!(reader.take_trips(), [1, 1]);
+    // The opening round, and no rebuild after the timeout.
+    assert_eq!(reader.take_trips(), [2, 1]);
 }
 
 #[test]
-fn an_index_taken_at_its_word_is_checked_by_the_page_it_leads_to() {
-    let v1 = b"one\n".repeat(200_000);
-    let request = at(150_000, 3);
-    // The old index, read first, is not v2's: same size, other lines; shorter, so that it places
-    // the page past v2's end; same size, more lines, so that by its count the page is empty.
-    let same_size = b"2\n22\n".repeat(160_000);
-    let shorter = b"z\n".repeat(100_000);
-    let more_lines = b"y\n".repeat(400_000);
-    let beyond_old_end = at(250_000, 3);
-    // Calls the page makes beyond those of a store whose first bytes come first: the index's
-    // word tried (the first bytes, the index, the page's read) before the checked path.
-    for (v2, request, tried) in [
-        (same_size, &request, 3),
-        (shorter, &request, 3),
-        (more_lines, &beyond_old_end, 0),
-    ] {
-        let mut calls = vec![];
-        for head_delay in [0, 8] {
-            let reader = MemoryReader::new(v1.clone())
-                .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
-                .slow_head(head_delay)
-                .cached();
-            assert_eq!(
-                page(&reader, &at(150_000, 3)),
-                read_page(&v1, &at(150_000, 3)).unwrap()
-            );
-            reader.cache.as_ref().unwrap().remove("h");
-            reader.overwrite(v2.clone());
-            reader.take_trips();
-            assert_eq!(page(&reader, request), read_page(&v2, request).unwrap());
-            calls.push(reader.take_trips()[0]);
-            let last = ReadRequest {
-                from_end: true,
-                ..at(0, 1)
-            };
-            assert_eq!(page(&reader, &last), read_page(&v2, &last).unwrap());
-        }
-        assert_eq!(calls[1], calls[0] + tried, "{calls:?}");
-    }
-}
-
-#[test]
-fn an_index_taken_at_its_word_is_cached_only_once_a_read_confirms_it() {
-    // The old index says 200,000 lines; the payload now holds 400,000. A page past the old end,
-    // asked while another page tries the old index, must not be answered from it.
-    let v1 = b"one\n".repeat(200_000);
-    let v2 = b"y\n".repeat(400_000);
-    let reader = MemoryReader::new(v1)
+fn a_page_makes_the_fewest_round_trips() {
+    let short = b"x\n".repeat(1 << 20);
+    // [calls, round trips] of each page in turn.
+    let trips = |reader: &MemoryReader, requests: &[ReadRequest]| -> Vec<[u64; 2]> {
+        requests
+            .iter()
+            .map(|request| {
+                let data = reader.payload.lock().unwrap().bytes.clone();
+                assert_eq!(page(reader, request), read_page(&data, request).unwrap());
+                reader.take_trips()
+            })
+            .collect()
+    };
+    // A small spill: its first bytes are all of it, read at once with the (missing) index.
+    let small = MemoryReader::new(b"x\n".repeat(1_000)).cached();
+    assert_eq!(trips(&small, &[at(10, 5), at(20, 5)]), [[2, 1], [1, 1]]);
+    // Uncached: the payload's first bytes with the index's, then the page; a page from the end
+    // alike.
+    let cold = MemoryReader::new(short.clone()).indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES);
+    let from_end = ReadRequest {
+        from_end: true,
+        ..at(600_000, 200)
+    };
+    let pages = [at(0, 200), at(600_000, 200), from_end];
+    assert_eq!(trips(&cold, &pages), [[3, 2], [3, 2], [3, 2]]);
+    // Cached: one read a page.
+    let warm = MemoryReader::new(short.clone())
         .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
-        .slow_head(8)
         .cached();
-    reader.overwrite(v2.clone());
-    let (near, far) = (at(150_000, 3), at(250_000, 3));
-    let (first, second) = runtime().block_on(async {
-        // The second asks once the first has read the index (one round trip).
-        futures::join!(read_tool_result(&reader, &near), async {
-            tokio::task::yield_now().await;
-            read_tool_result(&reader, &far).await
-        })
-    });
-    assert_eq!(first.unwrap(), read_page(&v2, &near).unwrap());
-    assert_eq!(second.unwrap(), read_page(&v2, &far).unwrap());
+    let pages = [at(600_000, 200), at(1_000, 200), at(5, 1)];
+    assert_eq!(trips(&warm, &pages), [[3, 2], [1, 1], [1, 1]]);
+    // An index beyond its first read (blocks smaller than this version writes): a page whose
+    // entries lie beyond it reads them, until the second page of a cached spill reads it whole.
+    let big = || MemoryReader::new(short.clone()).indexed(16, CHECKPOINT_BYTES);
+    assert!(big().index_object().unwrap().len() as u64 > cache::INDEX_PREFIX_BYTES);
+    let middle = at(600_000, 200);
+    assert_eq!(trips(&big(), std::slice::from_ref(&middle)), [[4, 3]]);
+    let pages = [middle, at(900_000, 200), at(300_000, 1_000), at(7, 3)];
+    assert_eq!(
+        trips(&big().cached(), &pages),
+        [[4, 3], [2, 2], [1, 1], [1, 1]]
+    );
+    // Without its index, a spill is indexed by streaming it once, and the index stored.
+    let unindexed = MemoryReader::new(b"x\n".repeat(100_000)).cached();
+    let _ = trips(&unindexed, &[at(90_000, 200)]);
+    assert!(
+        unindexed.index_object().is_some(),
+        "the built index is stored"
+    );
+    assert_eq!(trips(&unindexed, &[at(50_000, 5)]), [[1, 1]]);
 }
 
 #[test]
 fn an_index_that_puts_a_page_in_no_bytes_is_not_trusted() {
-    let reader = MemoryReader::new(b"x\n".repeat(1 << 20))
-        .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
-        .slow_head(8);
+    let reader =
+        MemoryReader::new(b"x\n".repeat(1 << 20)).indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES);
     let mut index = reader.index_object().unwrap().to_vec();
     // The block holding line 600,000 starts, it says, past any payload.
     let header = Header::decode(&index, index.len() as u64).unwrap();
@@ -1074,7 +714,10 @@ fn an_index_that_puts_a_page_in_no_bytes_is_not_trusted() {
 #[test]
 fn a_store_without_tags_is_paged_but_never_indexed_for_later() {
     let v1 = b"one\n".repeat(80_000);
-    assert!(v1.len() as u64 > offset::HEAD_BYTES, "rebuilt by streaming");
+    assert!(
+        v1.len() as u64 > line_index::MIN_INDEXED_BYTES,
+        "rebuilt by streaming"
+    );
     let reader = MemoryReader::new(v1.clone())
         .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
         .untagged()
@@ -1094,7 +737,7 @@ fn a_store_without_tags_is_paged_but_never_indexed_for_later() {
 fn an_old_format_index_is_rebuilt() {
     let data = b"alpha beta\n".repeat(30_000);
     assert!(
-        data.len() as u64 > offset::HEAD_BYTES,
+        data.len() as u64 > line_index::MIN_INDEXED_BYTES,
         "a spill not read whole at once"
     );
     let reader = MemoryReader::new(data.clone());

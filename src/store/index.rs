@@ -11,7 +11,7 @@ use object_store::{GetOptions, ObjectStore, ObjectStoreExt as _, PutOptions};
 use super::local::{Access, LocalBackend};
 use super::{Backend, Call, INDEX_SUFFIX, Store};
 use crate::limits::StoreError;
-use crate::read::index::{Index, MIN_INDEXED_BYTES};
+use crate::read::line_index::{Index, MIN_INDEXED_BYTES};
 use crate::read::{Fetched, IndexCache, Part, SpillReader, Version};
 
 /// Payloads smaller than this are indexed on the calling task rather than a blocking thread.

@@ -14,7 +14,7 @@ use super::meta::SpillFacts;
 use super::{Backend, SpillInfo, Store, sanitize_key, sanitize_segment};
 use crate::limits::pyfmt::{repr, thousands};
 use crate::limits::{CONTENT_SUFFIX, StoreError};
-use crate::read::index::Header;
+use crate::read::line_index::Header;
 use crate::read::{Part, ReadError, ReadOutcomeError, SpillReader};
 
 /// Spills listed per call when the caller does not say.

@@ -12,7 +12,7 @@
 use bytes::Bytes;
 use object_store::{Attribute, AttributeValue, Attributes};
 
-use crate::read::index::MIN_INDEXED_BYTES;
+use crate::read::line_index::MIN_INDEXED_BYTES;
 use crate::read::lines::{count_lines, next_break};
 
 /// The metadata key.

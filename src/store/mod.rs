@@ -12,7 +12,7 @@
 //! - `memory://`: in-process (clones of one [`Store`] share it).
 //!
 //! A spill's object lives at `{prefix}/tool_output_limits/{sanitized handle}` and its sparse line
-//! index ([`crate::read::index`]) beside it at `… .idx`, written with it, so that
+//! index ([`crate::read::line_index`]) beside it at `… .idx`, written with it, so that
 //! [`read_tool_result`](crate::read::read_tool_result) serves a page by offset with a few small
 //! ranged reads. Writes are overwrites (atomic: a reader or a concurrent writer never sees a torn
 //! object); payloads above the multipart threshold upload in parts without copying. Every call is

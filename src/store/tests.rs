@@ -6,7 +6,7 @@ use bytes::Bytes;
 
 use super::*;
 use crate::limits::{SpillStore, StoreError};
-use crate::read::index::Header;
+use crate::read::line_index::Header;
 use crate::read::{Part, ReadRequest, SpillReader, read_page, read_tool_result};
 
 fn text(lines: usize) -> Bytes {

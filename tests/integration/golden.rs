@@ -10,7 +10,7 @@ use overspill::limits::{
     self, Limits, MemoryStore, NoStore, StoreError, SummarizeError, Summarizer, Summary,
     SummaryRequest, ToolOutput, TruncationStrategy, Usage,
 };
-use overspill::read::index::IndexBuilder;
+use overspill::read::line_index::IndexBuilder;
 use overspill::read::{self, Fetched, Part, ReadRequest, SpillReader, Version};
 use serde_json::Value;
 

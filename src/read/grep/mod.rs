@@ -15,9 +15,10 @@
 //! - Regexes are the `regex` crate's (linear time: no input makes a search backtrack), with
 //!   compiled-size limits. A bad or too large pattern is a ModelRetry-style [`ReadError`].
 //!
-//! The payload is streamed in bounded chunks ([`scan`]): one pass counts every match and keeps
-//! the page's lines; a `from_end` page takes a second pass from the last chunk that still holds
-//! the page's first lines. Memory is two chunks and the page.
+//! The payload is streamed in bounded chunks by the scan that also serves pages by pattern
+//! (`read::scan`): one pass counts every match and keeps the page's lines; a `from_end` page takes
+//! a second pass from the last chunk that still holds the page's first lines and their context.
+//! Memory is two chunks and the page.
 //!
 //! ```
 //! use overspill::read::{grep_page, GrepRequest};
@@ -28,21 +29,19 @@
 //! # Ok::<(), overspill::read::ReadError>(())
 //! ```
 
-mod render;
-mod scan;
+pub(crate) mod render;
 #[cfg(test)]
 mod tests;
 
 use std::ops::Range;
 
-use regex::bytes::{Regex, RegexBuilder};
+use regex::bytes::RegexBuilder;
 use serde::{Deserialize, Serialize};
 
-use super::lines::LineChunk;
 use super::request::{MAX_READ_LINES, ReadError};
-use super::source::{PageError, SpillReader, stream_lines};
+use super::scan::{Matcher, Query, Scan, scan_memory, scan_spill};
+use super::source::SpillReader;
 use super::{ReadOutcomeError, outcome};
-use scan::GrepScan;
 
 /// Matches per page when the caller does not say.
 pub const DEFAULT_GREP_LIMIT: i64 = 50;
@@ -131,7 +130,7 @@ impl GrepRequest {
             )));
         }
         Ok(Checked {
-            matcher: Matcher::new(&self.pattern, self.regex, self.ignore_case)?,
+            matcher: matcher(&self.pattern, self.regex, self.ignore_case)?,
             limit: self.limit.min(MAX_READ_LINES) as u64,
             context: self.context.min(MAX_CONTEXT) as u64,
         })
@@ -143,38 +142,24 @@ impl GrepRequest {
     }
 }
 
-/// A compiled pattern, and how lines are tested against it.
-#[derive(Debug, Clone)]
-pub(crate) struct Matcher {
-    regex: Regex,
-    /// Test one line at a time rather than searching a whole chunk: the pattern anchors to line
-    /// starts or ends, which a chunk-wide search only sees at `\n` and `\r`.
-    per_line: bool,
-}
-
-impl Matcher {
-    fn new(pattern: &str, is_regex: bool, ignore_case: bool) -> Result<Self, ReadError> {
-        let source = match is_regex {
-            true => pattern.to_owned(),
-            false => regex::escape(pattern),
-        };
-        let regex = RegexBuilder::new(&source)
-            .case_insensitive(ignore_case)
-            .multi_line(true)
-            .crlf(true)
-            .size_limit(REGEX_SIZE_LIMIT)
-            .dfa_size_limit(REGEX_DFA_SIZE_LIMIT)
-            .build()
-            .map_err(|e| ReadError::BadArgument(bad_regex(&e)))?;
-        let per_line = is_regex && anchors_to_lines(&source);
-        Ok(Self { regex, per_line })
+/// A grep pattern as the scan tests it: a literal searched as bytes, or a regex.
+fn matcher(pattern: &str, is_regex: bool, ignore_case: bool) -> Result<Matcher, ReadError> {
+    if !is_regex && !ignore_case {
+        return Ok(Matcher::literal(pattern));
     }
-
-    /// Whether `line` (without its break) matches.
-    #[inline]
-    fn matches(&self, line: &[u8]) -> bool {
-        self.regex.is_match(line)
-    }
+    let source = match is_regex {
+        true => pattern.to_owned(),
+        false => regex::escape(pattern),
+    };
+    let regex = RegexBuilder::new(&source)
+        .case_insensitive(ignore_case)
+        .multi_line(true)
+        .crlf(true)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_DFA_SIZE_LIMIT)
+        .build()
+        .map_err(|e| ReadError::BadArgument(bad_regex(&e)))?;
+    Ok(Matcher::regex(regex, is_regex && anchors_to_lines(&source)))
 }
 
 /// The model's retry message for a pattern the `regex` crate refuses.
@@ -214,48 +199,36 @@ pub async fn grep_tool_result<R: SpillReader>(
     request: &GrepRequest,
 ) -> Result<String, ReadOutcomeError> {
     let checked = request.check()?;
-    outcome(
-        &request.handle,
-        grep_streamed(reader, request, &checked).await,
-    )
-}
-
-async fn grep_streamed<R: SpillReader>(
-    reader: &R,
-    request: &GrepRequest,
-    checked: &Checked,
-) -> Result<String, PageError> {
-    let handle = &request.handle;
-    let version = reader.head(handle).await?;
-    let first = GrepScan::first_pass(request, checked);
-    let first = stream_lines(reader, handle, &version, 0, first).await?;
-    let total = first.matches();
-    let scan = match first.second_pass(request, checked) {
-        None => first,
-        Some((from, second)) => stream_lines(reader, handle, &version, from, second).await?,
-    };
-    Ok(scan.page(request, checked, total))
+    let scanned = scan_spill(reader, &request.handle, &checked.query(request)).await;
+    let page = scanned.map(|(total, scan)| render(request, &checked, total, scan));
+    outcome(&request.handle, page)
 }
 
 /// Serve one call from a payload in memory: the pure form of [`grep_tool_result`].
 pub fn grep_page(data: &[u8], request: &GrepRequest) -> Result<String, ReadError> {
     let checked = request.check()?;
-    let feed = |mut scan: GrepScan, from: u64| {
-        let from = usize::try_from(from).unwrap_or(data.len()).min(data.len());
-        let _ = super::lines::ChunkSink::feed(
-            &mut scan,
-            LineChunk {
-                offset: from as u64,
-                ..LineChunk::whole(&data[from..])
-            },
-        );
-        scan
-    };
-    let first = feed(GrepScan::first_pass(request, &checked), 0);
-    let total = first.matches();
-    let scan = match first.second_pass(request, &checked) {
-        None => first,
-        Some((from, second)) => feed(second, from),
-    };
-    Ok(scan.page(request, &checked, total))
+    let (total, scan) = scan_memory(data, &checked.query(request));
+    Ok(render(request, &checked, total, scan))
+}
+
+/// The page of `total` matches, from the scan that kept its lines.
+fn render(request: &GrepRequest, checked: &Checked, total: u64, scan: Scan) -> String {
+    let shown = request.window(total, checked.limit);
+    scan.into_page()
+        .render(request, checked.context > 0, total, shown)
+}
+
+impl Checked {
+    /// What the scan looks for.
+    fn query(&self, request: &GrepRequest) -> Query {
+        Query {
+            matcher: self.matcher.clone(),
+            context: self.context,
+            offset: request.offset,
+            from_end: request.from_end,
+            limit: self.limit,
+            numbered: true,
+            lossy: false,
+        }
+    }
 }

@@ -7,7 +7,7 @@ use std::ops::Range;
 
 use super::GrepRequest;
 use crate::limits::pyfmt::{repr, thousands};
-use crate::read::request::MAX_READ_CHARS;
+use crate::read::request::{Body, MAX_READ_CHARS};
 
 /// Why a line is on the page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +42,11 @@ impl Page {
         let take = line.len().min(self.budget);
         self.budget -= take;
         self.lines.push((number, kind, line[..take].to_vec()));
+    }
+
+    /// The kept lines' bytes, in order.
+    pub(crate) fn lines(&self) -> impl Iterator<Item = &[u8]> {
+        self.lines.iter().map(|(.., line)| line.as_slice())
     }
 
     /// The page for `request`: `total` matching lines, the window `shown` of them kept here.
@@ -79,30 +84,6 @@ impl Page {
             out.push_str(&note);
         }
         out
-    }
-}
-
-/// A body of lines joined by `\n`, cut at [`MAX_READ_CHARS`] chars.
-#[derive(Default)]
-struct Body {
-    text: String,
-    chars: usize,
-    capped: bool,
-}
-
-impl Body {
-    /// Append `line`; false once the body is full.
-    fn line(&mut self, line: &str) -> bool {
-        let separator = (!self.text.is_empty()).then_some('\n');
-        for c in separator.into_iter().chain(line.chars()) {
-            if self.chars == MAX_READ_CHARS {
-                self.capped = true;
-                return false;
-            }
-            self.text.push(c);
-            self.chars += 1;
-        }
-        true
     }
 }
 

@@ -8,7 +8,7 @@
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use overspill::limits::{Limits, TruncationStrategy, truncate::truncate_text};
-use overspill::read::index::{Header, Index};
+use overspill::read::line_index::{Header, Index};
 use overspill::read::{ReadRequest, read_page};
 
 #[derive(Debug, Arbitrary)]

@@ -1,5 +1,9 @@
-//! The sparse line index kept beside a spill as `<object>.idx` (format version 2): what turns a
-//! page by offset into a few small ranged reads, whatever the spill's size.
+//! The sparse line index kept beside a spill as `<object>.idx` (format version 2), and how a page
+//! by offset uses it: the one place that describes both.
+//!
+//! A page costs what it shows, not what the spill holds. Every spill of [`MIN_INDEXED_BYTES`] or
+//! more gets an index, built while the spill is written (on every backend) and stored once the
+//! payload's new ETag is known.
 //!
 //! # Format
 //!
@@ -23,8 +27,7 @@
 //!
 //! A checkpoint marks the first line that starts at least `B` bytes after the previous block
 //! start or checkpoint. So a line starts less than `B` bytes after the nearest block start or
-//! checkpoint at or before it, however long the lines are: a page by offset reads two block
-//! entries, at most `K` checkpoints, and the payload from `B` bytes before its first line.
+//! checkpoint at or before it, however long the lines are.
 //!
 //! **Size.** A block entry costs 16 bytes per `K` lines and every line takes at least one byte; a
 //! checkpoint costs 16 bytes per `B` bytes. With `K` = 2,048 and `B` = 128 KiB an index is at most
@@ -33,12 +36,32 @@
 //!
 //! **Binding.** The tag ties an index to the payload version it describes. A reader trusts an
 //! index only when its tag and length are the payload's, and checks every ranged read of the
-//! payload against that version again, so a payload overwritten by any writer (with or without an
-//! index, or whose index upload failed) is never paged through a stale index: it is rebuilt.
-//! Version 1 (8 bytes per line, no header) is never trusted either; such an index is rebuilt.
+//! payload against that version again, so a payload overwritten by any writer (another worker, a
+//! failed index upload, the Python `OverspillStore`, which writes no index) is never paged through
+//! a stale index: it is rebuilt (by streaming the payload once) and stored again. Version 1 (8
+//! bytes per line, no header) and foreign objects are never trusted either.
+//!
+//! # Paging by offset
+//!
+//! A reader keeps opened indexes in a byte-bounded in-process cache. A page:
+//!
+//! 1. **Opens** the spill unless it is cached: one round trip reads the payload's first 64 KiB
+//!    (its version, and all of a spill too small for an index) and the index's first 512 KiB
+//!    (the header and, up to 33,000 blocks and checkpoints, every entry) at once.
+//! 2. **Locates** the page's first line: the entries of its block and of the next two (their
+//!    starts bound where the page ends), then that block's checkpoints (at most `K`), from the
+//!    bytes held. Entries beyond them cost one more read; a cached spill then reads the rest of
+//!    its index once (up to 4 MiB) and keeps it whole.
+//! 3. **Reads** the payload from the nearest line start (at most `B` before the page) to the next
+//!    block start or checkpoint after it, at most `B` + 200 KB (a page shows 50,000 chars, 4
+//!    bytes a char at most), in one ranged read checked against the payload's version.
+//!
+//! So a page of a cached spill is one ranged read, and a first page two in a row (three when its
+//! entries lie beyond the index's first 512 KiB); a spill too small for an index is read whole by
+//! the opening read. A page by pattern streams the payload instead (`read::scan`).
 //!
 //! ```
-//! use overspill::read::index::{Header, Index};
+//! use overspill::read::line_index::{Header, Index};
 //!
 //! let payload = b"alpha\nbeta\r\ngamma";
 //! let index = Index::build(payload);
@@ -46,7 +69,7 @@
 //! let bytes = index.encode("\"etag-1\"").expect("a short tag");
 //! let header = Header::decode(&bytes, bytes.len() as u64)?;
 //! assert_eq!((header.lines(), header.tag()), (3, "\"etag-1\""));
-//! # Ok::<(), overspill::read::index::IndexError>(())
+//! # Ok::<(), overspill::read::line_index::IndexError>(())
 //! ```
 
 use std::ops::{ControlFlow, Range};
@@ -335,12 +358,23 @@ pub struct Header {
     tag: String,
 }
 
-fn u32_at(bytes: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or_default())
-}
+/// The fields of a header, read in order; running out of bytes is [`IndexError::NotAnIndex`].
+struct Fields<'a>(&'a [u8]);
 
-fn u64_at(bytes: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or_default())
+impl Fields<'_> {
+    fn take<const N: usize>(&mut self) -> Result<[u8; N], IndexError> {
+        let (field, rest) = self.0.split_first_chunk().ok_or(IndexError::NotAnIndex)?;
+        self.0 = rest;
+        Ok(*field)
+    }
+
+    fn u32(&mut self) -> Result<u32, IndexError> {
+        self.take().map(u32::from_le_bytes)
+    }
+
+    fn u64(&mut self) -> Result<u64, IndexError> {
+        self.take().map(u64::from_le_bytes)
+    }
 }
 
 impl Header {
@@ -350,30 +384,35 @@ impl Header {
     /// Decode the header at the start of `bytes`, an index object of `object_size` bytes, and
     /// check that its fields agree with each other and with that size.
     pub fn decode(bytes: &[u8], object_size: u64) -> Result<Self, IndexError> {
-        if bytes.len() < FIXED_LEN as usize || bytes[..8] != MAGIC {
+        let mut fields = Fields(bytes);
+        if fields.take::<8>()? != MAGIC {
             return Err(IndexError::NotAnIndex);
         }
-        let version = u32_at(bytes, 8);
+        let version = fields.u32()?;
         if version != VERSION {
             return Err(IndexError::UnknownFormat(version));
         }
-        let tag_len = usize::from(u16::from_le_bytes([bytes[56], bytes[57]]));
-        let len = u64::from(u32_at(bytes, 12));
+        let len = u64::from(fields.u32()?);
+        let (payload_len, lines) = (fields.u64()?, fields.u64()?);
+        let (lines_per_block, checkpoint_bytes) = (fields.u32()?, fields.u32()?);
+        let (blocks, checkpoints) = (fields.u64()?, fields.u64()?);
+        let tag_len = usize::from(u16::from_le_bytes(fields.take()?));
         if tag_len > MAX_TAG || len != FIXED_LEN + tag_len as u64 {
             return Err(IndexError::Inconsistent("header length"));
         }
-        let tag = bytes
-            .get(FIXED_LEN as usize..len as usize)
+        let tag = fields
+            .0
+            .get(..tag_len)
             .and_then(|t| std::str::from_utf8(t).ok())
             .ok_or(IndexError::Inconsistent("tag"))?;
         let header = Self {
             len,
-            payload_len: u64_at(bytes, 16),
-            lines: u64_at(bytes, 24),
-            lines_per_block: u32_at(bytes, 32),
-            checkpoint_bytes: u32_at(bytes, 36),
-            blocks: u64_at(bytes, 40),
-            checkpoints: u64_at(bytes, 48),
+            payload_len,
+            lines,
+            lines_per_block,
+            checkpoint_bytes,
+            blocks,
+            checkpoints,
             tag: tag.to_owned(),
         };
         header.check(object_size)?;
@@ -432,14 +471,6 @@ impl Header {
         let block = self.block_of(line);
         let start = self.len + ENTRY * block;
         start..start + ENTRY * (self.blocks - block).min(PAGE_ENTRIES)
-    }
-
-    /// Where [`Self::block_entries`] lies for `line` in an index written with `lines_per_block`
-    /// and a tag of any length: known before the header is read, so that a reader can fetch those
-    /// entries beside it. It holds them when `line` is one of the payload's lines.
-    pub fn block_entries_unread(line: u64, lines_per_block: u32) -> Range<u64> {
-        let block = line / u64::from(lines_per_block);
-        FIXED_LEN + ENTRY * block..FIXED_LEN + MAX_TAG as u64 + ENTRY * (block + PAGE_ENTRIES)
     }
 
     fn block_of(&self, line: u64) -> u64 {
@@ -504,13 +535,12 @@ impl Header {
     }
 }
 
-/// The `i`th 16-byte entry of `bytes` (zeros past the end).
+/// The `i`th 16-byte entry of `bytes`: two little-endian numbers (zeros past the end).
 fn entry(bytes: &[u8], i: usize) -> [u64; 2] {
     let at = i * ENTRY as usize;
-    match bytes.get(at..at + ENTRY as usize) {
-        Some(e) => [u64_at(e, 0), u64_at(e, 8)],
-        None => [0, 0],
-    }
+    let entry = bytes.get(at..).and_then(<[u8]>::first_chunk::<16>);
+    let both = entry.map_or(0, |e| u128::from_le_bytes(*e));
+    [both as u64, (both >> 64) as u64]
 }
 
 #[cfg(test)]
@@ -617,23 +647,6 @@ mod tests {
                         prop_assert!(starts.contains(&at), "{} is not a line start", at);
                     }
                 }
-            }
-        }
-    }
-
-    proptest! {
-        #[test]
-        fn the_entries_of_a_line_lie_where_they_were_guessed_before_the_header(
-            data in payload(),
-            k in 1u32..9,
-            tag in 0usize..=MAX_TAG,
-        ) {
-            let bytes = build_with(&data, k, 64).encode(&"t".repeat(tag)).unwrap();
-            let header = Header::decode(&bytes, bytes.len() as u64).unwrap();
-            for line in 0..header.lines() {
-                let entries = header.block_entries(line);
-                let guess = Header::block_entries_unread(line, k);
-                prop_assert!(guess.start <= entries.start && entries.end <= guess.end);
             }
         }
     }

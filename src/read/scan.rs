@@ -1,0 +1,512 @@
+//! The one streaming scan behind pattern pages and grep: a [`ChunkSink`] that counts the lines
+//! matching a pattern and keeps one window of them (with their context), whatever the spill's
+//! size. Memory is the chunk being scanned, the kept lines (at most [`PAGE_BYTES_CAP`] bytes)
+//! and, from the end, one note per chunk.
+//!
+//! Whole lines are searched a span at a time: the pattern finds the next candidate, whose line is
+//! confirmed (a match that runs past its line's end is tested again on the line alone), counted
+//! and skipped; the lines in between are only counted. Where a literal's matches are dense, a
+//! span that holds no line of the window is counted 64 bytes at a time instead ([`LineCounter`]).
+//! A pattern that anchors to lines, or that once matched across a line break, is tested line by
+//! line. A line longer than a chunk is gathered (up to [`MAX_LINE_BYTES`]) and tested whole; a
+//! literal goes on past that, keeping the bytes a match could straddle.
+//!
+//! A page counted from the start takes one pass. From the end it takes two: the first counts the
+//! matches and notes, at each line-aligned chunk, the line and the matches before it; the second
+//! starts at the last note early enough for the page's first match and its context, and stops
+//! once the page is full.
+
+use std::collections::VecDeque;
+use std::ops::{ControlFlow, Range};
+
+use memchr::memmem::Finder;
+use regex::bytes::Regex;
+
+use super::count::LineCounter;
+use super::grep::render::{Kept, Page};
+use super::lines::{
+    ChunkSink, LineChunk, break_ending_at, break_start, count_lines, line_start, next_break,
+};
+use super::request::{PAGE_BYTES_CAP, window};
+use super::source::{PageError, SpillReader, stream_lines};
+
+/// The most bytes of one line gathered to test a regex: a longer line is tested on its first
+/// bytes.
+pub(crate) const MAX_LINE_BYTES: usize = 16 << 20;
+
+/// Bytes a span of whole lines holds at least, for the dense count.
+const SPAN: usize = 64 << 10;
+/// Matches are dense with at least one in so many bytes: counting every block then costs less
+/// than going from match to match.
+const DENSE: u64 = 64;
+
+/// How lines are tested: a literal (`memmem`, and a dense counter when it holds no line break)
+/// or a regex; per line when the pattern anchors to lines.
+#[derive(Debug, Clone)]
+pub(crate) struct Matcher {
+    search: Search,
+    /// Test one line at a time rather than searching a whole span: the pattern anchors to line
+    /// starts or ends, which a span-wide search only sees at `\n` and `\r`.
+    pub(crate) per_line: bool,
+}
+
+#[derive(Debug, Clone)]
+enum Search {
+    Literal(Box<Finder<'static>>, Option<LineCounter>),
+    Regex(Regex),
+}
+
+impl Matcher {
+    /// A literal pattern (non-empty).
+    pub(crate) fn literal(pattern: &str) -> Self {
+        let finder = Box::new(Finder::new(pattern.as_bytes()).into_owned());
+        Self {
+            search: Search::Literal(finder, LineCounter::new(pattern)),
+            per_line: false,
+        }
+    }
+
+    /// A compiled regex; `per_line` when it anchors to lines.
+    pub(crate) fn regex(regex: Regex, per_line: bool) -> Self {
+        Self {
+            search: Search::Regex(regex),
+            per_line,
+        }
+    }
+
+    /// Whether `line` (without its break) matches.
+    #[inline]
+    pub(crate) fn matches(&self, line: &[u8]) -> bool {
+        match &self.search {
+            Search::Literal(finder, _) => finder.find(line).is_some(),
+            Search::Regex(regex) => regex.is_match(line),
+        }
+    }
+
+    /// The first match in `data` from `at` on.
+    #[inline]
+    fn find_at(&self, data: &[u8], at: usize) -> Option<Range<usize>> {
+        match &self.search {
+            Search::Literal(finder, _) => finder
+                .find(&data[at..])
+                .map(|i| at + i..at + i + finder.needle().len()),
+            Search::Regex(regex) => regex.find_at(data, at).map(|m| m.range()),
+        }
+    }
+
+    fn counter(&self) -> Option<&LineCounter> {
+        match &self.search {
+            Search::Literal(_, counter) => counter.as_ref(),
+            Search::Regex(_) => None,
+        }
+    }
+
+    /// For a literal: the bytes a match could straddle between two pieces of a line.
+    fn overlap(&self) -> Option<usize> {
+        match &self.search {
+            Search::Literal(finder, _) => Some(finder.needle().len().saturating_sub(1)),
+            Search::Regex(_) => None,
+        }
+    }
+}
+
+/// What to scan for and which matches to keep: the same for both passes.
+#[derive(Clone)]
+pub(crate) struct Query {
+    pub(crate) matcher: Matcher,
+    /// Lines to keep before and after each match of the window.
+    pub(crate) context: u64,
+    /// Matches to skip (from the first, or from the last with `from_end`).
+    pub(crate) offset: i64,
+    pub(crate) from_end: bool,
+    /// Matches to keep.
+    pub(crate) limit: u64,
+    /// The page shows line numbers (grep): count them. Without, kept lines are only in order.
+    pub(crate) numbered: bool,
+    /// Match the lossy decoding of the lines, not their bytes (a pattern with U+FFFD, which only
+    /// matches after it).
+    pub(crate) lossy: bool,
+}
+
+impl Query {
+    /// The matches of `total` the page shows.
+    pub(crate) fn window(&self, total: u64) -> Range<u64> {
+        window(self.offset, self.from_end, total, self.limit)
+    }
+}
+
+/// Where a line-aligned chunk started: its offset, the number of its first line and the matches
+/// before it.
+#[derive(Debug, Clone, Copy)]
+struct ResumePoint {
+    offset: u64,
+    line: u64,
+    matches: u64,
+}
+
+/// A line longer than a chunk, seen in pieces.
+#[derive(Default)]
+struct OpenLine {
+    /// The pattern was found in it.
+    hit: bool,
+    /// Bytes gathered to test (a literal's: since the last test, with the overlap before them).
+    text: Vec<u8>,
+    /// Its first bytes, once `text` no longer starts with them.
+    head: Option<Vec<u8>>,
+}
+
+/// Counts a pattern's matching lines and keeps one window of them with their context.
+pub(crate) struct Scan {
+    query: Query,
+    /// Test every line alone (see [`Matcher`]); set for good once a match crossed a break.
+    per_line: bool,
+    /// The last span scanned had dense matches.
+    dense: bool,
+    /// The match numbers whose lines (and context) are kept.
+    window: Range<u64>,
+    /// Matching lines so far.
+    matches: u64,
+    /// The number (from 0) of the next line to start, while it is counted.
+    line: u64,
+    /// Context lines still to keep after the last kept match.
+    after: u64,
+    /// The last `context` lines before the current chunk, for the context of its first match.
+    carry: VecDeque<(u64, Vec<u8>)>,
+    open: Option<OpenLine>,
+    page: Page,
+    resume_points: Option<Vec<ResumePoint>>,
+    /// Stop once the window and its context are kept (second passes).
+    stop_when_full: bool,
+}
+
+impl Scan {
+    fn new(query: &Query, window: Range<u64>) -> Self {
+        Self {
+            per_line: query.matcher.per_line,
+            query: query.clone(),
+            dense: false,
+            window,
+            matches: 0,
+            line: 0,
+            after: 0,
+            carry: VecDeque::new(),
+            open: None,
+            page: Page::new(PAGE_BYTES_CAP),
+            resume_points: None,
+            stop_when_full: false,
+        }
+    }
+
+    /// The first pass: it keeps the page's lines when the page counts from the first match;
+    /// from the last, it only counts and notes where a second pass can resume.
+    fn first_pass(query: &Query) -> Self {
+        match query.from_end {
+            false => Self::new(query, query.window(u64::MAX)),
+            true => Self {
+                resume_points: Some(Vec::new()),
+                ..Self::new(query, 0..0)
+            },
+        }
+    }
+
+    /// After a from-end first pass: where the second pass starts and the scan that keeps the
+    /// page. It resumes early enough that the page's first match has its context before it.
+    fn second_pass(&self) -> Option<(u64, Self)> {
+        let points = self.resume_points.as_ref()?;
+        let window = self.query.window(self.matches);
+        if window.is_empty() {
+            return None;
+        }
+        let first = points.partition_point(|p| p.matches <= window.start);
+        let first = points.get(first.checked_sub(1)?)?;
+        // Line numbers are counted only when the page has context (or shows them).
+        let earliest = first.line.saturating_sub(self.query.context);
+        let from = match self.query.context {
+            0 => first,
+            _ => points[..points.partition_point(|p| p.line <= earliest)]
+                .last()
+                .unwrap_or(first),
+        };
+        let scan = Self {
+            matches: from.matches,
+            line: from.line,
+            stop_when_full: true,
+            ..Self::new(&self.query, window)
+        };
+        Some((from.offset, scan))
+    }
+
+    /// The kept lines, once every chunk was fed.
+    pub(crate) fn into_page(self) -> Page {
+        self.page
+    }
+
+    /// Whether line numbers still matter: a page's lines are still to come, or a from-end first
+    /// pass notes them.
+    fn numbering(&self) -> bool {
+        self.query.numbered
+            && (self.matches < self.window.end || self.after > 0 || self.resume_points.is_some())
+    }
+
+    /// Take line `range` of `data` (numbered `self.line`), a match when `hit`: count it, keep
+    /// it (with its context before) when the window holds it, or as context after a kept match.
+    fn take_line(&mut self, data: &[u8], range: Range<usize>, hit: bool) {
+        let number = self.line;
+        let line = &data[range.clone()];
+        if hit {
+            let nth = self.matches;
+            self.matches += 1;
+            if self.window.contains(&nth) {
+                self.keep_context_before(data, range.start, number);
+                self.page.keep(number, Kept::Match(nth), line);
+                self.after = self.query.context;
+            } else if self.after > 0 {
+                self.page.keep(number, Kept::OtherMatch, line);
+                self.after -= 1;
+            }
+        } else if self.after > 0 {
+            self.page.keep(number, Kept::Context, line);
+            self.after -= 1;
+        }
+        self.line += 1;
+    }
+
+    /// Keep the `context` lines before line `number`, which starts at `data[start]`: from
+    /// `data`, then from the lines carried over from the previous chunk.
+    fn keep_context_before(&mut self, data: &[u8], start: usize, number: u64) {
+        let wanted = self.query.context.min(number);
+        let mut before: Vec<(u64, &[u8])> = Vec::new();
+        let mut end = start;
+        while (before.len() as u64) < wanted && end > 0 {
+            let line_end = end - break_ending_at(data, end);
+            end = line_start(data, line_end);
+            before.push((number - 1 - before.len() as u64, &data[end..line_end]));
+        }
+        let from_carry = wanted - before.len() as u64;
+        let carried = self.carry.iter().rev().take(from_carry as usize);
+        let mut lines: Vec<(u64, &[u8])> = before
+            .into_iter()
+            .chain(carried.map(|(n, l)| (*n, l.as_slice())))
+            .collect();
+        lines.reverse();
+        for (n, line) in lines {
+            let kind = match self.query.matcher.matches(line) {
+                true => Kept::OtherMatch,
+                false => Kept::Context,
+            };
+            self.page.keep(n, kind, line);
+        }
+    }
+
+    /// Carry the last `context` lines of `data` (ending at line `self.line`) into the next
+    /// chunk, while a match of the window may still need them.
+    fn remember_last_lines(&mut self, data: &[u8]) {
+        if self.query.context == 0 || self.matches >= self.window.end {
+            self.carry.clear();
+            return;
+        }
+        let (mut end, mut number) = (data.len(), self.line);
+        let mut newest = Vec::new();
+        while (newest.len() as u64) < self.query.context && end > 0 {
+            let line_end = end - break_ending_at(data, end);
+            end = line_start(data, line_end);
+            number -= 1;
+            let line = &data[end..line_end];
+            newest.push((number, line[..line.len().min(PAGE_BYTES_CAP)].to_vec()));
+        }
+        self.carry.extend(newest.into_iter().rev());
+        self.trim_carry();
+    }
+
+    fn trim_carry(&mut self) {
+        let excess = self.carry.len().saturating_sub(self.query.context as usize);
+        self.carry.drain(..excess);
+    }
+
+    /// The next piece of a line longer than a chunk; `ends` when the line ends with it.
+    fn continue_open(&mut self, piece: &[u8], ends: bool) {
+        let mut open = self.open.take().unwrap_or_default();
+        if !open.hit {
+            let room = MAX_LINE_BYTES.saturating_sub(open.text.len());
+            open.text.extend_from_slice(&piece[..piece.len().min(room)]);
+            if ends || open.text.len() == MAX_LINE_BYTES {
+                open.hit = self.query.matcher.matches(&open.text);
+                // A literal goes on past the bytes gathered: keep the line's head, and the bytes
+                // a match could straddle.
+                if let Some(overlap) = self.query.matcher.overlap().filter(|_| !open.hit && !ends) {
+                    let head = &open.text[..PAGE_BYTES_CAP.min(open.text.len())];
+                    open.head.get_or_insert_with(|| head.to_vec());
+                    open.text
+                        .drain(..open.text.len() - overlap.min(open.text.len()));
+                }
+            }
+        }
+        if !ends {
+            self.open = Some(open);
+            return;
+        }
+        let mut line = open.head.unwrap_or(open.text);
+        line.truncate(PAGE_BYTES_CAP);
+        self.take_line(&line, 0..line.len(), open.hit);
+        if self.query.context > 0 {
+            self.carry.push_back((self.line - 1, line));
+            self.trim_carry();
+        }
+    }
+
+    /// Scan whole lines (`data` starts at a line start and ends at a line end) a span at a time.
+    fn scan_lines(&mut self, data: &[u8]) {
+        let mut pos = 0;
+        while pos < data.len() && !self.stopped() {
+            let end = match pos.saturating_add(SPAN) {
+                at if at >= data.len() => data.len(),
+                at => next_break(data, at).map_or(data.len(), |(at, len)| at + len),
+            };
+            let (span, before) = (&data[pos..end], self.matches);
+            let numbering = self.numbering();
+            match self.dense_count(span) {
+                Some(n) => {
+                    self.matches += n;
+                    if numbering {
+                        self.line += count_lines(span);
+                    }
+                }
+                None => self.scan_matches(&data[..end], pos),
+            }
+            self.dense = (self.matches - before) * DENSE >= span.len() as u64;
+            pos = end;
+        }
+        self.remember_last_lines(data);
+    }
+
+    /// The matching lines of `span`, when the last span's matches were dense and this one holds
+    /// no line to keep: counted, not searched.
+    fn dense_count(&self, span: &[u8]) -> Option<u64> {
+        let counter = self.query.matcher.counter();
+        let counter = counter.filter(|_| self.dense && self.after == 0 && !self.per_line)?;
+        let (n, before) = (counter.count(span), self.matches);
+        (before >= self.window.end || before + n <= self.window.start).then_some(n)
+    }
+
+    /// Scan the whole lines of `data` from `pos` (a line start) one match at a time.
+    fn scan_matches(&mut self, data: &[u8], mut pos: usize) {
+        // Lines before `counted` are numbered in `self.line`.
+        let mut counted = pos;
+        while pos < data.len() && !self.stopped() {
+            if self.per_line || self.after > 0 {
+                self.line += count_lines(&data[counted..pos]);
+                let (end, len) = next_break(data, pos).unwrap_or((data.len(), 0));
+                let hit = self.query.matcher.matches(&data[pos..end]);
+                self.take_line(data, pos..end, hit);
+                pos = end + len;
+                counted = pos;
+                continue;
+            }
+            let Some(found) = self.query.matcher.find_at(data, pos) else {
+                break;
+            };
+            let at = break_start(data, found.start);
+            let (end, len) = next_break(data, at).unwrap_or((data.len(), 0));
+            if at != found.start || found.end > end {
+                // The pattern can match across lines: from here on, test each line alone.
+                self.per_line = true;
+                pos = line_start(data, at);
+                continue;
+            }
+            if self.numbering() || self.window.contains(&self.matches) {
+                let start = line_start(data, at);
+                self.line += count_lines(&data[counted..start]);
+                self.take_line(data, start..end, true);
+            } else {
+                self.matches += 1;
+            }
+            pos = end + len;
+            counted = pos;
+        }
+        if self.numbering() {
+            self.line += count_lines(&data[counted..]);
+        }
+    }
+
+    /// Whether a second pass may stop: its window and the context after it are kept.
+    fn stopped(&self) -> bool {
+        self.stop_when_full && self.matches >= self.window.end && self.after == 0
+    }
+}
+
+impl ChunkSink for Scan {
+    fn feed(&mut self, chunk: LineChunk<'_>) -> ControlFlow<()> {
+        if chunk.starts_line
+            && let Some(points) = &mut self.resume_points
+        {
+            points.push(ResumePoint {
+                offset: chunk.offset,
+                line: self.line,
+                matches: self.matches,
+            });
+        }
+        let decoded;
+        let data = match self.query.lossy {
+            true => {
+                decoded = String::from_utf8_lossy(chunk.bytes);
+                decoded.as_bytes()
+            }
+            false => chunk.bytes,
+        };
+        // The piece that goes on with a line begun in an earlier chunk (or begins one longer
+        // than the chunk), then the whole lines after it.
+        let lines = match (chunk.starts_line, chunk.ends_line) {
+            (false, _) => {
+                let (end, len) = next_break(data, 0).unwrap_or((data.len(), 0));
+                self.continue_open(&data[..end], len > 0 || chunk.ends_line);
+                &data[end + len..]
+            }
+            (true, false) => {
+                self.continue_open(data, false);
+                &[]
+            }
+            (true, true) => data,
+        };
+        self.scan_lines(lines);
+        match self.stopped() {
+            true => ControlFlow::Break(()),
+            false => ControlFlow::Continue(()),
+        }
+    }
+}
+
+/// Scan `reader`'s payload for `query`: the matches in all, and the scan that kept the page.
+pub(crate) async fn scan_spill<R: SpillReader>(
+    reader: &R,
+    handle: &str,
+    query: &Query,
+) -> Result<(u64, Scan), PageError> {
+    let version = reader.head(handle).await?;
+    let first = stream_lines(reader, handle, &version, 0, Scan::first_pass(query)).await?;
+    let total = first.matches;
+    let scan = match first.second_pass() {
+        None => first,
+        Some((from, second)) => stream_lines(reader, handle, &version, from, second).await?,
+    };
+    Ok((total, scan))
+}
+
+/// [`scan_spill`] over a payload in memory.
+pub(crate) fn scan_memory(data: &[u8], query: &Query) -> (u64, Scan) {
+    let feed = |mut scan: Scan, from: u64| {
+        let from = usize::try_from(from).unwrap_or(data.len()).min(data.len());
+        let chunk = LineChunk {
+            offset: from as u64,
+            ..LineChunk::whole(&data[from..])
+        };
+        let _ = scan.feed(chunk);
+        scan
+    };
+    let first = feed(Scan::first_pass(query), 0);
+    let total = first.matches;
+    let scan = match first.second_pass() {
+        None => first,
+        Some((from, second)) => feed(second, from),
+    };
+    (total, scan)
+}
