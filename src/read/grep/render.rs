@@ -8,47 +8,9 @@ use std::ops::Range;
 use super::GrepRequest;
 use crate::limits::pyfmt::{repr, thousands};
 use crate::read::request::{Body, MAX_READ_CHARS};
-
-/// Why a line is on the page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kept {
-    /// Match number `n` (from 0) of the window.
-    Match(u64),
-    /// A matching line shown as context of a match of the window.
-    OtherMatch,
-    /// A line around a match.
-    Context,
-}
-
-/// The kept lines, in order, at most `budget` bytes of them in all.
-pub(crate) struct Page {
-    lines: Vec<(u64, Kept, Vec<u8>)>,
-    budget: usize,
-}
+use crate::read::scan::{Kept, Page};
 
 impl Page {
-    pub(crate) fn new(budget: usize) -> Self {
-        Self {
-            lines: Vec::new(),
-            budget,
-        }
-    }
-
-    /// Keep line `number` (from 0) unless it is kept already.
-    pub(crate) fn keep(&mut self, number: u64, kind: Kept, line: &[u8]) {
-        if self.lines.last().is_some_and(|(last, ..)| *last >= number) {
-            return;
-        }
-        let take = line.len().min(self.budget);
-        self.budget -= take;
-        self.lines.push((number, kind, line[..take].to_vec()));
-    }
-
-    /// The kept lines' bytes, in order.
-    pub(crate) fn lines(&self) -> impl Iterator<Item = &[u8]> {
-        self.lines.iter().map(|(.., line)| line.as_slice())
-    }
-
     /// The page for `request`: `total` matching lines, the window `shown` of them kept here.
     pub(crate) fn render(
         &self,

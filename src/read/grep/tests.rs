@@ -2,10 +2,10 @@
 
 use proptest::prelude::*;
 
-use super::render::{Kept, Page};
 use super::*;
 use crate::read::lines::split_lines;
 use crate::read::request::PAGE_BYTES_CAP;
+use crate::read::scan::{Kept, Page};
 use crate::read::tests::{MemoryReader, payload, runtime};
 
 /// The page, found the obvious way: every line tested alone, then the window's matches and the
