@@ -526,7 +526,7 @@ fn a_worker_refuses_to_start_on_a_store_it_cannot_use() {
     );
     let skipped = worker(&["--store", &missing, "--skip-store-check"], None);
     assert!(
-        skipped.contains("cannot connect to Temporal at http://127.0.0.1:1/"),
+        skipped.contains("Temporal at http://127.0.0.1:1/ refused the connection"),
         "{skipped}"
     );
 }

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import PACKAGE_SRC, Process
+from support import Process
 from temporalio import activity, workflow
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
@@ -36,10 +36,7 @@ from temporalio.converter import DataConverter
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Replayer, UnsandboxedWorkflowRunner, Worker
 
-if str(PACKAGE_SRC) not in sys.path:
-    sys.path.insert(0, str(PACKAGE_SRC))
-
-from overspill_pydantic_ai import external_storage  # noqa: E402
+from overspill_pydantic_ai import external_storage
 
 THRESHOLD = 1024
 SUMMARY = re.compile(
