@@ -185,7 +185,7 @@ def test_gc_deletes_exactly_the_deleted_runs_objects(bucket: tuple[str, Any], tm
 
             # Temporal unreachable: nothing deleted, and it says why.
             unreachable = await asyncio.to_thread(_gc, name, '--older-than', '0s', '--address', '127.0.0.1:1')
-            assert unreachable.returncode != 0 and 'cannot connect' in unreachable.stderr, unreachable.stderr
+            assert unreachable.returncode != 0 and 'refused the connection' in unreachable.stderr, unreachable.stderr
             assert _keys(s3, name) == before
 
             # The default --older-than (1 day) keeps the deleted run's objects: they are too young.
