@@ -30,7 +30,7 @@ def lines(path, mb):
             f.write(line); size += len(line); i += 1
 lines(f"{out}/lines-100mb.0", 100)
 items, size, i = [], 0, 0
-while size < 20 * 10**6:
+while size < 12_200_000:  # about 20 MB once indented
     r = record(i); items.append(r); size += len(json.dumps(r)) + 8; i += 1
 with open(f"{out}/doc-20mb.0", "w") as f:
     json.dump({"items": items, "count": len(items)}, f, indent=2)

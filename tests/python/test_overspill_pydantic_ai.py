@@ -224,5 +224,5 @@ def test_query_tool_outside_a_workflow_gives_the_workers_page(tmp_path: Path) ->
         'showing results 1-1]\n1\n[1 more result(s): call query_tool_result again with offset=1]'
     )
     assert page == _overspill('query', 'run-q/call-1.0', 'select(.ok | not) | .id', '--limit', '1', '--store', store.url)
-    with pytest.raises(ModelRetry, match='not a valid jq filter: .* at char 6'):
+    with pytest.raises(ModelRetry, match='not a valid jq filter: .* at char 7'):
         asyncio.run(toolset.query_tool_result(ctx, 'run-q/call-1.0', '.id | ]'))
