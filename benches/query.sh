@@ -15,9 +15,9 @@ cargo build --release --bin overspill
 BIN="$ROOT/target/release/overspill"
 WORK="$(mktemp -d /tmp/overspill-query-bench.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
-mkdir -m 700 -p "$WORK/store/bench"
+mkdir -m 700 -p "$WORK/store/tool_output_limits/bench"
 
-python3 - "$WORK/store/bench" <<'PY'
+python3 - "$WORK/store/tool_output_limits/bench" <<'PY'
 import json, sys
 out = sys.argv[1]
 def record(i):
@@ -61,7 +61,7 @@ row() {  # label file filter (jq's filter; overspill's is the same)
   ours=$(timed "$BIN" query "bench/$file" "$filter" --store "file://$WORK/store")
   local first; first=$(head -n1 "$WORK/out")
   if [[ $4 == both ]]; then
-    theirs=$(timed jq -c "$filter" "$WORK/store/bench/$file")
+    theirs=$(timed jq -c "$filter" "$WORK/store/tool_output_limits/bench/$file")
   else
     theirs="- -"
   fi
