@@ -8,5 +8,6 @@ use super::read::{Args, MappedSpills, print_page};
 
 pub(crate) async fn run(args: Args<QueryRequest>) -> CliResult {
     let spills = MappedSpills::new(Store::open(args.store.as_deref())?);
-    print_page(query::query_tool_result(&spills, &args.request).await)
+    let page = query::query_tool_result(&spills, &args.request).await;
+    print_page(page, spills.store.url())
 }

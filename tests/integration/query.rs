@@ -115,7 +115,7 @@ async fn query_activity_and_cli_serve_the_same_page_and_stop_runaways() {
         "{}",
         String::from_utf8_lossy(&cli.stderr)
     );
-    assert_eq!(String::from_utf8_lossy(&cli.stdout), text);
+    assert_eq!(String::from_utf8_lossy(&cli.stdout), text + "\n");
 
     let bad = overspill()
         .args(["query", &handle, ".n | map(", "--store", &url])

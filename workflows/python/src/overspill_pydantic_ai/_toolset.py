@@ -197,4 +197,4 @@ async def _query_cli(store_url: str, request: dict[str, Any]) -> str:
         raise ModelRetry(err.decode(errors='replace').strip())
     if process.returncode != 0:
         raise RuntimeError(f'overspill query failed: {err.decode(errors="replace").strip()}')
-    return out.decode()
+    return out.decode().removesuffix('\n')
