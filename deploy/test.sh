@@ -26,8 +26,13 @@ for svc in seaweedfs seaweedfs-https azurite fakegcs temporal nginx; do
   fi
 done
 
+# Podman and runc for the container test (tests/integration/container.rs).
+deploy/podman.sh install
+
 export PATH="$VENV/bin:$PATH"
 # No module of the library may import, through others, a module that imports it.
 python3 deploy/check_imports.py
 cargo build --workspace --all-targets
+# The Kubernetes manifests, against the API schemas and the worker just built.
+deploy/kubernetes/validate.sh target/debug/overspill
 cargo test --workspace --no-fail-fast "$@"

@@ -114,8 +114,9 @@ pub(crate) struct Args {
     /// (`overspill.example.*`).
     #[arg(long, hide = true)]
     example_tools: bool,
-    /// Seconds a shutdown waits for running activities before cancelling them.
-    #[arg(long, default_value_t = 30)]
+    /// On SIGTERM or Ctrl-C polling stops at once; running activities get this many seconds to
+    /// finish, then are cancelled and fail retryably, so that another worker retries them.
+    #[arg(long, env = "OVERSPILL_GRACEFUL_SHUTDOWN_SECS", default_value_t = 30)]
     graceful_shutdown_secs: u64,
     /// Serve the activities only, not the Rust workflows (`ReduceToolOutput`): no workflow task
     /// polls, for deployments whose workflows run in another worker.

@@ -2,6 +2,8 @@
 mod backends;
 mod bench;
 mod cli;
+mod container;
+mod drain;
 mod external_storage;
 mod external_storage_gc;
 mod golden;

@@ -121,6 +121,9 @@ type Default = Box<dyn Fn(&Recorded) -> Reply + Send + Sync>;
 struct State {
     api_key: Option<String>,
     hits: std::sync::atomic::AtomicUsize,
+    /// Closed: chat requests wait at it (counted in `held`) until it opens.
+    gate: tokio::sync::watch::Sender<bool>,
+    held: std::sync::atomic::AtomicUsize,
     script: Mutex<VecDeque<Reply>>,
     requests: Mutex<Vec<Recorded>>,
     default: Default,
@@ -162,6 +165,8 @@ impl FakeOpenAi {
         let state = Arc::new(State {
             api_key: api_key.map(str::to_owned),
             hits: std::sync::atomic::AtomicUsize::new(0),
+            gate: tokio::sync::watch::Sender::new(true),
+            held: std::sync::atomic::AtomicUsize::new(0),
             script: Mutex::new(VecDeque::new()),
             requests: Mutex::new(Vec::new()),
             default: Box::new(default),
@@ -204,6 +209,21 @@ impl FakeOpenAi {
     /// Every HTTP request so far, valid or not (a replay must make none).
     pub(crate) fn hits(&self) -> usize {
         self.state.hits.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Hold every chat-completions request from now on until [`Self::open`].
+    pub(crate) fn close(&self) {
+        self.state.gate.send_replace(false);
+    }
+
+    /// Answer the held requests, and hold no more.
+    pub(crate) fn open(&self) {
+        self.state.gate.send_replace(true);
+    }
+
+    /// Requests waiting at the closed gate.
+    pub(crate) fn held(&self) -> usize {
+        self.state.held.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Every chat-completions request so far.
@@ -281,6 +301,12 @@ async fn answer(state: &State, request: Request<Incoming>) -> Reply {
         body,
     };
     lock(&state.requests).push(recorded.clone());
+    let mut gate = state.gate.subscribe();
+    if !*gate.borrow() {
+        state.held.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let _ = gate.wait_for(|open| *open).await;
+        state.held.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
     let scripted = lock(&state.script).pop_front();
     scripted.unwrap_or_else(|| (state.default)(&recorded))
 }

@@ -16,7 +16,7 @@ use temporalio_common::protos::temporal::api::history::v1::HistoryEvent;
 use crate::temporal::{TestWorker, probe, temporal_address, unique};
 
 /// A client of the test server.
-async fn connect() -> Client {
+pub(crate) async fn connect() -> Client {
     overspill::worker::Connect::new(temporal_address())
         .client()
         .await
@@ -24,7 +24,7 @@ async fn connect() -> Client {
 }
 
 /// Start `workflow` with `input` on `task_queue` under `id`, to run within `timeout`.
-async fn start<W>(
+pub(crate) async fn start<W>(
     client: &Client,
     workflow: W,
     input: W::Input,
@@ -46,7 +46,7 @@ where
 }
 
 /// An `overspill worker` child process, killed (SIGKILL) when dropped.
-struct WorkerProcess(Child);
+pub(crate) struct WorkerProcess(pub(crate) Child);
 
 impl WorkerProcess {
     fn start(task_queue: &str, store: &str) -> Self {
@@ -62,9 +62,12 @@ impl WorkerProcess {
         Self::spawn(task_queue, store, &[])
     }
 
-    fn spawn(task_queue: &str, store: &str, extra: &[&str]) -> Self {
+    /// A worker on `task_queue` over `store` with `extra` flags (a graceful period of 1 s unless
+    /// they give one).
+    pub(crate) fn spawn(task_queue: &str, store: &str, extra: &[&str]) -> Self {
         let child = Command::new(env!("CARGO_BIN_EXE_overspill"))
-            .args(["worker", "--graceful-shutdown-secs", "1"])
+            .arg("worker")
+            .env("OVERSPILL_GRACEFUL_SHUTDOWN_SECS", "1")
             .args(extra)
             .args(["--task-queue", task_queue, "--store", store])
             .env("TEMPORAL_ADDRESS", temporal_address())
@@ -77,13 +80,41 @@ impl WorkerProcess {
     }
 
     /// Panic if the process has exited (a bad flag, a crash).
-    fn assert_running(&mut self) {
+    pub(crate) fn assert_running(&mut self) {
         if let Ok(Some(status)) = self.0.try_wait() {
             panic!("overspill worker exited: {status}");
         }
     }
 
-    fn kill(&mut self) {
+    /// The identity the worker gives Temporal: `{pid}@{hostname}` starts with this.
+    pub(crate) fn identity_prefix(&self) -> String {
+        format!("{}@", self.0.id())
+    }
+
+    /// Send SIGTERM.
+    pub(crate) fn terminate(&self) {
+        use nix::sys::signal::{Signal, kill};
+        let pid = i32::try_from(self.0.id()).unwrap_or_else(|e| panic!("pid: {e}"));
+        kill(nix::unistd::Pid::from_raw(pid), Signal::SIGTERM)
+            .unwrap_or_else(|e| panic!("kill(SIGTERM): {e}"));
+    }
+
+    /// Wait until the process exits after a [`Self::terminate`], at most `limit`.
+    pub(crate) async fn exited(&mut self, limit: Duration) -> std::process::ExitStatus {
+        let started = Instant::now();
+        loop {
+            if let Ok(Some(status)) = self.0.try_wait() {
+                return status;
+            }
+            assert!(
+                started.elapsed() < limit,
+                "the worker did not stop after SIGTERM"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub(crate) fn kill(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -96,7 +127,7 @@ impl Drop for WorkerProcess {
 }
 
 /// The events of `handle`'s workflow so far (none if the history cannot be read yet).
-async fn history<W: HasWorkflowDefinition>(
+pub(crate) async fn history<W: HasWorkflowDefinition>(
     handle: &WorkflowHandle<Client, W>,
 ) -> Vec<HistoryEvent> {
     handle
@@ -107,7 +138,7 @@ async fn history<W: HasWorkflowDefinition>(
 }
 
 /// Whether `events` hold one of type `kind`.
-fn recorded(events: &[HistoryEvent], kind: EventType) -> bool {
+pub(crate) fn recorded(events: &[HistoryEvent], kind: EventType) -> bool {
     events.iter().any(|e| e.event_type() == kind)
 }
 
@@ -440,21 +471,8 @@ async fn sigterm_shuts_the_worker_down_gracefully() {
     );
     tokio::time::sleep(Duration::from_secs(2)).await;
     worker.assert_running();
-    let pid = i32::try_from(worker.0.id()).unwrap_or_else(|e| panic!("pid: {e}"));
-    use nix::sys::signal::{Signal, kill};
-    kill(nix::unistd::Pid::from_raw(pid), Signal::SIGTERM)
-        .unwrap_or_else(|e| panic!("kill(SIGTERM): {e}"));
-    let started = Instant::now();
-    let status = loop {
-        if let Ok(Some(status)) = worker.0.try_wait() {
-            break status;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(15),
-            "the worker did not stop after SIGTERM"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    worker.terminate();
+    let status = worker.exited(Duration::from_secs(15)).await;
     assert!(status.success(), "{status}");
 }
 
