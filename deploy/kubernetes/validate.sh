@@ -16,11 +16,12 @@ if [ ! -x "$K8S_VENV/bin/kubernetes-validate" ] || ! "$K8S_VENV/bin/kubernetes-v
   python3 -m venv "$K8S_VENV"
   "$K8S_VENV/bin/pip" install --quiet --disable-pip-version-check "kubernetes-validate==$VERSION"
 fi
+binary="${1:+$(realpath "$1")}"
 cd "$OVERSPILL_ROOT/deploy/kubernetes"
 "$K8S_VENV/bin/kubernetes-validate" --strict --quiet ./*.yaml
 
 help=""
-if [ -n "${1:-}" ]; then help="$("$1" worker --help)"; fi
+if [ -n "$binary" ]; then help="$("$binary" worker --help)"; fi
 HELP="$help" "$K8S_VENV/bin/python" - <<'PY'
 import os, re, sys, yaml
 
