@@ -1,6 +1,7 @@
 //! Integration tests against real services: one test binary, one module per area.
 mod backends;
 mod bench;
+mod chaos;
 mod cli;
 mod container;
 mod drain;
