@@ -141,9 +141,10 @@ impl Seaweed {
 
     /// Stop it (SIGTERM) and start it again on the same ports and data.
     async fn restart(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            let pid = nix::unistd::Pid::from_raw(pid);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        }
         let _ = self.child.wait();
         self.child = Self::spawn(&self.args);
         self.ready().await;
