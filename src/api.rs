@@ -9,6 +9,7 @@
 //! | `summarize` | [`SummarizeRequest`] → [`SummarizeResponse`] |
 //! | `read_tool_result` | [`ReadRequest`] → [`ReadResponse`] |
 //! | `grep_tool_result` | [`GrepRequest`] → [`GrepResponse`] |
+//! | `query_tool_result` | [`QueryRequest`] → [`QueryResponse`] |
 //! | `list_tool_results` | [`ListRequest`] → [`ListResponse`] |
 //!
 //! ```
@@ -23,6 +24,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::query::QueryRequest;
 pub use crate::read::{GrepRequest, ReadRequest};
 pub use crate::store::ListRequest;
 
@@ -192,6 +194,12 @@ pub struct ReadResponse(pub String);
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct GrepResponse(pub String);
+
+/// What `tool_output_limits.query_tool_result` returns: the model-visible text (a bare JSON
+/// string in `json/plain`, `QueryToolResultResponse.text` in the protobuf encodings).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct QueryResponse(pub String);
 
 /// What `tool_output_limits.list_tool_results` returns: the model-visible text (a bare JSON
 /// string in `json/plain`, `ListToolResultsResponse.text` in the protobuf encodings).

@@ -12,6 +12,8 @@ pub const SUMMARIZE: &str = "tool_output_limits.summarize";
 pub const READ_TOOL_RESULT: &str = "tool_output_limits.read_tool_result";
 /// The grep activity's name.
 pub const GREP_TOOL_RESULT: &str = "tool_output_limits.grep_tool_result";
+/// The jq query activity's name.
+pub const QUERY_TOOL_RESULT: &str = "tool_output_limits.query_tool_result";
 /// The listing activity's name.
 pub const LIST_TOOL_RESULTS: &str = "tool_output_limits.list_tool_results";
 /// The default task queue.
@@ -31,6 +33,7 @@ mod tests {
             SUMMARIZE,
             READ_TOOL_RESULT,
             GREP_TOOL_RESULT,
+            QUERY_TOOL_RESULT,
             LIST_TOOL_RESULTS,
             DEFAULT_TASK_QUEUE,
         ];

@@ -7,6 +7,7 @@
 //! | [`SUMMARIZE`] `tool_output_limits.summarize` | [`SummarizeRequest`] → [`SummarizeResponse`] |
 //! | [`READ_TOOL_RESULT`] `tool_output_limits.read_tool_result` | [`ReadRequest`] → model-visible text |
 //! | [`GREP_TOOL_RESULT`] `tool_output_limits.grep_tool_result` | [`GrepRequest`](crate::read::GrepRequest) → model-visible text |
+//! | [`QUERY_TOOL_RESULT`] `tool_output_limits.query_tool_result` | [`QueryRequest`](crate::query::QueryRequest) → model-visible text |
 //! | [`LIST_TOOL_RESULTS`] `tool_output_limits.list_tool_results` | [`ListRequest`](crate::store::ListRequest) → model-visible text |
 //!
 //! Keys come from the request's `run_id` / `tool_call_id` / `retry` (`run_id` defaults to the
@@ -35,18 +36,18 @@ use std::time::SystemTime;
 use bytes::Bytes;
 
 use crate::api::{
-    GrepRequest, ListRequest, ReadRequest, ReadResponse, ReduceRequest, ReduceResponse,
-    SpillRequest, SpillResponse, SummarizeRequest, SummarizeResponse,
+    GrepRequest, ListRequest, QueryRequest, ReadRequest, ReadResponse, ReduceRequest,
+    ReduceResponse, SpillRequest, SpillResponse, SummarizeRequest, SummarizeResponse,
 };
-pub use crate::api::{GrepResponse, ListResponse};
+pub use crate::api::{GrepResponse, ListResponse, QueryResponse};
 use crate::external_storage::ExternalStorage;
 use crate::limits::{
     self, Limits, NoSummarizer, ReductionKind, SpillStore, StoreError, SummarizeError, Summarizer,
     Summary, SummaryRequest, Unit, preview, prompt, pyfmt,
 };
 pub use crate::names::{
-    DEFAULT_TASK_QUEUE, GREP_TOOL_RESULT, LIST_TOOL_RESULTS, READ_TOOL_RESULT, REDUCE, SPILL,
-    SUMMARIZE,
+    DEFAULT_TASK_QUEUE, GREP_TOOL_RESULT, LIST_TOOL_RESULTS, QUERY_TOOL_RESULT, READ_TOOL_RESULT,
+    REDUCE, SPILL, SUMMARIZE,
 };
 use crate::read::{self, ReadOutcomeError};
 use crate::store::Store;
@@ -279,6 +280,14 @@ impl OverspillActivities {
     }
 
     /// List a run's spills, newest first (the body of [`LIST_TOOL_RESULTS`], without Temporal);
+    /// Run a jq filter over a spill (the body of [`QUERY_TOOL_RESULT`], without Temporal).
+    pub async fn query_request(&self, request: QueryRequest) -> Result<QueryResponse, Failure> {
+        crate::query::query_tool_result(self.store().as_ref(), &request)
+            .await
+            .map(QueryResponse)
+            .map_err(|e| read_failure(&e))
+    }
+
     /// `workflow_run_id` fills a missing `run_id`.
     pub async fn list_request(
         &self,

@@ -11,8 +11,9 @@ use serde_json::{Map, Value, json};
 
 use super::errors::Failure;
 use crate::api::{
-    GrepRequest, GrepResponse, ListRequest, ListResponse, ReadRequest, ReadResponse, ReduceRequest,
-    ReduceResponse, SpillRequest, SpillResponse, SummarizeRequest, SummarizeResponse,
+    GrepRequest, GrepResponse, ListRequest, ListResponse, QueryRequest, QueryResponse, ReadRequest,
+    ReadResponse, ReduceRequest, ReduceResponse, SpillRequest, SpillResponse, SummarizeRequest,
+    SummarizeResponse,
 };
 use crate::limits::{self, ReductionKind, ToolOutput, Usage};
 
@@ -471,12 +472,17 @@ proto_form! { GrepRequest => GrepToolResultRequest {
     context = context, offset = offset, limit = limit, from_end = from_end,
 } }
 
+proto_form! { QueryRequest => QueryToolResultRequest {
+    handle = handle, filter = filter, offset = offset, limit = limit,
+} }
+
 proto_form! { ListRequest => ListToolResultsRequest {
     run_id = run_id, limit = limit, tool_names = tool_names,
 } }
 
 proto_form! { ReadResponse => ReadToolResultResponse { 0 = text } }
 proto_form! { GrepResponse => GrepToolResultResponse { 0 = text } }
+proto_form! { QueryResponse => QueryToolResultResponse { 0 = text } }
 proto_form! { ListResponse => ListToolResultsResponse { 0 = text } }
 
 #[cfg(test)]

@@ -9,11 +9,13 @@ use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
 use super::{Incoming, Outgoing, OverspillActivities, Progress};
 use crate::api::{
-    GrepRequest, GrepResponse, ListRequest, ListResponse, ReadRequest, ReadResponse, ReduceRequest,
-    ReduceResponse, SpillRequest, SpillResponse, SummarizeRequest, SummarizeResponse,
+    GrepRequest, GrepResponse, ListRequest, ListResponse, QueryRequest, QueryResponse, ReadRequest,
+    ReadResponse, ReduceRequest, ReduceResponse, SpillRequest, SpillResponse, SummarizeRequest,
+    SummarizeResponse,
 };
 use crate::names::{
-    GREP_TOOL_RESULT, LIST_TOOL_RESULTS, READ_TOOL_RESULT, REDUCE, SPILL, SUMMARIZE,
+    GREP_TOOL_RESULT, LIST_TOOL_RESULTS, QUERY_TOOL_RESULT, READ_TOOL_RESULT, REDUCE, SPILL,
+    SUMMARIZE,
 };
 
 /// The `#[activities]` impl: each activity is its wire name, request and response forms, and a
@@ -96,6 +98,13 @@ registered! {
     grep_tool_result(GREP_TOOL_RESULT, GrepRequest => GrepResponse)
     |this, ctx, input| {
         let work = |request| this.grep_request(request);
+        this.serve(&ctx, input, &Progress::none(), work).await
+    }
+
+    /// [`QUERY_TOOL_RESULT`]: a jq filter over a spill of JSON, from any worker.
+    query_tool_result(QUERY_TOOL_RESULT, QueryRequest => QueryResponse)
+    |this, ctx, input| {
+        let work = |request| this.query_request(request);
         this.serve(&ctx, input, &Progress::none(), work).await
     }
 

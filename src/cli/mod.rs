@@ -8,6 +8,7 @@ mod dev;
 mod external_storage;
 mod grep;
 mod map;
+mod query;
 mod read;
 mod reduce;
 mod spills;
@@ -31,6 +32,8 @@ enum Command {
     Read(read::Args<overspill::read::ReadRequest>),
     /// Search a spill, exactly as grep_tool_result returns it.
     Grep(read::Args<overspill::read::GrepRequest>),
+    /// Run a jq filter over a spill, exactly as query_tool_result returns it.
+    Query(read::Args<overspill::query::QueryRequest>),
     /// List or garbage-collect spills.
     #[command(subcommand)]
     Spills(spills::Command),
@@ -58,6 +61,7 @@ pub(crate) fn main() -> ExitCode {
             Command::Reduce(args) => reduce::run(args).await,
             Command::Read(args) => read::run(args).await,
             Command::Grep(args) => grep::run(args).await,
+            Command::Query(args) => query::run(args).await,
             Command::Spills(cmd) => spills::run(cmd).await,
             Command::ExternalStorage(cmd) => external_storage::run(cmd).await,
             Command::Worker(args) => worker::run(*args).await,
@@ -94,6 +98,7 @@ fn runtime(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
         Command::Reduce(_)
         | Command::Read(_)
         | Command::Grep(_)
+        | Command::Query(_)
         | Command::Spills(_)
         | Command::ExternalStorage(_) => Builder::new_current_thread(),
     };

@@ -13,6 +13,7 @@ mod openai_server;
 mod probes;
 mod processes;
 mod pydantic_ai;
+mod query;
 mod replay;
 mod store;
 mod summarize;

@@ -204,3 +204,25 @@ def test_toolset_outside_a_workflow_gives_the_workers_pages(
         asyncio.run(toolset.grep_tool_result(ctx, 'run-t/call-1.0', '(unclosed', regex=True))
     missing = asyncio.run(toolset.grep_tool_result(ctx, 'run-t/nope.0', 'x'))
     assert missing.startswith("[No stored tool result for handle 'run-t/nope.0'.")
+
+
+def test_query_tool_outside_a_workflow_gives_the_workers_page(tmp_path: Path) -> None:
+    """query_tool_result runs `overspill query` outside Temporal: the worker's exact page, and a
+    bad filter as the model's retry."""
+    from types import SimpleNamespace
+
+    from overspill_pydantic_ai import OverspillToolset
+    from pydantic_ai import ModelRetry
+
+    store = OverspillStore(f'file://{tmp_path}')
+    asyncio.run(store.write('run-q/call-1.0', b'{"id":1,"ok":false}\n{"id":2,"ok":true}\n{"id":3,"ok":false}\n'))
+    toolset = OverspillToolset(store)
+    ctx: Any = SimpleNamespace(run_id='run-q', messages=[])
+    page = asyncio.run(toolset.query_tool_result(ctx, 'run-q/call-1.0', 'select(.ok | not) | .id', limit=1))
+    assert page == (
+        "[handle 'run-q/call-1.0': 2 result(s) of filter 'select(.ok | not) | .id' over 3 JSON value(s); "
+        'showing results 1-1]\n1\n[1 more result(s): call query_tool_result again with offset=1]'
+    )
+    assert page == _overspill('query', 'run-q/call-1.0', 'select(.ok | not) | .id', '--limit', '1', '--store', store.url)
+    with pytest.raises(ModelRetry, match='not a valid jq filter: .* at char 7'):
+        asyncio.run(toolset.query_tool_result(ctx, 'run-q/call-1.0', '.id | ]'))

@@ -13,14 +13,14 @@ use temporalio_sdk::activities::ActivityError;
 use temporalio_sdk::{ActivityOptions, WorkflowContext};
 
 use crate::api::{
-    ReadRequest, ReduceRequest, ReduceResponse, SpillRequest, SpillResponse, SummarizeRequest,
-    SummarizeResponse,
+    QueryRequest, ReadRequest, ReduceRequest, ReduceResponse, SpillRequest, SpillResponse,
+    SummarizeRequest, SummarizeResponse,
 };
 use crate::limits::{
     Limits, SpillStore, StoreError, SummarizeError, Summarizer, Summary, SummaryRequest, ToolCall,
     ToolOutput,
 };
-use crate::names::{READ_TOOL_RESULT, REDUCE, SPILL, SUMMARIZE};
+use crate::names::{QUERY_TOOL_RESULT, READ_TOOL_RESULT, REDUCE, SPILL, SUMMARIZE};
 
 /// The `tool_output_limits.*` activities, as workflow code calls them (`json/plain`).
 pub struct Overspill;
@@ -48,6 +48,12 @@ impl Overspill {
     /// [`READ_TOOL_RESULT`].
     #[activity(name = READ_TOOL_RESULT)]
     pub fn read_tool_result(_request: ReadRequest) -> Result<String, ActivityError> {
+        unimplemented!()
+    }
+
+    /// [`QUERY_TOOL_RESULT`].
+    #[activity(name = QUERY_TOOL_RESULT)]
+    pub fn query_tool_result(_request: QueryRequest) -> Result<String, ActivityError> {
         unimplemented!()
     }
 }

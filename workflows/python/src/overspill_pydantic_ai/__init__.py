@@ -20,8 +20,10 @@ limits = ToolOutputLimits(
   bucket or, in workflow code, through `OverspillStore.read_activity()`).
 - `OverspillSummarizer`: the `Summarize(summarize=...)` callable (`tool_output_limits.summarize`).
 - `OverspillToolset(store)`: the model tools `grep_tool_result` (a spill's matching lines, with
-  line numbers and context) and `list_tool_results` (the run's spills, newest first), run by the
-  Overspill worker (`tool_output_limits.grep_tool_result` / `.list_tool_results`) from workflow code.
+  line numbers and context), `query_tool_result` (a jq filter over a JSON spill) and
+  `list_tool_results` (the run's spills, newest first), run by the Overspill worker
+  (`tool_output_limits.grep_tool_result` / `.query_tool_result` / `.list_tool_results`) from
+  workflow code.
 - `external_storage(url)`: Temporal External Storage for the agent's client, in the bucket the
   Overspill worker reads with `--external-storage`, so tool outputs of any size stay out of
   the workflow history:
@@ -43,7 +45,7 @@ from overspill_pydantic_ai._store import (
     SpillReadError,
 )
 from overspill_pydantic_ai._summarize import SUMMARIZE_ACTIVITY, OverspillSummarizer, SummarizeError
-from overspill_pydantic_ai._toolset import GREP_ACTIVITY, LIST_ACTIVITY, OverspillToolset
+from overspill_pydantic_ai._toolset import GREP_ACTIVITY, LIST_ACTIVITY, QUERY_ACTIVITY, OverspillToolset
 
 __all__ = [
     'Boto3StorageDriverClient',
@@ -58,6 +60,7 @@ __all__ = [
     'OverspillStore',
     'OverspillSummarizer',
     'OverspillToolset',
+    'QUERY_ACTIVITY',
     'SpillError',
     'SpillReadError',
     'SummarizeError',

@@ -1,8 +1,11 @@
-"""`OverspillToolset`: `grep_tool_result` and `list_tool_results` for a pydantic-ai agent whose
+"""`OverspillToolset`: `grep_tool_result`, `query_tool_result` and `list_tool_results` for a pydantic-ai agent whose
 spills go to Overspill (`OverspillStore`)."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import shutil
 from datetime import timedelta
 from typing import Any
 
@@ -18,6 +21,9 @@ from overspill_pydantic_ai._store import OverspillStore
 
 GREP_ACTIVITY = 'tool_output_limits.grep_tool_result'
 """The Overspill activity that searches a spill."""
+
+QUERY_ACTIVITY = 'tool_output_limits.query_tool_result'
+"""The Overspill activity that runs a jq filter over a spill."""
 
 LIST_ACTIVITY = 'tool_output_limits.list_tool_results'
 """The Overspill activity that lists a run's spills."""
@@ -53,6 +59,7 @@ class OverspillToolset(FunctionToolset[Any]):
         super().__init__(
             [
                 Tool(self.grep_tool_result, metadata=_NO_ACTIVITY),
+                Tool(self.query_tool_result, metadata=_NO_ACTIVITY),
                 Tool(self.list_tool_results, metadata=_NO_ACTIVITY),
             ],
             id=id,
@@ -104,6 +111,29 @@ class OverspillToolset(FunctionToolset[Any]):
             )
         return grep_page(data, args)
 
+    async def query_tool_result(
+        self, ctx: RunContext[Any], handle: str, filter: str, offset: int = 0, limit: int = 50
+    ) -> str:
+        """Run a jq filter over a spilled tool result that is JSON (one document, or JSON Lines).
+
+        The filter runs on each JSON value of the result (each line of JSON Lines); its results
+        are shown one compact JSON value per line, under a header counting them, with a note
+        giving the `offset` of the next page when more exist. Use it to pull fields out of a
+        large JSON result, e.g. `.items[] | select(.status == "failed") | .id`, or to see its
+        shape with `keys` or `.[0]`. A result longer than 10,000 chars is cut with a marker.
+
+        Args:
+            ctx: The run context (supplied by the agent).
+            handle: The handle from a "[Tool output too large ... stored to handle ...]" marker.
+            filter: A jq filter (jq syntax, as implemented by jaq).
+            offset: Results to skip.
+            limit: Results to show (1-1000).
+        """
+        request = {'handle': handle, 'filter': filter, 'offset': offset, 'limit': limit}
+        if workflow.in_workflow():
+            return await self._run(QUERY_ACTIVITY, request, f'query {handle}')
+        return await _query_cli(self.store.url, request)
+
     async def list_tool_results(self, ctx: RunContext[Any], limit: int = 50) -> str:
         """List the tool results spilled in this run, newest first.
 
@@ -149,3 +179,22 @@ class OverspillToolset(FunctionToolset[Any]):
         if not isinstance(text, str):
             raise TypeError(f'{name} returned {type(text).__name__}, not the page text')
         return text
+
+
+async def _query_cli(store_url: str, request: dict[str, Any]) -> str:
+    """Outside a workflow: the same page from `overspill query` (`OVERSPILL_BIN`, else `overspill`
+    on `PATH`), whose exit code 2 is a bad argument or filter: the model's retry."""
+    binary = os.environ.get('OVERSPILL_BIN') or shutil.which('overspill')
+    if binary is None:
+        raise RuntimeError('query_tool_result outside a workflow needs the `overspill` binary (OVERSPILL_BIN)')
+    args = [request['handle'], request['filter'], '--offset', str(request['offset'])]
+    process = await asyncio.create_subprocess_exec(
+        binary, 'query', *args, '--limit', str(request['limit']), '--store', store_url,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate()
+    if process.returncode == 2:
+        raise ModelRetry(err.decode(errors='replace').strip())
+    if process.returncode != 0:
+        raise RuntimeError(f'overspill query failed: {err.decode(errors="replace").strip()}')
+    return out.decode().removesuffix('\n')
