@@ -24,6 +24,10 @@ limits = ToolOutputLimits(
   `list_tool_results` (the run's spills, newest first), run by the Overspill worker
   (`tool_output_limits.grep_tool_result` / `.query_tool_result` / `.list_tool_results`) from
   workflow code.
+- `OverspillMasking(store)`: a history processor (`ProcessHistory(OverspillMasking(store))`) that,
+  once the messages exceed a budget, replaces older tool returns with a marker naming the tool, the
+  size and a handle in the store (spilling a return first if it was not spilled), so the model
+  reads them back instead of carrying them in every request.
 - `external_storage(url)`: Temporal External Storage for the agent's client, in the bucket the
   Overspill worker reads with `--external-storage`, so tool outputs of any size stay out of
   the workflow history:
@@ -36,6 +40,7 @@ still builds every marker and preview; Overspill only stores and summarizes.
 from overspill_pydantic_ai._external_storage import Boto3StorageDriverClient, external_storage
 from overspill_pydantic_ai._activity import NoWorkerError
 from overspill_pydantic_ai._keys import NAMESPACE, default_store_url, sanitize_key
+from overspill_pydantic_ai._masking import OverspillMasking, mask_marker
 from overspill_pydantic_ai._store import (
     DEFAULT_TASK_QUEUE,
     READ_ACTIVITY,
@@ -57,6 +62,7 @@ __all__ = [
     'READ_ACTIVITY',
     'SPILL_ACTIVITY',
     'SUMMARIZE_ACTIVITY',
+    'OverspillMasking',
     'OverspillStore',
     'OverspillSummarizer',
     'OverspillToolset',
@@ -66,5 +72,6 @@ __all__ = [
     'SummarizeError',
     'default_store_url',
     'external_storage',
+    'mask_marker',
     'sanitize_key',
 ]
