@@ -51,3 +51,24 @@ def test_quickstart_spills_and_reads_back_against_overspill_dev(tmp_path: Path) 
 def test_the_package_readme_shows_the_quickstart_whole() -> None:
     readme = (EXAMPLES.parent / 'README.md').read_text()
     assert f"```python\n{(EXAMPLES / 'quickstart.py').read_text()}```" in readme
+
+
+def test_the_masking_quickstart_masks_and_reads_back_without_temporal(tmp_path: Path) -> None:
+    """`examples/masking_quickstart.py`, as the README shows it: page 0 was masked (its handle is in
+    the default store) and the model read its first line back."""
+    readme = (EXAMPLES.parent / 'README.md').read_text()
+    assert f"```python\n{(EXAMPLES / 'masking_quickstart.py').read_text()}```" in readme
+    env = {k: v for k, v in os.environ.items() if k not in ('OVERSPILL_STORE', 'PYTHONPATH')}
+    env['TMPDIR'] = str(tmp_path)
+    run = subprocess.run(
+        [sys.executable, str(EXAMPLES / 'masking_quickstart.py')],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    marker, header, line = run.stdout.strip().split('\n')
+    handle = header.split("'")[1]
+    assert marker.startswith("[Tool output of 'report_page' cleared from context (19,996 chars); stored to handle")
+    assert f'{handle!r}' in marker and header.endswith(': 1,111 matching line(s); showing 1]')
+    assert line == 'page 0: total=0'
+    spilled = tmp_path / f'overspill-{os.geteuid()}' / 'tool_output_limits' / handle
+    assert spilled.read_text().startswith('page 0: total=0\nrow 0 of page 0\n')
