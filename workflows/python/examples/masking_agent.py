@@ -19,6 +19,7 @@ import ast
 import os
 import re
 from dataclasses import dataclass
+from typing import Any
 from datetime import timedelta
 
 from overspill_pydantic_ai import OverspillMasking, OverspillStore, OverspillToolset
@@ -117,7 +118,7 @@ def build_agent(
     a list to which each model request appends the chars of the messages it was sent."""
     bands = [Band(over=spill_over, action=Spill(then=Truncate()))] if spill_over is not None else []
     limits = ToolOutputLimits(bands=bands, store=store)
-    capabilities: list = [limits]
+    capabilities: list[Any] = [limits]
     if masking is not None:
         capabilities.append(ProcessHistory(masking))
     if durable:
