@@ -21,7 +21,7 @@ import re
 import sys
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from types import ModuleType
@@ -34,7 +34,6 @@ from pydantic_ai.messages import (
     ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
-    TextPart,
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
@@ -307,9 +306,11 @@ def _history(sizes: list[int], *, spilled: dict[int, str] | None = None) -> list
         content = _output(n, size)
         metadata = None
         if spilled and n in spilled:
-            content = f'[Tool output too large ({size:,} chars); stored to handle {spilled[n]!r}. Read it ...]\n{content[:1_000]}'
+            header = f'[Tool output too large ({size:,} chars); stored to handle {spilled[n]!r}. Read it ...]'
+            content = f'{header}\n{content[:1_000]}'
             metadata = {'overflow_handle': spilled[n], 'overflow_bytes': size}
-        messages.append(ModelRequest(parts=[ToolReturnPart('fetch', content, tool_call_id=f'call-{n}', metadata=metadata)]))
+        part = ToolReturnPart('fetch', content, tool_call_id=f'call-{n}', metadata=metadata)
+        messages.append(ModelRequest(parts=[part]))
     return messages
 
 
@@ -378,7 +379,9 @@ def test_an_already_spilled_return_keeps_its_handle_without_a_new_write(tmp_path
     texts = _texts(masked)
     assert texts[0] == mask_marker('fetch', 'run-1/call-0.0', '40,000 chars', OverspillMasking.read_tools)
     assert not (tmp_path / 'tool_output_limits' / 'run-1' / 'call-0.0').exists(), 'no write for a spilled return'
-    assert texts[1].startswith("[Tool output of 'fetch' cleared from context (2,000 chars); stored to handle 'run-1/call-1.masked-")
+    assert texts[1].startswith(
+        "[Tool output of 'fetch' cleared from context (2,000 chars); stored to handle 'run-1/call-1.masked-"
+    )
 
 
 def test_a_return_whose_spill_fails_outside_temporal_stays(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

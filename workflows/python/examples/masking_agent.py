@@ -19,8 +19,8 @@ import ast
 import os
 import re
 from dataclasses import dataclass
-from typing import Any
 from datetime import timedelta
+from typing import Any
 
 from overspill_pydantic_ai import OverspillMasking, OverspillStore, OverspillToolset
 from pydantic_ai import Agent
@@ -80,7 +80,11 @@ def _returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
 async def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     """The scripted model: fetch the batches one by one, then find the codename (reading it back if masked)."""
     prompt = ' '.join(
-        str(p.content) for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, UserPromptPart)
+        str(p.content)
+        for m in messages
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, UserPromptPart)
     )
     calls = int(m.group(1)) if (m := re.search(r'fetch (\d+) batches', prompt)) else CALLS
     returns = _returns(messages)
@@ -148,7 +152,9 @@ agent = build_agent('masking_agent', store, masking=masking)
 """The agent on Temporal, with `masking`."""
 
 unreachable_store = OverspillStore(
-    task_queue=f'{store.task_queue}-nobody-polls', start_timeout=timedelta(seconds=1), spill_timeout=timedelta(seconds=5)
+    task_queue=f'{store.task_queue}-nobody-polls',
+    start_timeout=timedelta(seconds=1),
+    spill_timeout=timedelta(seconds=5),
 )
 """A store whose spills fail: no worker polls its queue, so every spill gives up after 1 s."""
 
