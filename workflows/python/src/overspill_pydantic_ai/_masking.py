@@ -222,10 +222,12 @@ def _spilled(part: ToolReturnPart, text: str) -> tuple[str, str] | None:
     metadata = part.metadata if isinstance(part.metadata, dict) else {}
     handle = metadata.get('overflow_handle')
     if not isinstance(handle, str):
-        value = ast.literal_eval(header['handle'])
-        if not isinstance(value, str):
-            return None
-        handle = value
+        try:
+            handle = ast.literal_eval(header['handle'])
+        except (ValueError, SyntaxError):
+            handle = None
+        if not isinstance(handle, str):
+            return None  # then it is masked like any text: its marker, preview and all, is spilled
     return handle, header['size']
 
 
