@@ -72,7 +72,7 @@ mod upload;
 mod url;
 
 pub use bucket::Bucket;
-pub(crate) use explain::explain;
+pub(crate) use explain::{Cause, explain};
 pub use gc::{GcReport, SpillInfo};
 pub use key::{INDEX_SUFFIX, NAMESPACE, Refusal, check_handle, sanitize_key, sanitize_segment};
 pub use listing::{DEFAULT_LIST_LIMIT, ListRequest, ListedSpill, MAX_LIST_LIMIT, RunListing};
