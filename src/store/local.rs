@@ -86,13 +86,13 @@ impl LocalBackend {
                 self.root.confine_dir(relative, handle)?;
             }
         }
-        self.fs()
+        Ok(self.fs()?)
     }
 
     /// Before a listing: the root checked; `None` while it does not exist (nothing is stored).
     pub(crate) fn for_listing(&self) -> Result<Option<Arc<dyn ObjectStore>>, StoreError> {
         match self.root.check() {
-            Ok(()) => self.fs().map(Some),
+            Ok(()) => Ok(Some(self.fs()?)),
             Err(StoreError::NotFound { .. }) => Ok(None),
             Err(e) => Err(e),
         }
@@ -240,16 +240,12 @@ impl LocalBackend {
 
     /// The file object_store's filesystem keeps the object at `location` in.
     fn file_path(&self, location: &object_store::path::Path) -> Result<PathBuf, StoreError> {
-        self.local_fs()?
+        self.fs()?
             .path_to_filesystem(location)
             .map_err(|e| StoreError::Backend(Box::new(e)))
     }
 
-    fn fs(&self) -> Result<Arc<dyn ObjectStore>, StoreError> {
-        Ok(self.local_fs()?)
-    }
-
-    fn local_fs(&self) -> Result<Arc<LocalFileSystem>, StoreError> {
+    fn fs(&self) -> Result<Arc<LocalFileSystem>, StoreError> {
         if let Some(fs) = self.fs.get() {
             return Ok(fs.clone());
         }
@@ -494,7 +490,8 @@ fn io_error(e: io::Error, path: &Path) -> StoreError {
     }
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
+#[cfg(unix)]
 mod tests {
     use std::os::unix::fs::{PermissionsExt as _, symlink};
 
