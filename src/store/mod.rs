@@ -181,12 +181,6 @@ impl Store {
         .await
     }
 
-    /// The object path a handle resolves to, relative to the backend's root (bucket or
-    /// directory), or why it is refused.
-    pub fn object_path(&self, handle: &str) -> Result<String, StoreError> {
-        self.locate(handle).map(|p| p.to_string())
-    }
-
     /// Run `call` within the scan deadline.
     async fn scan<T>(
         &self,
