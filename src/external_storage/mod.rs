@@ -128,11 +128,6 @@ impl ExternalStorage {
         }
     }
 
-    /// The driver this storage speaks.
-    pub fn driver(&self) -> Driver {
-        self.driver
-    }
-
     /// The bucket's name.
     pub fn bucket_name(&self) -> &str {
         &self.bucket.name
@@ -152,11 +147,6 @@ impl ExternalStorage {
             "bucket {}: {why}",
             self.bucket.name
         )))
-    }
-
-    /// The settings.
-    pub fn settings(&self) -> ExternalStorageSettings {
-        self.settings
     }
 
     /// Whether `payload` goes to storage: at least the threshold, and not a reference already.
