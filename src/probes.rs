@@ -84,17 +84,18 @@ pub async fn bounded<E: std::fmt::Display>(
 }
 
 /// Serve the endpoint on `listener`: probes from `readiness`, metrics from the exporter at
-/// `metrics`. Runs until the runtime stops.
-pub(crate) fn serve(listener: std::net::TcpListener, metrics: SocketAddr, readiness: Readiness) {
+/// `metrics`. Runs until the runtime stops; fails when no HTTP client or listener can be made.
+pub(crate) fn serve(
+    listener: std::net::TcpListener,
+    metrics: SocketAddr,
+    readiness: Readiness,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let forward = reqwest::Client::builder()
         .timeout(CHECK_TIMEOUT)
         .no_proxy()
-        .build()
-        .unwrap_or_default();
+        .build()?;
+    let listener = tokio::net::TcpListener::from_std(listener)?;
     tokio::spawn(async move {
-        let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
-            return;
-        };
         loop {
             let Ok((stream, _)) = listener.accept().await else {
                 continue;
@@ -115,6 +116,7 @@ pub(crate) fn serve(listener: std::net::TcpListener, metrics: SocketAddr, readin
             });
         }
     });
+    Ok(())
 }
 
 async fn answer(

@@ -316,7 +316,8 @@ pub fn runtime(metrics_addr: Option<SocketAddr>) -> Result<WorkerRuntime, Worker
                     .build(),
             )
             .map_err(|e| refused(&e))?;
-            crate::probes::serve(listener, server.bound_addr, readiness.clone());
+            crate::probes::serve(listener, server.bound_addr, readiness.clone())
+                .map_err(|e| refused(&e))?;
             let meter: Arc<dyn CoreMeter> = server.meter.clone();
             let telemetry = TelemetryOptions::builder().metrics(meter.clone()).build();
             (telemetry, Metrics::new(&meter), Some(bound), Some(meter))

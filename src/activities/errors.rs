@@ -14,9 +14,10 @@
 //!
 //! External Storage failures carry the error's own type: `ExternalStorageMissing` and
 //! `ExternalStorageUnavailable` are retryable; `ExternalStorageNotConfigured`,
-//! `ExternalStorageForeignBucket`, `ExternalStorageUnknownDriver`, `ExternalStorageIntegrity`,
-//! `ExternalStorageInvalidReference`, `ExternalStorageUndecodable` and `ExternalStorageTooLarge`
-//! are not, and say what to configure.
+//! `ExternalStorageMisconfigured` (refused credentials, a missing bucket, a refused TLS
+//! handshake), `ExternalStorageForeignBucket`, `ExternalStorageUnknownDriver`,
+//! `ExternalStorageIntegrity`, `ExternalStorageInvalidReference`, `ExternalStorageUndecodable`
+//! and `ExternalStorageTooLarge` are not, and say what to configure.
 
 use temporalio_common::error::ApplicationFailure;
 use temporalio_sdk::activities::ActivityError;

@@ -1,7 +1,8 @@
 //! Why a reference could not be resolved or a payload could not be offloaded.
 
 /// An External Storage failure. Each says what to configure or what went wrong; only a missing
-/// object and an unavailable store are worth retrying ([`Self::retryable`]).
+/// object and an unavailable store are worth retrying ([`Self::retryable`]): refused
+/// credentials, a missing bucket or a refused TLS handshake are [`Self::Misconfigured`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ExternalStorageError {
@@ -98,6 +99,17 @@ pub enum ExternalStorageError {
         /// The claim's key.
         key: String,
     },
+    /// The store refused the credentials, has no such bucket, or refused the TLS handshake:
+    /// final, and the reason says what to fix.
+    #[error("External Storage at {bucket}/{key} failed: {reason}")]
+    Misconfigured {
+        /// The bucket.
+        bucket: String,
+        /// The key.
+        key: String,
+        /// What the store said, and the setting that fixes it.
+        reason: String,
+    },
     /// The store failed or did not answer in time: retryable.
     #[error("External Storage at {bucket}/{key} failed: {reason}")]
     Unavailable {
@@ -127,6 +139,7 @@ impl ExternalStorageError {
             Self::Undecodable { .. } => "ExternalStorageUndecodable",
             Self::TooLarge { .. } => "ExternalStorageTooLarge",
             Self::Missing { .. } => "ExternalStorageMissing",
+            Self::Misconfigured { .. } => "ExternalStorageMisconfigured",
             Self::Unavailable { .. } => "ExternalStorageUnavailable",
             Self::Config(_) => "ExternalStorageConfig",
         }

@@ -128,11 +128,6 @@ impl ExternalStorage {
         }
     }
 
-    /// The driver this storage speaks.
-    pub fn driver(&self) -> Driver {
-        self.driver
-    }
-
     /// The bucket's name.
     pub fn bucket_name(&self) -> &str {
         &self.bucket.name
@@ -152,11 +147,6 @@ impl ExternalStorage {
             "bucket {}: {why}",
             self.bucket.name
         )))
-    }
-
-    /// The settings.
-    pub fn settings(&self) -> ExternalStorageSettings {
-        self.settings
     }
 
     /// Whether `payload` goes to storage: at least the threshold, and not a reference already.
@@ -186,18 +176,13 @@ impl ExternalStorage {
         }
         let sha256 = hex(aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, &bytes).as_ref());
         let (key, path) = self.writable_key(&scope, &sha256)?;
-        let unavailable = |reason: String| ExternalStorageError::Unavailable {
-            bucket: self.bucket.name.clone(),
-            key: key.clone(),
-            reason,
-        };
         let store = &self.bucket.store;
         let exists = self
             .bounded(0, &key, async {
                 match store.head(&path).await {
                     Ok(_) => Ok(true),
                     Err(object_store::Error::NotFound { .. }) => Ok(false),
-                    Err(e) => Err(unavailable(self.explain(&e))),
+                    Err(e) => Err(self.failed(&self.bucket.name, &key, e)),
                 }
             })
             .await?;
@@ -207,7 +192,7 @@ impl ExternalStorage {
                     .put(&path, PutPayload::from(bytes))
                     .await
                     .map(|_| ())
-                    .map_err(|e| unavailable(self.explain(&e)))
+                    .map_err(|e| self.failed(&self.bucket.name, &key, e))
             })
             .await?;
         }
@@ -231,7 +216,7 @@ impl ExternalStorage {
                     .store
                     .head(&path)
                     .await
-                    .map_err(|e| self.fetch_error(&located, e))
+                    .map_err(|e| self.failed(located.bucket, located.key, e))
             })
             .await?;
         Ok(meta.size)
@@ -268,7 +253,7 @@ impl ExternalStorage {
             .store
             .get_opts(path, GetOptions::default())
             .await
-            .map_err(|e| self.fetch_error(located, e))?;
+            .map_err(|e| self.failed(located.bucket, located.key, e))?;
         if result.meta.size > limit {
             return Err(self.too_large(located, result.meta.size));
         }
@@ -276,7 +261,7 @@ impl ExternalStorage {
         let mut hasher = aws_lc_rs::digest::Context::new(&aws_lc_rs::digest::SHA256);
         let mut stream = result.into_stream();
         while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| self.fetch_error(located, e))?;
+            let chunk = chunk.map_err(|e| self.failed(located.bucket, located.key, e))?;
             let size = (bytes.len() + chunk.len()) as u64;
             if size > limit {
                 return Err(self.too_large(located, size));
@@ -368,30 +353,40 @@ impl ExternalStorage {
             })
     }
 
-    fn fetch_error(
-        &self,
-        located: &Located<'_>,
-        error: object_store::Error,
-    ) -> ExternalStorageError {
-        let (bucket, key) = (located.bucket.to_owned(), located.key.to_owned());
-        match error {
-            object_store::Error::NotFound { .. } => ExternalStorageError::Missing { bucket, key },
-            e => ExternalStorageError::Unavailable {
-                reason: self.explain(&e),
-                bucket,
-                key,
-            },
-        }
-    }
-
-    /// `error` in the server's words, with the setting that fixes it.
-    fn explain(&self, error: &object_store::Error) -> String {
+    /// The failure of a call about `key` in `bucket`, in the server's words with the setting
+    /// that fixes it: a missing object is [`Missing`](ExternalStorageError::Missing); refused
+    /// credentials, a missing bucket or a refused TLS handshake are final; anything else may
+    /// pass.
+    fn failed(&self, bucket: &str, key: &str, error: object_store::Error) -> ExternalStorageError {
+        use crate::store::Cause;
+        let (bucket, key) = (bucket.to_owned(), key.to_owned());
         let scheme = match self.driver {
             Driver::S3 => "s3",
             Driver::Gcs => "gs",
         };
         let url = format!("{scheme}://{}", self.bucket.name);
-        crate::store::explain(error, &url, false).text
+        let explained = crate::store::explain(&error, &url, false);
+        match explained.cause {
+            Cause::NoBucket | Cause::Credentials | Cause::Tls(_) => {
+                let reason = explained.text;
+                ExternalStorageError::Misconfigured {
+                    bucket,
+                    key,
+                    reason,
+                }
+            }
+            _ if matches!(error, object_store::Error::NotFound { .. }) => {
+                ExternalStorageError::Missing { bucket, key }
+            }
+            _ => {
+                let reason = explained.text;
+                ExternalStorageError::Unavailable {
+                    bucket,
+                    key,
+                    reason,
+                }
+            }
+        }
     }
 
     fn too_large(&self, located: &Located<'_>, size: u64) -> ExternalStorageError {

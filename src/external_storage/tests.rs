@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use base64::Engine as _;
+use futures::StreamExt as _;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt as _};
@@ -410,4 +411,134 @@ async fn the_codec_resolves_for_workflows_and_leaves_references_to_activities() 
     let without = ExternalStorageCodec::new(None, "default");
     let error = without.decode(&workflow, encoded).await.unwrap_err();
     assert!(error.to_string().contains("--external-storage"), "{error}");
+}
+
+/// A store that answers every call with the error `refuse` makes.
+#[derive(Debug)]
+struct Refusing(fn() -> object_store::Error);
+
+impl std::fmt::Display for Refusing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Refusing")
+    }
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for Refusing {
+    async fn put_opts(
+        &self,
+        _: &Path,
+        _: object_store::PutPayload,
+        _: object_store::PutOptions,
+    ) -> object_store::Result<object_store::PutResult> {
+        Err((self.0)())
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        _: &Path,
+        _: object_store::PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
+        Err((self.0)())
+    }
+
+    async fn get_opts(
+        &self,
+        _: &Path,
+        _: object_store::GetOptions,
+    ) -> object_store::Result<object_store::GetResult> {
+        Err((self.0)())
+    }
+
+    fn delete_stream(
+        &self,
+        _: futures::stream::BoxStream<'static, object_store::Result<Path>>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<Path>> {
+        futures::stream::once(std::future::ready(Err((self.0)()))).boxed()
+    }
+
+    fn list(
+        &self,
+        _: Option<&Path>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
+        futures::stream::once(std::future::ready(Err((self.0)()))).boxed()
+    }
+
+    async fn list_with_delimiter(
+        &self,
+        _: Option<&Path>,
+    ) -> object_store::Result<object_store::ListResult> {
+        Err((self.0)())
+    }
+
+    async fn copy_opts(
+        &self,
+        _: &Path,
+        _: &Path,
+        _: object_store::CopyOptions,
+    ) -> object_store::Result<()> {
+        Err((self.0)())
+    }
+}
+
+/// Refused credentials and a missing bucket are final (a retry cannot fix them) and say what to
+/// fix; a store that fails otherwise may answer on a retry.
+#[tokio::test]
+async fn refused_credentials_and_a_missing_bucket_are_not_retried() {
+    fn denied() -> object_store::Error {
+        object_store::Error::PermissionDenied {
+            path: "v0/x".into(),
+            source: "403 Forbidden".into(),
+        }
+    }
+    fn no_bucket() -> object_store::Error {
+        object_store::Error::NotFound {
+            path: "v0/x".into(),
+            source: "Client error with status code: 404 Not Found: <Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message></Error>".into(),
+        }
+    }
+    fn down() -> object_store::Error {
+        object_store::Error::Generic {
+            store: "S3",
+            source: "Server error with status code: 503 Service Unavailable".into(),
+        }
+    }
+    let (_, _, reference, _) = python_case("temporal-payloads").await;
+    let payload = json_payload(&"x".repeat(100));
+    for (refuse, type_name, retryable, says) in [
+        (
+            denied as fn() -> _,
+            "ExternalStorageMisconfigured",
+            false,
+            "AWS_ACCESS_KEY_ID",
+        ),
+        (
+            no_bucket,
+            "ExternalStorageMisconfigured",
+            false,
+            "does not exist",
+        ),
+        (down, "ExternalStorageUnavailable", true, "503"),
+    ] {
+        let bucket = Bucket::new(
+            Arc::new(Refusing(refuse)),
+            "temporal-payloads",
+            "",
+            StoreOptions::default(),
+        );
+        let settings = ExternalStorageSettings {
+            threshold: 0,
+            ..ExternalStorageSettings::default()
+        };
+        let storage = ExternalStorage::new(Driver::S3, bucket, settings);
+        let fetched = resolve(Some(&storage), reference.clone()).await;
+        let offloaded = storage
+            .offload(payload.clone(), KeyScope::Namespace("default"))
+            .await;
+        for error in [fetched.unwrap_err(), offloaded.unwrap_err()] {
+            assert_eq!(error.type_name(), type_name, "{error}");
+            assert_eq!(error.retryable(), retryable, "{error}");
+            assert!(error.to_string().contains(says), "{error}");
+        }
+    }
 }

@@ -48,7 +48,7 @@ fn reading(path: &Path, e: io::Error) -> StoreError {
 /// its deadline.
 #[derive(Debug)]
 pub(crate) struct LocalBackend {
-    root: LocalRoot,
+    root: PathBuf,
     fs: OnceLock<Arc<LocalFileSystem>>,
 }
 
@@ -56,20 +56,21 @@ impl LocalBackend {
     /// A backend over the directory `root` (not touched until the first call).
     pub(crate) fn new(root: PathBuf) -> Self {
         Self {
-            root: LocalRoot::new(root),
+            // Without a trailing `/`, which would make lstat follow a symlinked root.
+            root: root.components().collect(),
             fs: OnceLock::new(),
         }
     }
 
     /// The root directory.
     pub(crate) fn path(&self) -> &Path {
-        self.root.path()
+        &self.root
     }
 
     /// The filesystem, once `access` to the object at `relative` passed the root's checks: for a
     /// read, the root checked and the target confined to it; for a write, the root created and
     /// checked, and the directory the object goes into confined to it (see
-    /// [`LocalRoot::confine_dir`]).
+    /// [`Self::confine_dir`]).
     pub(crate) fn checked(
         &self,
         access: Access,
@@ -78,21 +79,21 @@ impl LocalBackend {
     ) -> Result<Arc<dyn ObjectStore>, StoreError> {
         match access {
             Access::Read => {
-                self.root.check()?;
-                self.root.confine(relative, handle)?;
+                self.check()?;
+                self.confine(relative, handle)?;
             }
             Access::Write => {
-                self.root.ensure()?;
-                self.root.confine_dir(relative, handle)?;
+                self.ensure()?;
+                self.confine_dir(relative, handle)?;
             }
         }
-        self.fs()
+        Ok(self.fs()?)
     }
 
     /// Before a listing: the root checked; `None` while it does not exist (nothing is stored).
     pub(crate) fn for_listing(&self) -> Result<Option<Arc<dyn ObjectStore>>, StoreError> {
-        match self.root.check() {
-            Ok(()) => self.fs().map(Some),
+        match self.check() {
+            Ok(()) => Ok(Some(self.fs()?)),
             Err(StoreError::NotFound { .. }) => Ok(None),
             Err(e) => Err(e),
         }
@@ -104,8 +105,8 @@ impl LocalBackend {
         &self,
         mut paths: Vec<object_store::path::Path>,
     ) -> Result<(Arc<dyn ObjectStore>, Vec<object_store::path::Path>), StoreError> {
-        self.root.check()?;
-        paths.retain(|p| self.root.confine(p.as_ref(), p.as_ref()).is_ok());
+        self.check()?;
+        paths.retain(|p| self.confine(p.as_ref(), p.as_ref()).is_ok());
         Ok((self.fs()?, paths))
     }
 
@@ -240,16 +241,12 @@ impl LocalBackend {
 
     /// The file object_store's filesystem keeps the object at `location` in.
     fn file_path(&self, location: &object_store::path::Path) -> Result<PathBuf, StoreError> {
-        self.local_fs()?
+        self.fs()?
             .path_to_filesystem(location)
             .map_err(|e| StoreError::Backend(Box::new(e)))
     }
 
-    fn fs(&self) -> Result<Arc<dyn ObjectStore>, StoreError> {
-        Ok(self.local_fs()?)
-    }
-
-    fn local_fs(&self) -> Result<Arc<LocalFileSystem>, StoreError> {
+    fn fs(&self) -> Result<Arc<LocalFileSystem>, StoreError> {
         if let Some(fs) = self.fs.get() {
             return Ok(fs.clone());
         }
@@ -354,12 +351,6 @@ fn e_tag(meta: &std::fs::Metadata) -> String {
 /// The extended attribute a spill's file keeps its facts in (`SpillFacts`' query form).
 const FACTS_XATTR: &str = "user.overspill";
 
-/// A local store root and its checks.
-#[derive(Debug, Clone)]
-struct LocalRoot {
-    path: PathBuf,
-}
-
 /// The default root: `<system temp dir>/overspill-<euid>`, private to the user.
 pub(crate) fn default_root() -> PathBuf {
     #[cfg(unix)]
@@ -375,33 +366,21 @@ pub(crate) fn euid() -> u32 {
     nix::unistd::geteuid().as_raw()
 }
 
-impl LocalRoot {
-    /// A root at `path` (not touched until the first read or write).
-    pub(crate) fn new(path: PathBuf) -> Self {
-        // Without a trailing `/`, which would make lstat follow a symlinked root.
-        let path = path.components().collect();
-        Self { path }
-    }
-
-    /// The root directory.
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
-    }
-
+impl LocalBackend {
     /// Before a write: create the root (`0700`; parents with the default mode) and check it.
-    pub(crate) fn ensure(&self) -> Result<(), StoreError> {
+    fn ensure(&self) -> Result<(), StoreError> {
         let mut builder = std::fs::DirBuilder::new();
         builder.recursive(true);
         #[cfg(unix)]
         std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
         builder
-            .create(&self.path)
+            .create(&self.root)
             .map_err(|e| StoreError::Backend(Box::new(e)))?;
         self.check()
     }
 
     /// Before every read and write: refuse a symlinked or foreign-owned root, tighten its mode.
-    pub(crate) fn check(&self) -> Result<(), StoreError> {
+    fn check(&self) -> Result<(), StoreError> {
         #[cfg(unix)]
         return self.check_as(euid());
         #[cfg(not(unix))]
@@ -409,11 +388,11 @@ impl LocalRoot {
     }
 
     fn check_link(&self) -> Result<std::fs::Metadata, StoreError> {
-        let meta = std::fs::symlink_metadata(&self.path).map_err(|e| io_error(e, &self.path))?;
+        let meta = std::fs::symlink_metadata(&self.root).map_err(|e| io_error(e, &self.root))?;
         if meta.file_type().is_symlink() {
             return Err(StoreError::PermissionDenied(format!(
                 "Overflow store root {} is a symbolic link; refusing to use it.",
-                repr(&self.path.to_string_lossy())
+                repr(&self.root.to_string_lossy())
             )));
         }
         Ok(meta)
@@ -421,17 +400,17 @@ impl LocalRoot {
 
     /// [`check`](Self::check) for a given effective user (testable without a second account).
     #[cfg(unix)]
-    pub(crate) fn check_as(&self, euid: u32) -> Result<(), StoreError> {
+    fn check_as(&self, euid: u32) -> Result<(), StoreError> {
         use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
         let meta = self.check_link()?;
         if meta.uid() != euid {
             return Err(StoreError::PermissionDenied(format!(
                 "Overflow store root {} is not owned by the current user; refusing to write spilled tool output there.",
-                repr(&self.path.to_string_lossy())
+                repr(&self.root.to_string_lossy())
             )));
         }
         if meta.mode() & 0o077 != 0 {
-            std::fs::set_permissions(&self.path, std::fs::Permissions::from_mode(0o700))
+            std::fs::set_permissions(&self.root, std::fs::Permissions::from_mode(0o700))
                 .map_err(|e| StoreError::Backend(Box::new(e)))?;
         }
         Ok(())
@@ -440,9 +419,9 @@ impl LocalRoot {
     /// Refuse a target that, with symlinks resolved, leaves the resolved root.
     ///
     /// `relative` is the object's path below the root. A missing target is `NotFound`.
-    pub(crate) fn confine(&self, relative: &str, handle: &str) -> Result<PathBuf, StoreError> {
-        let root = std::fs::canonicalize(&self.path).map_err(|e| io_error(e, &self.path))?;
-        let target = std::fs::canonicalize(self.path.join(relative)).map_err(|e| {
+    fn confine(&self, relative: &str, handle: &str) -> Result<PathBuf, StoreError> {
+        let root = std::fs::canonicalize(&self.root).map_err(|e| io_error(e, &self.root))?;
+        let target = std::fs::canonicalize(self.root.join(relative)).map_err(|e| {
             if e.kind() == io::ErrorKind::NotFound {
                 StoreError::NotFound {
                     handle: handle.to_owned(),
@@ -463,9 +442,9 @@ impl LocalRoot {
     ///
     /// Judged on the deepest part of the directory that exists (a symlink counts, dangling or
     /// not): what is missing below it is created inside it.
-    pub(crate) fn confine_dir(&self, relative: &str, handle: &str) -> Result<(), StoreError> {
-        let root = std::fs::canonicalize(&self.path).map_err(|e| io_error(e, &self.path))?;
-        let mut dir = self.path.join(relative);
+    fn confine_dir(&self, relative: &str, handle: &str) -> Result<(), StoreError> {
+        let root = std::fs::canonicalize(&self.root).map_err(|e| io_error(e, &self.root))?;
+        let mut dir = self.root.join(relative);
         dir.pop();
         while std::fs::symlink_metadata(&dir).is_err() && dir.pop() {}
         match std::fs::canonicalize(&dir) {
@@ -494,7 +473,8 @@ fn io_error(e: io::Error, path: &Path) -> StoreError {
     }
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
+#[cfg(unix)]
 mod tests {
     use std::os::unix::fs::{PermissionsExt as _, symlink};
 
@@ -503,7 +483,7 @@ mod tests {
     #[test]
     fn creates_a_private_root_and_tightens_it() {
         let dir = tempfile::tempdir().unwrap();
-        let root = LocalRoot::new(dir.path().join("a/b/root"));
+        let root = LocalBackend::new(dir.path().join("a/b/root"));
         root.ensure().unwrap();
         let mode = std::fs::metadata(root.path()).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o700);
@@ -518,7 +498,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("real")).unwrap();
         symlink(dir.path().join("real"), dir.path().join("link")).unwrap();
-        let root = LocalRoot::new(dir.path().join("link"));
+        let root = LocalBackend::new(dir.path().join("link"));
         let err = root.ensure().unwrap_err();
         assert_eq!(
             err.to_string(),
@@ -533,7 +513,7 @@ mod tests {
     #[test]
     fn refuses_a_foreign_owned_root() {
         let dir = tempfile::tempdir().unwrap();
-        let root = LocalRoot::new(dir.path().to_path_buf());
+        let root = LocalBackend::new(dir.path().to_path_buf());
         let err = root.check_as(euid().wrapping_add(1)).unwrap_err();
         assert_eq!(
             err.to_string(),
@@ -644,7 +624,7 @@ mod tests {
     #[test]
     fn confines_targets_to_the_root() {
         let dir = tempfile::tempdir().unwrap();
-        let root = LocalRoot::new(dir.path().join("root"));
+        let root = LocalBackend::new(dir.path().join("root"));
         root.ensure().unwrap();
         std::fs::write(dir.path().join("secret"), "s").unwrap();
         std::fs::write(root.path().join("inside"), "i").unwrap();

@@ -72,7 +72,7 @@ mod upload;
 mod url;
 
 pub use bucket::Bucket;
-pub(crate) use explain::explain;
+pub(crate) use explain::{Cause, explain};
 pub use gc::{GcReport, SpillInfo};
 pub use key::{INDEX_SUFFIX, NAMESPACE, Refusal, check_handle, sanitize_key, sanitize_segment};
 pub use listing::{DEFAULT_LIST_LIMIT, ListRequest, ListedSpill, MAX_LIST_LIMIT, RunListing};
@@ -179,12 +179,6 @@ impl Store {
                 .map_err(|e| self.map_error(e, "", Call::List))
         })
         .await
-    }
-
-    /// The object path a handle resolves to, relative to the backend's root (bucket or
-    /// directory), or why it is refused.
-    pub fn object_path(&self, handle: &str) -> Result<String, StoreError> {
-        self.locate(handle).map(|p| p.to_string())
     }
 
     /// Run `call` within the scan deadline.

@@ -68,7 +68,7 @@ async fn round_trip_overwrite_and_ranges_on_every_backend() {
         (file.as_str(), "tool_output_limits/run-1/call_1.0"),
     ] {
         let store = Store::open(Some(url)).unwrap();
-        assert_eq!(store.object_path("run-1/call 1.0").unwrap(), path);
+        assert_eq!(store.locate("run-1/call 1.0").unwrap().as_ref(), path);
         let handle = store.write("run-1/call 1.0", text(3)).await.unwrap();
         assert_eq!(handle, "run-1/call 1.0");
         assert_eq!(store.read(&handle).await.unwrap(), text(3));
