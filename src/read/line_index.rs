@@ -548,7 +548,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::read::lines::split_lines;
+    use crate::read::lines::{break_start, split_lines};
 
     /// Where each line starts, the slow, obvious way.
     fn line_starts(data: &[u8]) -> Vec<u64> {
@@ -585,13 +585,6 @@ mod tests {
         builder.finish()
     }
 
-    /// `at`, moved back to the start of a line break it would split.
-    fn safe_cut(data: &[u8], at: usize) -> usize {
-        (at.saturating_sub(2)..at)
-            .find(|&p| crate::read::lines::break_len(data, p) > at - p)
-            .unwrap_or(at)
-    }
-
     proptest! {
         #[test]
         fn every_line_is_found_within_the_checkpoint_spacing(
@@ -601,7 +594,7 @@ mod tests {
             cuts in prop::collection::vec(0usize..3_000, 0..4),
         ) {
             // Fed in pieces that never split a break, as streams feed it: the same index.
-            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| safe_cut(&data, c.min(data.len()))).collect();
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| break_start(&data, c.min(data.len()))).collect();
             cuts.sort();
             let mut builder = IndexBuilder::with_spacing(k, b);
             let mut at = 0;
