@@ -589,8 +589,7 @@ mod tests {
         #[test]
         fn every_line_is_found_within_the_checkpoint_spacing(
             data in payload(),
-            k in 1u32..9,
-            b in 1u32..200,
+            (k, b) in (1u32..9, 1u32..200),
             cuts in prop::collection::vec(0usize..3_000, 0..4),
         ) {
             // Fed in pieces that never split a break, as streams feed it: the same index.
