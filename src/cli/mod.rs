@@ -6,9 +6,6 @@ use clap::{Parser, Subcommand};
 
 mod dev;
 mod external_storage;
-mod grep;
-mod map;
-mod query;
 mod read;
 mod reduce;
 mod spills;
@@ -59,9 +56,9 @@ pub(crate) fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Reduce(args) => reduce::run(args).await,
-            Command::Read(args) => read::run(args).await,
-            Command::Grep(args) => grep::run(args).await,
-            Command::Query(args) => query::run(args).await,
+            Command::Read(args) => read::read(args).await,
+            Command::Grep(args) => read::grep(args).await,
+            Command::Query(args) => read::query(args).await,
             Command::Spills(cmd) => spills::run(cmd).await,
             Command::ExternalStorage(cmd) => external_storage::run(cmd).await,
             Command::Worker(args) => worker::run(*args).await,

@@ -16,7 +16,7 @@ use super::read::print_page;
 /// Spill housekeeping.
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum Command {
-    /// List spills: handle, size in bytes, age. With `--run`, the run's newest spills as
+    /// List spills: handle (as its marker shows it), size in bytes, age. With `--run`, the run's newest spills as
     /// list_tool_results shows them: tool, chars, lines, age and first line.
     Ls {
         /// Only the spills of this agent run.
@@ -100,7 +100,7 @@ pub(crate) async fn run(cmd: Command) -> CliResult {
             run: None, store, ..
         } => {
             let store = store.open()?;
-            let spills = store.list(None).await?;
+            let spills = store.list_spills().await?;
             print_table(&mut out, &spills, now, None)?;
             if spills.is_empty() {
                 eprintln!("overspill: no spills in {}", store.url());

@@ -113,14 +113,10 @@ fn query(request: &ReadRequest, pattern: &str, limit: u64) -> scan::Query {
 
 /// The page of `total` matching lines, from the scan that kept its lines.
 fn pattern_page(request: &ReadRequest, limit: u64, total: u64, scan: scan::Scan) -> String {
-    let shown = request.window(total, limit);
+    let shown = request::window(request.offset, request.from_end, total, limit);
     let page = scan.into_page();
-    request::render(
-        &request.handle,
-        total,
-        shown.end - shown.start,
-        page.lines(),
-    )
+    let lines = page.entries().map(|(.., line)| line);
+    request::render(&request.handle, total, shown.end - shown.start, lines)
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use super::cache::{INDEX_PREFIX_BYTES, IndexCache, IndexView, Opened};
 use super::line_index::{Index, IndexBuilder, LineStart, MIN_INDEXED_BYTES, Version};
 use super::lines::{split_lines, window_lines};
-use super::request::{PAGE_BYTES_CAP, ReadRequest, render};
+use super::request::{PAGE_BYTES_CAP, ReadRequest, render, window};
 use super::source::{Fetched, PageError, Part, SpillReader, fetch_checked, stream_lines};
 use crate::limits::StoreError;
 
@@ -141,7 +141,7 @@ async fn page<R: SpillReader>(
         Opened::Indexed(view) => view,
     };
     let total = view.header.lines();
-    let window = request.window(total, limit);
+    let window = window(request.offset, request.from_end, total, limit);
     if window.is_empty() {
         return Ok(render(handle, total, 0, std::iter::empty()));
     }
@@ -164,7 +164,7 @@ async fn page<R: SpillReader>(
 /// [`offset_page`] over a payload in memory.
 pub(crate) fn offset_page_in_memory(data: &[u8], request: &ReadRequest, limit: u64) -> String {
     let total = split_lines(data).count() as u64;
-    let window = request.window(total, limit);
+    let window = window(request.offset, request.from_end, total, limit);
     let lines = window_lines(data, window.clone());
     render(&request.handle, total, window.end - window.start, lines)
 }

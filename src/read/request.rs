@@ -82,11 +82,6 @@ impl ReadRequest {
         Ok(self.limit.min(MAX_READ_LINES) as u64)
     }
 
-    /// The lines `[start, end)` of `total` this request selects.
-    pub(crate) fn window(&self, total: u64, limit: u64) -> Range<u64> {
-        window(self.offset, self.from_end, total, limit)
-    }
-
     /// The pattern, unless it keeps every line (`None` or `""`): `None` is a page by offset.
     pub fn filter(&self) -> Option<&str> {
         self.pattern.as_deref().filter(|p| !p.is_empty())

@@ -109,7 +109,8 @@ impl Matcher {
     }
 }
 
-/// What to scan for and which matches to keep: the same for both passes.
+/// What to scan for and which matches to keep: the same for both passes (the matches kept are
+/// the [`window`] of `offset`, `from_end` and `limit`).
 #[derive(Clone)]
 pub(crate) struct Query {
     pub(crate) matcher: Matcher,
@@ -127,11 +128,9 @@ pub(crate) struct Query {
     pub(crate) lossy: bool,
 }
 
-impl Query {
-    /// The matches of `total` the page shows.
-    pub(crate) fn window(&self, total: u64) -> Range<u64> {
-        window(self.offset, self.from_end, total, self.limit)
-    }
+/// The matches of `total` that `query` keeps.
+fn query_window(query: &Query, total: u64) -> Range<u64> {
+    window(query.offset, query.from_end, total, query.limit)
 }
 
 /// Where a line-aligned chunk started: its offset, the number of its first line and the matches
@@ -200,7 +199,7 @@ impl Scan {
     /// from the last, it only counts and notes where a second pass can resume.
     fn first_pass(query: &Query) -> Self {
         match query.from_end {
-            false => Self::new(query, query.window(u64::MAX)),
+            false => Self::new(query, query_window(query, u64::MAX)),
             true => Self {
                 resume_points: Some(Vec::new()),
                 ..Self::new(query, 0..0)
@@ -212,7 +211,7 @@ impl Scan {
     /// page. It resumes early enough that the page's first match has its context before it.
     fn second_pass(&self) -> Option<(u64, Self)> {
         let points = self.resume_points.as_ref()?;
-        let window = self.query.window(self.matches);
+        let window = query_window(&self.query, self.matches);
         if window.is_empty() {
             return None;
         }
@@ -523,8 +522,8 @@ pub(crate) enum Kept {
 
 /// The kept lines, in order, at most `budget` bytes of them in all.
 pub(crate) struct Page {
-    pub(super) lines: Vec<(u64, Kept, Vec<u8>)>,
-    pub(super) budget: usize,
+    lines: Vec<(u64, Kept, Vec<u8>)>,
+    budget: usize,
 }
 
 impl Page {
@@ -545,8 +544,10 @@ impl Page {
         self.lines.push((number, kind, line[..take].to_vec()));
     }
 
-    /// The kept lines' bytes, in order.
-    pub(crate) fn lines(&self) -> impl Iterator<Item = &[u8]> {
-        self.lines.iter().map(|(.., line)| line.as_slice())
+    /// The kept lines, in order: each one's number (from 0), why it is kept, and its bytes.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (u64, Kept, &[u8])> {
+        self.lines
+            .iter()
+            .map(|(n, kind, line)| (*n, *kind, line.as_slice()))
     }
 }

@@ -14,9 +14,6 @@ use crate::limits::StoreError;
 /// scanned, the next being read).
 pub const CHUNK_BYTES: usize = 4 << 20;
 
-/// Chunks smaller than this are scanned on the calling task rather than a blocking thread.
-const INLINE_SCAN_BYTES: usize = 64 << 10;
-
 /// The two objects of a spill.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Part {
@@ -137,12 +134,8 @@ pub(crate) async fn stream_lines<R: SpillReader, S: ChunkSink>(
     }
 }
 
-/// Feed `chunk` to `sink`, on a blocking thread unless the chunk is small.
+/// Feed `chunk` to `sink`, on a blocking thread.
 async fn scan<S: ChunkSink>(mut sink: S, chunk: Owned) -> Result<(S, ControlFlow<()>), PageError> {
-    if chunk.bytes.len() < INLINE_SCAN_BYTES {
-        let flow = sink.feed(chunk.view());
-        return Ok((sink, flow));
-    }
     tokio::task::spawn_blocking(move || {
         let flow = sink.feed(chunk.view());
         (sink, flow)

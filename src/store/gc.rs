@@ -15,7 +15,8 @@ use crate::limits::StoreError;
 /// One stored spill, as `overspill spills ls` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpillInfo {
-    /// The sanitized handle (readable as a handle: sanitizing is idempotent).
+    /// The handle: the stored key (readable as a handle: sanitizing is idempotent), or, from
+    /// [`Store::list_spills`], the handle its marker shows.
     pub handle: String,
     /// The payload's size in bytes.
     pub size: u64,

@@ -94,25 +94,6 @@ impl Store {
         .await
     }
 
-    /// The payload file of spill `handle` in a `file://` store, opened after a read's checks,
-    /// with its version; `None` for any other store.
-    ///
-    /// For a caller that maps the file rather than reading it through the store: a one-shot
-    /// process that can handle the file shrinking under its map.
-    pub async fn local_payload(
-        &self,
-        handle: &str,
-    ) -> Result<Option<(std::fs::File, Version)>, StoreError> {
-        let Backend::Local(local) = &self.inner.backend else {
-            return Ok(None);
-        };
-        let location = self.read_path(handle)?;
-        let handle = handle.to_owned();
-        let open = move |l: &LocalBackend| l.open(&location, &handle);
-        let opened = self.on_disk(local, 0, open).await?;
-        Ok(Some((opened.file, opened.version)))
-    }
-
     /// The object path of `part` of `handle` (no local checks yet); a payload handle too long to
     /// have been stored is `NotFound`.
     fn part_path(&self, handle: &str, part: Part) -> Result<Path, StoreError> {

@@ -69,6 +69,21 @@ pub struct RunListing {
 }
 
 impl Store {
+    /// Every spill, in path order, each under the handle its marker shows where its metadata
+    /// keeps it (the stored key reads the same spill, but shows a run id's `:` as `_`).
+    pub async fn list_spills(&self) -> Result<Vec<SpillInfo>, StoreError> {
+        let mut spills = self.list(None).await?;
+        let kept = spills.iter().map(|s| self.stored_facts(&s.handle));
+        let kept = futures::stream::iter(kept).buffered(CONCURRENCY);
+        let kept: Vec<SpillFacts> = self.scan(async { Ok(kept.collect().await) }).await?;
+        for (spill, facts) in spills.iter_mut().zip(kept) {
+            if let Some(handle) = marker_handle(spill, facts.handle) {
+                spill.handle = handle;
+            }
+        }
+        Ok(spills)
+    }
+
     /// The `limit` newest spills of `run_id` with their facts, within the scan deadline.
     pub async fn list_run(&self, request: &ListRequest) -> Result<RunListing, ReadOutcomeError> {
         if request.run_id.is_empty() {
@@ -107,8 +122,11 @@ impl Store {
             if facts.tool.is_none() {
                 facts.tool = call.map(|(_, (_, tool))| (*tool).clone());
             }
-            // The handle as the marker shows it: the run id and tool call id unsanitized.
-            if let Some(rest) = info.handle.strip_prefix(&run_key) {
+            // The handle as the marker shows it: kept in the metadata, or else the run id and tool
+            // call id unsanitized.
+            if let Some(handle) = marker_handle(&info, facts.handle.take()) {
+                info.handle = handle;
+            } else if let Some(rest) = info.handle.strip_prefix(&run_key) {
                 let rest = match call {
                     Some((stored, (original, _))) if !rest.contains('/') => {
                         format!("{original}{}", &rest[stored..])
@@ -129,15 +147,7 @@ impl Store {
     /// What `handle` (of `size` bytes) says about itself: its metadata, with the line count from
     /// its index where the metadata lacks it. Unknown where neither answers.
     async fn facts(&self, handle: &str, size: u64) -> SpillFacts {
-        let mut facts = match &self.inner.backend {
-            Backend::Object(_) => self.metadata(handle).await.unwrap_or_default(),
-            Backend::Local(local) => match self.locate(handle) {
-                Ok(path) => local
-                    .facts(&path)
-                    .map_or_else(SpillFacts::default, |q| SpillFacts::from_query(&q)),
-                Err(_) => SpillFacts::default(),
-            },
-        };
+        let mut facts = self.stored_facts(handle).await;
         if size == 0 {
             facts.chars = Some(0);
             facts.lines = Some(0);
@@ -145,6 +155,19 @@ impl Store {
             facts.lines = self.indexed_lines(handle, size).await;
         }
         facts
+    }
+
+    /// The facts `handle`'s metadata keeps (all unknown where it keeps none).
+    async fn stored_facts(&self, handle: &str) -> SpillFacts {
+        match &self.inner.backend {
+            Backend::Object(_) => self.metadata(handle).await.unwrap_or_default(),
+            Backend::Local(local) => match self.locate(handle) {
+                Ok(path) => local
+                    .facts(&path)
+                    .map_or_else(SpillFacts::default, |q| SpillFacts::from_query(&q)),
+                Err(_) => SpillFacts::default(),
+            },
+        }
     }
 
     async fn metadata(&self, handle: &str) -> Result<SpillFacts, StoreError> {
@@ -170,6 +193,11 @@ impl Store {
         let header = Header::decode(&fetched.bytes, fetched.version.size).ok()?;
         (header.payload_len() == size).then(|| header.lines())
     }
+}
+
+/// `handle`, the one a spill's metadata keeps, if it names that spill (the object `info` lists).
+fn marker_handle(info: &SpillInfo, handle: Option<String>) -> Option<String> {
+    handle.filter(|h| sanitize_key(h) == info.handle)
 }
 
 /// The (sanitized) tool call id of a handle `{run_id}/{tool_call_id}.{retry}[.content]`.

@@ -1,7 +1,9 @@
-//! What a spill says about itself without a payload read: the tool that produced it, its size
-//! in chars and lines, and its first line, kept as one object metadata entry (`overspill`, an
+//! What a spill says about itself without a payload read: the handle its marker shows, the tool
+//! that produced it, its size in chars and lines, and its first line, kept as one object metadata entry (`overspill`, an
 //! `x-amz-meta-overspill` header on S3) in URL query form:
-//! `tool=run_command&chars=123456&lines=2048&first=Building%20...`.
+//! `handle=wf%3Arun%2Fcall-1.0&tool=run_command&chars=123456&lines=2048&first=Building%20...`.
+//! The handle is kept because the object's key cannot give it back: sanitizing turns the `:` of
+//! a TemporalDurability run id into `_`.
 //!
 //! Computed before the upload starts (a header travels with the first request): the char count
 //! and the first line always; the line count only for spills under the line index's threshold,
@@ -28,6 +30,8 @@ const INLINE_BYTES: usize = 256 << 10;
 /// before this metadata existed, or by writers that set none).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SpillFacts {
+    /// The handle its marker shows: the key it was written under, unsanitized.
+    pub handle: Option<String>,
     /// The tool whose output it is.
     pub tool: Option<String>,
     /// Chars of its text (UTF-8 code points).
@@ -39,8 +43,8 @@ pub struct SpillFacts {
 }
 
 impl SpillFacts {
-    /// Measure `data`, the output of `tool` (if known).
-    pub(crate) async fn measure(data: &Bytes, tool: Option<&str>) -> Self {
+    /// Measure `data`, the output of `tool` (if known) spilled under `handle`.
+    pub(crate) async fn measure(data: &Bytes, tool: Option<&str>, handle: &str) -> Self {
         let mut facts = if data.len() < INLINE_BYTES {
             Self::of(data)
         } else {
@@ -52,6 +56,7 @@ impl SpillFacts {
         facts.tool = tool
             .filter(|t| !t.is_empty())
             .map(|t| cut_chars(t.as_bytes(), TOOL_BYTES));
+        facts.handle = Some(handle.to_owned());
         facts
     }
 
@@ -62,6 +67,7 @@ impl SpillFacts {
         let head = &data[..data.len().min(4 * FIRST_LINE_CHARS)];
         let first_end = next_break(head, 0).map_or(head.len(), |(at, _)| at);
         Self {
+            handle: None,
             tool: None,
             chars: Some(chars),
             lines: small.then(|| count_lines(data)),
@@ -87,6 +93,7 @@ impl SpillFacts {
                 query.append_pair(name, &value);
             }
         };
+        put("handle", self.handle.clone());
         put("tool", self.tool.clone());
         put("chars", self.chars.map(|n| n.to_string()));
         put("lines", self.lines.map(|n| n.to_string()));
@@ -105,6 +112,7 @@ impl SpillFacts {
         let mut facts = Self::default();
         for (name, value) in url::form_urlencoded::parse(query) {
             match name.as_ref() {
+                "handle" => facts.handle = Some(value.into_owned()),
                 "tool" => facts.tool = Some(value.into_owned()),
                 "chars" => facts.chars = value.parse().ok(),
                 "lines" => facts.lines = value.parse().ok(),
@@ -128,10 +136,11 @@ mod tests {
     #[tokio::test]
     async fn facts_round_trip_through_attributes() {
         let data = Bytes::from("ünïcode & more\r\nsecond\nthird");
-        let facts = SpillFacts::measure(&data, Some("run command")).await;
+        let facts = SpillFacts::measure(&data, Some("run command"), "wf:run/c.0").await;
         assert_eq!(
             facts,
             SpillFacts {
+                handle: Some("wf:run/c.0".into()),
                 tool: Some("run command".into()),
                 chars: Some(28),
                 lines: Some(3),
@@ -153,7 +162,7 @@ mod tests {
     #[tokio::test]
     async fn large_spills_leave_their_line_count_to_the_index() {
         let data = Bytes::from("x\n".repeat(MIN_INDEXED_BYTES as usize));
-        let facts = SpillFacts::measure(&data, None).await;
+        let facts = SpillFacts::measure(&data, None, "r/c.0").await;
         assert_eq!(facts.lines, None);
         assert_eq!(facts.chars, Some(data.len() as u64));
         assert_eq!(facts.first_line.as_deref(), Some("x"));

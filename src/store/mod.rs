@@ -330,7 +330,7 @@ impl Store {
             Backend::Object(fs) => fs,
             Backend::Local(local) => {
                 let (location, key) = (path.clone(), key.to_owned());
-                let facts = SpillFacts::measure(&data, tool).await.to_query();
+                let facts = SpillFacts::measure(&data, tool, &key).await.to_query();
                 let write = move |l: &LocalBackend| {
                     let written = l.write(&location, &key, &data)?;
                     l.set_facts(&location, &facts);
@@ -341,7 +341,7 @@ impl Store {
             }
         };
         let write = async {
-            let attributes = SpillFacts::measure(&data, tool).await.to_attributes();
+            let attributes = SpillFacts::measure(&data, tool, key).await.to_attributes();
             let options = &self.inner.options;
             let part_size = options.part_size.max(1);
             let multipart = data.len() >= options.multipart_threshold && data.len() > part_size;

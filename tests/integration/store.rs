@@ -618,6 +618,37 @@ async fn gc_deletes_only_what_is_older_than_the_cutoff() {
     assert!(objects.join("run-new/c.0.idx").exists());
 }
 
+/// Every listing shows a spill under the handle its marker shows: `spills ls` without `--run`
+/// too, although the stored key has `_` where a TemporalDurability run id has `:`. On a local
+/// store and on S3, with the line counts of a listing that reads the metadata alike.
+#[tokio::test]
+async fn spills_ls_shows_the_markers_handle() {
+    let dir = tempfile::tempdir().unwrap();
+    let local = format!("file://{}", dir.path().display());
+    for url in [local, unique_url("ls-handle")] {
+        let store = Store::open(Some(&url)).unwrap();
+        let handle = "wf-1:run-1/call:1.0";
+        store.write(handle, text(3_000, "ls")).await.unwrap();
+        let listed = store.list_spills().await.unwrap();
+        let handles: Vec<&str> = listed.iter().map(|s| s.handle.as_str()).collect();
+        assert_eq!(handles, [handle], "{url}");
+        let out = overspill()
+            .args(["spills", "ls", "--store", &url])
+            .output()
+            .unwrap();
+        let shown = String::from_utf8(out.stdout).unwrap();
+        assert!(shown.contains(&format!("\n{handle}  ")), "{url}: {shown}");
+        assert!(!shown.contains("wf-1_run-1"), "{url}: {shown}");
+        let run = overspill()
+            .args(["spills", "ls", "--run", "wf-1_run-1", "--store", &url])
+            .output()
+            .unwrap();
+        let run = String::from_utf8(run.stdout).unwrap();
+        assert!(run.contains(&format!("- '{handle}': ")), "{url}: {run}");
+        clean_up(&store).await;
+    }
+}
+
 /// On S3 (whole-second timestamps), a cutoff before every write keeps all, and one after removes
 /// every spill with its index: nothing is left in the bucket.
 #[tokio::test]

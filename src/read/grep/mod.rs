@@ -136,7 +136,8 @@ impl GrepRequest {
         })
     }
 
-    /// The matches `[start, end)` of `total` this request shows.
+    /// The matches `[start, end)` of `total` this request shows (the page's, and the obvious
+    /// grep's the tests compare it with).
     pub(crate) fn window(&self, total: u64, limit: u64) -> Range<u64> {
         super::request::window(self.offset, self.from_end, total, limit)
     }

@@ -22,15 +22,15 @@ impl Page {
         let mut body = Body::default();
         let mut previous: Option<u64> = None;
         let mut last_match = None;
-        for (number, kind, line) in &self.lines {
-            if separators && previous.is_some_and(|p| *number > p + 1) && !body.line("--") {
+        for (number, kind, line) in self.entries() {
+            if separators && previous.is_some_and(|p| number > p + 1) && !body.line("--") {
                 break;
             }
-            previous = Some(*number);
+            previous = Some(number);
             if let Kept::Match(nth) = kind {
-                last_match = Some(*nth);
+                last_match = Some(nth);
             }
-            let mark = if *kind == Kept::Context { '-' } else { ':' };
+            let mark = if kind == Kept::Context { '-' } else { ':' };
             let text = format!("{}{mark}{}", number + 1, String::from_utf8_lossy(line));
             if !body.line(&text) {
                 break;
