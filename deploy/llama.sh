@@ -15,8 +15,10 @@
 #   LLAMA_PORT            port (default 8089)
 #   LLAMA_CTX_SIZE        the model's context in tokens (default 2048: small, so that summaries
 #                         of large outputs are chunked)
-#   LLAMA_N_PREDICT       the most tokens one summary may have (default 128): Gemma 3 270M is the
+#   LLAMA_N_PREDICT       the most tokens one summary may have (default 64): Gemma 3 270M is the
 #                         base model and may ramble until the context is full
+#   LLAMA_THREADS         compute threads (default 1: on 2 cores shared with cargo and the tests,
+#                         2 threads spin-wait on each other and ran 4-7 times slower, measured)
 #   LLAMA_CPP_BUILD_JOBS  parallel compile jobs of the one-time build (default 2; unbounded, the
 #                         build runs ~80 compilers at once and needs ~13 GB)
 #   LLAMA_DIR             venv, wheels, model, logs and the pid file (default .deploy/llama/)
@@ -31,7 +33,8 @@ GEMMA_VERSION=1.0.0
 MODEL_NAME=gemma-3-270m
 PORT="${LLAMA_PORT:-8089}"
 CTX_SIZE="${LLAMA_CTX_SIZE:-2048}"
-N_PREDICT="${LLAMA_N_PREDICT:-128}"
+N_PREDICT="${LLAMA_N_PREDICT:-64}"
+THREADS="${LLAMA_THREADS:-1}"
 LLAMA_DIR="${LLAMA_DIR:-$DEPLOY_DIR/llama}"
 LLAMA_VENV="$LLAMA_DIR/venv"
 WHEELS="$LLAMA_DIR/wheels"
@@ -72,8 +75,11 @@ install() {
 ready() {
   python3 - "$ENDPOINT/health" <<'PY'
 import sys, urllib.request
-with urllib.request.urlopen(sys.argv[1], timeout=2) as reply:
-    sys.exit(0 if reply.status == 200 else 1)
+try:
+    with urllib.request.urlopen(sys.argv[1], timeout=2) as reply:
+        sys.exit(0 if reply.status == 200 else 1)
+except OSError:
+    sys.exit(1)
 PY
 }
 
@@ -105,7 +111,7 @@ start() {
   # One slot: every request gets the whole --ctx-size window, as a hosted model's context.
   # --n-predict caps each summary; --jinja with Gemma's template instead of ChatML.
   nohup "$(server_bin)" --host 127.0.0.1 --port "$PORT" --model "$MODEL" --alias "$MODEL_NAME" \
-    --ctx-size "$CTX_SIZE" --parallel 1 --n-predict "$N_PREDICT" \
+    --ctx-size "$CTX_SIZE" --parallel 1 --n-predict "$N_PREDICT" --threads "$THREADS" \
     --jinja --chat-template-file "$OVERSPILL_ROOT/deploy/gemma3.jinja" \
     > "$LOG" 2>&1 < /dev/null &
   echo $! > "$PID_FILE"
