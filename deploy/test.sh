@@ -1,19 +1,29 @@
 #!/usr/bin/env bash
 # The README's test command: install and start every real service the tests need (SeaweedFS, an
-# HTTPS SeaweedFS, Azurite, fake-gcs-server, the Temporal dev server, nginx as a TLS proxy to it),
+# HTTPS SeaweedFS, Azurite, fake-gcs-server, the Temporal dev server, nginx as a TLS proxy to it,
+# llama.cpp's server with Gemma 3 270M),
 # build once (debug), run every test, and stop the services again.
 # Works on a fresh machine: everything it installs goes under .deploy/ (nginx-light and openssl,
 # when missing, come from Debian's packages).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$OVERSPILL_ROOT"
 
-ensure_venv
-ensure_wheel_venv
 started=()
 cleanup() {
+  if [ -n "${llama_pid:-}" ]; then kill "$llama_pid" 2>/dev/null || true; fi
   for svc in "${started[@]}"; do "$OVERSPILL_ROOT/deploy/$svc.sh" stop || true; done
 }
 trap cleanup EXIT
+
+# The model server first, in the background: on a fresh machine its one-time llama.cpp build
+# (~12-20 min on 2 cores) overlaps the cargo build below; it is waited for before the tests.
+LLAMA_LOG="$DEPLOY_DIR/llama-start.log"
+if ! deploy/llama.sh status >/dev/null 2>&1; then started+=(llama); fi
+deploy/llama.sh start >"$LLAMA_LOG" 2>&1 &
+llama_pid=$!
+
+ensure_venv
+ensure_wheel_venv
 
 # nginx proxies TLS to the Temporal server, so it starts after it.
 for svc in seaweedfs seaweedfs-https azurite fakegcs temporal nginx; do
@@ -35,4 +45,15 @@ python3 deploy/check_imports.py
 cargo build --workspace --all-targets
 # The Kubernetes manifests, against the API schemas and the worker just built.
 deploy/kubernetes/validate.sh target/debug/overspill
+# The model server (tests/integration/model.rs), bounded: a build stuck past 40 minutes fails.
+for _ in $(seq 1 2400); do kill -0 "$llama_pid" 2>/dev/null || break; sleep 1; done
+if kill -0 "$llama_pid" 2>/dev/null || ! wait "$llama_pid"; then
+  echo "deploy/llama.sh start did not finish; its log ($LLAMA_LOG):" >&2
+  tail -n 40 "$LLAMA_LOG" >&2 || true
+  exit 1
+fi
+llama_pid=
+cat "$LLAMA_LOG"
+# shellcheck disable=SC1090
+source "$(env_file llama)"
 cargo test --workspace --no-fail-fast "$@"
