@@ -60,9 +60,9 @@ pub(crate) struct Args {
 /// The `--model` value that means "the local llama.cpp server".
 const LOCAL_MODEL: &str = "local";
 
-/// The demo's limits with a model: `list_files` (~12 KB) is summarized, falling back to a
-/// spill; everything else keeps the worker's defaults.
-const SUMMARIZE_LIST_FILES: &str = r#"{"per_tool": {"list_files": [{"over": 10000,
+/// The demo's limits with a model: `list_files` is summarized, falling back to a spill;
+/// everything else keeps the worker's defaults.
+const SUMMARIZE_LIST_FILES: &str = r#"{"per_tool": {"list_files": [{"over": 1000,
     "action": {"type": "summarize", "then": {"type": "spill", "then": {"type": "truncate"}}}}]}}"#;
 
 pub(crate) async fn run(args: Args) -> CliResult {
@@ -180,7 +180,9 @@ async fn demo(
             AgentLoop::run,
             AgentLoopInput {
                 log_lines: lines,
-                file_lines: 400,
+                // With a model, a listing one call summarizes (~2.3 KB, ~1,200 tokens): the
+                // demo's reduce activity has 60 s, and a small local model takes 15-30 s a call.
+                file_lines: if config.is_some() { 80 } else { 400 },
                 config,
             },
             WorkflowStartOptions::new(task_queue.to_owned(), id)
