@@ -60,9 +60,11 @@ pub(crate) struct Args {
 /// The `--model` value that means "the local llama.cpp server".
 const LOCAL_MODEL: &str = "local";
 
-/// The demo's limits with a model: `list_files` is summarized, falling back to a spill;
-/// everything else keeps the worker's defaults.
-const SUMMARIZE_LIST_FILES: &str = r#"{"per_tool": {"list_files": [{"over": 1000,
+/// The demo's limits with a model: `list_files` is summarized; every other tool keeps the default
+/// band (spill over 10,000 chars, then truncate), which a config without `bands` would drop.
+const SUMMARIZE_LIST_FILES: &str = r#"{
+    "bands": [{"over": 10000, "action": {"type": "spill", "then": {"type": "truncate"}}}],
+    "per_tool": {"list_files": [{"over": 1000,
     "action": {"type": "summarize", "then": {"type": "spill", "then": {"type": "truncate"}}}}]}}"#;
 
 pub(crate) async fn run(args: Args) -> CliResult {

@@ -1,6 +1,8 @@
 //! Summaries from a real model: llama.cpp's `llama-server` with Gemma 3 270M on loopback, with a
 //! 2,048-token context (`deploy/llama.sh` starts it and writes `.deploy/llama.env`; every test
-//! fails loudly without it). The model is the base one, so its summaries are not checked for
+//! fails loudly without it). They are ignored by default: the server's one-time llama.cpp build
+//! takes 12-70 minutes on 2 cores, over what a CI run may spend; `OVERSPILL_MODEL_TESTS=1
+//! ./deploy/test.sh` builds and starts it and runs them. The model is the base one, so its summaries are not checked for
 //! wording: these tests check the protocol against a real server's validation, its context
 //! limit and what chunking does about it, heartbeats through slow summaries, and replay.
 
@@ -151,6 +153,7 @@ impl Logs {
 /// The real server's refusal of a prompt over its context is read as its window, not as any
 /// refusal; a request within it is answered, with usage counted by the server.
 #[tokio::test]
+#[ignore = "needs deploy/llama.sh's model server: OVERSPILL_MODEL_TESTS=1 ./deploy/test.sh runs it"]
 async fn the_server_answers_and_reports_its_context_window() {
     let model = model();
     let client = model.client();
@@ -199,6 +202,7 @@ async fn the_server_answers_and_reports_its_context_window() {
 /// for its 2,048-token context, and the summarizer learns the window from the refusal and
 /// re-chunks, with a WARN that says so. Without that, the band's Truncate would run.
 #[tokio::test]
+#[ignore = "needs deploy/llama.sh's model server: OVERSPILL_MODEL_TESTS=1 ./deploy/test.sh runs it"]
 async fn a_context_refusal_is_learned_and_rechunked() {
     let model = model();
     let output = build_log(12_000);
@@ -231,6 +235,7 @@ async fn a_context_refusal_is_learned_and_rechunked() {
 
 /// `overspill reduce` with the worker's model flags summarizes a 30 KB log from the real model.
 #[test]
+#[ignore = "needs deploy/llama.sh's model server: OVERSPILL_MODEL_TESTS=1 ./deploy/test.sh runs it"]
 fn overspill_reduce_summarizes_a_30_kb_log() {
     use std::io::Write as _;
     use std::process::{Command, Stdio};
@@ -357,6 +362,7 @@ async fn summarize_once(
 /// alone; then the recorded history replays with no activity worker and no model: the summary
 /// comes from history, not from a second request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs deploy/llama.sh's model server: OVERSPILL_MODEL_TESTS=1 ./deploy/test.sh runs it"]
 async fn the_worker_summarizes_30_kb_in_chunks_on_heartbeats_and_replays_it() {
     let worker = model_worker("model-worker").await;
     let output = build_log(30_000);
