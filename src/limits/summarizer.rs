@@ -67,6 +67,21 @@ pub enum SummarizeError {
         /// The server's error message.
         message: String,
     },
+    /// The prompt is over the model's context window, and the server said how large the window
+    /// is (llama.cpp's `exceed_context_size_error`): a chunking summarizer re-chunks to fit it.
+    #[error(
+        "the prompt is over the model's context of {context_tokens} tokens (HTTP {status}): {message}"
+    )]
+    ContextExceeded {
+        /// The HTTP status.
+        status: u16,
+        /// The model's context window, in tokens (`n_ctx`).
+        context_tokens: u64,
+        /// The prompt's length in tokens, when the server counted it (`n_prompt_tokens`).
+        prompt_tokens: Option<u64>,
+        /// The server's error message.
+        message: String,
+    },
     /// The model's reply could not be understood.
     #[error("malformed model reply: {0}")]
     Malformed(String),
@@ -93,6 +108,7 @@ impl SummarizeError {
             Self::NotConfigured(_) => "NotConfigured",
             Self::Timeout(_) => "Timeout",
             Self::Rejected { .. } => "Rejected",
+            Self::ContextExceeded { .. } => "ContextExceeded",
             Self::Malformed(_) => "Malformed",
             Self::Unavailable { .. } => "Unavailable",
         }
@@ -125,7 +141,7 @@ impl SummarizeError {
     pub fn status(&self) -> Option<u16> {
         match self {
             Self::Unavailable { status, .. } => *status,
-            Self::Rejected { status, .. } => Some(*status),
+            Self::Rejected { status, .. } | Self::ContextExceeded { status, .. } => Some(*status),
             _ => None,
         }
     }

@@ -4,10 +4,14 @@
 //! chunk, so an activity can heartbeat it and a retried attempt can resume from the last
 //! finished chunk: no chunk is summarized twice.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use serde::{Deserialize, Serialize};
 
 use crate::limits::prompt::Template;
 use crate::limits::pyfmt::py_strip;
+use crate::limits::text::char_len;
 use crate::limits::{SummarizeError, Summarizer, Summary, SummaryRequest, Usage};
 
 /// How many levels of summaries-of-summaries are made before the last one is sent as it is.
@@ -38,11 +42,18 @@ impl ChunkBudget {
         }
     }
 
-    /// The budget for a model with a context of `tokens`: `(tokens - 4096) * 3` characters, at
-    /// least 1,000.
+    /// The budget for a model with a context of `tokens`: `(tokens - reserved) * 3` characters,
+    /// at least 1,000, where `reserved` is [`Self::reserved_tokens`].
     pub fn from_context_tokens(tokens: u64) -> Self {
-        let usable = tokens.saturating_sub(Self::RESERVED_TOKENS) * Self::CHARS_PER_TOKEN;
+        let usable = tokens.saturating_sub(Self::reserved_tokens(tokens)) * Self::CHARS_PER_TOKEN;
         Self::chars(usize::try_from(usable).unwrap_or(usize::MAX).max(1_000))
+    }
+
+    /// The tokens of a `context`-token window kept free for the prompt template, the system
+    /// message and the summary: [`Self::RESERVED_TOKENS`], or a quarter of a smaller window (a
+    /// 2,048-token model keeps 512).
+    pub fn reserved_tokens(context: u64) -> u64 {
+        Self::RESERVED_TOKENS.min(context / 4)
     }
 }
 
@@ -67,6 +78,31 @@ pub struct ChunkProgress {
     pub source: Option<String>,
     /// What every call so far cost, including calls of earlier attempts.
     pub usage: Usage,
+    /// The chunk size, in characters, learned from the model's context refusal when it is
+    /// smaller than the configured budget (`None`: the budget as configured).
+    pub max_chars: Option<usize>,
+}
+
+impl ChunkProgress {
+    /// The chunk size in force: the learned one when it is under `budget`, else `budget`'s.
+    fn max_chars(&self, budget: ChunkBudget) -> usize {
+        self.max_chars
+            .filter(|&learned| learned < budget.max_chars)
+            .unwrap_or(budget.max_chars)
+            .max(1)
+    }
+
+    /// Start this level over at `max_chars`, keeping what the calls so far cost.
+    fn refitted(self, source: Option<String>, max_chars: usize) -> Self {
+        Self {
+            level: self.level,
+            chunks: 0,
+            done: Vec::new(),
+            source,
+            usage: self.usage,
+            max_chars: Some(max_chars),
+        }
+    }
 }
 
 /// Summarize `request`, chunking when its output is over `budget`.
@@ -109,34 +145,64 @@ pub async fn summarize_chunked<M: Summarizer, F>(
 where
     F: Future<Output = ()>,
 {
-    let max = budget.max_chars.max(1);
     let mut progress = resume
-        .filter(|p| fits(p, request.output, max))
+        .filter(|p| fits(p, request.output, budget))
         .unwrap_or_default();
-    if progress.level == 0 && !over(request.output, max) {
-        return model.summarize(request).await;
-    }
     let frame = Frame::of(request);
     loop {
+        let max = progress.max_chars(budget);
         let source = progress.source.take();
         let text = source.as_deref().unwrap_or(request.output);
         if !over(text, max) || progress.level >= MAX_LEVELS {
-            let prompt = frame.prompt(text);
-            let mut summary = model.summarize(frame.request(&prompt, text)).await?;
-            let mut usage = progress.usage;
-            usage += summary.usage;
-            summary.usage = usage;
-            return Ok(summary);
+            let prompt;
+            let call = if source.is_none() {
+                // Nothing was chunked: the request exactly as given.
+                request
+            } else {
+                prompt = frame.prompt(text);
+                frame.request(&prompt, text)
+            };
+            match model.summarize(call).await {
+                Ok(mut summary) => {
+                    let mut usage = progress.usage;
+                    usage += summary.usage;
+                    summary.usage = usage;
+                    return Ok(summary);
+                }
+                Err(error) => match refit(&error, call, progress.level) {
+                    Some(smaller) => {
+                        progress = progress.refitted(source, smaller);
+                        continue;
+                    }
+                    None => return Err(error),
+                },
+            }
         }
         let chunks = chunk_lines(text, max);
         progress.chunks = chunks.len();
         progress.source = source.clone();
+        let mut smaller = None;
         for chunk in chunks.iter().skip(progress.done.len()) {
             let prompt = frame.prompt(chunk);
-            let summary = model.summarize(frame.request(&prompt, chunk)).await?;
-            progress.done.push(py_strip(&summary.text).to_owned());
-            progress.usage += summary.usage;
-            on_chunk(&progress).await;
+            let call = frame.request(&prompt, chunk);
+            match model.summarize(call).await {
+                Ok(summary) => {
+                    progress.done.push(py_strip(&summary.text).to_owned());
+                    progress.usage += summary.usage;
+                    on_chunk(&progress).await;
+                }
+                Err(error) => match refit(&error, call, progress.level) {
+                    Some(max) => {
+                        smaller = Some(max);
+                        break;
+                    }
+                    None => return Err(error),
+                },
+            }
+        }
+        if let Some(smaller) = smaller {
+            progress = progress.refitted(source, smaller);
+            continue;
         }
         let joined = progress.done.join(JOIN);
         let shrank = joined.len() < text.len();
@@ -150,12 +216,56 @@ where
             done: Vec::new(),
             source: Some(joined),
             usage: progress.usage,
+            max_chars: progress.max_chars,
         };
     }
 }
 
+/// The smallest chunk a context refusal may call for; below it the refusal stands (and the
+/// action's `then` runs), rather than hundreds of calls of a few words each.
+const MIN_REFIT_CHARS: u64 = 256;
+
+/// The smaller chunk size, in characters, that a context refusal of `call` calls for, if
+/// re-chunking can help: the window the server reported, less room for the summary
+/// ([`ChunkBudget::reserved_tokens`]), at the characters per token the server counted in this
+/// prompt (3 when it gave no count), with a tenth to spare, less the prompt around the output.
+fn refit(error: &SummarizeError, call: SummaryRequest<'_>, level: u32) -> Option<usize> {
+    let SummarizeError::ContextExceeded {
+        context_tokens,
+        prompt_tokens,
+        ..
+    } = error
+    else {
+        return None;
+    };
+    if level >= MAX_LEVELS {
+        return None;
+    }
+    let prompt_chars = char_len(call.prompt);
+    let output_chars = char_len(call.output);
+    let usable = context_tokens.saturating_sub(ChunkBudget::reserved_tokens(*context_tokens));
+    let fits = match prompt_tokens {
+        Some(tokens) => usable.saturating_mul(prompt_chars) / tokens,
+        None => usable.saturating_mul(ChunkBudget::CHARS_PER_TOKEN),
+    } / 10
+        * 9;
+    let max = fits.saturating_sub(prompt_chars.saturating_sub(output_chars));
+    let helps = (MIN_REFIT_CHARS..output_chars).contains(&max);
+    tracing::warn!(
+        target: "overspill::summarize",
+        context_tokens,
+        prompt_tokens,
+        prompt_chars,
+        chunk_chars = max,
+        "the model's context is smaller than the chunk budget: {}",
+        if helps { "re-chunking to fit it" } else { "re-chunking cannot fit it" }
+    );
+    helps.then(|| usize::try_from(max).unwrap_or(usize::MAX))
+}
+
 /// Whether `resume` belongs to this output and budget.
-fn fits(resume: &ChunkProgress, output: &str, max: usize) -> bool {
+fn fits(resume: &ChunkProgress, output: &str, budget: ChunkBudget) -> bool {
+    let max = resume.max_chars(budget);
     let text = match (resume.level, resume.source.as_deref()) {
         (0, None) => output,
         (level, Some(source)) if level > 0 => source,
@@ -257,16 +367,25 @@ impl<'a> Frame<'a> {
 /// A model that chunks outputs over its budget: what the worker and `overspill reduce`
 /// summarize with. As a [`Summarizer`] it starts over each time; [`Chunked::summarize_resumable`]
 /// resumes and reports progress, for the summarize activity's heartbeats.
+///
+/// A context refusal that re-chunked one summary (see [`summarize_chunked`]) is remembered: later
+/// summaries, by this value and its clones, chunk at the learned size from the start.
 #[derive(Debug, Clone)]
 pub struct Chunked<M> {
     model: M,
     budget: ChunkBudget,
+    /// The chunk size learned from a context refusal (`usize::MAX` until one).
+    learned: Arc<AtomicUsize>,
 }
 
 impl<M> Chunked<M> {
     /// Chunk `model`'s calls at `budget`.
     pub fn new(model: M, budget: ChunkBudget) -> Self {
-        Self { model, budget }
+        Self {
+            model,
+            budget,
+            learned: Arc::new(AtomicUsize::new(usize::MAX)),
+        }
     }
 
     /// The wrapped model.
@@ -274,22 +393,37 @@ impl<M> Chunked<M> {
         &self.model
     }
 
-    /// The most output one call carries.
+    /// The most output one call carries, as configured.
     pub fn budget(&self) -> ChunkBudget {
         self.budget
+    }
+
+    /// The most output one call carries now: the configured budget, or the smaller one learned
+    /// from the model's context refusal.
+    pub fn effective_budget(&self) -> ChunkBudget {
+        let learned = self.learned.load(Ordering::Relaxed);
+        ChunkBudget::chars(learned.min(self.budget.max_chars))
     }
 }
 
 impl<M: Summarizer> Chunked<M> {
-    /// [`summarize_chunked`] with this model and budget: resume from `resume`, report progress
-    /// after every chunk to `on_chunk`.
+    /// [`summarize_chunked`] with this model and its [`effective budget`](Self::effective_budget):
+    /// resume from `resume`, report progress after every chunk to `on_chunk`.
     pub async fn summarize_resumable<F: Future<Output = ()>>(
         &self,
         request: SummaryRequest<'_>,
         resume: Option<ChunkProgress>,
-        on_chunk: impl FnMut(&ChunkProgress) -> F,
+        mut on_chunk: impl FnMut(&ChunkProgress) -> F,
     ) -> Result<Summary, SummarizeError> {
-        summarize_chunked(&self.model, request, self.budget, resume, on_chunk).await
+        let learned = &self.learned;
+        let budget = self.effective_budget();
+        summarize_chunked(&self.model, request, budget, resume, |progress| {
+            if let Some(max) = progress.max_chars {
+                learned.fetch_min(max, Ordering::Relaxed);
+            }
+            on_chunk(progress)
+        })
+        .await
     }
 }
 
@@ -310,6 +444,8 @@ mod tests {
     struct Fake {
         prompts: Mutex<Vec<String>>,
         fail_at: Option<usize>,
+        /// Refuse prompts over this many characters as llama.cpp refuses them.
+        context: Option<u64>,
     }
 
     impl Fake {
@@ -328,6 +464,15 @@ mod tests {
                 prompts.push(request.prompt.to_owned());
                 prompts.len()
             };
+            let tokens = request.prompt.chars().count() as u64;
+            if let Some(context) = self.context.filter(|&c| tokens > c) {
+                return Err(SummarizeError::ContextExceeded {
+                    status: 400,
+                    context_tokens: context,
+                    prompt_tokens: Some(tokens),
+                    message: "exceeds the available context size".into(),
+                });
+            }
             if self.fail_at == Some(n) {
                 return Err(SummarizeError::Unavailable {
                     status: None,
@@ -581,9 +726,82 @@ mod tests {
         assert_eq!(handle.await.ok().and_then(Result::ok), Some(5));
     }
 
+    #[tokio::test]
+    async fn a_context_refusal_rechunks_to_the_reported_window() {
+        let fake = Fake {
+            context: Some(1_000),
+            ..Fake::default()
+        };
+        let output = lines(400); // 3,600 chars, one call under the configured budget
+        let prompt = Template::reference().render("grep", &output);
+        let chunked = Chunked::new(&fake, ChunkBudget::chars(100_000));
+        let summary = chunked
+            .summarize(request(&output, &prompt))
+            .await
+            .expect("a summary");
+        let prompts = fake.prompts();
+        assert_eq!(prompts[0], prompt, "first the whole output, refused");
+        // (1000 - 250) * 9/10 = 675 characters of prompt, less the template around the output.
+        let around = prompt.chars().count() - output.chars().count();
+        let learned = 675 - around;
+        assert_eq!(chunked.effective_budget(), ChunkBudget::chars(learned));
+        assert!(
+            prompts[1..].iter().all(|p| p.chars().count() <= 675),
+            "{prompts:?}"
+        );
+        let chunks = chunk_lines(&output, learned).len();
+        assert_eq!(
+            summary.usage.requests,
+            chunks as u64 + 1,
+            "the refusal is not a summary"
+        );
+        assert_eq!(prompts.len(), 1 + chunks + 1);
+
+        // The next summary chunks at the learned size from the start.
+        let again = chunked
+            .summarize(request(&output, &prompt))
+            .await
+            .expect("a summary");
+        assert_eq!(again.usage.requests, chunks as u64 + 1);
+        assert_eq!(fake.prompts().len(), prompts.len() + chunks + 1);
+    }
+
+    #[tokio::test]
+    async fn a_refusal_that_rechunking_cannot_fit_stands() {
+        // A window so small that the template alone fills it.
+        let fake = Fake {
+            context: Some(300),
+            ..Fake::default()
+        };
+        let output = lines(400);
+        let prompt = Template::reference().render("grep", &output);
+        let error = summarize_chunked(
+            &fake,
+            request(&output, &prompt),
+            ChunkBudget::chars(100_000),
+            None,
+            |_| async {},
+        )
+        .await
+        .expect_err("refused");
+        assert_eq!(error.type_name(), "ContextExceeded");
+        assert_eq!(fake.prompts().len(), 1);
+    }
+
     #[test]
     fn budgets() {
-        assert_eq!(ChunkBudget::from_context_tokens(8_192).max_chars, 4_096 * 3);
+        assert_eq!(
+            ChunkBudget::from_context_tokens(8_192).max_chars,
+            (8_192 - 2_048) * 3
+        );
+        assert_eq!(
+            ChunkBudget::from_context_tokens(2_048).max_chars,
+            (2_048 - 512) * 3
+        );
+        assert_eq!(
+            ChunkBudget::from_context_tokens(16_384).max_chars,
+            (16_384 - 4_096) * 3
+        );
         assert_eq!(ChunkBudget::from_context_tokens(10).max_chars, 1_000);
         assert_eq!(ChunkBudget::default().max_chars, (128_000 - 4_096) * 3);
     }

@@ -234,6 +234,13 @@ impl OpenAiSummarizer {
                 message,
                 retry_after,
             })
+        } else if let Some((context_tokens, prompt_tokens)) = wire::context_exceeded(&body) {
+            Err(Error::ContextExceeded {
+                status: status.as_u16(),
+                context_tokens,
+                prompt_tokens,
+                message,
+            })
         } else {
             Err(Error::Rejected {
                 status: status.as_u16(),

@@ -170,6 +170,25 @@ pub(super) fn error_message(body: &[u8]) -> String {
     }
 }
 
+/// The window an error body says the prompt is over, as `(context tokens, prompt tokens)`:
+/// llama.cpp's `{"error": {"type": "exceed_context_size_error", "n_ctx": …, "n_prompt_tokens": …}}`.
+pub(super) fn context_exceeded(body: &[u8]) -> Option<(u64, Option<u64>)> {
+    let value = serde_json::from_slice::<Value>(body).ok()?;
+    let error = value.get("error")?;
+    if error.get("type").and_then(Value::as_str) != Some("exceed_context_size_error") {
+        return None;
+    }
+    let context = error
+        .get("n_ctx")
+        .and_then(Value::as_u64)
+        .filter(|&n| n > 0)?;
+    let prompt = error
+        .get("n_prompt_tokens")
+        .and_then(Value::as_u64)
+        .filter(|&n| n > 0);
+    Some((context, prompt))
+}
+
 /// The delay a reply asks for: `retry-after-ms` (OpenAI), else `Retry-After` as seconds or an
 /// HTTP date. Dates in the past give zero.
 pub(super) fn retry_after(
@@ -269,6 +288,22 @@ mod tests {
             error_message("é".repeat(400).as_bytes()).chars().count(),
             301
         );
+    }
+
+    #[test]
+    fn context_errors() {
+        let llama = br#"{"error":{"code":400,"message":"request (3024 tokens) exceeds the available context size (2048 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":3024,"n_ctx":2048}}"#;
+        assert_eq!(context_exceeded(llama), Some((2048, Some(3024))));
+        let no_count = br#"{"error":{"type":"exceed_context_size_error","n_ctx":512}}"#;
+        assert_eq!(context_exceeded(no_count), Some((512, None)));
+        for other in [
+            &br#"{"error":{"message":"This model's maximum context length is 8192 tokens.","type":"invalid_request_error"}}"#[..],
+            br#"{"error":{"type":"exceed_context_size_error","n_ctx":0}}"#,
+            br#"{"error":"exceed_context_size_error"}"#,
+            b"not json",
+        ] {
+            assert_eq!(context_exceeded(other), None, "{}", String::from_utf8_lossy(other));
+        }
     }
 
     #[test]
