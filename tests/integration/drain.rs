@@ -68,10 +68,11 @@ async fn sigterm_drains_twenty_activities_and_another_worker_takes_the_rest() {
         &model_url,
         "--model",
         "m",
-        // A 1,000-character chunk budget: a 5,000-character output takes six chunks and a
-        // summary of their summaries.
+        // A 1,000-character chunk budget (a quarter of a small window is kept for the prompt
+        // and the summary: (444 - 111) tokens * 3 chars): a 5,000-character output takes six
+        // chunks and a summary of their summaries.
         "--model-context-tokens",
-        "4429",
+        "444",
         "--graceful-shutdown-secs",
         &grace,
     ];

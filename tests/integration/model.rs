@@ -6,7 +6,6 @@
 //! wording: these tests check the protocol against a real server's validation, its context
 //! limit and what chunking does about it, heartbeats through slow summaries, and replay.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use overspill::api::{SummarizeRequest, SummarizeResponse};
@@ -22,6 +21,7 @@ use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::workflow_replayer::{WorkflowReplayer, WorkflowReplayerOptions};
 use temporalio_sdk::{ActivityOptions, WorkflowContext, WorkflowResult};
 
+use crate::summarize::Logs;
 use crate::temporal::{TestWorker, unique};
 
 /// The model server, or a loud failure naming the script that provides it.
@@ -113,41 +113,6 @@ fn assert_summary(summary: &str, output: &str) {
     assert!(!summary.trim().is_empty(), "an empty summary");
     assert!(summary.len() < output.len() / 4, "{summary}");
     assert!(!summary.contains("[... output truncated"), "{summary}");
-}
-
-/// Captures `tracing` output (tests run on a current-thread runtime).
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if let Ok(mut all) = self.0.lock() {
-            all.extend_from_slice(buf);
-        }
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Logs {
-    fn capture(&self) -> tracing::subscriber::DefaultGuard {
-        let logs = self.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_ansi(false)
-            .with_max_level(tracing::Level::INFO)
-            .with_writer(move || logs.clone())
-            .finish();
-        tracing::subscriber::set_default(subscriber)
-    }
-
-    fn text(&self) -> String {
-        self.0
-            .lock()
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .unwrap_or_default()
-    }
 }
 
 /// The real server's refusal of a prompt over its context is read as its window, not as any

@@ -69,7 +69,7 @@ async fn reduce_rows(tool: &str, summarizer: &impl Summarizer) -> limits::Reduce
 
 /// Captures the `tracing` output of the current thread (tests run on a current-thread runtime).
 #[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
+pub(crate) struct Logs(Arc<Mutex<Vec<u8>>>);
 
 impl Write for Logs {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -84,7 +84,7 @@ impl Write for Logs {
 }
 
 impl Logs {
-    fn capture(&self) -> tracing::subscriber::DefaultGuard {
+    pub(crate) fn capture(&self) -> tracing::subscriber::DefaultGuard {
         let logs = self.clone();
         let subscriber = tracing_subscriber::fmt()
             .with_ansi(false)
@@ -94,7 +94,7 @@ impl Logs {
         tracing::subscriber::set_default(subscriber)
     }
 
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         self.0
             .lock()
             .map(|b| String::from_utf8_lossy(&b).into_owned())
