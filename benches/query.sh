@@ -3,7 +3,7 @@
 # missing) on the same files, each a whole process: wall time (median of RUNS) and peak RSS
 # (`/usr/bin/time -f %M`). Rows: a filter over a 100 MB JSON Lines spill and a 20 MB JSON
 # document, then `overspill query` alone over a 1 GB JSON Lines spill (target: under 64 MiB).
-# The spills are files in a `file://` store (the CLI maps them); jq reads the same files.
+# The spills are files in a `file://` store (the CLI reads them as the worker does); jq reads the same files.
 #   benches/query.sh            # builds the release binary first
 #   RUNS=3 benches/query.sh
 set -euo pipefail
