@@ -3,12 +3,14 @@
 use std::io::Write as _;
 use std::process::{Command, Output, Stdio};
 
-fn overspill(args: &[&str], stdin: &[u8]) -> Output {
+/// Runs `overspill ARGS` with `stdin`, away from the caller's store and model settings.
+pub(crate) fn overspill(args: &[&str], stdin: &[u8]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_overspill"))
         .args(args)
         .env_remove("OVERSPILL_STORE")
         .env_remove("OVERSPILL_MODEL_URL")
         .env_remove("OVERSPILL_MODEL")
+        .env_remove("OVERSPILL_MODEL_API_KEY")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

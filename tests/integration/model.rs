@@ -202,42 +202,35 @@ async fn a_context_refusal_is_learned_and_rechunked() {
 #[test]
 #[ignore = "needs deploy/llama.sh's model server: OVERSPILL_MODEL_TESTS=1 ./deploy/test.sh runs it"]
 fn overspill_reduce_summarizes_a_30_kb_log() {
-    use std::io::Write as _;
-    use std::process::{Command, Stdio};
-
     let model = model();
     let output = build_log(30_000);
     let dir = tempfile::tempdir().expect("a temp dir");
     let config = dir.path().join("limits.json");
     let json = r#"{"bands": [{"over": 10000, "action": {"type": "summarize"}}]}"#;
     std::fs::write(&config, json).expect("config written");
+    let config = config.to_str().expect("a UTF-8 temp path");
     let context = model.context_tokens.to_string();
     let started = std::time::Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_overspill"))
-        .args([
+    let out = crate::cli::overspill(
+        &[
             "reduce",
             "--tool",
             "build",
             "--store",
             "memory://",
             "--config",
-        ])
-        .arg(&config)
-        .args(["--model-url", &model.url, "--model", &model.name])
-        .args(["--model-context-tokens", &context, "--model-timeout", "10m"])
-        .env_remove("OVERSPILL_MODEL_API_KEY")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the overspill binary starts");
-    child
-        .stdin
-        .take()
-        .expect("stdin is piped")
-        .write_all(output.as_bytes())
-        .expect("stdin is written");
-    let out = child.wait_with_output().expect("overspill finishes");
+            config,
+            "--model-url",
+            &model.url,
+            "--model",
+            &model.name,
+            "--model-context-tokens",
+            &context,
+            "--model-timeout",
+            "10m",
+        ],
+        output.as_bytes(),
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
