@@ -13,6 +13,8 @@ cd "$ROOT"
 command -v jq >/dev/null || { apt-get update -qq && apt-get install -y -qq jq >/dev/null; }
 cargo build --release --bin overspill
 BIN="$ROOT/target/release/overspill"
+# The 30 s runaway-filter deadline guards a worker; a 1 GB spill on a loaded machine may need more.
+export OVERSPILL_QUERY_DEADLINE_SECS="${OVERSPILL_QUERY_DEADLINE_SECS:-600}"
 WORK="$(mktemp -d /tmp/overspill-query-bench.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
 mkdir -m 700 -p "$WORK/store/tool_output_limits/bench"
