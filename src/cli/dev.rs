@@ -75,7 +75,7 @@ pub(crate) async fn run(args: Args) -> CliResult {
         .unwrap_or_else(|| root.join(".deploy"));
     let mut args = args;
     if args.model.model.as_deref() == Some(LOCAL_MODEL) && args.model.url.is_none() {
-        args.model = local_model(&root, args.model)?;
+        args.model = local_model(&root, &deploy, args.model)?;
     }
     let started_server = ensure_server(&args.address, &root, &deploy).await?;
     let served = serve(&args).await;
@@ -214,8 +214,8 @@ fn print_demo(out: &AgentLoopOutput, store_url: &str) {
 }
 
 /// `--model local`: start `deploy/llama.sh` (idempotent) and take the server from the env file
-/// it writes.
-fn local_model(root: &Path, mut model: ModelArgs) -> Result<ModelArgs, WorkerError> {
+/// it writes into `deploy` (the dev deploy dir).
+fn local_model(root: &Path, deploy: &Path, mut model: ModelArgs) -> Result<ModelArgs, WorkerError> {
     let script = root.join("deploy").join("llama.sh");
     if !script.exists() {
         return Err(WorkerError::setup(
@@ -234,9 +234,6 @@ fn local_model(root: &Path, mut model: ModelArgs) -> Result<ModelArgs, WorkerErr
             script.display()
         )));
     }
-    let deploy = std::env::var_os("OVERSPILL_DEPLOY_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join(".deploy"));
     let env_file = deploy.join("llama.env");
     let env = std::fs::read_to_string(&env_file)
         .map_err(|e| WorkerError::setup(format!("{}: {e}", env_file.display())))?;
