@@ -47,7 +47,7 @@ fi
 integration=$(cargo test --test integration --no-run --message-format=json \
   | python3 -c 'import json, sys; print(next(m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable") and m["target"]["name"] == "integration"))')
 MODEL_LOG="$DEPLOY_DIR/model-tests.log"
-"$integration" model:: >"$MODEL_LOG" 2>&1 &
+"$integration" model:: --nocapture >"$MODEL_LOG" 2>&1 &
 model_tests=$!
 status=0
 cargo test --workspace --no-fail-fast -- --skip model:: || status=$?
