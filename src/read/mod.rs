@@ -36,6 +36,7 @@ pub use lines::{ChunkSink, LineChunk, split_lines};
 pub use request::{
     DEFAULT_LIMIT, MAX_READ_CHARS, MAX_READ_LINES, ReadError, ReadRequest, no_stored_result,
 };
+pub(crate) use source::fetch_checked;
 pub use source::{CHUNK_BYTES, Fetched, Part, SpillReader};
 
 use crate::limits::StoreError;
@@ -65,12 +66,8 @@ pub async fn read_tool_result<R: SpillReader>(
 /// refused `handle`, a store error to retry otherwise.
 fn outcome(handle: &str, page: Result<String, PageError>) -> Result<String, ReadOutcomeError> {
     match page {
-        Ok(page) => Ok(page),
         Err(PageError::Store(e)) if e.is_unknown_handle() => Ok(no_stored_result(handle)),
-        Err(PageError::Store(e)) => Err(ReadOutcomeError::Store(e)),
-        Err(PageError::Stale) => Err(ReadOutcomeError::Store(StoreError::Backend(
-            "the spill kept changing while it was read".into(),
-        ))),
+        page => Ok(page?),
     }
 }
 
@@ -83,6 +80,17 @@ pub enum ReadOutcomeError {
     /// The store failed (not an unknown handle): worth retrying later.
     #[error(transparent)]
     Store(StoreError),
+}
+
+impl From<PageError> for ReadOutcomeError {
+    fn from(e: PageError) -> Self {
+        Self::Store(match e {
+            PageError::Store(e) => e,
+            PageError::Stale => {
+                StoreError::Backend("the spill kept changing while it was read".into())
+            }
+        })
+    }
 }
 
 /// Serve one call from a payload in memory: the pure form of [`read_tool_result`].
