@@ -215,18 +215,6 @@ pub struct LineChunk<'a> {
     pub ends_line: bool,
 }
 
-impl<'a> LineChunk<'a> {
-    /// A whole payload as one chunk.
-    pub fn whole(bytes: &'a [u8]) -> Self {
-        Self {
-            offset: 0,
-            bytes,
-            starts_line: true,
-            ends_line: true,
-        }
-    }
-}
-
 /// Takes a payload's chunks in order, on a blocking thread (CPU-heavy work stays off the async
 /// threads, so heartbeats and other tasks keep running).
 pub trait ChunkSink: Send + 'static {

@@ -56,7 +56,7 @@ pub async fn read_tool_result<R: SpillReader>(
         Some(pattern) => {
             let query = query(request, pattern, limit);
             let scanned = scan::scan_spill(reader, &request.handle, &query).await;
-            scanned.map(|(total, scan)| pattern_page(request, limit, total, scan))
+            scanned.map(|(total, scan)| pattern_page(request, &query, total, scan))
         }
     };
     outcome(&request.handle, page)
@@ -99,8 +99,9 @@ pub fn read_page(data: &[u8], request: &ReadRequest) -> Result<String, ReadError
     Ok(match request.filter() {
         None => offset::offset_page_in_memory(data, request, limit),
         Some(pattern) => {
-            let (total, scan) = scan::scan_memory(data, &query(request, pattern, limit));
-            pattern_page(request, limit, total, scan)
+            let query = query(request, pattern, limit);
+            let (total, scan) = scan::scan_memory(data, &query);
+            pattern_page(request, &query, total, scan)
         }
     })
 }
@@ -120,8 +121,13 @@ fn query(request: &ReadRequest, pattern: &str, limit: u64) -> scan::Query {
 }
 
 /// The page of `total` matching lines, from the scan that kept its lines.
-fn pattern_page(request: &ReadRequest, limit: u64, total: u64, scan: scan::Scan) -> String {
-    let shown = request::window(request.offset, request.from_end, total, limit);
+fn pattern_page(
+    request: &ReadRequest,
+    query: &scan::Query,
+    total: u64,
+    scan: scan::Scan,
+) -> String {
+    let shown = query.window(total);
     let page = scan.into_page();
     let lines = page.entries().map(|(.., line)| line);
     request::render(&request.handle, total, shown.end - shown.start, lines)

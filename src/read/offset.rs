@@ -162,9 +162,6 @@ async fn locate<R: SpillReader>(
     let entries = index_bytes(reader, handle, &view, entries).await?;
     let end = header.lines_end(line, window.end, &entries);
     let (start, checkpoints) = header.block_start(line, &entries);
-    if checkpoints.is_empty() {
-        return Ok((start, end));
-    }
     let checkpoints = index_bytes(reader, handle, &view, checkpoints).await?;
     let start = header.nearest(line, start, &checkpoints);
     let end = header
