@@ -36,7 +36,9 @@ use tokio::sync::mpsc;
 
 use crate::limits::StoreError;
 use crate::limits::pyfmt::thousands;
-use crate::read::{MAX_READ_LINES, Part, ReadError, ReadOutcomeError, SpillReader};
+use crate::read::{
+    MAX_READ_LINES, Part, ReadError, ReadOutcomeError, SpillReader, Version, fetch_checked,
+};
 use engine::{Ended, Job, Mode, Runaway};
 pub use render::MAX_VALUE_CHARS;
 
@@ -209,7 +211,7 @@ fn retry(message: String) -> ReadOutcomeError {
 async fn run<R: SpillReader>(
     reader: &R,
     handle: &str,
-    version: &crate::read::Version,
+    version: &Version,
     job: Job,
 ) -> Result<Ended, ReadOutcomeError> {
     let (tx, rx) = mpsc::channel(1);
@@ -228,7 +230,7 @@ async fn run<R: SpillReader>(
 async fn feed<R: SpillReader>(
     reader: &R,
     handle: &str,
-    version: &crate::read::Version,
+    version: &Version,
     range: Range<u64>,
     tx: mpsc::Sender<Bytes>,
 ) -> Result<(), ReadOutcomeError> {
@@ -236,16 +238,8 @@ async fn feed<R: SpillReader>(
     let mut at = range.start;
     while at < range.end {
         let end = range.end.min(at + step);
-        let fetched = reader
-            .fetch(handle, Part::Payload, at..end)
-            .await
-            .map_err(ReadOutcomeError::Store)?;
-        if fetched.version != *version || fetched.bytes.len() as u64 != end - at {
-            return Err(ReadOutcomeError::Store(StoreError::Backend(
-                "the spill kept changing while it was read".into(),
-            )));
-        }
-        if tx.send(fetched.bytes).await.is_err() {
+        let bytes = fetch_checked(reader, handle, Part::Payload, version, at..end).await?;
+        if tx.send(bytes).await.is_err() {
             break;
         }
         at = end;

@@ -31,27 +31,22 @@ pub(crate) enum Opened {
 }
 
 impl Opened {
-    /// The payload version every read of this spill is checked against.
-    fn payload(&self) -> &Version {
-        match self {
-            Self::Whole(version) => version,
-            Self::Indexed(view) => &view.payload,
-        }
-    }
-
     /// What a cache keeps of this: only what later reads can check (a payload with a tag), and of
-    /// an index held whole up to [`WHOLE_INDEX_BYTES`], otherwise only its first bytes, when the
-    /// rest can be read from the stored object.
+    /// an index up to [`WHOLE_INDEX_BYTES`] all that is held, of a larger one its first
+    /// [`INDEX_PREFIX_BYTES`] when the rest can be read from the stored object.
     fn to_cache(&self) -> Option<Self> {
-        self.payload().tag.as_ref()?;
-        let Self::Indexed(view) = self else {
-            return Some(Self::Whole(self.payload().clone()));
+        let view = match self {
+            Self::Whole(payload) => {
+                return payload.tag.is_some().then(|| Self::Whole(payload.clone()));
+            }
+            Self::Indexed(view) => view,
         };
-        let whole = view.is_whole() && view.fits_cache_whole();
-        let kept = match whole {
+        view.payload.tag.as_ref()?;
+        let kept = match view.object.size <= WHOLE_INDEX_BYTES {
             true => view.prefix.len(),
             false => view.prefix.len().min(INDEX_PREFIX_BYTES as usize),
         };
+        let whole = kept as u64 == view.object.size;
         (whole || view.object.tag.is_some()).then(|| {
             Self::Indexed(IndexView {
                 prefix: view.prefix.slice(..kept),
@@ -66,7 +61,7 @@ impl Opened {
 pub(crate) struct IndexView {
     /// Its checked header.
     pub(super) header: Header,
-    /// The payload version it describes.
+    /// The payload version it was opened for.
     pub(super) payload: Version,
     /// The index object's own version: later reads of its entries must come from that object.
     pub(super) object: Version,
@@ -75,45 +70,20 @@ pub(crate) struct IndexView {
 }
 
 impl IndexView {
-    /// The index whose first bytes are `prefix`, read from an object at `object`, if it is a
-    /// well-formed index of the payload at `payload`.
-    pub(crate) fn open(
+    /// The index whose first bytes are `prefix`, read from an object at `object`, for the payload
+    /// at `payload`, if its header is well-formed (whether it describes that payload is
+    /// [`Header::describes`]).
+    pub(crate) fn new(
         prefix: Bytes,
         object: Version,
         payload: &Version,
     ) -> Result<Self, IndexError> {
-        let view = Self::built(prefix, object, payload)?;
-        match view.header.describes(payload) {
-            true => Ok(view),
-            false => Err(IndexError::Inconsistent(
-                "describes another payload version",
-            )),
-        }
-    }
-
-    /// An index just built from the payload at `payload` (whole, in `index`), stored as the
-    /// object at `object` (untagged if it could not be stored).
-    pub(crate) fn built(
-        index: Bytes,
-        object: Version,
-        payload: &Version,
-    ) -> Result<Self, IndexError> {
         Ok(Self {
-            header: Header::decode(&index, object.size)?,
+            header: Header::decode(&prefix, object.size)?,
             payload: payload.clone(),
             object,
-            prefix: index,
+            prefix,
         })
-    }
-
-    /// Whether the whole index object is held.
-    pub(crate) fn is_whole(&self) -> bool {
-        self.prefix.len() as u64 == self.object.size
-    }
-
-    /// Whether a cache keeps this index whole (at most [`WHOLE_INDEX_BYTES`]).
-    pub(crate) fn fits_cache_whole(&self) -> bool {
-        self.object.size <= WHOLE_INDEX_BYTES
     }
 }
 
@@ -175,9 +145,11 @@ impl IndexCache {
     /// Keep the index just stored for `handle` (its encoded bytes, the index object's version)
     /// for `payload`; nothing if it is not an index of that payload.
     pub fn insert_stored(&self, handle: &str, index: &Bytes, object: Version, payload: &Version) {
-        match IndexView::open(index.clone(), object, payload) {
-            Ok(view) => self.put(handle, &Opened::Indexed(view)),
-            Err(_) => self.remove(handle),
+        match IndexView::new(index.clone(), object, payload) {
+            Ok(view) if view.header.describes(payload) => {
+                self.put(handle, &Opened::Indexed(view));
+            }
+            _ => self.remove(handle),
         }
     }
 

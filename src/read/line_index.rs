@@ -45,9 +45,9 @@
 //!
 //! A reader keeps opened indexes in a byte-bounded in-process cache. A page:
 //!
-//! 1. **Opens** the spill unless it is cached: one round trip reads the payload's first 64 KiB
-//!    (its version, and all of a spill too small for an index) and the index's first 512 KiB
-//!    (the header and, up to 33,000 blocks and checkpoints, every entry) at once.
+//! 1. **Opens** the spill unless it is cached: one round trip reads the payload's version and the
+//!    index's first 512 KiB (the header and, up to 33,000 blocks and checkpoints, every entry) at
+//!    once.
 //! 2. **Locates** the page's first line: the entries of its block and of the next two (their
 //!    starts bound where the page ends), then that block's checkpoints (at most `K`), from the
 //!    bytes held. Entries beyond them cost one more read; a cached spill then reads the rest of
@@ -57,8 +57,8 @@
 //!    bytes a char at most), in one ranged read checked against the payload's version.
 //!
 //! So a page of a cached spill is one ranged read, and a first page two in a row (three when its
-//! entries lie beyond the index's first 512 KiB); a spill too small for an index is read whole by
-//! the opening read. A page by pattern streams the payload instead (`read::scan`).
+//! entries lie beyond the index's first 512 KiB); a spill too small for an index is read whole
+//! after the opening round trip. A page by pattern streams the payload instead (`read::scan`).
 //!
 //! ```
 //! use overspill::read::line_index::{Header, Index};

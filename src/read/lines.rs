@@ -24,34 +24,25 @@ pub(crate) fn break_len(data: &[u8], i: usize) -> usize {
 
 /// The next line break at or after `from`: `(position, length)`.
 ///
-/// The bytes are tested 64 at a time ([`break_in_block`]), in one pass.
+/// The bytes are tested 64 at a time ([`block::break_candidates`]), in one pass.
 pub(crate) fn next_break(data: &[u8], from: usize) -> Option<(usize, usize)> {
-    (from..data.len())
-        .step_by(BLOCK)
-        .find_map(|at| break_in_block(data, at))
-}
-
-/// The first line break that starts in the 64 bytes of `data` from `from` (fewer at its end):
-/// `(position, length)`; the break may run past them.
-pub(crate) fn break_in_block(data: &[u8], from: usize) -> Option<(usize, usize)> {
-    let mut candidates = match data.get(from..).and_then(<[u8]>::first_chunk) {
-        Some(block) => block::break_candidates(block),
-        None => data[from.min(data.len())..]
-            .iter()
-            .enumerate()
-            .fold(0, |mask, (i, &b)| {
+    (from..data.len()).step_by(BLOCK).find_map(|at| {
+        let mut candidates = match data.get(at..).and_then(<[u8]>::first_chunk) {
+            Some(block) => block::break_candidates(block),
+            None => (data[at..].iter().enumerate()).fold(0, |mask, (i, &b)| {
                 mask | (u64::from(break_candidate(b)) << i)
             }),
-    };
-    while candidates != 0 {
-        let at = from + candidates.trailing_zeros() as usize;
-        candidates &= candidates - 1;
-        let len = break_len(data, at);
-        if len > 0 {
-            return Some((at, len));
+        };
+        while candidates != 0 {
+            let i = at + candidates.trailing_zeros() as usize;
+            candidates &= candidates - 1;
+            let len = break_len(data, i);
+            if len > 0 {
+                return Some((i, len));
+            }
         }
-    }
-    None
+        None
+    })
 }
 
 /// The line breaks other than `\n` that start in `data[from..to]`, in order: `(position,
@@ -153,21 +144,16 @@ pub(crate) fn break_start(data: &[u8], at: usize) -> usize {
         .unwrap_or(at)
 }
 
-/// The line breaks in `data`, which starts at a line start and ends at one (or at the payload's
-/// end): `str.splitlines()` counts one more line when the last one has no break.
-pub(crate) fn count_breaks(data: &[u8]) -> u64 {
+/// The lines `str.splitlines()` finds in `data` (which starts at a line start): its breaks, and
+/// one more when the last line has none.
+pub(crate) fn count_lines(data: &[u8]) -> u64 {
     let newlines = bytecount::count(data, b'\n');
-    // `\r\n` is one break, and `memchr` counted its `\n` already.
+    // `\r\n` is one break, and `bytecount` counted its `\n` already.
     let rare = rare_breaks(data, 0, data.len())
         .filter(|&(at, len)| !(data[at] == b'\r' && len == 2))
         .count();
-    (newlines + rare) as u64
-}
-
-/// The lines `str.splitlines()` finds in `data` (which starts at a line start).
-pub(crate) fn count_lines(data: &[u8]) -> u64 {
     let unterminated = !data.is_empty() && break_ending_at(data, data.len()) == 0;
-    count_breaks(data) + u64::from(unterminated)
+    (newlines + rare) as u64 + u64::from(unterminated)
 }
 
 /// Where a chunk of a longer payload can end so that the next chunk starts at a line start: just
@@ -213,18 +199,6 @@ pub struct LineChunk<'a> {
     /// It ends a line (after a line break, or at the payload's end); otherwise it holds no line
     /// break at all and its line goes on in the next chunk.
     pub ends_line: bool,
-}
-
-impl<'a> LineChunk<'a> {
-    /// A whole payload as one chunk.
-    pub fn whole(bytes: &'a [u8]) -> Self {
-        Self {
-            offset: 0,
-            bytes,
-            starts_line: true,
-            ends_line: true,
-        }
-    }
 }
 
 /// Takes a payload's chunks in order, on a blocking thread (CPU-heavy work stays off the async

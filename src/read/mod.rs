@@ -36,6 +36,7 @@ pub use lines::{ChunkSink, LineChunk, split_lines};
 pub use request::{
     DEFAULT_LIMIT, MAX_READ_CHARS, MAX_READ_LINES, ReadError, ReadRequest, no_stored_result,
 };
+pub(crate) use source::fetch_checked;
 pub use source::{CHUNK_BYTES, Fetched, Part, SpillReader};
 
 use crate::limits::StoreError;
@@ -55,7 +56,7 @@ pub async fn read_tool_result<R: SpillReader>(
         Some(pattern) => {
             let query = query(request, pattern, limit);
             let scanned = scan::scan_spill(reader, &request.handle, &query).await;
-            scanned.map(|(total, scan)| pattern_page(request, limit, total, scan))
+            scanned.map(|(total, scan)| pattern_page(request, &query, total, scan))
         }
     };
     outcome(&request.handle, page)
@@ -65,12 +66,8 @@ pub async fn read_tool_result<R: SpillReader>(
 /// refused `handle`, a store error to retry otherwise.
 fn outcome(handle: &str, page: Result<String, PageError>) -> Result<String, ReadOutcomeError> {
     match page {
-        Ok(page) => Ok(page),
         Err(PageError::Store(e)) if e.is_unknown_handle() => Ok(no_stored_result(handle)),
-        Err(PageError::Store(e)) => Err(ReadOutcomeError::Store(e)),
-        Err(PageError::Stale) => Err(ReadOutcomeError::Store(StoreError::Backend(
-            "the spill kept changing while it was read".into(),
-        ))),
+        page => Ok(page?),
     }
 }
 
@@ -85,14 +82,26 @@ pub enum ReadOutcomeError {
     Store(StoreError),
 }
 
+impl From<PageError> for ReadOutcomeError {
+    fn from(e: PageError) -> Self {
+        Self::Store(match e {
+            PageError::Store(e) => e,
+            PageError::Stale => {
+                StoreError::Backend("the spill kept changing while it was read".into())
+            }
+        })
+    }
+}
+
 /// Serve one call from a payload in memory: the pure form of [`read_tool_result`].
 pub fn read_page(data: &[u8], request: &ReadRequest) -> Result<String, ReadError> {
     let limit = request.checked_limit()?;
     Ok(match request.filter() {
         None => offset::offset_page_in_memory(data, request, limit),
         Some(pattern) => {
-            let (total, scan) = scan::scan_memory(data, &query(request, pattern, limit));
-            pattern_page(request, limit, total, scan)
+            let query = query(request, pattern, limit);
+            let (total, scan) = scan::scan_memory(data, &query);
+            pattern_page(request, &query, total, scan)
         }
     })
 }
@@ -112,8 +121,13 @@ fn query(request: &ReadRequest, pattern: &str, limit: u64) -> scan::Query {
 }
 
 /// The page of `total` matching lines, from the scan that kept its lines.
-fn pattern_page(request: &ReadRequest, limit: u64, total: u64, scan: scan::Scan) -> String {
-    let shown = request::window(request.offset, request.from_end, total, limit);
+fn pattern_page(
+    request: &ReadRequest,
+    query: &scan::Query,
+    total: u64,
+    scan: scan::Scan,
+) -> String {
+    let shown = query.window(total);
     let page = scan.into_page();
     let lines = page.entries().map(|(.., line)| line);
     request::render(&request.handle, total, shown.end - shown.start, lines)

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::cache::{INDEX_PREFIX_BYTES, IndexCache, IndexView, Opened};
-use super::line_index::{Index, IndexBuilder, LineStart, MIN_INDEXED_BYTES, Version};
+use super::cache::{INDEX_PREFIX_BYTES, IndexCache, IndexView, Opened, WHOLE_INDEX_BYTES};
+use super::line_index::{IndexBuilder, IndexError, LineStart, MIN_INDEXED_BYTES, Version};
 use super::lines::{split_lines, window_lines};
 use super::request::{PAGE_BYTES_CAP, ReadRequest, render, window};
 use super::source::{Fetched, PageError, Part, SpillReader, fetch_checked, stream_lines};
@@ -27,18 +27,15 @@ pub(crate) async fn offset_page<R: SpillReader>(
     let handle = &request.handle;
     let cache = reader.index_cache();
     for _ in 0..ATTEMPTS {
-        let (opened, head, cached) = match cache.and_then(|c| c.get(handle)) {
-            Some(opened) => (opened, Bytes::new(), cache),
+        let (opened, cached) = match cache.and_then(|c| c.get(handle)) {
+            Some(opened) => (opened, cache),
             None => {
-                let (opened, head) = open(reader, handle).await?;
-                let opened = Arc::new(opened);
-                if let Some(cache) = cache {
-                    cache.put(handle, &opened);
-                }
-                (opened, head, None)
+                let opened = Arc::new(open(reader, handle).await?);
+                cache.inspect(|c| c.put(handle, &opened));
+                (opened, None)
             }
         };
-        match page(reader, request, limit, &opened, &head, cached).await {
+        match page(reader, request, limit, &opened, cached).await {
             Err(PageError::Stale) => cache.into_iter().for_each(|c| c.remove(handle)),
             done => return done,
         }
@@ -46,44 +43,28 @@ pub(crate) async fn offset_page<R: SpillReader>(
     Err(PageError::Stale)
 }
 
-/// Open `handle`: read the payload's first bytes (its version, and all of a spill too small to
-/// be indexed) and the index's first bytes at once; use the index if it describes that payload
-/// version, else page a small spill whole and rebuild a larger one's index (and store it again).
-/// Returns the payload's first bytes too.
-async fn open<R: SpillReader>(reader: &R, handle: &str) -> Result<(Opened, Bytes), PageError> {
+/// Open `handle`: read the payload's version and the index's first bytes at once; use the index
+/// if it describes that payload version, else page a small spill whole and rebuild a larger
+/// one's index (and store it again).
+async fn open<R: SpillReader>(reader: &R, handle: &str) -> Result<Opened, PageError> {
     let index = reader.fetch(handle, Part::Index, 0..INDEX_PREFIX_BYTES);
-    let (payload, stored) = futures::join!(payload_head(reader, handle), index);
-    let (payload, head) = payload?;
+    let (payload, stored) = futures::join!(reader.head(handle), index);
+    let payload = payload?;
     let unusable = match stored {
-        Ok(Fetched { bytes, version }) => match IndexView::open(bytes, version, &payload) {
-            Ok(view) => return Ok((Opened::Indexed(view), head)),
+        Ok(Fetched { bytes, version }) => match IndexView::new(bytes, version, &payload) {
+            Ok(view) if view.header.describes(&payload) => return Ok(Opened::Indexed(view)),
+            Ok(_) => "it describes another payload version".to_owned(),
             Err(e) => e.to_string(),
         },
         Err(StoreError::Timeout(after)) => return Err(StoreError::Timeout(after).into()),
         Err(e) => e.to_string(),
     };
     if payload.size < MIN_INDEXED_BYTES {
-        return Ok((Opened::Whole(payload), head));
+        return Ok(Opened::Whole(payload));
     }
     tracing::debug!(target: "overspill::read", "rebuilding the line index of {handle:?}: {unusable}");
     let view = rebuild(reader, handle, &payload).await?;
-    Ok((Opened::Indexed(view), head))
-}
-
-/// The payload's version and its first [`MIN_INDEXED_BYTES`] (all of a spill too small to be
-/// indexed), in one read; for an empty payload, whose range the store refuses, its version.
-async fn payload_head<R: SpillReader>(
-    reader: &R,
-    handle: &str,
-) -> Result<(Version, Bytes), PageError> {
-    match reader
-        .fetch(handle, Part::Payload, 0..MIN_INDEXED_BYTES)
-        .await
-    {
-        Ok(Fetched { bytes, version }) => Ok((version, bytes)),
-        Err(StoreError::Backend(_)) => Ok((reader.head(handle).await?, Bytes::new())),
-        Err(e) => Err(e.into()),
-    }
+    Ok(Opened::Indexed(view))
 }
 
 /// Index the payload by streaming it once; store the index beside it when the payload has a
@@ -94,12 +75,9 @@ async fn rebuild<R: SpillReader>(
     payload: &Version,
 ) -> Result<IndexView, PageError> {
     let built = stream_lines(reader, handle, payload, 0, IndexBuilder::new()).await?;
-    let index: Index = built.finish();
     let tag = payload.tag.as_deref().unwrap_or_default();
-    let encoded = index
-        .encode(tag)
-        .map_err(|e| StoreError::Backend(e.into()))?;
-    let encoded = Bytes::from(encoded);
+    let backend = |e: IndexError| PageError::from(StoreError::Backend(e.into()));
+    let encoded = Bytes::from(built.finish().encode(tag).map_err(backend)?);
     let mut object = Version {
         size: encoded.len() as u64,
         tag: None,
@@ -114,25 +92,20 @@ async fn rebuild<R: SpillReader>(
             ),
         }
     }
-    let view = IndexView::built(encoded, object, payload);
-    view.map_err(|e| StoreError::Backend(e.into()).into())
+    IndexView::new(encoded, object, payload).map_err(backend)
 }
 
-/// Serve the page from an opened spill (`head`: the payload's first bytes, when just read;
-/// `cached`: the cache it came from); [`PageError::Stale`] if it changed since.
+/// Serve the page from an opened spill (`cached`: the cache it came from); [`PageError::Stale`]
+/// if it changed since.
 async fn page<R: SpillReader>(
     reader: &R,
     request: &ReadRequest,
     limit: u64,
     opened: &Opened,
-    head: &Bytes,
     cached: Option<&IndexCache>,
 ) -> Result<String, PageError> {
     let handle = &request.handle;
     let view = match opened {
-        Opened::Whole(version) if head.len() as u64 == version.size => {
-            return Ok(offset_page_in_memory(head, request, limit));
-        }
         Opened::Whole(version) => {
             let range = 0..version.size;
             let data = fetch_checked(reader, handle, Part::Payload, version, range).await?;
@@ -189,9 +162,6 @@ async fn locate<R: SpillReader>(
     let entries = index_bytes(reader, handle, &view, entries).await?;
     let end = header.lines_end(line, window.end, &entries);
     let (start, checkpoints) = header.block_start(line, &entries);
-    if checkpoints.is_empty() {
-        return Ok((start, end));
-    }
     let checkpoints = index_bytes(reader, handle, &view, checkpoints).await?;
     let start = header.nearest(line, start, &checkpoints);
     let end = header
@@ -208,7 +178,7 @@ async fn complete<'v, R: SpillReader>(
     view: &'v IndexView,
     cache: &IndexCache,
 ) -> Result<Cow<'v, IndexView>, PageError> {
-    if !view.fits_cache_whole() || view.object.tag.is_none() {
+    if view.object.size > WHOLE_INDEX_BYTES || view.object.tag.is_none() {
         return Ok(Cow::Borrowed(view));
     }
     let rest = view.prefix.len() as u64..view.object.size;

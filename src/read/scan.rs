@@ -128,9 +128,11 @@ pub(crate) struct Query {
     pub(crate) lossy: bool,
 }
 
-/// The matches of `total` that `query` keeps.
-fn query_window(query: &Query, total: u64) -> Range<u64> {
-    window(query.offset, query.from_end, total, query.limit)
+impl Query {
+    /// The matches of `total` that this query keeps.
+    pub(crate) fn window(&self, total: u64) -> Range<u64> {
+        window(self.offset, self.from_end, total, self.limit)
+    }
 }
 
 /// Where a line-aligned chunk started: its offset, the number of its first line and the matches
@@ -199,7 +201,7 @@ impl Scan {
     /// from the last, it only counts and notes where a second pass can resume.
     fn first_pass(query: &Query) -> Self {
         match query.from_end {
-            false => Self::new(query, query_window(query, u64::MAX)),
+            false => Self::new(query, query.window(u64::MAX)),
             true => Self {
                 resume_points: Some(Vec::new()),
                 ..Self::new(query, 0..0)
@@ -211,7 +213,7 @@ impl Scan {
     /// page. It resumes early enough that the page's first match has its context before it.
     fn second_pass(&self) -> Option<(u64, Self)> {
         let points = self.resume_points.as_ref()?;
-        let window = query_window(&self.query, self.matches);
+        let window = self.query.window(self.matches);
         if window.is_empty() {
             return None;
         }
@@ -495,7 +497,9 @@ pub(crate) fn scan_memory(data: &[u8], query: &Query) -> (u64, Scan) {
         let from = usize::try_from(from).unwrap_or(data.len()).min(data.len());
         let chunk = LineChunk {
             offset: from as u64,
-            ..LineChunk::whole(&data[from..])
+            bytes: &data[from..],
+            starts_line: true,
+            ends_line: true,
         };
         let _ = scan.feed(chunk);
         scan

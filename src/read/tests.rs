@@ -543,18 +543,16 @@ fn a_page_by_offset_reads_only_the_blocks_it_needs() {
                 index <= cache::INDEX_PREFIX_BYTES.min(index_len) + entries,
                 "{index} index bytes read for {request:?}"
             );
-            // The first bytes read with the index, and the page: from the nearest line start
-            // within the checkpoint spacing, to the next block start when the three block
-            // entries read hold it, and within the page's cap.
+            // The page: from the nearest line start within the checkpoint spacing, to the next
+            // block start when the three block entries read hold it, and within the page's cap.
             let block = data.len() as u64 * u64::from(lines_per_block) / lines as u64;
             let cap = u64::from(CHECKPOINT_BYTES) + PAGE_BYTES_CAP as u64;
             let page = match request.limit <= i64::from(lines_per_block) {
                 true => (3 * block).min(cap),
                 false => cap,
             };
-            let most = line_index::MIN_INDEXED_BYTES + page;
             assert!(
-                payload <= most,
+                payload <= page,
                 "{payload} payload bytes read for {request:?}"
             );
         }
@@ -656,11 +654,11 @@ fn a_page_makes_the_fewest_round_trips() {
             })
             .collect()
     };
-    // A small spill: its first bytes are all of it, read at once with the (missing) index.
+    // A small spill: its version with the (missing) index, then all of it.
     let small = MemoryReader::new(b"x\n".repeat(1_000)).cached();
-    assert_eq!(trips(&small, &[at(10, 5), at(20, 5)]), [[2, 1], [1, 1]]);
-    // Uncached: the payload's first bytes with the index's, then the page; a page from the end
-    // alike.
+    assert_eq!(trips(&small, &[at(10, 5), at(20, 5)]), [[3, 2], [1, 1]]);
+    // Uncached: the payload's version with the index's first bytes, then the page; a page from
+    // the end alike.
     let cold = MemoryReader::new(short.clone()).indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES);
     let from_end = ReadRequest {
         from_end: true,

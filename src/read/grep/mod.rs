@@ -33,8 +33,6 @@ pub(crate) mod render;
 #[cfg(test)]
 mod tests;
 
-use std::ops::Range;
-
 use regex::bytes::RegexBuilder;
 use serde::{Deserialize, Serialize};
 
@@ -97,17 +95,9 @@ impl Default for GrepRequest {
     }
 }
 
-/// A request whose arguments passed their checks, with its compiled pattern.
-#[derive(Debug, Clone)]
-pub(crate) struct Checked {
-    pub(crate) matcher: Matcher,
-    pub(crate) limit: u64,
-    pub(crate) context: u64,
-}
-
 impl GrepRequest {
-    /// Check the arguments and compile the pattern, before any read.
-    pub(crate) fn check(&self) -> Result<Checked, ReadError> {
+    /// Check the arguments and compile the pattern, before any read: what the scan looks for.
+    pub(crate) fn check(&self) -> Result<Query, ReadError> {
         let retry = |message: &str| Err(ReadError::BadArgument(message.to_owned()));
         if self.offset < 0 {
             return retry("`offset` must be >= 0.");
@@ -129,17 +119,15 @@ impl GrepRequest {
                 self.pattern.len()
             )));
         }
-        Ok(Checked {
+        Ok(Query {
             matcher: matcher(&self.pattern, self.regex, self.ignore_case)?,
-            limit: self.limit.min(MAX_READ_LINES) as u64,
             context: self.context.min(MAX_CONTEXT) as u64,
+            offset: self.offset,
+            from_end: self.from_end,
+            limit: self.limit.min(MAX_READ_LINES) as u64,
+            numbered: true,
+            lossy: false,
         })
-    }
-
-    /// The matches `[start, end)` of `total` this request shows (the page's, and the obvious
-    /// grep's the tests compare it with).
-    pub(crate) fn window(&self, total: u64, limit: u64) -> Range<u64> {
-        super::request::window(self.offset, self.from_end, total, limit)
     }
 }
 
@@ -199,37 +187,22 @@ pub async fn grep_tool_result<R: SpillReader>(
     reader: &R,
     request: &GrepRequest,
 ) -> Result<String, ReadOutcomeError> {
-    let checked = request.check()?;
-    let scanned = scan_spill(reader, &request.handle, &checked.query(request)).await;
-    let page = scanned.map(|(total, scan)| render(request, &checked, total, scan));
+    let query = request.check()?;
+    let scanned = scan_spill(reader, &request.handle, &query).await;
+    let page = scanned.map(|(total, scan)| render(request, &query, total, scan));
     outcome(&request.handle, page)
 }
 
 /// Serve one call from a payload in memory: the pure form of [`grep_tool_result`].
 pub fn grep_page(data: &[u8], request: &GrepRequest) -> Result<String, ReadError> {
-    let checked = request.check()?;
-    let (total, scan) = scan_memory(data, &checked.query(request));
-    Ok(render(request, &checked, total, scan))
+    let query = request.check()?;
+    let (total, scan) = scan_memory(data, &query);
+    Ok(render(request, &query, total, scan))
 }
 
 /// The page of `total` matches, from the scan that kept its lines.
-fn render(request: &GrepRequest, checked: &Checked, total: u64, scan: Scan) -> String {
-    let shown = request.window(total, checked.limit);
+fn render(request: &GrepRequest, query: &Query, total: u64, scan: Scan) -> String {
+    let shown = query.window(total);
     scan.into_page()
-        .render(request, checked.context > 0, total, shown)
-}
-
-impl Checked {
-    /// What the scan looks for.
-    fn query(&self, request: &GrepRequest) -> Query {
-        Query {
-            matcher: self.matcher.clone(),
-            context: self.context,
-            offset: request.offset,
-            from_end: request.from_end,
-            limit: self.limit,
-            numbered: true,
-            lossy: false,
-        }
-    }
+        .render(request, query.context > 0, total, shown)
 }

@@ -17,7 +17,7 @@ fn obvious_page(data: &[u8], request: &GrepRequest) -> Result<String, ReadError>
         .filter(|&i| checked.matcher.matches(lines[i]))
         .collect();
     let total = matching.len() as u64;
-    let shown = request.window(total, checked.limit);
+    let shown = checked.window(total);
     let c = checked.context as usize;
     let mut page = Page::new(PAGE_BYTES_CAP);
     for (i, line) in lines.iter().enumerate() {
