@@ -59,25 +59,22 @@ pub struct Template<'a> {
 impl<'a> Template<'a> {
     /// Check `text`: balanced braces, `{output}` exactly once, `{tool_name}` 1 to
     /// [`MAX_TOOL_NAME_FIELDS`] times. Other fields are allowed and rendered as written.
-    ///
-    /// Linear in the template; stops at the first field over its limit.
     pub fn parse(text: &'a str) -> Result<Self, PromptError> {
         let (mut outputs, mut tool_names) = (0usize, 0usize);
-        walk(text, |piece| {
-            match piece {
-                Piece::Field("output") => outputs += 1,
-                Piece::Field("tool_name") => tool_names += 1,
-                _ => {}
-            }
-            outputs <= 1 && tool_names <= MAX_TOOL_NAME_FIELDS
-        })?;
-        // The walk stopped early if a count went over its limit: judge those first.
+        let walked = walk(text, |piece| match piece {
+            Piece::Field("output") => outputs += 1,
+            Piece::Field("tool_name") => tool_names += 1,
+            _ => {}
+        });
+        // A field over its limit is the error, whatever follows it.
         match (outputs, tool_names) {
             (2.., _) => Err(PromptError::RepeatedOutput),
             (_, n) if n > MAX_TOOL_NAME_FIELDS => Err(PromptError::TooManyToolNames),
-            (0, _) => Err(PromptError::NoOutput),
-            (_, 0) => Err(PromptError::NoToolName),
-            _ => Ok(Self { text, tool_names }),
+            _ => walked.and(match (outputs, tool_names) {
+                (0, _) => Err(PromptError::NoOutput),
+                (_, 0) => Err(PromptError::NoToolName),
+                _ => Ok(Self { text, tool_names }),
+            }),
         }
     }
 
@@ -94,18 +91,11 @@ impl<'a> Template<'a> {
         let capacity = self.text.len() + output.len() + self.tool_names * tool_name.len();
         let mut out = String::with_capacity(capacity);
         // A checked template walks to its end.
-        let _ = walk(self.text, |piece| {
-            match piece {
-                Piece::Literal(s) => out.push_str(s),
-                Piece::Field("tool_name") => out.push_str(tool_name),
-                Piece::Field("output") => out.push_str(output),
-                Piece::Field(other) => {
-                    out.push('{');
-                    out.push_str(other);
-                    out.push('}');
-                }
-            }
-            true
+        let _ = walk(self.text, |piece| match piece {
+            Piece::Literal(s) => out.push_str(s),
+            Piece::Field("tool_name") => out.push_str(tool_name),
+            Piece::Field("output") => out.push_str(output),
+            Piece::Field(other) => out.extend(["{", other, "}"]),
         });
         out
     }
@@ -116,26 +106,21 @@ enum Piece<'a> {
     Field(&'a str),
 }
 
-/// Hand each piece of `template` to `each` in order, until it returns `false`.
-fn walk<'a>(template: &'a str, mut each: impl FnMut(Piece<'a>) -> bool) -> Result<(), PromptError> {
+/// Hand each piece of `template` to `each` in order; an unbalanced brace ends the walk.
+fn walk<'a>(template: &'a str, mut each: impl FnMut(Piece<'a>)) -> Result<(), PromptError> {
     let mut rest = template;
     while let Some(i) = rest.find(['{', '}']) {
-        if !each(Piece::Literal(&rest[..i])) {
-            return Ok(());
-        }
+        each(Piece::Literal(&rest[..i]));
         let tail = &rest[i..];
-        let piece = if tail.starts_with("{{") || tail.starts_with("}}") {
+        if tail.starts_with("{{") || tail.starts_with("}}") {
+            each(Piece::Literal(&tail[..1]));
             rest = &tail[2..];
-            Piece::Literal(&tail[..1])
         } else if tail.starts_with('{') {
             let close = tail.find('}').ok_or(PromptError::UnmatchedOpen)?;
+            each(Piece::Field(&tail[1..close]));
             rest = &tail[close + 1..];
-            Piece::Field(&tail[1..close])
         } else {
             return Err(PromptError::SingleClose);
-        };
-        if !each(piece) {
-            return Ok(());
         }
     }
     each(Piece::Literal(rest));

@@ -7,7 +7,6 @@
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use serde_json::ser::{CompactFormatter, Formatter, PrettyFormatter};
 
 /// The serializer presets for structured returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,47 +50,22 @@ pub fn render(value: &Value, serializer: Option<SerializerKind>) -> String {
     match (serializer, value) {
         (None, _) => compact(value),
         (Some(SerializerKind::JsonLines), Value::Array(records)) => {
-            // One buffer for every record: no per-record String, no join copy.
-            let mut out = Vec::new();
-            for (i, record) in records.iter().enumerate() {
-                if i > 0 {
-                    out.push(b'\n');
-                }
-                write_into(&mut out, record, CompactFormatter);
-            }
-            escape_separators(into_string(out))
+            let lines: Vec<String> = records.iter().map(compact).collect();
+            escape_separators(lines.join("\n"))
         }
         (Some(_), _) => escape_separators(indented(value)),
     }
 }
 
-/// Compact JSON, `{"a":1,"b":[1,2]}`.
+/// Compact JSON, `{"a":1,"b":[1,2]}`, bytes leaves resolved.
 pub fn compact(value: &Value) -> String {
-    write(value, CompactFormatter)
+    // Serializing a `Value` to a string cannot fail.
+    serde_json::to_string(&resolve_bytes(value)).unwrap_or_default()
 }
 
-/// `to_json(v, indent=2)`.
+/// `to_json(v, indent=2)`, bytes leaves resolved.
 pub fn indented(value: &Value) -> String {
-    write(value, PrettyFormatter::with_indent(b"  "))
-}
-
-fn write<F: Formatter>(value: &Value, formatter: F) -> String {
-    let mut out = Vec::new();
-    write_into(&mut out, value, formatter);
-    into_string(out)
-}
-
-/// Append `value`'s JSON to `out`, bytes leaves resolved (per value: per record for json_lines).
-fn write_into<F: Formatter>(out: &mut Vec<u8>, value: &Value, formatter: F) {
-    let value = resolve_bytes(value);
-    let mut ser = serde_json::Serializer::with_formatter(out, formatter);
-    // Serializing a `Value` into a Vec cannot fail.
-    let _ = value.serialize(&mut ser);
-}
-
-/// serde_json writes UTF-8 only.
-fn into_string(bytes: Vec<u8>) -> String {
-    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    serde_json::to_string_pretty(&resolve_bytes(value)).unwrap_or_default()
 }
 
 /// Escape the separators that would knock read-back offsets off the line grid.

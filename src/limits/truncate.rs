@@ -102,9 +102,7 @@ pub fn truncate_to_tokens(
         return String::new();
     };
     let fits = |clamped: &str| tokenizer.count_up_to(clamped, max.saturating_add(1)) <= max;
-    let chars = total as u64;
-    let bounds = tokenizer.bounds(chars, text.len() as u64);
-    if *bounds.end() <= max || (*bounds.start() <= max && fits(text)) {
+    if fits(text) {
         return text.to_owned();
     }
     let clamp = |budget: u64| {
@@ -118,7 +116,7 @@ pub fn truncate_to_tokens(
     }
     // The text itself does not fit (a budget of `total` chars keeps it whole), and a clamp keeps
     // close to its budget while no text longer than `max_chars_within(max)` fits: search below.
-    let mut too_big = chars.min(tokenizer.max_chars_within(max).saturating_add(1));
+    let mut too_big = (total as u64).min(tokenizer.max_chars_within(max).saturating_add(1));
     let (mut fitting, mut best) = (0, String::new());
     while too_big - fitting > 1 {
         let budget = fitting + (too_big - fitting) / 2;
