@@ -149,7 +149,7 @@ where
         .filter(|p| fits(p, request.output, budget))
         .unwrap_or_default();
     let frame = Frame::of(request);
-    loop {
+    'levels: loop {
         let max = progress.max_chars(budget);
         let source = progress.source.take();
         let text = source.as_deref().unwrap_or(request.output);
@@ -181,7 +181,6 @@ where
         let chunks = chunk_lines(text, max);
         progress.chunks = chunks.len();
         progress.source = source.clone();
-        let mut smaller = None;
         for chunk in chunks.iter().skip(progress.done.len()) {
             let prompt = frame.prompt(chunk);
             let call = frame.request(&prompt, chunk);
@@ -192,17 +191,13 @@ where
                     on_chunk(&progress).await;
                 }
                 Err(error) => match refit(&error, call, progress.level) {
-                    Some(max) => {
-                        smaller = Some(max);
-                        break;
+                    Some(smaller) => {
+                        progress = progress.refitted(source, smaller);
+                        continue 'levels;
                     }
                     None => return Err(error),
                 },
             }
-        }
-        if let Some(smaller) = smaller {
-            progress = progress.refitted(source, smaller);
-            continue;
         }
         let joined = progress.done.join(JOIN);
         let shrank = joined.len() < text.len();
@@ -323,7 +318,7 @@ pub fn chunk_lines(text: &str, max: usize) -> Vec<&str> {
     chunks
 }
 
-/// The prompt around the output: what comes before and after it.
+/// The prompt around the output: what comes before and after it, when it occurs exactly once.
 struct Frame<'a> {
     request: SummaryRequest<'a>,
     around: Option<(&'a str, &'a str)>,
@@ -332,15 +327,10 @@ struct Frame<'a> {
 impl<'a> Frame<'a> {
     fn of(request: SummaryRequest<'a>) -> Self {
         let (prompt, output) = (request.prompt, request.output);
-        let around = (!output.is_empty())
-            .then(|| memchr::memmem::find(prompt.as_bytes(), output.as_bytes()))
-            .flatten()
-            .filter(|&at| {
-                let next = at + 1;
-                prompt.len() < next + output.len()
-                    || memchr::memmem::find(&prompt.as_bytes()[next..], output.as_bytes()).is_none()
-            })
-            .map(|at| (&prompt[..at], &prompt[at + output.len()..]));
+        // Every occurrence lies between the first and the last: one when they are the same.
+        let once = (prompt.find(output))
+            .filter(|&at| !output.is_empty() && prompt.rfind(output) == Some(at));
+        let around = once.map(|at| (&prompt[..at], &prompt[at + output.len()..]));
         Self { request, around }
     }
 

@@ -1,14 +1,13 @@
 //! [`OpenAiSummarizer`]: one chat-completions call per summary, with a builder in the
 //! `object_store` style.
 
-use std::fmt;
 use std::time::{Duration, SystemTime};
 
 use reqwest::StatusCode;
-use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use url::Url;
 
-use super::wire::{self, ChatRequest};
+use super::wire;
 use crate::limits::{SummarizeError as Error, Summarizer, Summary, SummaryRequest};
 use crate::redact;
 
@@ -20,31 +19,6 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
 /// The most bytes of a reply body read; a longer chat completion is [`Error::Malformed`].
 pub const MAX_REPLY_BYTES: usize = 1 << 20;
-
-/// A secret that prints as [`redact::PLACEHOLDER`].
-#[derive(Clone, Default)]
-struct Secret(Option<String>);
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            Some(_) => write!(f, "Some({})", redact::PLACEHOLDER),
-            None => f.write_str("None"),
-        }
-    }
-}
-
-impl Secret {
-    /// `text` with every occurrence of the secret replaced, for server messages that echo it.
-    fn redact(&self, text: String) -> String {
-        match self.0.as_deref() {
-            Some(key) if !key.is_empty() && text.contains(key) => {
-                text.replace(key, redact::PLACEHOLDER)
-            }
-            _ => text,
-        }
-    }
-}
 
 /// The chat-completions URL for a base URL (see [`OpenAiSummarizer::builder`]).
 fn endpoint(raw: &str) -> Result<Url, Error> {
@@ -77,9 +51,8 @@ pub struct OpenAiSummarizer {
     client: reqwest::Client,
     #[debug("{:?}", redact::url(endpoint.as_str()))]
     endpoint: Url,
-    #[debug(skip)]
-    auth: Option<HeaderValue>,
-    api_key: Secret,
+    #[debug("{:?}", api_key.as_ref().map(|_| redact::PLACEHOLDER))]
+    api_key: Option<String>,
     model: Option<String>,
     timeout: Duration,
     max_retries: u32,
@@ -141,21 +114,17 @@ impl OpenAiSummarizer {
             .user_agent(concat!("overspill/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| Error::NotConfigured(format!("HTTP client: {}", e.without_url())))?;
-        let api_key = Secret(api_key.filter(|k| !k.is_empty()));
-        let auth = match api_key.0.as_deref() {
-            Some(key) => {
-                let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                    Error::NotConfigured("the API key has characters a header cannot carry".into())
-                })?;
-                value.set_sensitive(true);
-                Some(value)
-            }
-            None => None,
-        };
+        let api_key = api_key.filter(|k| !k.is_empty());
+        if api_key
+            .as_deref()
+            .is_some_and(|k| HeaderValue::from_str(k).is_err())
+        {
+            let why = "the API key has characters a header cannot carry";
+            return Err(Error::NotConfigured(why.into()));
+        }
         Ok(Self {
             client,
             endpoint,
-            auth,
             api_key,
             model: model.filter(|m| !m.is_empty()),
             timeout,
@@ -197,15 +166,13 @@ impl OpenAiSummarizer {
             })?;
         // A pydantic-ai model name (`openai:gpt-4o-mini`) names the provider first.
         let model = model.strip_prefix("openai:").unwrap_or(model);
-        let body = serde_json::to_vec(&ChatRequest::new(model, request.prompt))
+        let body = serde_json::to_vec(&wire::request_body(model, request.prompt))
             .map_err(|e| Error::Malformed(format!("request body: {e}")))?;
-        let mut http = self
-            .client
-            .post(self.endpoint.clone())
+        let mut http = (self.client.post(self.endpoint.clone()))
             .header(CONTENT_TYPE, "application/json")
             .body(body);
-        if let Some(auth) = &self.auth {
-            http = http.header(AUTHORIZATION, auth.clone());
+        if let Some(key) = &self.api_key {
+            http = http.bearer_auth(key);
         }
         let reply = http.send().await.map_err(|e| self.transport(e))?;
         let status = reply.status();
@@ -218,11 +185,11 @@ impl OpenAiSummarizer {
                 )));
             }
             return wire::parse_reply(&body).map_err(|e| match e {
-                Error::Malformed(m) => Error::Malformed(self.api_key.redact(m)),
+                Error::Malformed(m) => Error::Malformed(self.redact(m)),
                 other => other,
             });
         }
-        let message = self.api_key.redact(wire::error_message(&body));
+        let message = self.redact(wire::error_message(&body));
         // What the OpenAI SDKs retry: 408, 409, 429 and 5xx.
         if status == StatusCode::TOO_MANY_REQUESTS
             || status.is_server_error()
@@ -249,6 +216,14 @@ impl OpenAiSummarizer {
         }
     }
 
+    /// `text` with every occurrence of the API key replaced, for server messages that echo it.
+    fn redact(&self, text: String) -> String {
+        match self.api_key.as_deref() {
+            Some(key) if text.contains(key) => text.replace(key, redact::PLACEHOLDER),
+            _ => text,
+        }
+    }
+
     /// The reply's body, read up to [`MAX_REPLY_BYTES`]; `false` when there was more.
     async fn read_body(&self, mut reply: reqwest::Response) -> Result<(Vec<u8>, bool), Error> {
         let mut body = Vec::new();
@@ -269,16 +244,14 @@ impl OpenAiSummarizer {
             return Error::Timeout(self.timeout);
         }
         let error = error.without_url();
-        let mut text = error.to_string();
-        let mut cause = std::error::Error::source(&error);
-        while let Some(inner) = cause {
-            text.push_str(": ");
-            text.push_str(&inner.to_string());
-            cause = inner.source();
-        }
+        let chain = std::iter::successors(Some(&error as &dyn std::error::Error), |e| e.source());
+        let text = chain
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(": ");
         Error::Unavailable {
             status: None,
-            message: self.api_key.redact(text),
+            message: self.redact(text),
             retry_after: None,
         }
     }
@@ -370,9 +343,19 @@ mod tests {
 
     #[test]
     fn redacts_echoed_keys() {
-        let key = Secret(Some("sk-abc".into()));
-        assert_eq!(key.redact("bad key sk-abc!".into()), "bad key [redacted]!");
-        assert_eq!(Secret(None).redact("x".into()), "x");
+        let with_key = |key: Option<&str>| {
+            OpenAiSummarizer::builder("http://localhost:1")
+                .maybe_api_key(key)
+                .build()
+                .expect("a summarizer")
+        };
+        let text = "bad key sk-abc!".to_owned();
+        assert_eq!(
+            with_key(Some("sk-abc")).redact(text.clone()),
+            "bad key [redacted]!"
+        );
+        assert_eq!(with_key(None).redact(text.clone()), text);
+        assert_eq!(with_key(Some("")).redact(text.clone()), text);
     }
 
     /// Activities run on a multi-threaded runtime: every future handed to them must be `Send`.
