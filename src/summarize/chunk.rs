@@ -95,30 +95,33 @@ impl ChunkProgress {
     /// Start this level over at `max_chars`, keeping what the calls so far cost.
     fn refitted(self, source: Option<String>, max_chars: usize) -> Self {
         Self {
-            level: self.level,
-            chunks: 0,
-            done: Vec::new(),
             source,
-            usage: self.usage,
             max_chars: Some(max_chars),
+            ..self.next_level(self.level)
+        }
+    }
+
+    /// Start `level` with nothing done, keeping what the calls so far cost and the size learned.
+    fn next_level(&self, level: u32) -> Self {
+        Self {
+            level,
+            usage: self.usage,
+            max_chars: self.max_chars,
+            ..Self::default()
         }
     }
 }
 
 /// Summarize `request`, chunking when its output is over `budget`.
 ///
-/// An output within budget is one call with `request` exactly as given. A larger one is split on
-/// line boundaries into chunks of at most `budget.max_chars` characters (a longer line is cut);
-/// each chunk is summarized with the same prompt around it, and the stripped summaries, joined by
-/// a blank line, are summarized once more (chunked again while still over budget, up to 4
-/// levels). `on_chunk` runs after every finished chunk with the progress so far, and the future
-/// it returns is awaited before the next chunk (an activity records its heartbeat there); pass
-/// the last progress back as `resume` and only the unfinished chunks are summarized. A `resume` that does not
-/// fit this request and budget is ignored. The summary's usage is the total of every call, those
-/// of earlier attempts included.
-///
-/// `on_chunk` gets a reference and returns a future that borrows none of it (clone what the future
-/// needs): unlike an async closure, that keeps the whole future `Send` for an activity.
+/// An output within budget is one call with `request` as given. A larger one is cut into
+/// [`chunk_lines`] chunks, each summarized with the prompt around it, and the stripped summaries,
+/// joined by a blank line, are summarized once more (chunked again while over budget, up to 4
+/// levels). A context refusal re-chunks at the size the server's window allows. `on_chunk`'s
+/// future is awaited after every finished chunk (an activity heartbeats there); it borrows none of
+/// the progress, which keeps the whole future `Send`. Pass the last progress back as `resume` and
+/// only unfinished chunks are summarized (a `resume` of another request is ignored). The usage is
+/// that of every call, earlier attempts' included.
 ///
 /// ```
 /// # use overspill::limits::SummaryRequest;
@@ -133,8 +136,8 @@ impl ChunkProgress {
 /// # Ok(()) }
 /// ```
 ///
-/// The per-chunk prompt is `request.prompt` with the output replaced by the chunk, when the
-/// output occurs in the prompt exactly once; otherwise the default template is used.
+/// A chunk's prompt is `request.prompt` with the chunk in place of the output, when the output
+/// occurs in it exactly once; otherwise the default template.
 pub async fn summarize_chunked<M: Summarizer, F>(
     model: &M,
     request: SummaryRequest<'_>,
@@ -200,18 +203,15 @@ where
             }
         }
         let joined = progress.done.join(JOIN);
-        let shrank = joined.len() < text.len();
+        // Summaries no shorter than their source are summarized once more, as they are.
+        let level = if joined.len() < text.len() {
+            progress.level + 1
+        } else {
+            MAX_LEVELS
+        };
         progress = ChunkProgress {
-            level: if shrank {
-                progress.level + 1
-            } else {
-                MAX_LEVELS
-            },
-            chunks: 0,
-            done: Vec::new(),
             source: Some(joined),
-            usage: progress.usage,
-            max_chars: progress.max_chars,
+            ..progress.next_level(level)
         };
     }
 }
@@ -282,7 +282,7 @@ fn fits(resume: &ChunkProgress, output: &str, budget: ChunkBudget) -> bool {
 
 fn over(text: &str, max: usize) -> bool {
     // Cheap first: a text of at most `max` bytes has at most `max` characters.
-    text.len() > max && crate::limits::text::char_len(text) > max as u64
+    text.len() > max && char_len(text) > max as u64
 }
 
 /// Split `text` into chunks of at most `max` characters, at line ends; a line longer than `max`
