@@ -2,15 +2,6 @@
 //!
 //! One JSON form serves the CLI, activity inputs and worker defaults. Missing fields take the
 //! reference's defaults; unknown fields and out-of-range numbers are errors naming the field.
-//!
-//! ```
-//! use overspill::limits::{Action, Limits};
-//!
-//! let limits = Limits::from_json(r#"{"bands":[{"over":5000,"action":{"type":"truncate"}}]}"#)?;
-//! assert!(matches!(limits.bands[0].action, Action::Truncate(ref t) if t.max_chars == 4000));
-//! assert_eq!(Limits::default().bands[0].over, 10_000);
-//! # Ok::<(), overspill::limits::ConfigError>(())
-//! ```
 
 use std::collections::BTreeMap;
 

@@ -24,16 +24,6 @@ pub struct ToolCall {
 
 impl ToolCall {
     /// The spill key, `{run_id}/{tool_call_id}.{retry}{suffix}`, exactly as the reference builds it.
-    ///
-    /// ```
-    /// let call = overspill::limits::ToolCall {
-    ///     run_id: Some("run-1".into()),
-    ///     tool_call_id: Some("call-1".into()),
-    ///     ..Default::default()
-    /// };
-    /// assert_eq!(call.spill_key(""), "run-1/call-1.0");
-    /// assert_eq!(overspill::limits::ToolCall::default().spill_key(".content"), "run/call.0.content");
-    /// ```
     pub fn spill_key(&self, suffix: &str) -> String {
         let run = self
             .run_id
@@ -71,12 +61,6 @@ pub enum ToolOutput {
 impl ToolOutput {
     /// Raw output as the reference types it: text when it is UTF-8, else bytes (measured in
     /// bytes, spilled verbatim, never truncated). Neither form copies `data`.
-    ///
-    /// ```
-    /// use overspill::limits::ToolOutput;
-    /// assert_eq!(ToolOutput::from_raw("héllo".into()).as_text(), Some("héllo"));
-    /// assert!(matches!(ToolOutput::from_raw(vec![0xff, b'a'].into()), ToolOutput::Bytes(_)));
-    /// ```
     pub fn from_raw(data: Bytes) -> Self {
         ByteString::try_from(data.clone()).map_or(Self::Bytes(data), Self::Text)
     }
@@ -177,6 +161,26 @@ impl ToolResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spill_keys_and_raw_outputs() {
+        let call = ToolCall {
+            run_id: Some("run-1".into()),
+            tool_call_id: Some("call-1".into()),
+            ..Default::default()
+        };
+        assert_eq!(call.spill_key(""), "run-1/call-1.0");
+        assert_eq!(
+            ToolCall::default().spill_key(".content"),
+            "run/call.0.content"
+        );
+        assert_eq!(
+            ToolOutput::from_raw("héllo".into()).as_text(),
+            Some("héllo")
+        );
+        let binary = ToolOutput::from_raw(vec![0xff, b'a'].into());
+        assert!(matches!(binary, ToolOutput::Bytes(_)));
+    }
 
     #[test]
     fn json_forms() {

@@ -5,18 +5,6 @@
 //! prompt is therefore never larger than the template, the output and a few tool names: a
 //! template cannot amplify an output (60,000 `{output}` fields over a 1.5 MB output would be
 //! 90 GB).
-//!
-//! ```
-//! use overspill::limits::prompt::{PromptError, Template};
-//!
-//! let template = Template::parse("Summarize `{tool_name}` ({{raw}}):\n{output}")?;
-//! assert_eq!(template.render("cat", "a\nb"), "Summarize `cat` ({raw}):\na\nb");
-//! assert_eq!(
-//!     Template::parse("{tool_name}: {output} {output}").unwrap_err(),
-//!     PromptError::RepeatedOutput
-//! );
-//! # Ok::<(), PromptError>(())
-//! ```
 
 /// The reference's summary prompt. A custom one must contain `{tool_name}` (at most 16 times)
 /// and `{output}` exactly once (see [`Template`]).
@@ -136,6 +124,9 @@ mod tests {
         let template = Template::parse("{tool_name}/{tool_name} {{x}} {other} }} <{output}>")
             .expect("a valid template");
         assert_eq!(template.render("t", "o"), "t/t {x} {other} } <o>");
+        let template = Template::parse("Summarize `{tool_name}` ({{raw}}):\n{output}");
+        let rendered = template.map(|t| t.render("cat", "a\nb"));
+        assert_eq!(rendered, Ok("Summarize `cat` ({raw}):\na\nb".to_owned()));
         let reference = Template::reference();
         assert_eq!(Template::parse(DEFAULT_SUMMARY_PROMPT), Ok(reference));
         assert!(

@@ -119,19 +119,6 @@ struct Applied {
 ///
 /// Never fails: a store or model error runs the action's `then` (logged at WARN), and with no
 /// `then` the output passes through unreduced.
-///
-/// ```
-/// use overspill::limits::{reduce, Limits, MemoryStore, NoSummarizer, ToolCall, ToolOutput, ToolResult};
-///
-/// # futures::executor::block_on(async {
-/// let store = MemoryStore::new();
-/// let call = ToolCall { tool_name: "cat".into(), run_id: Some("r".into()), tool_call_id: Some("c".into()), ..Default::default() };
-/// let big = ToolResult::bare(ToolOutput::Text("x".repeat(20_000).into()));
-/// let reduced = reduce(&Limits::default(), &call, big, &store, &NoSummarizer).await;
-/// assert_eq!(reduced.overflow_handle(), Some("r/c.0"));
-/// assert!(reduced.return_value.as_text().unwrap().starts_with("[Tool output too large (20,000 chars); stored to handle 'r/c.0'."));
-/// # });
-/// ```
 pub async fn reduce<S: SpillStore, M: Summarizer>(
     limits: &Limits,
     call: &ToolCall,
@@ -354,6 +341,25 @@ fn warn_fallback(verb: &str, call: &ToolCall, error_type: &str, then: Option<&Ac
 mod tests {
     use super::*;
     use crate::limits::{MemoryStore, NoSummarizer, Tokenizer};
+
+    #[tokio::test]
+    async fn a_large_output_spills_with_a_preview() {
+        let store = MemoryStore::new();
+        let call = ToolCall {
+            tool_name: "cat".into(),
+            run_id: Some("r".into()),
+            tool_call_id: Some("c".into()),
+            ..Default::default()
+        };
+        let big = ToolResult::bare(ToolOutput::Text("x".repeat(20_000).into()));
+        let reduced = reduce(&Limits::default(), &call, big, &store, &NoSummarizer).await;
+        assert_eq!(reduced.overflow_handle(), Some("r/c.0"));
+        let text = reduced.return_value.as_text().expect("text");
+        assert!(
+            text.starts_with("[Tool output too large (20,000 chars); stored to handle 'r/c.0'.")
+        );
+        assert_eq!(store.handles(), ["r/c.0"]);
+    }
 
     #[test]
     fn token_bands_and_budgets_run_through_reduce() {

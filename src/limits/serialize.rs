@@ -38,14 +38,6 @@ pub fn bytes_leaf(value: &Value) -> Option<Vec<u8>> {
 }
 
 /// Render `value` with the chosen serializer (`None`: compact JSON, no separator escaping).
-///
-/// ```
-/// use overspill::limits::{serialize::render, SerializerKind};
-/// let v = serde_json::json!([{"a": 1}, {"a": [1, 2]}]);
-/// assert_eq!(render(&v, None), r#"[{"a":1},{"a":[1,2]}]"#);
-/// assert_eq!(render(&v, Some(SerializerKind::JsonLines)), "{\"a\":1}\n{\"a\":[1,2]}");
-/// assert_eq!(render(&serde_json::json!({"a": 1}), Some(SerializerKind::IndentedJson)), "{\n  \"a\": 1\n}");
-/// ```
 pub fn render(value: &Value, serializer: Option<SerializerKind>) -> String {
     match (serializer, value) {
         (None, _) => compact(value),
@@ -118,6 +110,16 @@ fn resolve_bytes(value: &Value) -> std::borrow::Cow<'_, Value> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn presets() {
+        let v = json!([{"a": 1}, {"a": [1, 2]}]);
+        assert_eq!(render(&v, None), r#"[{"a":1},{"a":[1,2]}]"#);
+        let lines = render(&v, Some(SerializerKind::JsonLines));
+        assert_eq!(lines, "{\"a\":1}\n{\"a\":[1,2]}");
+        let indented = render(&json!({"a": 1}), Some(SerializerKind::IndentedJson));
+        assert_eq!(indented, "{\n  \"a\": 1\n}");
+    }
 
     #[test]
     fn floats_render_as_pydantic_core_does() {

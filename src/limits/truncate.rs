@@ -11,15 +11,6 @@ use super::tokens::Tokenizer;
 
 /// Clamp `text` to `max_chars` chars (marker included) with `strategy`, reserving the final
 /// `keep_tail_lines` lines when they fit.
-///
-/// ```
-/// use overspill::limits::{truncate::truncate_text, TruncationStrategy::*};
-/// let text = "x".repeat(100);
-/// assert_eq!(truncate_text(&text, 0, Head, 0), "");
-/// assert_eq!(truncate_text("short", 10, Tail, 0), "short");
-/// let out = truncate_text(&text, 60, Tail, 0);
-/// assert_eq!(out, format!("[... output truncated, showing last 14 chars]\n{}", "x".repeat(14)));
-/// ```
 pub fn truncate_text(
     text: &str,
     max_chars: i64,
@@ -80,16 +71,6 @@ pub fn truncate_counted(
 /// Clamp `text` (of `total` chars) to `max_tokens` tokens of `tokenizer`, marker included: the
 /// clamp of [`truncate_counted`] with the largest char budget that fits, found by bisection.
 /// The markers still count chars, as they describe what was kept.
-///
-/// ```
-/// use overspill::limits::{truncate::truncate_to_tokens, Tokenizer, TruncationStrategy::*};
-/// let text = "lorem ipsum dolor sit amet\n".repeat(1_000);
-/// let total = text.chars().count();
-/// let out = truncate_to_tokens(&text, total, 100, Tail, 0, Tokenizer::O200kBase);
-/// assert!(out.starts_with("[... output truncated, showing last "));
-/// assert!(Tokenizer::O200kBase.count(&out) <= 100);
-/// assert_eq!(truncate_to_tokens("short", 5, 100, Head, 0, Tokenizer::O200kBase), "short");
-/// ```
 pub fn truncate_to_tokens(
     text: &str,
     total: usize,
@@ -203,6 +184,28 @@ mod tests {
     use super::*;
     use TruncationStrategy::{Head, HeadTail, Tail};
     use proptest::prelude::*;
+
+    #[test]
+    fn budgets_at_the_edges() {
+        let text = "x".repeat(100);
+        assert_eq!(truncate_text(&text, 0, Head, 0), "");
+        assert_eq!(truncate_text("short", 10, Tail, 0), "short");
+        let out = truncate_text(&text, 60, Tail, 0);
+        assert_eq!(
+            out,
+            format!(
+                "[... output truncated, showing last 14 chars]\n{}",
+                "x".repeat(14)
+            )
+        );
+        let lorem = "lorem ipsum dolor sit amet\n".repeat(1_000);
+        let total = lorem.chars().count();
+        let out = truncate_to_tokens(&lorem, total, 100, Tail, 0, Tokenizer::O200kBase);
+        assert!(out.starts_with("[... output truncated, showing last "));
+        assert!(Tokenizer::O200kBase.count(&out) <= 100);
+        let short = truncate_to_tokens("short", 5, 100, Head, 0, Tokenizer::O200kBase);
+        assert_eq!(short, "short");
+    }
 
     #[test]
     fn tail_marker_counts_exactly_what_follows() {

@@ -90,15 +90,6 @@ impl Unit {
 pub const SKETCH_KEYS: usize = 10;
 
 /// A one-line sketch of a structured value's top level; empty for scalars.
-///
-/// ```
-/// use overspill::limits::unit::shape_sketch;
-/// use serde_json::json;
-/// assert_eq!(shape_sketch(&json!({"rows": [1], "ok": true})), "{'rows': list, 'ok': bool}");
-/// assert_eq!(shape_sketch(&json!([{"a": 1}, 2])), "[2 items of dict]");
-/// assert_eq!(shape_sketch(&json!([])), "[0 items of empty]");
-/// assert_eq!(shape_sketch(&json!("text")), "");
-/// ```
 pub fn shape_sketch(value: &Value) -> String {
     match value {
         Value::Object(map) if serialize::bytes_leaf(value).is_none() => {
@@ -120,5 +111,21 @@ pub fn shape_sketch(value: &Value) -> String {
             items.first().map_or("empty", type_name)
         ),
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::shape_sketch;
+
+    #[test]
+    fn sketches_name_the_top_level() {
+        let sketch = shape_sketch(&json!({"rows": [1], "ok": true}));
+        assert_eq!(sketch, "{'rows': list, 'ok': bool}");
+        assert_eq!(shape_sketch(&json!([{"a": 1}, 2])), "[2 items of dict]");
+        assert_eq!(shape_sketch(&json!([])), "[0 items of empty]");
+        assert_eq!(shape_sketch(&json!("text")), "");
     }
 }

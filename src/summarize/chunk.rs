@@ -123,19 +123,6 @@ impl ChunkProgress {
 /// only unfinished chunks are summarized (a `resume` of another request is ignored). The usage is
 /// that of every call, earlier attempts' included.
 ///
-/// ```
-/// # use overspill::limits::SummaryRequest;
-/// # use overspill::summarize::{summarize_chunked, ChunkBudget, ChunkProgress};
-/// # async fn heartbeat(_: ChunkProgress) {}
-/// # async fn run(model: &overspill::summarize::OpenAiSummarizer, request: SummaryRequest<'_>,
-/// #     resume: Option<ChunkProgress>) -> Result<(), overspill::limits::SummarizeError> {
-/// let _summary = summarize_chunked(model, request, ChunkBudget::default(), resume, |progress| {
-///     heartbeat(progress.clone())
-/// })
-/// .await?;
-/// # Ok(()) }
-/// ```
-///
 /// A chunk's prompt is `request.prompt` with the chunk in place of the output, when the output
 /// occurs in it exactly once; otherwise the default template.
 pub async fn summarize_chunked<M: Summarizer, F>(

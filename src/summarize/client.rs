@@ -11,12 +11,6 @@ use super::wire;
 use crate::limits::{SummarizeError as Error, Summarizer, Summary, SummaryRequest};
 use crate::redact;
 
-/// The default per-request timeout.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
-/// The default connect timeout.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// The default longest wait between two in-process retries.
-pub const DEFAULT_MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
 /// The most bytes of a reply body read; a longer chat completion is [`Error::Malformed`].
 pub const MAX_REPLY_BYTES: usize = 1 << 20;
 
@@ -27,15 +21,14 @@ fn endpoint(raw: &str) -> Result<Url, Error> {
     if !matches!(url.scheme(), "http" | "https") {
         return Err(invalid(format!("unsupported scheme {:?}", url.scheme())));
     }
-    let path = url.path().trim_end_matches('/').to_owned();
-    let path = if path.ends_with("/chat/completions") {
-        path
-    } else if path.is_empty() {
-        "/v1/chat/completions".to_owned()
-    } else {
-        format!("{path}/chat/completions")
+    let path = match url.path().trim_end_matches('/') {
+        "" => "/v1".to_owned(),
+        path => path
+            .strip_suffix("/chat/completions")
+            .unwrap_or(path)
+            .to_owned(),
     };
-    url.set_path(&path);
+    url.set_path(&format!("{path}/chat/completions"));
     Ok(url)
 }
 
@@ -68,18 +61,6 @@ impl OpenAiSummarizer {
     /// path is the API root as given, like the OpenAI SDKs' `base_url`
     /// (`https://api.openai.com/v1`, `https://host/openai/v1beta`); `/chat/completions` is
     /// appended unless the path already ends with it.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use overspill::summarize::OpenAiSummarizer;
-    ///
-    /// let summarizer = OpenAiSummarizer::builder("http://localhost:11434")
-    ///     .model("qwen2.5:7b")
-    ///     .timeout(Duration::from_secs(60))
-    ///     .build()?;
-    /// assert_eq!(summarizer.endpoint().as_str(), "http://localhost:11434/v1/chat/completions");
-    /// # Ok::<(), overspill::limits::SummarizeError>(())
-    /// ```
     #[builder(finish_fn = build)]
     pub fn new(
         /// The endpoint's base URL.
@@ -92,10 +73,10 @@ impl OpenAiSummarizer {
         #[builder(into)]
         model: Option<String>,
         /// The timeout of one request, connection to last byte (default 120 s).
-        #[builder(default = DEFAULT_TIMEOUT)]
+        #[builder(default = Duration::from_secs(120))]
         timeout: Duration,
         /// The connect timeout (default 10 s).
-        #[builder(default = DEFAULT_CONNECT_TIMEOUT)]
+        #[builder(default = Duration::from_secs(10))]
         connect_timeout: Duration,
         /// In-process retries of an [`Error::Unavailable`] reply (default 0: under Temporal the
         /// activity's retry policy retries, journaled). Each retry waits the server's
@@ -104,7 +85,7 @@ impl OpenAiSummarizer {
         #[builder(default)]
         max_retries: u32,
         /// The longest in-process wait between two retries (default 30 s).
-        #[builder(default = DEFAULT_MAX_RETRY_DELAY)]
+        #[builder(default = Duration::from_secs(30))]
         max_retry_delay: Duration,
     ) -> Result<Self, Error> {
         let endpoint = endpoint(&url)?;
