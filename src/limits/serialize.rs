@@ -23,18 +23,9 @@ pub const BYTES_LEAF_KEY: &str = "$bytes_b64";
 
 /// The decoded bytes of a bytes leaf, if `value` is one.
 pub fn bytes_leaf(value: &Value) -> Option<Vec<u8>> {
-    let Value::Object(map) = value else {
-        return None;
-    };
-    let (key, Value::String(b64)) = map.iter().next()? else {
-        return None;
-    };
-    if map.len() != 1 || key != BYTES_LEAF_KEY {
-        return None;
-    }
-    base64::engine::general_purpose::STANDARD
-        .decode(b64.as_bytes())
-        .ok()
+    let map = value.as_object().filter(|map| map.len() == 1)?;
+    let b64 = map.get(BYTES_LEAF_KEY)?.as_str()?;
+    base64::engine::general_purpose::STANDARD.decode(b64).ok()
 }
 
 /// Render `value` with the chosen serializer (`None`: compact JSON, no separator escaping).

@@ -41,12 +41,9 @@ pub fn truncate_counted(
     if total <= max {
         return text.to_owned();
     }
-    let reserved = if keep_tail_lines > 0 {
-        text[tail_line_start(text, keep_tail_lines)..]
-            .chars()
-            .count()
-    } else {
-        0
+    let reserved = match keep_tail_lines {
+        0 => 0,
+        k => char_len(&text[tail_line_start(text, k)..]) as usize,
     };
     if reserved > max {
         return truncate_tail(text, max);

@@ -86,10 +86,8 @@ pub struct ChunkProgress {
 impl ChunkProgress {
     /// The chunk size in force: the learned one when it is under `budget`, else `budget`'s.
     fn max_chars(&self, budget: ChunkBudget) -> usize {
-        self.max_chars
-            .filter(|&learned| learned < budget.max_chars)
-            .unwrap_or(budget.max_chars)
-            .max(1)
+        let learned = self.max_chars.unwrap_or(usize::MAX);
+        learned.min(budget.max_chars).max(1)
     }
 
     /// Start this level over at `max_chars`, keeping what the calls so far cost.

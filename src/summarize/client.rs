@@ -3,7 +3,6 @@
 
 use std::time::{Duration, SystemTime};
 
-use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use url::Url;
 
@@ -137,14 +136,11 @@ impl OpenAiSummarizer {
     /// Uses `request.prompt` as the user message and `request.model`, else the default model; a
     /// pydantic-ai `openai:` prefix on the model name is dropped.
     pub async fn complete_once(&self, request: SummaryRequest<'_>) -> Result<Summary, Error> {
+        let no_model =
+            "no model named (set --model, OVERSPILL_MODEL, or the Summarize action's model)";
         let model = (request.model.filter(|m| !m.is_empty()))
             .or(self.model.as_deref())
-            .ok_or_else(|| {
-                Error::NotConfigured(
-                    "no model named (set --model, OVERSPILL_MODEL, or the Summarize action's model)"
-                        .into(),
-                )
-            })?;
+            .ok_or_else(|| Error::NotConfigured(no_model.into()))?;
         // A pydantic-ai model name (`openai:gpt-4o-mini`) names the provider first.
         let model = model.strip_prefix("openai:").unwrap_or(model);
         let body = serde_json::to_vec(&wire::request_body(model, request.prompt))
@@ -170,30 +166,23 @@ impl OpenAiSummarizer {
                 other => other,
             });
         }
-        let message = self.redact(wire::error_message(&body));
+        let (status, message) = (status.as_u16(), self.redact(wire::error_message(&body)));
         // What the OpenAI SDKs retry: 408, 409, 429 and 5xx.
-        if status == StatusCode::TOO_MANY_REQUESTS
-            || status.is_server_error()
-            || status == StatusCode::REQUEST_TIMEOUT
-            || status == StatusCode::CONFLICT
-        {
+        if matches!(status, 408 | 409 | 429 | 500..=599) {
             Err(Error::Unavailable {
-                status: Some(status.as_u16()),
+                status: Some(status),
                 message,
                 retry_after,
             })
         } else if let Some((context_tokens, prompt_tokens)) = wire::context_exceeded(&body) {
             Err(Error::ContextExceeded {
-                status: status.as_u16(),
+                status,
                 context_tokens,
                 prompt_tokens,
                 message,
             })
         } else {
-            Err(Error::Rejected {
-                status: status.as_u16(),
-                message,
-            })
+            Err(Error::Rejected { status, message })
         }
     }
 
