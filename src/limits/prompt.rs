@@ -48,21 +48,28 @@ impl<'a> Template<'a> {
     /// Check `text`: balanced braces, `{output}` exactly once, `{tool_name}` 1 to
     /// [`MAX_TOOL_NAME_FIELDS`] times. Other fields are allowed and rendered as written.
     pub fn parse(text: &'a str) -> Result<Self, PromptError> {
-        let (mut outputs, mut tool_names) = (0usize, 0usize);
-        let walked = walk(text, |piece| match piece {
-            Piece::Field("output") => outputs += 1,
-            Piece::Field("tool_name") => tool_names += 1,
-            _ => {}
+        let (mut outputs, mut tool_names, mut over_limit) = (0usize, 0usize, None);
+        let walked = walk(text, |piece| {
+            match piece {
+                Piece::Field("output") => outputs += 1,
+                Piece::Field("tool_name") => tool_names += 1,
+                _ => return,
+            }
+            // The first field over its limit is the error, whatever follows it.
+            if over_limit.is_none() && outputs > 1 {
+                over_limit = Some(PromptError::RepeatedOutput);
+            } else if over_limit.is_none() && tool_names > MAX_TOOL_NAME_FIELDS {
+                over_limit = Some(PromptError::TooManyToolNames);
+            }
         });
-        // A field over its limit is the error, whatever follows it.
+        if let Some(error) = over_limit {
+            return Err(error);
+        }
+        walked?;
         match (outputs, tool_names) {
-            (2.., _) => Err(PromptError::RepeatedOutput),
-            (_, n) if n > MAX_TOOL_NAME_FIELDS => Err(PromptError::TooManyToolNames),
-            _ => walked.and(match (outputs, tool_names) {
-                (0, _) => Err(PromptError::NoOutput),
-                (_, 0) => Err(PromptError::NoToolName),
-                _ => Ok(Self { text, tool_names }),
-            }),
+            (0, _) => Err(PromptError::NoOutput),
+            (_, 0) => Err(PromptError::NoToolName),
+            _ => Ok(Self { text, tool_names }),
         }
     }
 
@@ -145,6 +152,26 @@ mod tests {
         assert_eq!(Template::parse(&names), Err(PromptError::TooManyToolNames));
         assert!(Template::parse(&names[11..]).is_ok());
         assert_eq!(Template::parse("{output}"), Err(PromptError::NoToolName));
+    }
+
+    #[test]
+    fn the_first_field_over_its_limit_is_the_error() {
+        let names = "{tool_name}".repeat(MAX_TOOL_NAME_FIELDS + 1);
+        let twice = "{output}{output}";
+        let (names_first, output_first) = (format!("{names}{twice}"), format!("{twice}{names}"));
+        assert_eq!(
+            Template::parse(&names_first),
+            Err(PromptError::TooManyToolNames)
+        );
+        assert_eq!(
+            Template::parse(&output_first),
+            Err(PromptError::RepeatedOutput)
+        );
+        // `\u{7d}` is a closing brace, alone.
+        let brace_after = Template::parse("{tool_name}{output}{output} \u{7d}");
+        assert_eq!(brace_after, Err(PromptError::RepeatedOutput));
+        let brace_before = Template::parse("{tool_name} \u{7d} {output}{output}");
+        assert_eq!(brace_before, Err(PromptError::SingleClose));
     }
 
     #[test]

@@ -75,14 +75,9 @@ pub fn type_name(value: &Value) -> &'static str {
     }
 }
 
-/// Python's `str.isspace()` for one char (Rust's whitespace plus the separators U+001C–U+001F).
-fn is_py_space(c: char) -> bool {
-    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
-}
-
-/// Python's `str.strip()`.
+/// Python's `str.strip()`: Python's whitespace is Rust's plus the separators U+001C–U+001F.
 pub fn py_strip(s: &str) -> &str {
-    s.trim_matches(is_py_space)
+    s.trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
 }
 
 #[cfg(test)]

@@ -4,7 +4,10 @@
 //! (`{"$bytes_b64": "…"}`) render as the text they decode to, or, when any of them is not UTF-8,
 //! every bytes leaf as URL-safe base64 with padding (decided per record for `json_lines`).
 
+use std::borrow::Cow;
+
 use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -25,7 +28,7 @@ pub const BYTES_LEAF_KEY: &str = "$bytes_b64";
 pub fn bytes_leaf(value: &Value) -> Option<Vec<u8>> {
     let map = value.as_object().filter(|map| map.len() == 1)?;
     let b64 = map.get(BYTES_LEAF_KEY)?.as_str()?;
-    base64::engine::general_purpose::STANDARD.decode(b64).ok()
+    STANDARD.decode(b64).ok()
 }
 
 /// Render `value` with the chosen serializer (`None`: compact JSON, no separator escaping).
@@ -62,39 +65,36 @@ fn escape_separators(text: String) -> String {
 }
 
 /// Replace bytes leaves by strings: their UTF-8 text, or (if any leaf is not UTF-8) base64.
-fn resolve_bytes(value: &Value) -> std::borrow::Cow<'_, Value> {
-    fn any_leaf(v: &Value, pred: &dyn Fn(&[u8]) -> bool) -> bool {
-        match v {
-            Value::Array(items) => items.iter().any(|i| any_leaf(i, pred)),
-            Value::Object(map) => match bytes_leaf(v) {
-                Some(bytes) => pred(&bytes),
-                None => map.values().any(|i| any_leaf(i, pred)),
-            },
-            _ => false,
+fn resolve_bytes(value: &Value) -> Cow<'_, Value> {
+    fn leaves(v: &Value, out: &mut Vec<Vec<u8>>) {
+        match (v, bytes_leaf(v)) {
+            (_, Some(bytes)) => out.push(bytes),
+            (Value::Array(items), None) => items.iter().for_each(|i| leaves(i, out)),
+            (Value::Object(map), None) => map.values().for_each(|i| leaves(i, out)),
+            _ => {}
         }
     }
     fn replace(v: &Value, as_base64: bool) -> Value {
-        match v {
-            Value::Array(items) => items.iter().map(|i| replace(i, as_base64)).collect(),
-            Value::Object(map) => match bytes_leaf(v) {
-                Some(bytes) if as_base64 => {
-                    Value::String(base64::engine::general_purpose::URL_SAFE.encode(bytes))
-                }
-                Some(bytes) => Value::String(String::from_utf8_lossy(&bytes).into_owned()),
-                None => Value::Object(
-                    map.iter()
-                        .map(|(k, i)| (k.clone(), replace(i, as_base64)))
-                        .collect(),
-                ),
-            },
-            other => other.clone(),
+        match (v, bytes_leaf(v)) {
+            (_, Some(bytes)) if as_base64 => Value::String(URL_SAFE.encode(bytes)),
+            (_, Some(bytes)) => Value::String(String::from_utf8_lossy(&bytes).into_owned()),
+            (Value::Array(items), None) => items.iter().map(|i| replace(i, as_base64)).collect(),
+            (Value::Object(map), None) => {
+                let entries = map.iter().map(|(k, i)| (k.clone(), replace(i, as_base64)));
+                Value::Object(entries.collect())
+            }
+            (other, None) => other.clone(),
         }
     }
-    if !any_leaf(value, &|_| true) {
-        return std::borrow::Cow::Borrowed(value);
+    let mut found = Vec::new();
+    leaves(value, &mut found);
+    if found.is_empty() {
+        return Cow::Borrowed(value);
     }
-    let as_base64 = any_leaf(value, &|b| std::str::from_utf8(b).is_err());
-    std::borrow::Cow::Owned(replace(value, as_base64))
+    let as_base64 = found
+        .iter()
+        .any(|bytes| std::str::from_utf8(bytes).is_err());
+    Cow::Owned(replace(value, as_base64))
 }
 
 #[cfg(test)]

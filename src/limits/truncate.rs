@@ -17,13 +17,8 @@ pub fn truncate_text(
     strategy: TruncationStrategy,
     keep_tail_lines: usize,
 ) -> String {
-    truncate_counted(
-        text,
-        char_len(text) as usize,
-        max_chars,
-        strategy,
-        keep_tail_lines,
-    )
+    let total = char_len(text) as usize;
+    truncate_counted(text, total, max_chars, strategy, keep_tail_lines)
 }
 
 /// [`truncate_text`] for a text whose length in chars (`total`) is already known.

@@ -136,7 +136,11 @@ where
     let mut progress = resume
         .filter(|p| fits(p, request.output, budget))
         .unwrap_or_default();
-    let frame = Frame::of(request);
+    let around = around_output(&request);
+    let prompt_for = |text: &str| match around {
+        Some((before, after)) => [before, text, after].concat(),
+        None => Template::reference().render(request.tool_name, text),
+    };
     'levels: loop {
         let max = progress.max_chars(budget);
         let source = progress.source.take();
@@ -147,8 +151,12 @@ where
                 // Nothing was chunked: the request exactly as given.
                 request
             } else {
-                prompt = frame.prompt(text);
-                frame.request(&prompt, text)
+                prompt = prompt_for(text);
+                SummaryRequest {
+                    output: text,
+                    prompt: &prompt,
+                    ..request
+                }
             };
             match model.summarize(call).await {
                 Ok(mut summary) => {
@@ -170,8 +178,12 @@ where
         progress.chunks = chunks.len();
         progress.source = source.clone();
         for chunk in chunks.iter().skip(progress.done.len()) {
-            let prompt = frame.prompt(chunk);
-            let call = frame.request(&prompt, chunk);
+            let prompt = prompt_for(chunk);
+            let call = SummaryRequest {
+                output: chunk,
+                prompt: &prompt,
+                ..request
+            };
             match model.summarize(call).await {
                 Ok(summary) => {
                     progress.done.push(py_strip(&summary.text).to_owned());
@@ -303,40 +315,13 @@ pub fn chunk_lines(text: &str, max: usize) -> Vec<&str> {
     chunks
 }
 
-/// The prompt around the output: what comes before and after it, when it occurs exactly once.
-struct Frame<'a> {
-    request: SummaryRequest<'a>,
-    around: Option<(&'a str, &'a str)>,
-}
-
-impl<'a> Frame<'a> {
-    fn of(request: SummaryRequest<'a>) -> Self {
-        let (prompt, output) = (request.prompt, request.output);
-        // Every occurrence lies between the first and the last: one when they are the same.
-        let once = (prompt.find(output))
-            .filter(|&at| !output.is_empty() && prompt.rfind(output) == Some(at));
-        let around = once.map(|at| (&prompt[..at], &prompt[at + output.len()..]));
-        Self { request, around }
-    }
-
-    fn prompt(&self, text: &str) -> String {
-        match self.around {
-            Some((before, after)) => [before, text, after].concat(),
-            None => Template::reference().render(self.request.tool_name, text),
-        }
-    }
-
-    fn request<'b>(&self, prompt: &'b str, output: &'b str) -> SummaryRequest<'b>
-    where
-        'a: 'b,
-    {
-        SummaryRequest {
-            tool_name: self.request.tool_name,
-            output,
-            prompt,
-            model: self.request.model,
-        }
-    }
+/// The prompt before and after the output, when the output occurs in it exactly once.
+fn around_output<'a>(request: &SummaryRequest<'a>) -> Option<(&'a str, &'a str)> {
+    let (prompt, output) = (request.prompt, request.output);
+    // Every occurrence lies between the first and the last: one when they are the same.
+    let at = (prompt.find(output))
+        .filter(|&at| !output.is_empty() && prompt.rfind(output) == Some(at))?;
+    Some((&prompt[..at], &prompt[at + output.len()..]))
 }
 
 /// A model that chunks outputs over its budget: what the worker and `overspill reduce`

@@ -125,11 +125,6 @@ impl OpenAiSummarizer {
         self.model.as_deref()
     }
 
-    /// The per-request timeout.
-    pub fn timeout(&self) -> Duration {
-        self.timeout
-    }
-
     /// One HTTP request, no retry (the [`Summarizer`] retries an [`Error::Unavailable`] as
     /// configured).
     ///
