@@ -1,11 +1,10 @@
 //! Token counting: the reference's `chars // 4` estimate, or OpenAI's exact BPE encodings.
 //!
-//! Production counts with the `tiktoken` crate: `o200k_base` and `cl100k_base` are compiled in
-//! (nothing is read or downloaded, so workflow code can count too), it counts without building
-//! a token list, and its pre-tokenizer runs on `regex` (linear time on any tool output) where
-//! `tiktoken-rs` backtracks with `fancy-regex`. The established `tiktoken-rs` is the tests'
-//! independent oracle. Counts are `encode_ordinary`'s: text that looks like a special token
-//! (`<|endoftext|>`) counts as plain text.
+//! Production counts with the `tiktoken` crate: the vocabularies are compiled in (nothing is read
+//! or downloaded, so workflow code can count too), it counts without a token list, and its
+//! pre-tokenizer is linear-time `regex` where `tiktoken-rs`, the tests' independent oracle,
+//! backtracks with `fancy-regex`. Counts are `encode_ordinary`'s: text that looks like a special
+//! token (`<|endoftext|>`) counts as plain text.
 
 use std::sync::LazyLock;
 

@@ -233,8 +233,7 @@ fn refit(error: &SummarizeError, call: SummaryRequest<'_>, level: u32) -> Option
     if level >= MAX_LEVELS {
         return None;
     }
-    let prompt_chars = char_len(call.prompt);
-    let output_chars = char_len(call.output);
+    let (prompt_chars, output_chars) = (char_len(call.prompt), char_len(call.output));
     let usable = context_tokens.saturating_sub(ChunkBudget::reserved_tokens(*context_tokens));
     let fits = match prompt_tokens {
         Some(tokens) => usable.saturating_mul(prompt_chars) / tokens,
