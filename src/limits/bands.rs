@@ -2,57 +2,34 @@
 //! `over_tokens`) and gets the band with the largest threshold met; among equal thresholds, the
 //! first listed. No threshold met is a passthrough.
 
-use std::ops::RangeInclusive;
-
 use super::config::{Action, Band, Limits};
 use super::unit::Unit;
 
 /// The action for `unit`, or `None` (passthrough) when no threshold is met.
 ///
 /// Binary is measured in bytes (even with `over_tokens`), text in chars, or with `over_tokens`
-/// in tokens of `limits.tokenizer`. Tokens are counted only when the text's length leaves the
-/// band open, and then only up to the largest threshold in question.
-pub fn select<'b>(bands: &'b [Band], unit: &Unit<'_>, limits: &Limits) -> Option<&'b Action> {
-    match unit.text() {
-        None => pick(bands, unit.binary_len()),
-        Some(_) if !limits.over_tokens => pick(bands, unit.chars()),
+/// in tokens of `limits.tokenizer`, counted no further than the largest threshold.
+pub fn select<'b>(bands: &'b [Band], unit: &Unit, limits: &Limits) -> Option<&'b Action> {
+    let size = match unit.text() {
+        None => unit.binary_len(),
+        Some(_) if !limits.over_tokens => unit.chars(),
         Some(text) => {
-            let tokenizer = limits.tokenizer;
-            let bounds = tokenizer.bounds(unit.chars(), text.len() as u64);
-            select_within(bands, bounds, |cap| tokenizer.count_up_to(text, cap))
+            let thresholds = bands.iter().filter_map(|b| u64::try_from(b.over).ok());
+            limits
+                .tokenizer
+                .count_up_to(text, thresholds.max().unwrap_or(0))
         }
-    }
+    };
+    pick(bands, size)
 }
 
-/// Band selection for a size known only to lie in `bounds`: when no threshold falls inside them,
-/// every size there picks the same band and nothing is counted; otherwise `count_up_to(cap)`
-/// (the size, or `cap` if larger) decides, with `cap` the largest threshold inside.
-fn select_within(
-    bands: &[Band],
-    bounds: RangeInclusive<u64>,
-    count_up_to: impl FnOnce(u64) -> u64,
-) -> Option<&Action> {
-    let undecided = bands
-        .iter()
-        .filter_map(|band| u64::try_from(band.over).ok())
-        .filter(|over| *bounds.start() < *over && bounds.contains(over))
-        .max();
-    match undecided {
-        None => pick(bands, *bounds.start()),
-        Some(cap) => pick(bands, count_up_to(cap)),
-    }
-}
-
-/// The action of the band a unit of `size` falls in.
+/// The action of the band a unit of `size` falls in: the largest threshold met, the first
+/// listed among equals (`min_by_key` keeps the first minimum).
 fn pick(bands: &[Band], size: u64) -> Option<&Action> {
-    let mut best: Option<&Band> = None;
-    for band in bands {
-        let meets = u64::try_from(band.over).is_ok_and(|over| size >= over);
-        if meets && best.is_none_or(|b| band.over > b.over) {
-            best = Some(band);
-        }
-    }
-    best.map(|b| &b.action)
+    (bands.iter())
+        .filter(|band| u64::try_from(band.over).is_ok_and(|over| size >= over))
+        .min_by_key(|band| std::cmp::Reverse(band.over))
+        .map(|band| &band.action)
 }
 
 #[cfg(test)]
@@ -95,27 +72,6 @@ mod tests {
             pick(&bands, 100).expect("met"),
             &bands[1].action
         ));
-    }
-
-    #[test]
-    fn a_band_the_length_decides_counts_nothing() {
-        let bands = bands(&[100, 1_000]);
-        let never = |_| -> u64 { panic!("counted a decided band") };
-        assert_eq!(
-            select_within(&bands, 200..=900, never),
-            Some(&bands[0].action)
-        );
-        assert_eq!(
-            select_within(&bands, 1_000..=1_000, never),
-            Some(&bands[1].action)
-        );
-        assert_eq!(select_within(&bands, 0..=99, never), None);
-        let mut asked = None;
-        let picked = select_within(&bands, 50..=2_000, |cap| {
-            asked = Some(cap);
-            150
-        });
-        assert_eq!((asked, picked), (Some(1_000), Some(&bands[0].action)));
     }
 
     #[test]

@@ -2,15 +2,6 @@
 //!
 //! One JSON form serves the CLI, activity inputs and worker defaults. Missing fields take the
 //! reference's defaults; unknown fields and out-of-range numbers are errors naming the field.
-//!
-//! ```
-//! use overspill::limits::{Action, Limits};
-//!
-//! let limits = Limits::from_json(r#"{"bands":[{"over":5000,"action":{"type":"truncate"}}]}"#)?;
-//! assert!(matches!(limits.bands[0].action, Action::Truncate(ref t) if t.max_chars == 4000));
-//! assert_eq!(Limits::default().bands[0].over, 10_000);
-//! # Ok::<(), overspill::limits::ConfigError>(())
-//! ```
 
 use std::collections::BTreeMap;
 
@@ -26,34 +17,26 @@ pub const DEFAULT_THRESHOLD: i64 = 10_000;
 /// The read-back tool's default name, as the spill marker names it.
 pub const DEFAULT_READ_TOOL_NAME: &str = "read_tool_result";
 
-/// A configuration that cannot be used.
+/// A configuration that cannot be used: the JSON does not parse, a field is unknown or has the
+/// wrong type, or a value is out of range.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// The JSON does not parse, or a field has the wrong type or is unknown.
-    #[error("invalid limits configuration at `{path}`: {message}")]
-    Json {
-        /// Where in the document (`bands[0].action.max_chars`).
-        path: String,
-        /// What is wrong there.
-        message: String,
-    },
-    /// A field has a value out of range.
-    #[error("invalid limits configuration at `{path}`: {message}")]
-    Invalid {
-        /// The field.
-        path: String,
-        /// The reference's message where it has one (`Band.over must be non-negative.`).
-        message: String,
-    },
+#[error("invalid limits configuration at `{path}`: {message}")]
+pub struct ConfigError {
+    path: String,
+    message: String,
 }
 
 impl ConfigError {
-    /// The configuration path of the offending field.
-    pub fn path(&self) -> &str {
-        match self {
-            Self::Json { path, .. } | Self::Invalid { path, .. } => path,
+    fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            message: message.into(),
         }
+    }
+
+    /// The configuration path of the offending field (`bands[0].action.max_chars`).
+    pub fn path(&self) -> &str {
+        &self.path
     }
 }
 
@@ -117,10 +100,8 @@ impl Limits {
     }
 
     fn from_deserializer<'de, D: serde::Deserializer<'de>>(de: D) -> Result<Self, ConfigError> {
-        let limits: Self = serde_path_to_error::deserialize(de).map_err(|e| ConfigError::Json {
-            path: e.path().to_string(),
-            message: e.inner().to_string(),
-        })?;
+        let limits: Self = serde_path_to_error::deserialize(de)
+            .map_err(|e| ConfigError::new(e.path().to_string(), e.inner().to_string()))?;
         limits.validate()?;
         Ok(limits)
     }
@@ -134,10 +115,8 @@ impl Limits {
         let mut bands = self.bands.iter().chain(self.per_tool.values().flatten());
         if bands.any(|b| b.action.can_summarize()) {
             // The template's own checks (see `Template::parse`).
-            Template::parse(&self.summary_prompt).map_err(|e| ConfigError::Invalid {
-                path: "summary_prompt".into(),
-                message: e.to_string(),
-            })?;
+            Template::parse(&self.summary_prompt)
+                .map_err(|e| ConfigError::new("summary_prompt", e.to_string()))?;
         }
         Ok(())
     }
@@ -151,10 +130,8 @@ impl Limits {
 fn validate_bands(bands: &[Band], path: &str) -> Result<(), ConfigError> {
     for (i, band) in bands.iter().enumerate() {
         if band.over < 0 {
-            return Err(ConfigError::Invalid {
-                path: format!("{path}[{i}].over"),
-                message: "Band.over must be non-negative.".into(),
-            });
+            let message = "Band.over must be non-negative.";
+            return Err(ConfigError::new(format!("{path}[{i}].over"), message));
         }
         band.action.validate(&format!("{path}[{i}].action"))?;
     }
@@ -212,34 +189,28 @@ impl Action {
     }
 
     fn validate(&self, path: &str) -> Result<(), ConfigError> {
-        let invalid = |field: &str, message: &str| {
-            Err(ConfigError::Invalid {
-                path: format!("{path}.{field}"),
-                message: message.into(),
-            })
-        };
-        match self {
+        let problem = match self {
             Self::Truncate(t) if t.keep_tail_lines < 0 => {
-                return invalid("keep_tail_lines", "keep_tail_lines must be non-negative.");
+                Some(("keep_tail_lines", "keep_tail_lines must be non-negative."))
             }
             Self::Truncate(t) if t.max_tokens.is_some_and(|max| max < 0) => {
-                return invalid("max_tokens", "max_tokens must be non-negative.");
+                Some(("max_tokens", "max_tokens must be non-negative."))
             }
             Self::Truncate(t) if t.max_tokens.is_some() && t.max_chars != DEFAULT_MAX_CHARS => {
-                return invalid(
+                Some((
                     "max_tokens",
                     "max_tokens replaces max_chars: set one budget, not both.",
-                );
+                ))
             }
             Self::Spill(s) if s.preview_chars < 0 => {
-                return invalid("preview_chars", "preview_chars must be non-negative.");
+                Some(("preview_chars", "preview_chars must be non-negative."))
             }
-            _ => {}
+            _ => None,
+        };
+        if let Some((field, message)) = problem {
+            return Err(ConfigError::new(format!("{path}.{field}"), message));
         }
-        match self.then() {
-            Some(then) => then.validate(&format!("{path}.then")),
-            None => Ok(()),
-        }
+        (self.then()).map_or(Ok(()), |then| then.validate(&format!("{path}.then")))
     }
 }
 

@@ -1,16 +1,11 @@
-//! The pure reduction engine: configuration, measuring and token counting, band selection,
-//! truncation, spill previews, serializers and ANSI stripping.
-//!
-//! No I/O and no Temporal: a Spill reaches storage only through [`SpillStore`] and a Summarize
-//! reaches a model only through [`Summarizer`], so the engine is deterministic and runs in
-//! workflow code as well as in activities. Model-visible text matches pydantic-ai-harness 0.62's
+//! The pure reduction engine: no I/O and no Temporal (a Spill reaches storage only through
+//! [`SpillStore`], a Summarize a model only through [`Summarizer`]), so it is deterministic and
+//! runs in workflow code as in activities. Model-visible text matches pydantic-ai-harness 0.62's
 //! ToolOutputLimits byte for byte, except for the documented quirk fixes.
 //!
-//! The modules read bottom-up, none importing one above it: [`text`], [`ansi`], [`serialize`],
-//! [`pyfmt`], [`tokens`] and [`prompt`] are leaves; `config` ([`Limits`]) builds on them; a
-//! [`Unit`] is one measurable part of an output; [`bands`] picks a unit's action, [`truncate`]
-//! and [`preview`] render it, and [`reduce`] runs the pipeline over [`SpillStore`] and
-//! [`Summarizer`].
+//! The modules read bottom-up: the leaves [`text`], [`ansi`], [`serialize`], [`pyfmt`],
+//! [`tokens`] and [`prompt`]; [`Limits`]; a [`Unit`] of output; [`bands`] picks its action,
+//! [`truncate`] and [`preview`] render it, and [`reduce`] runs the pipeline.
 
 pub mod ansi;
 pub mod bands;

@@ -8,7 +8,7 @@ use super::tokens::CHARS_PER_TOKEN;
 use super::unit::Unit;
 
 /// The model-visible text of a spilled unit: header, optional `shape:` line, preview body.
-pub fn spill_message(unit: &Unit<'_>, handle: &str, preview_chars: i64, limits: &Limits) -> String {
+pub fn spill_message(unit: &Unit, handle: &str, preview_chars: i64, limits: &Limits) -> String {
     let handle_repr = repr(handle);
     let (size, body) = match unit.text() {
         None => {

@@ -5,18 +5,6 @@
 //! prompt is therefore never larger than the template, the output and a few tool names: a
 //! template cannot amplify an output (60,000 `{output}` fields over a 1.5 MB output would be
 //! 90 GB).
-//!
-//! ```
-//! use overspill::limits::prompt::{PromptError, Template};
-//!
-//! let template = Template::parse("Summarize `{tool_name}` ({{raw}}):\n{output}")?;
-//! assert_eq!(template.render("cat", "a\nb"), "Summarize `cat` ({raw}):\na\nb");
-//! assert_eq!(
-//!     Template::parse("{tool_name}: {output} {output}").unwrap_err(),
-//!     PromptError::RepeatedOutput
-//! );
-//! # Ok::<(), PromptError>(())
-//! ```
 
 /// The reference's summary prompt. A custom one must contain `{tool_name}` (at most 16 times)
 /// and `{output}` exactly once (see [`Template`]).
@@ -59,22 +47,26 @@ pub struct Template<'a> {
 impl<'a> Template<'a> {
     /// Check `text`: balanced braces, `{output}` exactly once, `{tool_name}` 1 to
     /// [`MAX_TOOL_NAME_FIELDS`] times. Other fields are allowed and rendered as written.
-    ///
-    /// Linear in the template; stops at the first field over its limit.
     pub fn parse(text: &'a str) -> Result<Self, PromptError> {
-        let (mut outputs, mut tool_names) = (0usize, 0usize);
-        walk(text, |piece| {
+        let (mut outputs, mut tool_names, mut over_limit) = (0usize, 0usize, None);
+        let walked = walk(text, |piece| {
             match piece {
                 Piece::Field("output") => outputs += 1,
                 Piece::Field("tool_name") => tool_names += 1,
-                _ => {}
+                _ => return,
             }
-            outputs <= 1 && tool_names <= MAX_TOOL_NAME_FIELDS
-        })?;
-        // The walk stopped early if a count went over its limit: judge those first.
+            // The first field over its limit is the error, whatever follows it.
+            if over_limit.is_none() && outputs > 1 {
+                over_limit = Some(PromptError::RepeatedOutput);
+            } else if over_limit.is_none() && tool_names > MAX_TOOL_NAME_FIELDS {
+                over_limit = Some(PromptError::TooManyToolNames);
+            }
+        });
+        if let Some(error) = over_limit {
+            return Err(error);
+        }
+        walked?;
         match (outputs, tool_names) {
-            (2.., _) => Err(PromptError::RepeatedOutput),
-            (_, n) if n > MAX_TOOL_NAME_FIELDS => Err(PromptError::TooManyToolNames),
             (0, _) => Err(PromptError::NoOutput),
             (_, 0) => Err(PromptError::NoToolName),
             _ => Ok(Self { text, tool_names }),
@@ -94,18 +86,11 @@ impl<'a> Template<'a> {
         let capacity = self.text.len() + output.len() + self.tool_names * tool_name.len();
         let mut out = String::with_capacity(capacity);
         // A checked template walks to its end.
-        let _ = walk(self.text, |piece| {
-            match piece {
-                Piece::Literal(s) => out.push_str(s),
-                Piece::Field("tool_name") => out.push_str(tool_name),
-                Piece::Field("output") => out.push_str(output),
-                Piece::Field(other) => {
-                    out.push('{');
-                    out.push_str(other);
-                    out.push('}');
-                }
-            }
-            true
+        let _ = walk(self.text, |piece| match piece {
+            Piece::Literal(s) => out.push_str(s),
+            Piece::Field("tool_name") => out.push_str(tool_name),
+            Piece::Field("output") => out.push_str(output),
+            Piece::Field(other) => out.extend(["{", other, "}"]),
         });
         out
     }
@@ -116,26 +101,21 @@ enum Piece<'a> {
     Field(&'a str),
 }
 
-/// Hand each piece of `template` to `each` in order, until it returns `false`.
-fn walk<'a>(template: &'a str, mut each: impl FnMut(Piece<'a>) -> bool) -> Result<(), PromptError> {
+/// Hand each piece of `template` to `each` in order; an unbalanced brace ends the walk.
+fn walk<'a>(template: &'a str, mut each: impl FnMut(Piece<'a>)) -> Result<(), PromptError> {
     let mut rest = template;
     while let Some(i) = rest.find(['{', '}']) {
-        if !each(Piece::Literal(&rest[..i])) {
-            return Ok(());
-        }
+        each(Piece::Literal(&rest[..i]));
         let tail = &rest[i..];
-        let piece = if tail.starts_with("{{") || tail.starts_with("}}") {
+        if tail.starts_with("{{") || tail.starts_with("}}") {
+            each(Piece::Literal(&tail[..1]));
             rest = &tail[2..];
-            Piece::Literal(&tail[..1])
         } else if tail.starts_with('{') {
             let close = tail.find('}').ok_or(PromptError::UnmatchedOpen)?;
+            each(Piece::Field(&tail[1..close]));
             rest = &tail[close + 1..];
-            Piece::Field(&tail[1..close])
         } else {
             return Err(PromptError::SingleClose);
-        };
-        if !each(piece) {
-            return Ok(());
         }
     }
     each(Piece::Literal(rest));
@@ -151,6 +131,9 @@ mod tests {
         let template = Template::parse("{tool_name}/{tool_name} {{x}} {other} }} <{output}>")
             .expect("a valid template");
         assert_eq!(template.render("t", "o"), "t/t {x} {other} } <o>");
+        let template = Template::parse("Summarize `{tool_name}` ({{raw}}):\n{output}");
+        let rendered = template.map(|t| t.render("cat", "a\nb"));
+        assert_eq!(rendered, Ok("Summarize `cat` ({raw}):\na\nb".to_owned()));
         let reference = Template::reference();
         assert_eq!(Template::parse(DEFAULT_SUMMARY_PROMPT), Ok(reference));
         assert!(
@@ -169,6 +152,26 @@ mod tests {
         assert_eq!(Template::parse(&names), Err(PromptError::TooManyToolNames));
         assert!(Template::parse(&names[11..]).is_ok());
         assert_eq!(Template::parse("{output}"), Err(PromptError::NoToolName));
+    }
+
+    #[test]
+    fn the_first_field_over_its_limit_is_the_error() {
+        let names = "{tool_name}".repeat(MAX_TOOL_NAME_FIELDS + 1);
+        let twice = "{output}{output}";
+        let (names_first, output_first) = (format!("{names}{twice}"), format!("{twice}{names}"));
+        assert_eq!(
+            Template::parse(&names_first),
+            Err(PromptError::TooManyToolNames)
+        );
+        assert_eq!(
+            Template::parse(&output_first),
+            Err(PromptError::RepeatedOutput)
+        );
+        // `\u{7d}` is a closing brace, alone.
+        let brace_after = Template::parse("{tool_name}{output}{output} \u{7d}");
+        assert_eq!(brace_after, Err(PromptError::RepeatedOutput));
+        let brace_before = Template::parse("{tool_name} \u{7d} {output}{output}");
+        assert_eq!(brace_before, Err(PromptError::SingleClose));
     }
 
     #[test]

@@ -4,11 +4,6 @@ use serde_json::Value;
 use unicode_general_category::{GeneralCategory as Gc, get_general_category};
 
 /// `f"{n:,}"`: an integer with comma thousands separators.
-///
-/// ```
-/// assert_eq!(overspill::limits::pyfmt::thousands(20_719), "20,719");
-/// assert_eq!(overspill::limits::pyfmt::thousands(999), "999");
-/// ```
 pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
@@ -38,13 +33,6 @@ fn is_printable(c: char) -> bool {
 }
 
 /// Python's `repr()` of a string.
-///
-/// ```
-/// use overspill::limits::pyfmt::repr;
-/// assert_eq!(repr("run-1/call-1.0"), "'run-1/call-1.0'");
-/// assert_eq!(repr("it's"), "\"it's\"");
-/// assert_eq!(repr("a\nb\u{2028}\x1b"), "'a\\nb\\u2028\\x1b'");
-/// ```
 pub fn repr(s: &str) -> String {
     let quote = if s.contains('\'') && !s.contains('"') {
         '"'
@@ -87,14 +75,9 @@ pub fn type_name(value: &Value) -> &'static str {
     }
 }
 
-/// Python's `str.isspace()` for one char (Rust's whitespace plus the separators U+001C–U+001F).
-fn is_py_space(c: char) -> bool {
-    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
-}
-
-/// Python's `str.strip()`.
+/// Python's `str.strip()`: Python's whitespace is Rust's plus the separators U+001C–U+001F.
 pub fn py_strip(s: &str) -> &str {
-    s.trim_matches(is_py_space)
+    s.trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
 }
 
 #[cfg(test)]
@@ -104,6 +87,9 @@ mod tests {
     #[test]
     fn repr_matches_python() {
         assert_eq!(repr(""), "''");
+        assert_eq!(repr("run-1/call-1.0"), "'run-1/call-1.0'");
+        assert_eq!(repr("it's"), "\"it's\"");
+        assert_eq!(repr("a\nb\u{2028}\x1b"), "'a\\nb\\u2028\\x1b'");
         assert_eq!(repr("a'b\"c"), "'a\\'b\"c'");
         assert_eq!(repr("tab\there\\"), "'tab\\there\\\\'");
         assert_eq!(
@@ -115,6 +101,8 @@ mod tests {
     #[test]
     fn thousands_and_strip() {
         assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(20_719), "20,719");
         assert_eq!(thousands(1_234_567), "1,234,567");
         assert_eq!(py_strip("\x1c\n summary \u{85}"), "summary");
     }

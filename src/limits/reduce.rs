@@ -6,11 +6,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::config::{Action, Limits};
+use super::config::{Action, Band, Limits};
 use super::output::{Envelope, ToolCall, ToolOutput, ToolResult};
 use super::spill_store::SpillStore;
 use super::summarizer::{Summarizer, SummaryRequest, Usage};
-use super::unit::{Unit, UnitText};
+use super::unit::Unit;
 use super::{bands, preview, prompt, pyfmt, truncate};
 
 /// Tool kinds whose returns are never reduced: the read-back tool's own pages, and core's
@@ -75,19 +75,6 @@ pub struct Reduced {
 }
 
 impl Reduced {
-    /// The result untouched.
-    fn original(result: ToolResult) -> Self {
-        Self {
-            kind: ReductionKind::Passthrough,
-            content_kind: ReductionKind::Passthrough,
-            return_value: result.return_value,
-            envelope: result.envelope,
-            usage: Usage::default(),
-            exhausted: false,
-            store: None,
-        }
-    }
-
     /// Whether anything was reduced.
     pub fn changed(&self) -> bool {
         self.kind != ReductionKind::Passthrough || self.content_kind != ReductionKind::Passthrough
@@ -116,13 +103,12 @@ impl Reduced {
     }
 }
 
-/// The outcome of applying an action chain to one unit.
+/// The outcome of applying a band's action chain to one unit.
 #[derive(Debug, Default)]
 struct Applied {
     replacement: Option<String>,
-    handle: Option<String>,
-    /// `overflow_bytes`: UTF-8 bytes of the spilled text, or the binary length.
-    spilled_bytes: u64,
+    /// The spill's handle and `overflow_bytes` (UTF-8 bytes of the text, or the binary length).
+    spill: Option<(String, u64)>,
     kind: ReductionKind,
     usage: Usage,
     /// The chain ran out without reducing the unit (see [`Reduced::exhausted`]).
@@ -133,19 +119,6 @@ struct Applied {
 ///
 /// Never fails: a store or model error runs the action's `then` (logged at WARN), and with no
 /// `then` the output passes through unreduced.
-///
-/// ```
-/// use overspill::limits::{reduce, Limits, MemoryStore, NoSummarizer, ToolCall, ToolOutput, ToolResult};
-///
-/// # futures::executor::block_on(async {
-/// let store = MemoryStore::new();
-/// let call = ToolCall { tool_name: "cat".into(), run_id: Some("r".into()), tool_call_id: Some("c".into()), ..Default::default() };
-/// let big = ToolResult::bare(ToolOutput::Text("x".repeat(20_000).into()));
-/// let reduced = reduce(&Limits::default(), &call, big, &store, &NoSummarizer).await;
-/// assert_eq!(reduced.overflow_handle(), Some("r/c.0"));
-/// assert!(reduced.return_value.as_text().unwrap().starts_with("[Tool output too large (20,000 chars); stored to handle 'r/c.0'."));
-/// # });
-/// ```
 pub async fn reduce<S: SpillStore, M: Summarizer>(
     limits: &Limits,
     call: &ToolCall,
@@ -153,102 +126,67 @@ pub async fn reduce<S: SpillStore, M: Summarizer>(
     store: &S,
     summarizer: &M,
 ) -> Reduced {
-    if call
-        .tool_kind
-        .as_deref()
-        .is_some_and(|kind| EXEMPT_TOOL_KINDS.contains(&kind))
-        || !limits.tool_filter.matches(&call.tool_name)
-    {
-        return Reduced::original(result);
+    let exempt = (call.tool_kind.as_deref()).is_some_and(|kind| EXEMPT_TOOL_KINDS.contains(&kind));
+    if exempt || !limits.tool_filter.matches(&call.tool_name) {
+        return assemble(result, Applied::default(), Applied::default());
     }
     let bands = limits.bands_for(&call.tool_name);
-
-    let value = {
-        let unit = Unit::new(&result.return_value, limits);
-        match bands::select(bands, &unit, limits) {
-            Some(action) => apply(action, &unit, limits, call, "", store, summarizer).await,
-            None => Applied::default(),
-        }
+    let reducer = Reducer {
+        bands,
+        limits,
+        call,
+        store,
+        summarizer,
     };
-
+    let value = reducer
+        .apply(&Unit::new(&result.return_value, limits), "")
+        .await;
     let content = match &result.envelope.content {
         Some(Value::String(text)) => {
-            let unit = Unit::from_text(UnitText::Borrowed(text), String::new(), limits);
-            match bands::select(bands, &unit, limits) {
-                Some(action) => {
-                    apply(
-                        action,
-                        &unit,
-                        limits,
-                        call,
-                        CONTENT_SUFFIX,
-                        store,
-                        summarizer,
-                    )
-                    .await
-                }
-                None => Applied::default(),
-            }
+            let unit = Unit::from_text(text.as_str().into(), String::new(), limits);
+            reducer.apply(&unit, CONTENT_SUFFIX).await
         }
         Some(Value::Array(parts)) => {
-            warn_on_large_parts(parts, bands, limits, call);
+            // Multimodal content is never reduced; the reference warns when it would have been.
+            let text: String = parts.iter().filter_map(Value::as_str).collect();
+            let unit = Unit::from_text(text.into(), String::new(), limits);
+            if bands::select(bands, &unit, limits).is_some_and(|a| *a != Action::Passthrough) {
+                tracing::warn!(
+                    "ToolOutputLimits: tool {} returned large non-text content ({} parts); leaving it unreduced.",
+                    pyfmt::repr(&call.tool_name),
+                    parts.len()
+                );
+            }
             Applied::default()
         }
         _ => Applied::default(),
     };
-
     assemble(result, value, content)
 }
 
-/// Multimodal content is never reduced; the reference warns when it would have been.
-fn warn_on_large_parts(parts: &[Value], bands: &[super::Band], limits: &Limits, call: &ToolCall) {
-    let text: String = parts.iter().filter_map(Value::as_str).collect();
-    let unit = Unit::from_text(UnitText::Shared(text.into()), String::new(), limits);
-    if let Some(action) = bands::select(bands, &unit, limits)
-        && !matches!(action, Action::Passthrough)
-    {
-        tracing::warn!(
-            "ToolOutputLimits: tool {} returned large non-text content ({} parts); leaving it unreduced.",
-            pyfmt::repr(&call.tool_name),
-            parts.len()
-        );
-    }
-}
-
 fn assemble(result: ToolResult, value: Applied, content: Applied) -> Reduced {
-    let usage = {
-        let mut usage = value.usage;
-        usage += content.usage;
-        usage
-    };
-    let spilled = value.handle.is_some() || content.handle.is_some();
-    let value_spilled = value.handle.is_some();
+    let mut usage = value.usage;
+    usage += content.usage;
     let Envelope {
         content: old_content,
         metadata,
         wrapped,
     } = result.envelope;
-    let return_value = match value.replacement {
-        Some(text) => ToolOutput::Text(text.into()),
-        None => result.return_value,
-    };
+    let spilled = value.spill.is_some() || content.spill.is_some();
     let envelope = Envelope {
         content: content.replacement.map(Value::String).or(old_content),
         metadata: if spilled {
-            Some(with_handles(
-                metadata,
-                value.handle.map(|h| (h, value.spilled_bytes)),
-                content.handle,
-            ))
+            Some(with_handles(metadata, &value.spill, &content.spill))
         } else {
             metadata
         },
-        wrapped: wrapped || value_spilled,
+        wrapped: wrapped || value.spill.is_some(),
     };
     Reduced {
         kind: value.kind,
         content_kind: content.kind,
-        return_value,
+        return_value: (value.replacement)
+            .map_or(result.return_value, |text| ToolOutput::Text(text.into())),
         envelope,
         usage,
         exhausted: value.exhausted || content.exhausted,
@@ -260,8 +198,8 @@ fn assemble(result: ToolResult, value: Applied, content: Applied) -> Reduced {
 /// stringified), a non-mapping kept under `original_metadata`, then the overflow keys.
 fn with_handles(
     existing: Option<Value>,
-    value: Option<(String, u64)>,
-    content_handle: Option<String>,
+    value: &Option<(String, u64)>,
+    content: &Option<(String, u64)>,
 ) -> Value {
     let mut meta = match existing {
         Some(Value::Object(map)) => map,
@@ -269,39 +207,52 @@ fn with_handles(
         Some(other) => Map::from_iter([("original_metadata".to_owned(), other)]),
     };
     if let Some((handle, bytes)) = value {
-        meta.insert(OVERFLOW_HANDLE.into(), Value::String(handle));
-        meta.insert(OVERFLOW_BYTES.into(), Value::from(bytes));
+        meta.insert(OVERFLOW_HANDLE.into(), handle.as_str().into());
+        meta.insert(OVERFLOW_BYTES.into(), (*bytes).into());
     }
-    if let Some(handle) = content_handle {
-        meta.insert(OVERFLOW_CONTENT_HANDLE.into(), Value::String(handle));
+    if let Some((handle, _)) = content {
+        meta.insert(OVERFLOW_CONTENT_HANDLE.into(), handle.as_str().into());
     }
     Value::Object(meta)
 }
 
-/// Apply `action` to `unit`, descending the `then` chain when an action fails (a store or model
-/// error, an unusable prompt) or cannot apply (Truncate and Summarize of binary).
-async fn apply<S: SpillStore, M: Summarizer>(
-    action: &Action,
-    unit: &Unit<'_>,
-    limits: &Limits,
-    call: &ToolCall,
-    suffix: &str,
-    store: &S,
-    summarizer: &M,
-) -> Applied {
-    let mut usage = Usage::default();
-    let mut current = Some(action);
-    while let Some(action) = current {
-        match action {
-            Action::Passthrough => break,
-            Action::Truncate(t) => match unit.text() {
-                Some(text) => {
+/// What one result is reduced with: its bands, the limits, the call, the store and the model.
+struct Reducer<'a, S, M> {
+    bands: &'a [Band],
+    limits: &'a Limits,
+    call: &'a ToolCall,
+    store: &'a S,
+    summarizer: &'a M,
+}
+
+impl<S: SpillStore, M: Summarizer> Reducer<'_, S, M> {
+    /// Apply the action of `unit`'s band, descending the `then` chain when an action fails (a
+    /// store or model error, an unusable prompt) or cannot apply (Truncate and Summarize of
+    /// binary). `suffix` ends the spill key.
+    async fn apply(&self, unit: &Unit, suffix: &str) -> Applied {
+        let (limits, call) = (self.limits, self.call);
+        let mut usage = Usage::default();
+        let mut current = bands::select(self.bands, unit, limits);
+        if current.is_none() {
+            return Applied::default();
+        }
+        while let Some(action) = current {
+            let then = action.then();
+            let replaced = |text: String, kind, usage| Applied {
+                replacement: Some(text),
+                kind,
+                usage,
+                ..Applied::default()
+            };
+            match (action, unit.text()) {
+                (Action::Passthrough, _) => break,
+                (Action::Truncate(t), Some(text)) => {
                     let (keep, chars) = (t.keep_tail_lines.max(0) as usize, unit.chars() as usize);
                     let clamped = match t.max_tokens {
-                        Some(max_tokens) => truncate::truncate_to_tokens(
+                        Some(max) => truncate::truncate_to_tokens(
                             text,
                             chars,
-                            max_tokens,
+                            max,
                             t.strategy,
                             keep,
                             limits.tokenizer,
@@ -310,85 +261,67 @@ async fn apply<S: SpillStore, M: Summarizer>(
                             truncate::truncate_counted(text, chars, t.max_chars, t.strategy, keep)
                         }
                     };
-                    return Applied {
-                        replacement: Some(clamped),
-                        kind: ReductionKind::Truncated,
-                        usage,
-                        ..Applied::default()
-                    };
+                    return replaced(clamped, ReductionKind::Truncated, usage);
                 }
-                None => current = t.then.as_deref(),
-            },
-            Action::Spill(s) => {
-                let key = call.spill_key(suffix);
-                let data = unit.data();
-                let spilled_bytes = data.len() as u64;
-                match store.write(&key, data).await {
-                    Ok(handle) => {
-                        let text = preview::spill_message(unit, &handle, s.preview_chars, limits);
-                        return Applied {
-                            replacement: Some(text),
-                            handle: Some(handle),
-                            spilled_bytes,
-                            kind: ReductionKind::Spilled,
-                            usage,
-                            exhausted: false,
-                        };
-                    }
-                    Err(error) => {
+                (Action::Spill(s), _) => {
+                    let data = unit.data();
+                    let bytes = data.len() as u64;
+                    match self.store.write(&call.spill_key(suffix), data).await {
+                        Ok(handle) => {
+                            let text =
+                                preview::spill_message(unit, &handle, s.preview_chars, limits);
+                            return Applied {
+                                spill: Some((handle, bytes)),
+                                ..replaced(text, ReductionKind::Spilled, usage)
+                            };
+                        }
                         // The store's words say what to fix (credentials, bucket, endpoint, TLS).
-                        let why = format!(": {error}");
-                        warn_fallback("Spilling", call, error.type_name(), action.then(), &why);
-                        current = s.then.as_deref();
+                        Err(error) => {
+                            let why = format!(": {error}");
+                            warn_fallback("Spilling", call, error.type_name(), then, &why);
+                        }
                     }
                 }
-            }
-            Action::Summarize(s) => {
-                let Some(text) = unit.text() else {
-                    current = s.then.as_deref();
-                    continue;
-                };
-                // `Limits::validate` refuses such a template; one built in code falls back here.
-                let template = match prompt::Template::parse(&limits.summary_prompt) {
-                    Ok(template) => template,
-                    Err(error) => {
-                        warn_fallback("Summarizing", call, "InvalidPrompt", action.then(), "");
-                        tracing::debug!(%error, "unusable summary prompt");
-                        current = s.then.as_deref();
-                        continue;
-                    }
-                };
-                let rendered = template.render(&call.tool_name, text);
-                let request = SummaryRequest {
-                    tool_name: &call.tool_name,
-                    output: text,
-                    prompt: &rendered,
-                    model: s.model.as_deref(),
-                };
-                match summarizer.summarize(request).await {
-                    Ok(summary) => {
-                        usage += summary.usage;
-                        return Applied {
-                            replacement: Some(pyfmt::py_strip(&summary.text).to_owned()),
-                            kind: ReductionKind::Summarized,
-                            usage,
-                            ..Applied::default()
-                        };
-                    }
-                    Err(error) => {
-                        warn_fallback("Summarizing", call, error.type_name(), action.then(), "");
-                        tracing::debug!(%error, "summary failed");
-                        current = s.then.as_deref();
+                (Action::Summarize(s), Some(text)) => {
+                    // `Limits::validate` refuses such a template; one built in code falls back.
+                    match prompt::Template::parse(&limits.summary_prompt) {
+                        Err(error) => {
+                            warn_fallback("Summarizing", call, "InvalidPrompt", then, "");
+                            tracing::debug!(%error, "unusable summary prompt");
+                        }
+                        Ok(template) => {
+                            let prompt = template.render(&call.tool_name, text);
+                            let request = SummaryRequest {
+                                tool_name: &call.tool_name,
+                                output: text,
+                                prompt: &prompt,
+                                model: s.model.as_deref(),
+                            };
+                            match self.summarizer.summarize(request).await {
+                                Ok(summary) => {
+                                    usage += summary.usage;
+                                    let text = pyfmt::py_strip(&summary.text).to_owned();
+                                    return replaced(text, ReductionKind::Summarized, usage);
+                                }
+                                Err(error) => {
+                                    warn_fallback("Summarizing", call, error.type_name(), then, "");
+                                    tracing::debug!(%error, "summary failed");
+                                }
+                            }
+                        }
                     }
                 }
+                // Truncate and Summarize of binary.
+                (Action::Truncate(_) | Action::Summarize(_), None) => {}
             }
+            current = then;
         }
-    }
-    // A `Passthrough` breaks out with `current` still set; running out leaves it `None`.
-    Applied {
-        usage,
-        exhausted: current.is_none(),
-        ..Applied::default()
+        // A `Passthrough` breaks out with `current` still set; running out leaves it `None`.
+        Applied {
+            usage,
+            exhausted: current.is_none(),
+            ..Applied::default()
+        }
     }
 }
 
@@ -408,6 +341,25 @@ fn warn_fallback(verb: &str, call: &ToolCall, error_type: &str, then: Option<&Ac
 mod tests {
     use super::*;
     use crate::limits::{MemoryStore, NoSummarizer, Tokenizer};
+
+    #[tokio::test]
+    async fn a_large_output_spills_with_a_preview() {
+        let store = MemoryStore::new();
+        let call = ToolCall {
+            tool_name: "cat".into(),
+            run_id: Some("r".into()),
+            tool_call_id: Some("c".into()),
+            ..Default::default()
+        };
+        let big = ToolResult::bare(ToolOutput::Text("x".repeat(20_000).into()));
+        let reduced = reduce(&Limits::default(), &call, big, &store, &NoSummarizer).await;
+        assert_eq!(reduced.overflow_handle(), Some("r/c.0"));
+        let text = reduced.return_value.as_text().expect("text");
+        assert!(
+            text.starts_with("[Tool output too large (20,000 chars); stored to handle 'r/c.0'.")
+        );
+        assert_eq!(store.handles(), ["r/c.0"]);
+    }
 
     #[test]
     fn token_bands_and_budgets_run_through_reduce() {

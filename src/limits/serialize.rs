@@ -4,10 +4,12 @@
 //! (`{"$bytes_b64": "…"}`) render as the text they decode to, or, when any of them is not UTF-8,
 //! every bytes leaf as URL-safe base64 with padding (decided per record for `json_lines`).
 
+use std::borrow::Cow;
+
 use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use serde_json::ser::{CompactFormatter, Formatter, PrettyFormatter};
 
 /// The serializer presets for structured returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -24,74 +26,32 @@ pub const BYTES_LEAF_KEY: &str = "$bytes_b64";
 
 /// The decoded bytes of a bytes leaf, if `value` is one.
 pub fn bytes_leaf(value: &Value) -> Option<Vec<u8>> {
-    let Value::Object(map) = value else {
-        return None;
-    };
-    let (key, Value::String(b64)) = map.iter().next()? else {
-        return None;
-    };
-    if map.len() != 1 || key != BYTES_LEAF_KEY {
-        return None;
-    }
-    base64::engine::general_purpose::STANDARD
-        .decode(b64.as_bytes())
-        .ok()
+    let map = value.as_object().filter(|map| map.len() == 1)?;
+    let b64 = map.get(BYTES_LEAF_KEY)?.as_str()?;
+    STANDARD.decode(b64).ok()
 }
 
 /// Render `value` with the chosen serializer (`None`: compact JSON, no separator escaping).
-///
-/// ```
-/// use overspill::limits::{serialize::render, SerializerKind};
-/// let v = serde_json::json!([{"a": 1}, {"a": [1, 2]}]);
-/// assert_eq!(render(&v, None), r#"[{"a":1},{"a":[1,2]}]"#);
-/// assert_eq!(render(&v, Some(SerializerKind::JsonLines)), "{\"a\":1}\n{\"a\":[1,2]}");
-/// assert_eq!(render(&serde_json::json!({"a": 1}), Some(SerializerKind::IndentedJson)), "{\n  \"a\": 1\n}");
-/// ```
 pub fn render(value: &Value, serializer: Option<SerializerKind>) -> String {
     match (serializer, value) {
         (None, _) => compact(value),
         (Some(SerializerKind::JsonLines), Value::Array(records)) => {
-            // One buffer for every record: no per-record String, no join copy.
-            let mut out = Vec::new();
-            for (i, record) in records.iter().enumerate() {
-                if i > 0 {
-                    out.push(b'\n');
-                }
-                write_into(&mut out, record, CompactFormatter);
-            }
-            escape_separators(into_string(out))
+            let lines: Vec<String> = records.iter().map(compact).collect();
+            escape_separators(lines.join("\n"))
         }
         (Some(_), _) => escape_separators(indented(value)),
     }
 }
 
-/// Compact JSON, `{"a":1,"b":[1,2]}`.
+/// Compact JSON, `{"a":1,"b":[1,2]}`, bytes leaves resolved.
 pub fn compact(value: &Value) -> String {
-    write(value, CompactFormatter)
+    // Serializing a `Value` to a string cannot fail.
+    serde_json::to_string(&resolve_bytes(value)).unwrap_or_default()
 }
 
-/// `to_json(v, indent=2)`.
+/// `to_json(v, indent=2)`, bytes leaves resolved.
 pub fn indented(value: &Value) -> String {
-    write(value, PrettyFormatter::with_indent(b"  "))
-}
-
-fn write<F: Formatter>(value: &Value, formatter: F) -> String {
-    let mut out = Vec::new();
-    write_into(&mut out, value, formatter);
-    into_string(out)
-}
-
-/// Append `value`'s JSON to `out`, bytes leaves resolved (per value: per record for json_lines).
-fn write_into<F: Formatter>(out: &mut Vec<u8>, value: &Value, formatter: F) {
-    let value = resolve_bytes(value);
-    let mut ser = serde_json::Serializer::with_formatter(out, formatter);
-    // Serializing a `Value` into a Vec cannot fail.
-    let _ = value.serialize(&mut ser);
-}
-
-/// serde_json writes UTF-8 only.
-fn into_string(bytes: Vec<u8>) -> String {
-    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    serde_json::to_string_pretty(&resolve_bytes(value)).unwrap_or_default()
 }
 
 /// Escape the separators that would knock read-back offsets off the line grid.
@@ -105,45 +65,52 @@ fn escape_separators(text: String) -> String {
 }
 
 /// Replace bytes leaves by strings: their UTF-8 text, or (if any leaf is not UTF-8) base64.
-fn resolve_bytes(value: &Value) -> std::borrow::Cow<'_, Value> {
-    fn any_leaf(v: &Value, pred: &dyn Fn(&[u8]) -> bool) -> bool {
-        match v {
-            Value::Array(items) => items.iter().any(|i| any_leaf(i, pred)),
-            Value::Object(map) => match bytes_leaf(v) {
-                Some(bytes) => pred(&bytes),
-                None => map.values().any(|i| any_leaf(i, pred)),
-            },
-            _ => false,
+fn resolve_bytes(value: &Value) -> Cow<'_, Value> {
+    fn leaves(v: &Value, out: &mut Vec<Vec<u8>>) {
+        match (v, bytes_leaf(v)) {
+            (_, Some(bytes)) => out.push(bytes),
+            (Value::Array(items), None) => items.iter().for_each(|i| leaves(i, out)),
+            (Value::Object(map), None) => map.values().for_each(|i| leaves(i, out)),
+            _ => {}
         }
     }
     fn replace(v: &Value, as_base64: bool) -> Value {
-        match v {
-            Value::Array(items) => items.iter().map(|i| replace(i, as_base64)).collect(),
-            Value::Object(map) => match bytes_leaf(v) {
-                Some(bytes) if as_base64 => {
-                    Value::String(base64::engine::general_purpose::URL_SAFE.encode(bytes))
-                }
-                Some(bytes) => Value::String(String::from_utf8_lossy(&bytes).into_owned()),
-                None => Value::Object(
-                    map.iter()
-                        .map(|(k, i)| (k.clone(), replace(i, as_base64)))
-                        .collect(),
-                ),
-            },
-            other => other.clone(),
+        match (v, bytes_leaf(v)) {
+            (_, Some(bytes)) if as_base64 => Value::String(URL_SAFE.encode(bytes)),
+            (_, Some(bytes)) => Value::String(String::from_utf8_lossy(&bytes).into_owned()),
+            (Value::Array(items), None) => items.iter().map(|i| replace(i, as_base64)).collect(),
+            (Value::Object(map), None) => {
+                let entries = map.iter().map(|(k, i)| (k.clone(), replace(i, as_base64)));
+                Value::Object(entries.collect())
+            }
+            (other, None) => other.clone(),
         }
     }
-    if !any_leaf(value, &|_| true) {
-        return std::borrow::Cow::Borrowed(value);
+    let mut found = Vec::new();
+    leaves(value, &mut found);
+    if found.is_empty() {
+        return Cow::Borrowed(value);
     }
-    let as_base64 = any_leaf(value, &|b| std::str::from_utf8(b).is_err());
-    std::borrow::Cow::Owned(replace(value, as_base64))
+    let as_base64 = found
+        .iter()
+        .any(|bytes| std::str::from_utf8(bytes).is_err());
+    Cow::Owned(replace(value, as_base64))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn presets() {
+        let v = json!([{"a": 1}, {"a": [1, 2]}]);
+        assert_eq!(render(&v, None), r#"[{"a":1},{"a":[1,2]}]"#);
+        let lines = render(&v, Some(SerializerKind::JsonLines));
+        assert_eq!(lines, "{\"a\":1}\n{\"a\":[1,2]}");
+        let indented = render(&json!({"a": 1}), Some(SerializerKind::IndentedJson));
+        assert_eq!(indented, "{\n  \"a\": 1\n}");
+    }
 
     #[test]
     fn floats_render_as_pydantic_core_does() {

@@ -118,13 +118,6 @@ impl SummarizeError {
     /// timeout is final (the model spent its time on this exact input, so the output goes to the
     /// action's `then` rather than paying for the call again), and so are a refusal and a
     /// malformed reply.
-    ///
-    /// ```
-    /// use overspill::limits::SummarizeError;
-    /// let busy = SummarizeError::Unavailable { status: Some(429), message: "slow down".into(), retry_after: None };
-    /// assert!(busy.is_retryable());
-    /// assert!(!SummarizeError::Timeout(std::time::Duration::from_secs(1)).is_retryable());
-    /// ```
     pub fn is_retryable(&self) -> bool {
         matches!(self, Self::Unavailable { .. })
     }
@@ -180,5 +173,21 @@ impl<S: Summarizer> Summarizer for Option<S> {
             Some(summarizer) => summarizer.summarize(request).await,
             None => NoSummarizer.summarize(request).await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_unavailable_is_retried() {
+        let busy = SummarizeError::Unavailable {
+            status: Some(429),
+            message: "slow down".into(),
+            retry_after: None,
+        };
+        assert!(busy.is_retryable());
+        assert!(!SummarizeError::Timeout(std::time::Duration::from_secs(1)).is_retryable());
     }
 }

@@ -11,28 +11,14 @@ use super::tokens::Tokenizer;
 
 /// Clamp `text` to `max_chars` chars (marker included) with `strategy`, reserving the final
 /// `keep_tail_lines` lines when they fit.
-///
-/// ```
-/// use overspill::limits::{truncate::truncate_text, TruncationStrategy::*};
-/// let text = "x".repeat(100);
-/// assert_eq!(truncate_text(&text, 0, Head, 0), "");
-/// assert_eq!(truncate_text("short", 10, Tail, 0), "short");
-/// let out = truncate_text(&text, 60, Tail, 0);
-/// assert_eq!(out, format!("[... output truncated, showing last 14 chars]\n{}", "x".repeat(14)));
-/// ```
 pub fn truncate_text(
     text: &str,
     max_chars: i64,
     strategy: TruncationStrategy,
     keep_tail_lines: usize,
 ) -> String {
-    truncate_counted(
-        text,
-        char_len(text) as usize,
-        max_chars,
-        strategy,
-        keep_tail_lines,
-    )
+    let total = char_len(text) as usize;
+    truncate_counted(text, total, max_chars, strategy, keep_tail_lines)
 }
 
 /// [`truncate_text`] for a text whose length in chars (`total`) is already known.
@@ -50,12 +36,9 @@ pub fn truncate_counted(
     if total <= max {
         return text.to_owned();
     }
-    let reserved = if keep_tail_lines > 0 {
-        text[tail_line_start(text, keep_tail_lines)..]
-            .chars()
-            .count()
-    } else {
-        0
+    let reserved = match keep_tail_lines {
+        0 => 0,
+        k => char_len(&text[tail_line_start(text, k)..]) as usize,
     };
     if reserved > max {
         return truncate_tail(text, max);
@@ -80,16 +63,6 @@ pub fn truncate_counted(
 /// Clamp `text` (of `total` chars) to `max_tokens` tokens of `tokenizer`, marker included: the
 /// clamp of [`truncate_counted`] with the largest char budget that fits, found by bisection.
 /// The markers still count chars, as they describe what was kept.
-///
-/// ```
-/// use overspill::limits::{truncate::truncate_to_tokens, Tokenizer, TruncationStrategy::*};
-/// let text = "lorem ipsum dolor sit amet\n".repeat(1_000);
-/// let total = text.chars().count();
-/// let out = truncate_to_tokens(&text, total, 100, Tail, 0, Tokenizer::O200kBase);
-/// assert!(out.starts_with("[... output truncated, showing last "));
-/// assert!(Tokenizer::O200kBase.count(&out) <= 100);
-/// assert_eq!(truncate_to_tokens("short", 5, 100, Head, 0, Tokenizer::O200kBase), "short");
-/// ```
 pub fn truncate_to_tokens(
     text: &str,
     total: usize,
@@ -102,9 +75,7 @@ pub fn truncate_to_tokens(
         return String::new();
     };
     let fits = |clamped: &str| tokenizer.count_up_to(clamped, max.saturating_add(1)) <= max;
-    let chars = total as u64;
-    let bounds = tokenizer.bounds(chars, text.len() as u64);
-    if *bounds.end() <= max || (*bounds.start() <= max && fits(text)) {
+    if fits(text) {
         return text.to_owned();
     }
     let clamp = |budget: u64| {
@@ -118,7 +89,7 @@ pub fn truncate_to_tokens(
     }
     // The text itself does not fit (a budget of `total` chars keeps it whole), and a clamp keeps
     // close to its budget while no text longer than `max_chars_within(max)` fits: search below.
-    let mut too_big = chars.min(tokenizer.max_chars_within(max).saturating_add(1));
+    let mut too_big = (total as u64).min(tokenizer.max_chars_within(max).saturating_add(1));
     let (mut fitting, mut best) = (0, String::new());
     while too_big - fitting > 1 {
         let budget = fitting + (too_big - fitting) / 2;
@@ -205,6 +176,28 @@ mod tests {
     use super::*;
     use TruncationStrategy::{Head, HeadTail, Tail};
     use proptest::prelude::*;
+
+    #[test]
+    fn budgets_at_the_edges() {
+        let text = "x".repeat(100);
+        assert_eq!(truncate_text(&text, 0, Head, 0), "");
+        assert_eq!(truncate_text("short", 10, Tail, 0), "short");
+        let out = truncate_text(&text, 60, Tail, 0);
+        assert_eq!(
+            out,
+            format!(
+                "[... output truncated, showing last 14 chars]\n{}",
+                "x".repeat(14)
+            )
+        );
+        let lorem = "lorem ipsum dolor sit amet\n".repeat(1_000);
+        let total = lorem.chars().count();
+        let out = truncate_to_tokens(&lorem, total, 100, Tail, 0, Tokenizer::O200kBase);
+        assert!(out.starts_with("[... output truncated, showing last "));
+        assert!(Tokenizer::O200kBase.count(&out) <= 100);
+        let short = truncate_to_tokens("short", 5, 100, Head, 0, Tokenizer::O200kBase);
+        assert_eq!(short, "short");
+    }
 
     #[test]
     fn tail_marker_counts_exactly_what_follows() {

@@ -86,55 +86,43 @@ pub struct ChunkProgress {
 impl ChunkProgress {
     /// The chunk size in force: the learned one when it is under `budget`, else `budget`'s.
     fn max_chars(&self, budget: ChunkBudget) -> usize {
-        self.max_chars
-            .filter(|&learned| learned < budget.max_chars)
-            .unwrap_or(budget.max_chars)
-            .max(1)
+        let learned = self.max_chars.unwrap_or(usize::MAX);
+        learned.min(budget.max_chars).max(1)
     }
 
     /// Start this level over at `max_chars`, keeping what the calls so far cost.
     fn refitted(self, source: Option<String>, max_chars: usize) -> Self {
         Self {
-            level: self.level,
-            chunks: 0,
-            done: Vec::new(),
             source,
-            usage: self.usage,
             max_chars: Some(max_chars),
+            ..self.next_level(self.level)
+        }
+    }
+
+    /// Start `level` with nothing done, keeping what the calls so far cost and the size learned.
+    fn next_level(&self, level: u32) -> Self {
+        Self {
+            level,
+            usage: self.usage,
+            max_chars: self.max_chars,
+            ..Self::default()
         }
     }
 }
 
 /// Summarize `request`, chunking when its output is over `budget`.
 ///
-/// An output within budget is one call with `request` exactly as given. A larger one is split on
-/// line boundaries into chunks of at most `budget.max_chars` characters (a longer line is cut);
-/// each chunk is summarized with the same prompt around it, and the stripped summaries, joined by
-/// a blank line, are summarized once more (chunked again while still over budget, up to 4
-/// levels). `on_chunk` runs after every finished chunk with the progress so far, and the future
-/// it returns is awaited before the next chunk (an activity records its heartbeat there); pass
-/// the last progress back as `resume` and only the unfinished chunks are summarized. A `resume` that does not
-/// fit this request and budget is ignored. The summary's usage is the total of every call, those
-/// of earlier attempts included.
+/// An output within budget is one call with `request` as given. A larger one is cut into
+/// [`chunk_lines`] chunks, each summarized with the prompt around it, and the stripped summaries,
+/// joined by a blank line, are summarized once more (chunked again while over budget, up to 4
+/// levels). A context refusal re-chunks at the size the server's window allows. `on_chunk`'s
+/// future is awaited after every finished chunk (an activity heartbeats there); it borrows none of
+/// the progress, which keeps the whole future `Send`. Pass the last progress back as `resume` and
+/// only unfinished chunks are summarized (a `resume` of another request is ignored). The usage is
+/// that of every call, earlier attempts' included.
 ///
-/// `on_chunk` gets a reference and returns a future that borrows none of it (clone what the future
-/// needs): unlike an async closure, that keeps the whole future `Send` for an activity.
-///
-/// ```
-/// # use overspill::limits::SummaryRequest;
-/// # use overspill::summarize::{summarize_chunked, ChunkBudget, ChunkProgress};
-/// # async fn heartbeat(_: ChunkProgress) {}
-/// # async fn run(model: &overspill::summarize::OpenAiSummarizer, request: SummaryRequest<'_>,
-/// #     resume: Option<ChunkProgress>) -> Result<(), overspill::limits::SummarizeError> {
-/// let _summary = summarize_chunked(model, request, ChunkBudget::default(), resume, |progress| {
-///     heartbeat(progress.clone())
-/// })
-/// .await?;
-/// # Ok(()) }
-/// ```
-///
-/// The per-chunk prompt is `request.prompt` with the output replaced by the chunk, when the
-/// output occurs in the prompt exactly once; otherwise the default template is used.
+/// A chunk's prompt is `request.prompt` with the chunk in place of the output, when the output
+/// occurs in it exactly once; otherwise the default template.
 pub async fn summarize_chunked<M: Summarizer, F>(
     model: &M,
     request: SummaryRequest<'_>,
@@ -148,8 +136,12 @@ where
     let mut progress = resume
         .filter(|p| fits(p, request.output, budget))
         .unwrap_or_default();
-    let frame = Frame::of(request);
-    loop {
+    let around = around_output(&request);
+    let prompt_for = |text: &str| match around {
+        Some((before, after)) => [before, text, after].concat(),
+        None => Template::reference().render(request.tool_name, text),
+    };
+    'levels: loop {
         let max = progress.max_chars(budget);
         let source = progress.source.take();
         let text = source.as_deref().unwrap_or(request.output);
@@ -159,8 +151,12 @@ where
                 // Nothing was chunked: the request exactly as given.
                 request
             } else {
-                prompt = frame.prompt(text);
-                frame.request(&prompt, text)
+                prompt = prompt_for(text);
+                SummaryRequest {
+                    output: text,
+                    prompt: &prompt,
+                    ..request
+                }
             };
             match model.summarize(call).await {
                 Ok(mut summary) => {
@@ -181,10 +177,13 @@ where
         let chunks = chunk_lines(text, max);
         progress.chunks = chunks.len();
         progress.source = source.clone();
-        let mut smaller = None;
         for chunk in chunks.iter().skip(progress.done.len()) {
-            let prompt = frame.prompt(chunk);
-            let call = frame.request(&prompt, chunk);
+            let prompt = prompt_for(chunk);
+            let call = SummaryRequest {
+                output: chunk,
+                prompt: &prompt,
+                ..request
+            };
             match model.summarize(call).await {
                 Ok(summary) => {
                     progress.done.push(py_strip(&summary.text).to_owned());
@@ -192,31 +191,24 @@ where
                     on_chunk(&progress).await;
                 }
                 Err(error) => match refit(&error, call, progress.level) {
-                    Some(max) => {
-                        smaller = Some(max);
-                        break;
+                    Some(smaller) => {
+                        progress = progress.refitted(source, smaller);
+                        continue 'levels;
                     }
                     None => return Err(error),
                 },
             }
         }
-        if let Some(smaller) = smaller {
-            progress = progress.refitted(source, smaller);
-            continue;
-        }
         let joined = progress.done.join(JOIN);
-        let shrank = joined.len() < text.len();
+        // Summaries no shorter than their source are summarized once more, as they are.
+        let level = if joined.len() < text.len() {
+            progress.level + 1
+        } else {
+            MAX_LEVELS
+        };
         progress = ChunkProgress {
-            level: if shrank {
-                progress.level + 1
-            } else {
-                MAX_LEVELS
-            },
-            chunks: 0,
-            done: Vec::new(),
             source: Some(joined),
-            usage: progress.usage,
-            max_chars: progress.max_chars,
+            ..progress.next_level(level)
         };
     }
 }
@@ -241,8 +233,7 @@ fn refit(error: &SummarizeError, call: SummaryRequest<'_>, level: u32) -> Option
     if level >= MAX_LEVELS {
         return None;
     }
-    let prompt_chars = char_len(call.prompt);
-    let output_chars = char_len(call.output);
+    let (prompt_chars, output_chars) = (char_len(call.prompt), char_len(call.output));
     let usable = context_tokens.saturating_sub(ChunkBudget::reserved_tokens(*context_tokens));
     let fits = match prompt_tokens {
         Some(tokens) => usable.saturating_mul(prompt_chars) / tokens,
@@ -287,7 +278,7 @@ fn fits(resume: &ChunkProgress, output: &str, budget: ChunkBudget) -> bool {
 
 fn over(text: &str, max: usize) -> bool {
     // Cheap first: a text of at most `max` bytes has at most `max` characters.
-    text.len() > max && crate::limits::text::char_len(text) > max as u64
+    text.len() > max && char_len(text) > max as u64
 }
 
 /// Split `text` into chunks of at most `max` characters, at line ends; a line longer than `max`
@@ -323,45 +314,13 @@ pub fn chunk_lines(text: &str, max: usize) -> Vec<&str> {
     chunks
 }
 
-/// The prompt around the output: what comes before and after it.
-struct Frame<'a> {
-    request: SummaryRequest<'a>,
-    around: Option<(&'a str, &'a str)>,
-}
-
-impl<'a> Frame<'a> {
-    fn of(request: SummaryRequest<'a>) -> Self {
-        let (prompt, output) = (request.prompt, request.output);
-        let around = (!output.is_empty())
-            .then(|| memchr::memmem::find(prompt.as_bytes(), output.as_bytes()))
-            .flatten()
-            .filter(|&at| {
-                let next = at + 1;
-                prompt.len() < next + output.len()
-                    || memchr::memmem::find(&prompt.as_bytes()[next..], output.as_bytes()).is_none()
-            })
-            .map(|at| (&prompt[..at], &prompt[at + output.len()..]));
-        Self { request, around }
-    }
-
-    fn prompt(&self, text: &str) -> String {
-        match self.around {
-            Some((before, after)) => [before, text, after].concat(),
-            None => Template::reference().render(self.request.tool_name, text),
-        }
-    }
-
-    fn request<'b>(&self, prompt: &'b str, output: &'b str) -> SummaryRequest<'b>
-    where
-        'a: 'b,
-    {
-        SummaryRequest {
-            tool_name: self.request.tool_name,
-            output,
-            prompt,
-            model: self.request.model,
-        }
-    }
+/// The prompt before and after the output, when the output occurs in it exactly once.
+fn around_output<'a>(request: &SummaryRequest<'a>) -> Option<(&'a str, &'a str)> {
+    let (prompt, output) = (request.prompt, request.output);
+    // Every occurrence lies between the first and the last: one when they are the same.
+    let at = (prompt.find(output))
+        .filter(|&at| !output.is_empty() && prompt.rfind(output) == Some(at))?;
+    Some((&prompt[..at], &prompt[at + output.len()..]))
 }
 
 /// A model that chunks outputs over its budget: what the worker and `overspill reduce`

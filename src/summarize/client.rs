@@ -1,50 +1,17 @@
 //! [`OpenAiSummarizer`]: one chat-completions call per summary, with a builder in the
 //! `object_store` style.
 
-use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use reqwest::StatusCode;
-use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use url::Url;
 
-use super::wire::{self, ChatRequest};
+use super::wire;
 use crate::limits::{SummarizeError as Error, Summarizer, Summary, SummaryRequest};
 use crate::redact;
 
-/// The default per-request timeout.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
-/// The default connect timeout.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// The default longest wait between two in-process retries.
-pub const DEFAULT_MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
 /// The most bytes of a reply body read; a longer chat completion is [`Error::Malformed`].
 pub const MAX_REPLY_BYTES: usize = 1 << 20;
-
-/// A secret that prints as [`redact::PLACEHOLDER`].
-#[derive(Clone, Default)]
-struct Secret(Option<String>);
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            Some(_) => write!(f, "Some({})", redact::PLACEHOLDER),
-            None => f.write_str("None"),
-        }
-    }
-}
-
-impl Secret {
-    /// `text` with every occurrence of the secret replaced, for server messages that echo it.
-    fn redact(&self, text: String) -> String {
-        match self.0.as_deref() {
-            Some(key) if !key.is_empty() && text.contains(key) => {
-                text.replace(key, redact::PLACEHOLDER)
-            }
-            _ => text,
-        }
-    }
-}
 
 /// The chat-completions URL for a base URL (see [`OpenAiSummarizer::builder`]).
 fn endpoint(raw: &str) -> Result<Url, Error> {
@@ -53,15 +20,14 @@ fn endpoint(raw: &str) -> Result<Url, Error> {
     if !matches!(url.scheme(), "http" | "https") {
         return Err(invalid(format!("unsupported scheme {:?}", url.scheme())));
     }
-    let path = url.path().trim_end_matches('/').to_owned();
-    let path = if path.ends_with("/chat/completions") {
-        path
-    } else if path.is_empty() {
-        "/v1/chat/completions".to_owned()
-    } else {
-        format!("{path}/chat/completions")
+    let path = match url.path().trim_end_matches('/') {
+        "" => "/v1".to_owned(),
+        path => path
+            .strip_suffix("/chat/completions")
+            .unwrap_or(path)
+            .to_owned(),
     };
-    url.set_path(&path);
+    url.set_path(&format!("{path}/chat/completions"));
     Ok(url)
 }
 
@@ -77,9 +43,8 @@ pub struct OpenAiSummarizer {
     client: reqwest::Client,
     #[debug("{:?}", redact::url(endpoint.as_str()))]
     endpoint: Url,
-    #[debug(skip)]
-    auth: Option<HeaderValue>,
-    api_key: Secret,
+    #[debug("{:?}", api_key.as_ref().map(|_| redact::PLACEHOLDER))]
+    api_key: Option<String>,
     model: Option<String>,
     timeout: Duration,
     max_retries: u32,
@@ -95,18 +60,6 @@ impl OpenAiSummarizer {
     /// path is the API root as given, like the OpenAI SDKs' `base_url`
     /// (`https://api.openai.com/v1`, `https://host/openai/v1beta`); `/chat/completions` is
     /// appended unless the path already ends with it.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use overspill::summarize::OpenAiSummarizer;
-    ///
-    /// let summarizer = OpenAiSummarizer::builder("http://localhost:11434")
-    ///     .model("qwen2.5:7b")
-    ///     .timeout(Duration::from_secs(60))
-    ///     .build()?;
-    /// assert_eq!(summarizer.endpoint().as_str(), "http://localhost:11434/v1/chat/completions");
-    /// # Ok::<(), overspill::limits::SummarizeError>(())
-    /// ```
     #[builder(finish_fn = build)]
     pub fn new(
         /// The endpoint's base URL.
@@ -119,10 +72,10 @@ impl OpenAiSummarizer {
         #[builder(into)]
         model: Option<String>,
         /// The timeout of one request, connection to last byte (default 120 s).
-        #[builder(default = DEFAULT_TIMEOUT)]
+        #[builder(default = Duration::from_secs(120))]
         timeout: Duration,
         /// The connect timeout (default 10 s).
-        #[builder(default = DEFAULT_CONNECT_TIMEOUT)]
+        #[builder(default = Duration::from_secs(10))]
         connect_timeout: Duration,
         /// In-process retries of an [`Error::Unavailable`] reply (default 0: under Temporal the
         /// activity's retry policy retries, journaled). Each retry waits the server's
@@ -131,7 +84,7 @@ impl OpenAiSummarizer {
         #[builder(default)]
         max_retries: u32,
         /// The longest in-process wait between two retries (default 30 s).
-        #[builder(default = DEFAULT_MAX_RETRY_DELAY)]
+        #[builder(default = Duration::from_secs(30))]
         max_retry_delay: Duration,
     ) -> Result<Self, Error> {
         let endpoint = endpoint(&url)?;
@@ -141,21 +94,17 @@ impl OpenAiSummarizer {
             .user_agent(concat!("overspill/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| Error::NotConfigured(format!("HTTP client: {}", e.without_url())))?;
-        let api_key = Secret(api_key.filter(|k| !k.is_empty()));
-        let auth = match api_key.0.as_deref() {
-            Some(key) => {
-                let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                    Error::NotConfigured("the API key has characters a header cannot carry".into())
-                })?;
-                value.set_sensitive(true);
-                Some(value)
-            }
-            None => None,
-        };
+        let api_key = api_key.filter(|k| !k.is_empty());
+        if api_key
+            .as_deref()
+            .is_some_and(|k| HeaderValue::from_str(k).is_err())
+        {
+            let why = "the API key has characters a header cannot carry";
+            return Err(Error::NotConfigured(why.into()));
+        }
         Ok(Self {
             client,
             endpoint,
-            auth,
             api_key,
             model: model.filter(|m| !m.is_empty()),
             timeout,
@@ -176,36 +125,26 @@ impl OpenAiSummarizer {
         self.model.as_deref()
     }
 
-    /// The per-request timeout.
-    pub fn timeout(&self) -> Duration {
-        self.timeout
-    }
-
     /// One HTTP request, no retry (the [`Summarizer`] retries an [`Error::Unavailable`] as
     /// configured).
     ///
     /// Uses `request.prompt` as the user message and `request.model`, else the default model; a
     /// pydantic-ai `openai:` prefix on the model name is dropped.
     pub async fn complete_once(&self, request: SummaryRequest<'_>) -> Result<Summary, Error> {
+        let no_model =
+            "no model named (set --model, OVERSPILL_MODEL, or the Summarize action's model)";
         let model = (request.model.filter(|m| !m.is_empty()))
             .or(self.model.as_deref())
-            .ok_or_else(|| {
-                Error::NotConfigured(
-                    "no model named (set --model, OVERSPILL_MODEL, or the Summarize action's model)"
-                        .into(),
-                )
-            })?;
+            .ok_or_else(|| Error::NotConfigured(no_model.into()))?;
         // A pydantic-ai model name (`openai:gpt-4o-mini`) names the provider first.
         let model = model.strip_prefix("openai:").unwrap_or(model);
-        let body = serde_json::to_vec(&ChatRequest::new(model, request.prompt))
+        let body = serde_json::to_vec(&wire::request_body(model, request.prompt))
             .map_err(|e| Error::Malformed(format!("request body: {e}")))?;
-        let mut http = self
-            .client
-            .post(self.endpoint.clone())
+        let mut http = (self.client.post(self.endpoint.clone()))
             .header(CONTENT_TYPE, "application/json")
             .body(body);
-        if let Some(auth) = &self.auth {
-            http = http.header(AUTHORIZATION, auth.clone());
+        if let Some(key) = &self.api_key {
+            http = http.bearer_auth(key);
         }
         let reply = http.send().await.map_err(|e| self.transport(e))?;
         let status = reply.status();
@@ -218,34 +157,35 @@ impl OpenAiSummarizer {
                 )));
             }
             return wire::parse_reply(&body).map_err(|e| match e {
-                Error::Malformed(m) => Error::Malformed(self.api_key.redact(m)),
+                Error::Malformed(m) => Error::Malformed(self.redact(m)),
                 other => other,
             });
         }
-        let message = self.api_key.redact(wire::error_message(&body));
+        let (status, message) = (status.as_u16(), self.redact(wire::error_message(&body)));
         // What the OpenAI SDKs retry: 408, 409, 429 and 5xx.
-        if status == StatusCode::TOO_MANY_REQUESTS
-            || status.is_server_error()
-            || status == StatusCode::REQUEST_TIMEOUT
-            || status == StatusCode::CONFLICT
-        {
+        if matches!(status, 408 | 409 | 429 | 500..=599) {
             Err(Error::Unavailable {
-                status: Some(status.as_u16()),
+                status: Some(status),
                 message,
                 retry_after,
             })
         } else if let Some((context_tokens, prompt_tokens)) = wire::context_exceeded(&body) {
             Err(Error::ContextExceeded {
-                status: status.as_u16(),
+                status,
                 context_tokens,
                 prompt_tokens,
                 message,
             })
         } else {
-            Err(Error::Rejected {
-                status: status.as_u16(),
-                message,
-            })
+            Err(Error::Rejected { status, message })
+        }
+    }
+
+    /// `text` with every occurrence of the API key replaced, for server messages that echo it.
+    fn redact(&self, text: String) -> String {
+        match self.api_key.as_deref() {
+            Some(key) if text.contains(key) => text.replace(key, redact::PLACEHOLDER),
+            _ => text,
         }
     }
 
@@ -269,16 +209,14 @@ impl OpenAiSummarizer {
             return Error::Timeout(self.timeout);
         }
         let error = error.without_url();
-        let mut text = error.to_string();
-        let mut cause = std::error::Error::source(&error);
-        while let Some(inner) = cause {
-            text.push_str(": ");
-            text.push_str(&inner.to_string());
-            cause = inner.source();
-        }
+        let chain = std::iter::successors(Some(&error as &dyn std::error::Error), |e| e.source());
+        let text = chain
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(": ");
         Error::Unavailable {
             status: None,
-            message: self.api_key.redact(text),
+            message: self.redact(text),
             retry_after: None,
         }
     }
@@ -370,9 +308,19 @@ mod tests {
 
     #[test]
     fn redacts_echoed_keys() {
-        let key = Secret(Some("sk-abc".into()));
-        assert_eq!(key.redact("bad key sk-abc!".into()), "bad key [redacted]!");
-        assert_eq!(Secret(None).redact("x".into()), "x");
+        let with_key = |key: Option<&str>| {
+            OpenAiSummarizer::builder("http://localhost:1")
+                .maybe_api_key(key)
+                .build()
+                .expect("a summarizer")
+        };
+        let text = "bad key sk-abc!".to_owned();
+        assert_eq!(
+            with_key(Some("sk-abc")).redact(text.clone()),
+            "bad key [redacted]!"
+        );
+        assert_eq!(with_key(None).redact(text.clone()), text);
+        assert_eq!(with_key(Some("")).redact(text.clone()), text);
     }
 
     /// Activities run on a multi-threaded runtime: every future handed to them must be `Send`.

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::limits::SummarizeError as Error;
@@ -15,43 +15,18 @@ pub const SYSTEM_PROMPT: &str = "You summarize oversized tool output.";
 /// return value and a ToolReturn's content) stay under Temporal's 2 MB payload limit.
 pub const MAX_SUMMARY_BYTES: usize = 128 << 10;
 
-/// A `POST /chat/completions` body.
-#[derive(Debug, Serialize)]
-pub(super) struct ChatRequest<'a> {
-    pub(super) model: &'a str,
-    pub(super) messages: [Message<'a>; 2],
-}
-
-/// One chat message.
-#[derive(Debug, Serialize)]
-pub(super) struct Message<'a> {
-    pub(super) role: &'a str,
-    pub(super) content: &'a str,
-}
-
-impl<'a> ChatRequest<'a> {
-    /// The system instruction and the rendered prompt as the user message.
-    pub(super) fn new(model: &'a str, prompt: &'a str) -> Self {
-        Self {
-            model,
-            messages: [
-                Message {
-                    role: "system",
-                    content: SYSTEM_PROMPT,
-                },
-                Message {
-                    role: "user",
-                    content: prompt,
-                },
-            ],
-        }
-    }
+/// The `POST /chat/completions` body: the system instruction and the rendered prompt as the user
+/// message.
+pub(super) fn request_body(model: &str, prompt: &str) -> Value {
+    serde_json::json!({"model": model, "messages": [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": prompt},
+    ]})
 }
 
 #[derive(Deserialize)]
 struct ChatReply {
     choices: Vec<Choice>,
-    #[serde(default)]
     usage: Option<WireUsage>,
 }
 
@@ -62,17 +37,13 @@ struct Choice {
 
 #[derive(Deserialize)]
 struct ReplyMessage {
-    #[serde(default)]
     content: Option<Value>,
-    #[serde(default)]
     refusal: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Default, Deserialize)]
 struct WireUsage {
-    #[serde(default)]
     prompt_tokens: Option<u64>,
-    #[serde(default)]
     completion_tokens: Option<u64>,
 }
 
@@ -109,10 +80,7 @@ pub(super) fn parse_reply(body: &[u8]) -> Result<Summary, Error> {
             text.len()
         )));
     }
-    let usage = reply.usage.unwrap_or(WireUsage {
-        prompt_tokens: None,
-        completion_tokens: None,
-    });
+    let usage = reply.usage.unwrap_or_default();
     Ok(Summary {
         text,
         usage: Usage {
@@ -125,14 +93,10 @@ pub(super) fn parse_reply(body: &[u8]) -> Result<Summary, Error> {
 
 /// Content as a list of parts (`[{"type": "text", "text": "…"}]`), as some gateways send it.
 fn text_parts(parts: &[Value]) -> Result<String, Error> {
-    let mut text = String::new();
-    for part in parts {
-        match part.get("text").and_then(Value::as_str) {
-            Some(piece) => text.push_str(piece),
-            None => return Err(Error::Malformed("a content part has no text".into())),
-        }
-    }
-    Ok(text)
+    (parts.iter())
+        .map(|part| part.get("text").and_then(Value::as_str))
+        .collect::<Option<String>>()
+        .ok_or_else(|| Error::Malformed("a content part has no text".into()))
 }
 
 fn json_kind(value: &Value) -> &'static str {
@@ -223,13 +187,10 @@ mod tests {
 
     #[test]
     fn request_shape() {
-        let body = serde_json::to_value(ChatRequest::new("m", "p")).unwrap_or_default();
+        let body = serde_json::to_string(&request_body("m", "p")).unwrap_or_default();
         assert_eq!(
             body,
-            serde_json::json!({"model": "m", "messages": [
-                {"role": "system", "content": "You summarize oversized tool output."},
-                {"role": "user", "content": "p"},
-            ]})
+            r#"{"model":"m","messages":[{"role":"system","content":"You summarize oversized tool output."},{"role":"user","content":"p"}]}"#
         );
     }
 

@@ -52,15 +52,11 @@ pub fn build_log(lines: u64) -> String {
     out
 }
 
-/// [`build_log`], yielding between chunks so that a heartbeat or a cancellation gets through.
+/// [`build_log`], yielding every 10,000 lines so that a heartbeat or a cancellation gets through.
 async fn build_log_async(lines: u64) -> String {
-    const CHUNK: u64 = 10_000;
     let mut out = String::with_capacity(capacity(lines));
-    let mut start = 0;
-    while start < lines {
-        let end = (start + CHUNK).min(lines);
-        append_log(&mut out, start..end);
-        start = end;
+    for start in (0..lines).step_by(10_000) {
+        append_log(&mut out, start..lines.min(start + 10_000));
         tokio::task::yield_now().await;
     }
     out
