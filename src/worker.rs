@@ -63,27 +63,45 @@ impl WorkerError {
     }
 }
 
-/// How to reach the Temporal server. `Debug` and `Display` never show the API key or a password
-/// in the address.
-#[derive(Clone, Default, derive_more::Debug)]
+/// How to reach the Temporal server: the flags of every command that talks to it. `Debug` and
+/// `Display` never show the API key or a password in the address.
+#[derive(Clone, Default, derive_more::Debug, clap::Args)]
 pub struct Connect {
-    /// `host:port` or a URL (`http://…`, `https://…`).
+    /// Temporal frontend, `host:port` or URL.
+    #[arg(long, env = "TEMPORAL_ADDRESS", default_value = "127.0.0.1:7233")]
     #[debug("{:?}", self.to_string())]
     pub address: String,
-    /// The namespace (default `default`).
+    /// Temporal namespace.
+    #[arg(long, env = "TEMPORAL_NAMESPACE", default_value = "default")]
     pub namespace: Option<String>,
-    /// An API key (Temporal Cloud); implies TLS.
+    /// API key (Temporal Cloud); implies TLS.
+    #[arg(
+        id = "temporal_api_key",
+        long = "api-key",
+        env = "TEMPORAL_API_KEY",
+        hide_env_values = true
+    )]
     #[debug("{:?}", api_key.as_ref().map(|_| crate::redact::PLACEHOLDER))]
     pub api_key: Option<String>,
-    /// PEM client certificate for mTLS.
+    /// mTLS client certificate (PEM).
+    #[arg(long, env = "TEMPORAL_TLS_CLIENT_CERT_PATH", value_name = "FILE")]
     pub tls_cert: Option<PathBuf>,
-    /// PEM client key for mTLS.
+    /// mTLS client key (PEM).
+    #[arg(long, env = "TEMPORAL_TLS_CLIENT_KEY_PATH", value_name = "FILE")]
     pub tls_key: Option<PathBuf>,
-    /// PEM CA certificate of the server (default: the system roots).
+    /// Server CA certificate (PEM); default: the system roots.
+    #[arg(long, env = "TEMPORAL_TLS_SERVER_CA_CERT_PATH", value_name = "FILE")]
     pub tls_ca: Option<PathBuf>,
     /// A custom identity (default `{pid}@{hostname}`).
+    #[arg(skip)]
     pub identity: Option<String>,
-    /// gRPC compression (default [`Compression::Auto`]).
+    /// gRPC compression to Temporal: `auto` is gzip except to a loopback address.
+    #[arg(
+        long = "grpc-compression",
+        env = "OVERSPILL_GRPC_COMPRESSION",
+        value_enum,
+        default_value_t = Compression::Auto
+    )]
     pub compression: Compression,
 }
 
@@ -164,39 +182,10 @@ impl Connect {
 
     /// Open a client and check that the namespace exists, within [`CONNECT_TIMEOUT`] each.
     pub async fn client(&self) -> Result<Client, WorkerError> {
-        let read = |p: &PathBuf| {
-            std::fs::read(p)
-                .map_err(|e| WorkerError::setup(format!("cannot read {}: {e}", p.display())))
-        };
-        let tls = if self.tls() {
-            let client_tls_options = match (&self.tls_cert, &self.tls_key) {
-                (Some(cert), Some(key)) => Some(
-                    ClientTlsOptions::builder()
-                        .client_cert(read(cert)?)
-                        .client_private_key(read(key)?)
-                        .build(),
-                ),
-                (None, None) => None,
-                _ => {
-                    return Err(WorkerError::setup(
-                        "--tls-cert and --tls-key must be given together",
-                    ));
-                }
-            };
-            Some(
-                TlsOptions::builder()
-                    .maybe_server_root_ca_cert(self.tls_ca.as_ref().map(read).transpose()?)
-                    .maybe_client_tls_options(client_tls_options)
-                    .build(),
-            )
-        } else {
-            None
-        };
         let url = self.url()?;
-        let compression = self.compression.resolve(&url);
-        let options = ConnectionOptions::new(url)
-            .grpc_compression(compression)
-            .maybe_tls_options(tls)
+        let options = ConnectionOptions::new(url.clone())
+            .grpc_compression(self.compression.resolve(&url))
+            .maybe_tls_options(self.tls().then(|| self.tls_options()).transpose()?)
             .maybe_api_key(self.api_key.clone())
             .maybe_identity(self.identity.clone())
             .connect_timeout(CONNECT_TIMEOUT)
@@ -207,6 +196,31 @@ impl Connect {
             .map_err(WorkerError::setup)?;
         self.check_namespace(&client).await?;
         Ok(client)
+    }
+
+    /// The TLS settings: the server's CA and the client certificate, read from their files.
+    fn tls_options(&self) -> Result<TlsOptions, WorkerError> {
+        let read = |p: &PathBuf| {
+            std::fs::read(p)
+                .map_err(|e| WorkerError::setup(format!("cannot read {}: {e}", p.display())))
+        };
+        let client_tls_options = match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => Some(
+                ClientTlsOptions::builder()
+                    .client_cert(read(cert)?)
+                    .client_private_key(read(key)?)
+                    .build(),
+            ),
+            (None, None) => None,
+            _ => {
+                let both = "--tls-cert and --tls-key must be given together";
+                return Err(WorkerError::setup(both));
+            }
+        };
+        Ok(TlsOptions::builder()
+            .maybe_server_root_ca_cert(self.tls_ca.as_ref().map(read).transpose()?)
+            .maybe_client_tls_options(client_tls_options)
+            .build())
     }
 
     /// Whether `client`'s namespace exists and answers, within [`CONNECT_TIMEOUT`]: an unknown
@@ -509,36 +523,29 @@ pub enum LogFormat {
     Json,
 }
 
-/// Install the `tracing` subscriber: `RUST_LOG` filters (default `info`), to stderr.
-pub fn init_logging(format: LogFormat) {
-    init_logging_at(format, "info");
-}
-
-/// Install the `tracing` subscriber: `RUST_LOG` filters (default `default_filter`, e.g. `warn`),
+/// Install the `tracing` subscriber: `RUST_LOG` filters (default `default_filter`, e.g. `info`),
 /// to stderr, coloured only when stderr is a terminal and `NO_COLOR` is unset.
 ///
 /// Without `RUST_LOG` (or with an empty or invalid one, which is reported), spans are off: the
-/// Temporal SDK opens several for every activity task (polling, running, completing it), and
-/// recording their fields was 5 % of a busy worker's CPU, for a prefix on the rare line logged
-/// inside one. Events still show, the SDK's included; a `RUST_LOG` (`RUST_LOG=info`) brings the
-/// spans back.
-pub fn init_logging_at(format: LogFormat, default_filter: &str) {
+/// Temporal SDK opens several for every activity task, and recording their fields was 5 % of a
+/// busy worker's CPU. Events still show, the SDK's included; `RUST_LOG=info` brings spans back.
+pub fn init_logging(format: LogFormat, default_filter: &str) {
     use std::io::IsTerminal as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = std::env::var("RUST_LOG").ok().filter(|f| !f.is_empty());
     let ansi = std::io::stderr().is_terminal()
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let _ = log_subscriber(
+    let subscriber = log_subscriber(
         format,
         filter.as_deref(),
         default_filter,
         ansi,
         std::io::stderr,
-    )
-    .try_init();
+    );
+    let _ = subscriber.try_init();
 }
 
-/// The subscriber [`init_logging_at`] installs, writing to `writer`: `filter` is `RUST_LOG`;
+/// The subscriber [`init_logging`] installs, writing to `writer`: `filter` is `RUST_LOG`;
 /// one that does not parse is reported on stderr and `default_filter` used instead.
 fn log_subscriber<W>(
     format: LogFormat,

@@ -8,11 +8,11 @@ use std::time::{Duration, SystemTime};
 use overspill::external_storage::{
     ExternalStorage, ExternalStorageSettings, GcMetrics, GcOptions, GcReport,
 };
+use overspill::worker::Connect;
 use temporalio_client::Client;
 use temporalio_common::telemetry::metrics::CoreMeter;
 
 use super::CliResult;
-use super::temporal::TemporalArgs;
 
 /// External Storage housekeeping.
 #[derive(Debug, clap::Subcommand)]
@@ -27,7 +27,7 @@ pub(crate) enum Command {
 #[derive(Debug, clap::Args)]
 pub(crate) struct GcArgs {
     #[command(flatten)]
-    temporal: TemporalArgs,
+    temporal: Connect,
     /// The bucket the senders' External Storage driver writes to: `s3://BUCKET[/prefix]` or
     /// `gs://BUCKET[/prefix]`; the objects under `{prefix}/v0/` are collected.
     #[arg(long, env = "OVERSPILL_EXTERNAL_STORAGE", value_name = "URL")]
@@ -73,10 +73,10 @@ pub(crate) struct ScheduleArgs {
 }
 
 pub(crate) async fn run(Command::Gc(args): Command) -> CliResult {
-    overspill::worker::init_logging(overspill::worker::LogFormat::Text);
+    overspill::worker::init_logging(overspill::worker::LogFormat::Text, "info");
     let storage =
         ExternalStorage::open(&args.external_storage, ExternalStorageSettings::default())?;
-    let client = args.temporal.connect().client().await?;
+    let client = args.temporal.client().await?;
     let options = GcOptions {
         now: SystemTime::now(),
         older_than: args.older_than,

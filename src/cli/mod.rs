@@ -9,8 +9,6 @@ mod external_storage;
 mod read;
 mod reduce;
 mod spills;
-mod stdin;
-mod temporal;
 mod worker;
 
 /// Keep AI agents' oversized tool outputs out of their context windows, durably.
