@@ -105,10 +105,8 @@ pub struct Connect {
     pub compression: Compression,
 }
 
-/// gRPC compression of the worker's calls to Temporal (`--grpc-compression`).
-///
-/// Gzip makes every call set up a compressor and a decompressor: on loopback that is CPU spent
-/// to save nothing (about a tenth of the worker's CPU per 50 KB spill, `benches/worker_cpu.sh`).
+/// gRPC compression of the worker's calls to Temporal (`--grpc-compression`): gzip costs CPU
+/// that saves nothing on loopback.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Compression {
     /// Gzip, unless the server is on this machine (a loopback address or `localhost`).
@@ -249,8 +247,9 @@ impl Connect {
             ),
             _ => problem,
         };
+        let address = self.to_string();
         Err(WorkerError::Connect {
-            address: self.to_string(),
+            address,
             problem,
             source,
         })
@@ -264,24 +263,26 @@ impl Connect {
     where
         E: std::error::Error + Send + Sync + 'static,
     {
-        let error = match tokio::time::timeout(CONNECT_TIMEOUT, call).await {
-            Ok(Ok(value)) => return Ok(value),
-            Ok(Err(e)) => Box::new(e) as Box<dyn std::error::Error + Send + Sync>,
-            Err(elapsed) => {
-                return Err(WorkerError::Connect {
-                    address: self.to_string(),
-                    problem: format!(
+        let (problem, source): (_, Box<dyn std::error::Error + Send + Sync>) =
+            match tokio::time::timeout(CONNECT_TIMEOUT, call).await {
+                Ok(Ok(value)) => return Ok(value),
+                Ok(Err(e)) => (
+                    crate::diagnose::temporal(&e, self.tls_cert.is_some()),
+                    Box::new(e),
+                ),
+                Err(elapsed) => (
+                    format!(
                         "did not answer within {CONNECT_TIMEOUT:?}: check --address \
                          (TEMPORAL_ADDRESS), and that the server and any proxy before it run"
                     ),
-                    source: Box::new(elapsed),
-                });
-            }
-        };
+                    Box::new(elapsed),
+                ),
+            };
+        let address = self.to_string();
         Err(WorkerError::Connect {
-            address: self.to_string(),
-            problem: crate::diagnose::temporal(error.as_ref(), self.tls_cert.is_some()),
-            source: error,
+            address,
+            problem,
+            source,
         })
     }
 }
@@ -315,38 +316,36 @@ impl std::ops::Deref for WorkerRuntime {
 /// [`crate::probes`]).
 pub fn runtime(metrics_addr: Option<SocketAddr>) -> Result<WorkerRuntime, WorkerError> {
     let readiness = crate::probes::Readiness::default();
-    let (telemetry, metrics, bound, meter) = match metrics_addr {
-        Some(addr) => {
-            let refused = |e: &dyn std::fmt::Display| {
-                WorkerError::setup(format!("cannot serve metrics on {addr}: {e}"))
-            };
-            let listener = std::net::TcpListener::bind(addr).map_err(|e| refused(&e))?;
-            listener.set_nonblocking(true).map_err(|e| refused(&e))?;
-            let bound = listener.local_addr().map_err(|e| refused(&e))?;
-            // The SDK's exporter serves `/metrics` alone: it listens on loopback, behind ours.
-            let server = start_prometheus_metric_exporter(
-                PrometheusExporterOptions::builder()
-                    .socket_addr(SocketAddr::from(([127, 0, 0, 1], 0)))
-                    .build(),
-            )
-            .map_err(|e| refused(&e))?;
-            crate::probes::serve(listener, server.bound_addr, readiness.clone())
-                .map_err(|e| refused(&e))?;
-            let meter: Arc<dyn CoreMeter> = server.meter.clone();
-            let telemetry = TelemetryOptions::builder().metrics(meter.clone()).build();
-            (telemetry, Metrics::new(&meter), Some(bound), Some(meter))
-        }
-        None => (TelemetryOptions::default(), Metrics::default(), None, None),
+    let serve = |addr| -> Result<_, Box<dyn std::error::Error + Send + Sync>> {
+        let listener = std::net::TcpListener::bind(addr)?;
+        listener.set_nonblocking(true)?;
+        let bound = listener.local_addr()?;
+        // The SDK's exporter serves `/metrics` alone: it listens on loopback, behind ours.
+        let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+        let options = PrometheusExporterOptions::builder().socket_addr(loopback);
+        let server = start_prometheus_metric_exporter(options.build())?;
+        crate::probes::serve(listener, server.bound_addr, readiness.clone())?;
+        let meter: Arc<dyn CoreMeter> = server.meter;
+        Ok((bound, meter))
+    };
+    let (metrics_addr, meter) = match metrics_addr {
+        Some(addr) => serve(addr)
+            .map(|(bound, meter)| (Some(bound), Some(meter)))
+            .map_err(|e| WorkerError::setup(format!("cannot serve metrics on {addr}: {e}")))?,
+        None => (None, None),
+    };
+    let telemetry = match &meter {
+        Some(meter) => TelemetryOptions::builder().metrics(meter.clone()).build(),
+        None => TelemetryOptions::default(),
     };
     let options = RuntimeOptions::builder()
         .telemetry_options(telemetry)
         .build()
         .map_err(WorkerError::setup)?;
-    let runtime = Runtime::from_current_tokio(options).map_err(WorkerError::setup)?;
     Ok(WorkerRuntime {
-        runtime,
-        metrics,
-        metrics_addr: bound,
+        runtime: Runtime::from_current_tokio(options).map_err(WorkerError::setup)?,
+        metrics: meter.as_ref().map_or_else(Metrics::default, Metrics::new),
+        metrics_addr,
         meter,
         readiness,
     })
@@ -369,11 +368,8 @@ pub struct WorkerSettings {
     pub workflow_pollers: Option<Pollers>,
 }
 
-/// How many task polls a worker keeps open at once (`--activity-pollers`, `--workflow-pollers`).
-///
-/// Without a setting the SDK decides: up to 5, or autoscaling when the namespace offers it. Each
-/// open poll is a gRPC call the server answers with a task, so a busy worker spends its CPU per
-/// task on polls too; a few pollers keep a worker fed.
+/// How many task polls a worker keeps open at once (`--activity-pollers`, `--workflow-pollers`;
+/// without a setting the SDK decides: up to 5, or autoscaling where the namespace offers it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pollers {
     /// At most this many polls (at least 1; 2 for workflow tasks).

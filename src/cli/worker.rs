@@ -132,14 +132,7 @@ pub(crate) struct Args {
     /// Threads running the worker's tasks (1: the main thread alone, no pool). Default: the main
     /// thread and one more per CPU core.
     #[arg(long, env = "OVERSPILL_WORKER_THREADS", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
-    worker_threads: Option<u16>,
-}
-
-impl Args {
-    /// The threads the worker's runtime should run (`None`: one per core).
-    pub(crate) fn worker_threads(&self) -> Option<usize> {
-        self.worker_threads.map(usize::from)
-    }
+    pub(crate) worker_threads: Option<u16>,
 }
 
 pub(crate) async fn run(args: Args) -> CliResult {
