@@ -108,10 +108,8 @@ impl ScheduleArgs {
             return;
         };
         let (client, metrics) = (client.clone(), meter.map(GcMetrics::new));
-        let (older_than, unscoped_older_than) = (
-            self.external_storage_gc_older_than,
-            self.external_storage_gc_unscoped_older_than,
-        );
+        let older_than = self.external_storage_gc_older_than;
+        let unscoped_older_than = self.external_storage_gc_unscoped_older_than;
         tokio::spawn(async move {
             let mut ticks = tokio::time::interval(every);
             loop {
@@ -121,23 +119,21 @@ impl ScheduleArgs {
                     unscoped_older_than,
                     ..GcOptions::default()
                 };
-                match storage.gc(&client, options).await {
+                let report = match storage.gc(&client, options).await {
                     Ok(report) => {
-                        metrics.iter().for_each(|m| m.record(&report));
-                        tracing::info!(
-                            bucket = storage.bucket_name(),
-                            "external-storage gc: {report}"
-                        );
+                        let bucket = storage.bucket_name();
+                        tracing::info!(bucket, "external-storage gc: {report}");
+                        report
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "external-storage gc failed");
-                        let failed = GcReport {
+                        GcReport {
                             errors: 1,
                             ..GcReport::default()
-                        };
-                        metrics.iter().for_each(|m| m.record(&failed));
+                        }
                     }
-                }
+                };
+                metrics.iter().for_each(|m| m.record(&report));
             }
         });
     }
