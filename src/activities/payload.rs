@@ -148,11 +148,11 @@ impl<T: ProtoForm> Wire<T> {
     /// `value` encoded in `encoding` (the protobuf encodings name the message).
     pub fn encode(value: &T, encoding: Encoding) -> Result<Self, PayloadConversionError> {
         let data = match encoding {
-            Encoding::JsonPlain => serde_json::to_vec(value),
+            Encoding::JsonPlain => serde_json::to_vec(value).map_err(Into::into),
             Encoding::JsonProtobuf => value.to_proto_json(),
-            Encoding::BinaryProtobuf => Ok(value.to_proto_binary()),
+            Encoding::BinaryProtobuf => value.to_proto_binary(),
         };
-        let data = data.map_err(|e| PayloadConversionError::EncodingError(Box::new(e)))?;
+        let data = data.map_err(PayloadConversionError::EncodingError)?;
         let mut metadata = HashMap::from([(ENCODING_KEY.to_owned(), encoding.as_str().into())]);
         if encoding != Encoding::JsonPlain {
             metadata.insert(MESSAGE_TYPE_KEY.to_owned(), T::MESSAGE_TYPE.into());

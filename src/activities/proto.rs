@@ -35,8 +35,8 @@ pub trait ProtoForm: Serialize + DeserializeOwned + 'static {
     const MESSAGE_TYPE: &'static str;
     /// From the message (field errors name the snake_case field).
     fn from_pb(pb: Self::Pb) -> Result<Self, Failure>;
-    /// To the message.
-    fn to_pb(&self) -> Self::Pb;
+    /// To the message; fails on a form the message cannot carry (an invalid `config`).
+    fn to_pb(&self) -> Result<Self::Pb, Failure>;
 
     /// Decode the protobuf wire form.
     fn from_proto_binary(data: &[u8]) -> Result<Self, Failure> {
@@ -49,15 +49,17 @@ pub trait ProtoForm: Serialize + DeserializeOwned + 'static {
         Self::from_pb(decode_json(data)?)
     }
     /// Encode the protobuf wire form.
-    fn to_proto_binary(&self) -> Vec<u8> {
-        prost::Message::encode_to_vec(&self.to_pb())
+    fn to_proto_binary(&self) -> Result<Vec<u8>, EncodeError> {
+        Ok(prost::Message::encode_to_vec(&self.to_pb()?))
     }
-    /// Encode the proto3 JSON form; fails only on a message pbjson cannot render (an enum
-    /// field holding a number outside its enum).
-    fn to_proto_json(&self) -> serde_json::Result<Vec<u8>> {
-        serde_json::to_vec(&self.to_pb())
+    /// Encode the proto3 JSON form (pbjson also refuses an enum field outside its enum).
+    fn to_proto_json(&self) -> Result<Vec<u8>, EncodeError> {
+        Ok(serde_json::to_vec(&self.to_pb()?)?)
     }
 }
+
+/// Why a form could not be encoded.
+pub type EncodeError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Decode plain JSON, naming the offending field in the error.
 pub(crate) fn decode_json<T: DeserializeOwned>(data: &[u8]) -> Result<T, Failure> {
@@ -74,7 +76,7 @@ trait PbField<P> {
     /// Set the form's field from the message's.
     fn set_from(&mut self, value: P, field: &str) -> Result<(), Failure>;
     /// The message's field.
-    fn to_field(&self) -> P;
+    fn to_field(&self) -> Result<P, Failure>;
 }
 
 impl<T: Clone> PbField<T> for T {
@@ -82,8 +84,8 @@ impl<T: Clone> PbField<T> for T {
         *self = value;
         Ok(())
     }
-    fn to_field(&self) -> T {
-        self.clone()
+    fn to_field(&self) -> Result<T, Failure> {
+        Ok(self.clone())
     }
 }
 
@@ -95,8 +97,8 @@ impl<T: Clone> PbField<Option<T>> for T {
         }
         Ok(())
     }
-    fn to_field(&self) -> Option<T> {
-        Some(self.clone())
+    fn to_field(&self) -> Result<Option<T>, Failure> {
+        Ok(Some(self.clone()))
     }
 }
 
@@ -117,14 +119,13 @@ impl PbField<Option<pb::ToolOutput>> for ToolOutput {
         };
         Ok(())
     }
-    fn to_field(&self) -> Option<pb::ToolOutput> {
-        Some(pb::ToolOutput {
-            value: Some(match self {
-                ToolOutput::Text(text) => pb::tool_output::Value::Text(text.to_string()),
-                ToolOutput::Json(value) => pb::tool_output::Value::Json(value.to_string()),
-                ToolOutput::Bytes(data) => pb::tool_output::Value::Bytes(data.to_vec()),
-            }),
-        })
+    fn to_field(&self) -> Result<Option<pb::ToolOutput>, Failure> {
+        let value = match self {
+            ToolOutput::Text(text) => pb::tool_output::Value::Text(text.to_string()),
+            ToolOutput::Json(value) => pb::tool_output::Value::Json(value.to_string()),
+            ToolOutput::Bytes(data) => pb::tool_output::Value::Bytes(data.to_vec()),
+        };
+        Ok(Some(pb::ToolOutput { value: Some(value) }))
     }
 }
 
@@ -136,22 +137,22 @@ impl PbField<Option<String>> for Option<Value> {
             .transpose()?;
         Ok(())
     }
-    fn to_field(&self) -> Option<String> {
-        self.as_ref().map(Value::to_string)
+    fn to_field(&self) -> Result<Option<String>, Failure> {
+        Ok(self.as_ref().map(Value::to_string))
     }
 }
 
-/// A request's `config`: a protobuf `Limits` becomes the JSON form and is validated as one;
-/// an invalid config is sent as absent.
+/// A request's `config`: a protobuf `Limits` becomes the JSON form and is validated as one; an
+/// invalid config cannot be sent.
 impl PbField<Option<pb::Limits>> for Option<Value> {
     fn set_from(&mut self, value: Option<pb::Limits>, _: &str) -> Result<(), Failure> {
         *self = value.map(limits_to_json).transpose()?;
         Ok(())
     }
-    fn to_field(&self) -> Option<pb::Limits> {
-        self.as_ref()
-            .and_then(|c| Limits::from_value(c.clone()).ok())
-            .map(|l| limits_to_pb(&l))
+    fn to_field(&self) -> Result<Option<pb::Limits>, Failure> {
+        let limits = self.clone().map(Limits::from_value).transpose();
+        let limits = limits.map_err(|e| Failure::invalid_config(&e))?;
+        Ok(limits.as_ref().map(limits_to_pb))
     }
 }
 
@@ -162,8 +163,8 @@ impl PbField<i32> for ReductionKind {
         *self = Option::from(kind).unwrap_or_default();
         Ok(())
     }
-    fn to_field(&self) -> i32 {
-        pb::ReductionKind::from(*self).into()
+    fn to_field(&self) -> Result<i32, Failure> {
+        Ok(pb::ReductionKind::from(*self).into())
     }
 }
 
@@ -177,12 +178,12 @@ impl PbField<Option<pb::Usage>> for Usage {
         };
         Ok(())
     }
-    fn to_field(&self) -> Option<pb::Usage> {
-        Some(pb::Usage {
+    fn to_field(&self) -> Result<Option<pb::Usage>, Failure> {
+        Ok(Some(pb::Usage {
             requests: self.requests,
             input_tokens: self.input_tokens,
             output_tokens: self.output_tokens,
-        })
+        }))
     }
 }
 
@@ -387,14 +388,14 @@ macro_rules! proto_form {
                 $(PbField::set_from(&mut form.$($field).+, pb.$pb_field, stringify!($pb_field))?;)*
                 Ok(form)
             }
-            fn to_pb(&self) -> Self::Pb {
+            fn to_pb(&self) -> Result<Self::Pb, Failure> {
                 let mut message = pb::$pb::default();
-                $(message.$pb_field = PbField::to_field(&self.$($field).+);)*
+                $(message.$pb_field = PbField::to_field(&self.$($field).+)?;)*
                 $({
                     let ($this, $message) = (self, &mut message);
                     $derived
                 })?
-                message
+                Ok(message)
             }
         }
     };
@@ -541,7 +542,7 @@ mod tests {
             ReadRequest::from_proto_json(snake).expect("decodes"),
             request
         );
-        let binary = request.to_proto_binary();
+        let binary = request.to_proto_binary().expect("encodes");
         assert_eq!(
             ReadRequest::from_proto_binary(&binary).expect("decodes"),
             request
@@ -554,7 +555,9 @@ mod tests {
             tool_name: "cat".into(),
             ..Default::default()
         };
-        let mut pb = ReduceRequest::new(call, ToolOutput::Text("x".into())).to_pb();
+        let mut pb = ReduceRequest::new(call, ToolOutput::Text("x".into()))
+            .to_pb()
+            .expect("encodes");
         pb.config = Some(pb::Limits {
             bands: vec![pb::Band {
                 over: 5,
@@ -586,7 +589,7 @@ mod tests {
             },
             ..Default::default()
         };
-        let pb = reduced.to_pb();
+        let pb = reduced.to_pb().expect("encodes");
         assert_eq!(pb.overflow_handle.as_deref(), Some("r/c.0"));
         assert_eq!(pb.overflow_content_handle.as_deref(), Some("r/c.0.content"));
         assert_eq!(pb.overflow_bytes, 31_000);
@@ -604,7 +607,8 @@ mod tests {
             ..GrepRequest::default()
         };
         assert_eq!(
-            GrepRequest::from_proto_binary(&grep.to_proto_binary()).expect("decodes"),
+            GrepRequest::from_proto_binary(&grep.to_proto_binary().expect("encodes"))
+                .expect("decodes"),
             grep
         );
         let camel =
