@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
+use hyper::header::CONTENT_TYPE;
 use hyper::{Request, Response, StatusCode};
 
 /// How long one readiness check of Temporal or the store may take.
@@ -145,20 +146,15 @@ async fn answer(
                     .get(format!("http://{metrics}/metrics"))
                     .send()
                     .await?;
-                let kind = response
-                    .headers()
-                    .get(reqwest::header::CONTENT_TYPE)
-                    .cloned();
+                let kind = response.headers().get(CONTENT_TYPE).cloned();
                 Ok::<_, reqwest::Error>((kind, response.bytes().await?))
             };
             match scraped.await {
                 Ok((kind, body)) => {
                     let mut response = Response::new(Full::new(body));
-                    if let Some(kind) = kind {
-                        response
-                            .headers_mut()
-                            .insert(hyper::header::CONTENT_TYPE, kind);
-                    }
+                    response
+                        .headers_mut()
+                        .extend(kind.map(|k| (CONTENT_TYPE, k)));
                     response
                 }
                 Err(e) => text(StatusCode::BAD_GATEWAY, format!("metrics exporter: {e}\n")),

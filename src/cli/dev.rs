@@ -240,9 +240,13 @@ fn local_model(root: &Path, deploy: &Path, mut model: ModelArgs) -> Result<Model
     };
     model.url = value("OVERSPILL_TEST_MODEL_URL");
     model.model = value("OVERSPILL_TEST_MODEL");
-    if let Some(tokens) = value("OVERSPILL_TEST_MODEL_CONTEXT_TOKENS").and_then(|t| t.parse().ok())
-    {
-        model.context_tokens = tokens;
+    if let Some(tokens) = value("OVERSPILL_TEST_MODEL_CONTEXT_TOKENS") {
+        model.context_tokens = tokens.parse().map_err(|e| {
+            let file = env_file.display();
+            WorkerError::setup(format!(
+                "{file}: OVERSPILL_TEST_MODEL_CONTEXT_TOKENS={tokens}: {e}"
+            ))
+        })?;
     }
     if model.url.is_none() {
         return Err(WorkerError::setup(format!(
