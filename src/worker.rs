@@ -439,16 +439,14 @@ impl WorkerSettings {
             client.options().namespace.clone(),
         );
         client.options_mut().data_converter = codec.into_data_converter();
+        let (workflow_slots, activity_slots) = (
+            self.max_concurrent_workflow_tasks.max(2),
+            self.max_concurrent_activities.max(1),
+        );
         let tuner = TunerHolder::builder()
-            .workflow_task_slot_supplier(FixedSizeSlotSupplier::new(
-                self.max_concurrent_workflow_tasks.max(2),
-            ))
-            .activity_task_slot_supplier(FixedSizeSlotSupplier::new(
-                self.max_concurrent_activities.max(1),
-            ))
-            .local_activity_task_slot_supplier(FixedSizeSlotSupplier::new(
-                self.max_concurrent_activities.max(1),
-            ))
+            .workflow_task_slot_supplier(FixedSizeSlotSupplier::new(workflow_slots))
+            .activity_task_slot_supplier(FixedSizeSlotSupplier::new(activity_slots))
+            .local_activity_task_slot_supplier(FixedSizeSlotSupplier::new(activity_slots))
             .nexus_task_slot_supplier(FixedSizeSlotSupplier::new(1))
             .build();
         let mut options = WorkerOptions::new(self.task_queue.clone())
