@@ -30,8 +30,9 @@ pub type Check = Box<dyn Fn() -> BoxFuture<'static, Result<(), String>> + Send +
 
 /// What `/readyz` answers: not ready until a [`Check`] is installed (the worker installs one once
 /// it has connected), then the check's cached result. Cheap to clone; clones share the state.
-#[derive(Clone, Default)]
+#[derive(Clone, Default, derive_more::Debug)]
 pub struct Readiness {
+    #[debug(skip)]
     state: Arc<tokio::sync::Mutex<State>>,
 }
 
@@ -39,12 +40,6 @@ pub struct Readiness {
 struct State {
     check: Option<Check>,
     last: Option<(Instant, Result<(), String>)>,
-}
-
-impl std::fmt::Debug for Readiness {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Readiness").finish_non_exhaustive()
-    }
 }
 
 impl Readiness {
