@@ -98,6 +98,7 @@ pub struct Connect {
     /// gRPC compression to Temporal: `auto` is gzip except to a loopback address.
     #[arg(
         long = "grpc-compression",
+        value_name = "GRPC_COMPRESSION",
         env = "OVERSPILL_GRPC_COMPRESSION",
         value_enum,
         default_value_t = Compression::Auto
