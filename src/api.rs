@@ -1,16 +1,6 @@
 //! The request and response forms of the `tool_output_limits.*` activities (`json/plain`,
-//! snake_case; mirrored in `proto/overspill/v1/`), shared by the activities, the workflows and
-//! `overspill reduce --request`.
-//!
-//! | activity | request → response |
-//! |---|---|
-//! | `reduce` | [`ReduceRequest`] → [`ReduceResponse`] |
-//! | `spill` | [`SpillRequest`] → [`SpillResponse`] |
-//! | `summarize` | [`SummarizeRequest`] → [`SummarizeResponse`] |
-//! | `read_tool_result` | [`ReadRequest`] → [`ReadResponse`] |
-//! | `grep_tool_result` | [`GrepRequest`] → [`GrepResponse`] |
-//! | `query_tool_result` | [`QueryRequest`] → [`QueryResponse`] |
-//! | `list_tool_results` | [`ListRequest`] → [`ListResponse`] |
+//! snake_case; mirrored in `proto/overspill/v1/`; see [`crate::activities`] for which activity
+//! takes which), shared by the activities, the workflows and `overspill reduce --request`.
 //!
 //! ```
 //! use overspill::api::ReduceRequest;
@@ -183,26 +173,22 @@ pub struct SummarizeResponse {
     pub usage: Usage,
 }
 
-/// What `tool_output_limits.read_tool_result` returns: the model-visible text (a bare JSON
-/// string in `json/plain`, `ReadToolResultResponse.text` in the protobuf encodings).
+/// What `read_tool_result` returns: the model-visible text (a bare JSON string in `json/plain`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct ReadResponse(pub String);
 
-/// What `tool_output_limits.grep_tool_result` returns: the model-visible text (a bare JSON
-/// string in `json/plain`, `GrepToolResultResponse.text` in the protobuf encodings).
+/// What `grep_tool_result` returns: the model-visible text (a bare JSON string in `json/plain`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct GrepResponse(pub String);
 
-/// What `tool_output_limits.query_tool_result` returns: the model-visible text (a bare JSON
-/// string in `json/plain`, `QueryToolResultResponse.text` in the protobuf encodings).
+/// What `query_tool_result` returns: the model-visible text (a bare JSON string in `json/plain`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct QueryResponse(pub String);
 
-/// What `tool_output_limits.list_tool_results` returns: the model-visible text (a bare JSON
-/// string in `json/plain`, `ListToolResultsResponse.text` in the protobuf encodings).
+/// What `list_tool_results` returns: the model-visible text (a bare JSON string in `json/plain`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct ListResponse(pub String);

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
+use hyper::header::CONTENT_TYPE;
 use hyper::{Request, Response, StatusCode};
 
 /// How long one readiness check of Temporal or the store may take.
@@ -29,8 +30,9 @@ pub type Check = Box<dyn Fn() -> BoxFuture<'static, Result<(), String>> + Send +
 
 /// What `/readyz` answers: not ready until a [`Check`] is installed (the worker installs one once
 /// it has connected), then the check's cached result. Cheap to clone; clones share the state.
-#[derive(Clone, Default)]
+#[derive(Clone, Default, derive_more::Debug)]
 pub struct Readiness {
+    #[debug(skip)]
     state: Arc<tokio::sync::Mutex<State>>,
 }
 
@@ -38,12 +40,6 @@ pub struct Readiness {
 struct State {
     check: Option<Check>,
     last: Option<(Instant, Result<(), String>)>,
-}
-
-impl std::fmt::Debug for Readiness {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Readiness").finish_non_exhaustive()
-    }
 }
 
 impl Readiness {
@@ -145,20 +141,15 @@ async fn answer(
                     .get(format!("http://{metrics}/metrics"))
                     .send()
                     .await?;
-                let kind = response
-                    .headers()
-                    .get(reqwest::header::CONTENT_TYPE)
-                    .cloned();
+                let kind = response.headers().get(CONTENT_TYPE).cloned();
                 Ok::<_, reqwest::Error>((kind, response.bytes().await?))
             };
             match scraped.await {
                 Ok((kind, body)) => {
                     let mut response = Response::new(Full::new(body));
-                    if let Some(kind) = kind {
-                        response
-                            .headers_mut()
-                            .insert(hyper::header::CONTENT_TYPE, kind);
-                    }
+                    response
+                        .headers_mut()
+                        .extend(kind.map(|k| (CONTENT_TYPE, k)));
                     response
                 }
                 Err(e) => text(StatusCode::BAD_GATEWAY, format!("metrics exporter: {e}\n")),

@@ -63,34 +63,51 @@ impl WorkerError {
     }
 }
 
-/// How to reach the Temporal server. `Debug` and `Display` never show the API key or a password
-/// in the address.
-#[derive(Clone, Default, derive_more::Debug)]
+/// How to reach the Temporal server: the flags of every command that talks to it. `Debug` and
+/// `Display` never show the API key or a password in the address.
+#[derive(Clone, Default, derive_more::Debug, clap::Args)]
 pub struct Connect {
-    /// `host:port` or a URL (`http://…`, `https://…`).
+    /// Temporal frontend, `host:port` or URL.
+    #[arg(long, env = "TEMPORAL_ADDRESS", default_value = "127.0.0.1:7233")]
     #[debug("{:?}", self.to_string())]
     pub address: String,
-    /// The namespace (default `default`).
+    /// Temporal namespace.
+    #[arg(long, env = "TEMPORAL_NAMESPACE", default_value = "default")]
     pub namespace: Option<String>,
-    /// An API key (Temporal Cloud); implies TLS.
+    /// API key (Temporal Cloud); implies TLS.
+    #[arg(
+        id = "temporal_api_key",
+        long = "api-key",
+        env = "TEMPORAL_API_KEY",
+        hide_env_values = true
+    )]
     #[debug("{:?}", api_key.as_ref().map(|_| crate::redact::PLACEHOLDER))]
     pub api_key: Option<String>,
-    /// PEM client certificate for mTLS.
+    /// mTLS client certificate (PEM).
+    #[arg(long, env = "TEMPORAL_TLS_CLIENT_CERT_PATH", value_name = "FILE")]
     pub tls_cert: Option<PathBuf>,
-    /// PEM client key for mTLS.
+    /// mTLS client key (PEM).
+    #[arg(long, env = "TEMPORAL_TLS_CLIENT_KEY_PATH", value_name = "FILE")]
     pub tls_key: Option<PathBuf>,
-    /// PEM CA certificate of the server (default: the system roots).
+    /// Server CA certificate (PEM); default: the system roots.
+    #[arg(long, env = "TEMPORAL_TLS_SERVER_CA_CERT_PATH", value_name = "FILE")]
     pub tls_ca: Option<PathBuf>,
     /// A custom identity (default `{pid}@{hostname}`).
+    #[arg(skip)]
     pub identity: Option<String>,
-    /// gRPC compression (default [`Compression::Auto`]).
+    /// gRPC compression to Temporal: `auto` is gzip except to a loopback address.
+    #[arg(
+        long = "grpc-compression",
+        value_name = "GRPC_COMPRESSION",
+        env = "OVERSPILL_GRPC_COMPRESSION",
+        value_enum,
+        default_value_t = Compression::Auto
+    )]
     pub compression: Compression,
 }
 
-/// gRPC compression of the worker's calls to Temporal (`--grpc-compression`).
-///
-/// Gzip makes every call set up a compressor and a decompressor: on loopback that is CPU spent
-/// to save nothing (about a tenth of the worker's CPU per 50 KB spill, `benches/worker_cpu.sh`).
+/// gRPC compression of the worker's calls to Temporal (`--grpc-compression`): gzip costs CPU
+/// that saves nothing on loopback.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Compression {
     /// Gzip, unless the server is on this machine (a loopback address or `localhost`).
@@ -164,39 +181,10 @@ impl Connect {
 
     /// Open a client and check that the namespace exists, within [`CONNECT_TIMEOUT`] each.
     pub async fn client(&self) -> Result<Client, WorkerError> {
-        let read = |p: &PathBuf| {
-            std::fs::read(p)
-                .map_err(|e| WorkerError::setup(format!("cannot read {}: {e}", p.display())))
-        };
-        let tls = if self.tls() {
-            let client_tls_options = match (&self.tls_cert, &self.tls_key) {
-                (Some(cert), Some(key)) => Some(
-                    ClientTlsOptions::builder()
-                        .client_cert(read(cert)?)
-                        .client_private_key(read(key)?)
-                        .build(),
-                ),
-                (None, None) => None,
-                _ => {
-                    return Err(WorkerError::setup(
-                        "--tls-cert and --tls-key must be given together",
-                    ));
-                }
-            };
-            Some(
-                TlsOptions::builder()
-                    .maybe_server_root_ca_cert(self.tls_ca.as_ref().map(read).transpose()?)
-                    .maybe_client_tls_options(client_tls_options)
-                    .build(),
-            )
-        } else {
-            None
-        };
         let url = self.url()?;
-        let compression = self.compression.resolve(&url);
-        let options = ConnectionOptions::new(url)
-            .grpc_compression(compression)
-            .maybe_tls_options(tls)
+        let options = ConnectionOptions::new(url.clone())
+            .grpc_compression(self.compression.resolve(&url))
+            .maybe_tls_options(self.tls().then(|| self.tls_options()).transpose()?)
             .maybe_api_key(self.api_key.clone())
             .maybe_identity(self.identity.clone())
             .connect_timeout(CONNECT_TIMEOUT)
@@ -207,6 +195,31 @@ impl Connect {
             .map_err(WorkerError::setup)?;
         self.check_namespace(&client).await?;
         Ok(client)
+    }
+
+    /// The TLS settings: the server's CA and the client certificate, read from their files.
+    fn tls_options(&self) -> Result<TlsOptions, WorkerError> {
+        let read = |p: &PathBuf| {
+            std::fs::read(p)
+                .map_err(|e| WorkerError::setup(format!("cannot read {}: {e}", p.display())))
+        };
+        let client_tls_options = match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => Some(
+                ClientTlsOptions::builder()
+                    .client_cert(read(cert)?)
+                    .client_private_key(read(key)?)
+                    .build(),
+            ),
+            (None, None) => None,
+            _ => {
+                let both = "--tls-cert and --tls-key must be given together";
+                return Err(WorkerError::setup(both));
+            }
+        };
+        Ok(TlsOptions::builder()
+            .maybe_server_root_ca_cert(self.tls_ca.as_ref().map(read).transpose()?)
+            .maybe_client_tls_options(client_tls_options)
+            .build())
     }
 
     /// Whether `client`'s namespace exists and answers, within [`CONNECT_TIMEOUT`]: an unknown
@@ -235,8 +248,9 @@ impl Connect {
             ),
             _ => problem,
         };
+        let address = self.to_string();
         Err(WorkerError::Connect {
-            address: self.to_string(),
+            address,
             problem,
             source,
         })
@@ -250,24 +264,26 @@ impl Connect {
     where
         E: std::error::Error + Send + Sync + 'static,
     {
-        let error = match tokio::time::timeout(CONNECT_TIMEOUT, call).await {
-            Ok(Ok(value)) => return Ok(value),
-            Ok(Err(e)) => Box::new(e) as Box<dyn std::error::Error + Send + Sync>,
-            Err(elapsed) => {
-                return Err(WorkerError::Connect {
-                    address: self.to_string(),
-                    problem: format!(
+        let (problem, source): (_, Box<dyn std::error::Error + Send + Sync>) =
+            match tokio::time::timeout(CONNECT_TIMEOUT, call).await {
+                Ok(Ok(value)) => return Ok(value),
+                Ok(Err(e)) => (
+                    crate::diagnose::temporal(&e, self.tls_cert.is_some()),
+                    Box::new(e),
+                ),
+                Err(elapsed) => (
+                    format!(
                         "did not answer within {CONNECT_TIMEOUT:?}: check --address \
                          (TEMPORAL_ADDRESS), and that the server and any proxy before it run"
                     ),
-                    source: Box::new(elapsed),
-                });
-            }
-        };
+                    Box::new(elapsed),
+                ),
+            };
+        let address = self.to_string();
         Err(WorkerError::Connect {
-            address: self.to_string(),
-            problem: crate::diagnose::temporal(error.as_ref(), self.tls_cert.is_some()),
-            source: error,
+            address,
+            problem,
+            source,
         })
     }
 }
@@ -301,38 +317,36 @@ impl std::ops::Deref for WorkerRuntime {
 /// [`crate::probes`]).
 pub fn runtime(metrics_addr: Option<SocketAddr>) -> Result<WorkerRuntime, WorkerError> {
     let readiness = crate::probes::Readiness::default();
-    let (telemetry, metrics, bound, meter) = match metrics_addr {
-        Some(addr) => {
-            let refused = |e: &dyn std::fmt::Display| {
-                WorkerError::setup(format!("cannot serve metrics on {addr}: {e}"))
-            };
-            let listener = std::net::TcpListener::bind(addr).map_err(|e| refused(&e))?;
-            listener.set_nonblocking(true).map_err(|e| refused(&e))?;
-            let bound = listener.local_addr().map_err(|e| refused(&e))?;
-            // The SDK's exporter serves `/metrics` alone: it listens on loopback, behind ours.
-            let server = start_prometheus_metric_exporter(
-                PrometheusExporterOptions::builder()
-                    .socket_addr(SocketAddr::from(([127, 0, 0, 1], 0)))
-                    .build(),
-            )
-            .map_err(|e| refused(&e))?;
-            crate::probes::serve(listener, server.bound_addr, readiness.clone())
-                .map_err(|e| refused(&e))?;
-            let meter: Arc<dyn CoreMeter> = server.meter.clone();
-            let telemetry = TelemetryOptions::builder().metrics(meter.clone()).build();
-            (telemetry, Metrics::new(&meter), Some(bound), Some(meter))
-        }
-        None => (TelemetryOptions::default(), Metrics::default(), None, None),
+    let serve = |addr| -> Result<_, Box<dyn std::error::Error + Send + Sync>> {
+        let listener = std::net::TcpListener::bind(addr)?;
+        listener.set_nonblocking(true)?;
+        let bound = listener.local_addr()?;
+        // The SDK's exporter serves `/metrics` alone: it listens on loopback, behind ours.
+        let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+        let options = PrometheusExporterOptions::builder().socket_addr(loopback);
+        let server = start_prometheus_metric_exporter(options.build())?;
+        crate::probes::serve(listener, server.bound_addr, readiness.clone())?;
+        let meter: Arc<dyn CoreMeter> = server.meter;
+        Ok((bound, meter))
+    };
+    let (metrics_addr, meter) = match metrics_addr {
+        Some(addr) => serve(addr)
+            .map(|(bound, meter)| (Some(bound), Some(meter)))
+            .map_err(|e| WorkerError::setup(format!("cannot serve metrics on {addr}: {e}")))?,
+        None => (None, None),
+    };
+    let telemetry = match &meter {
+        Some(meter) => TelemetryOptions::builder().metrics(meter.clone()).build(),
+        None => TelemetryOptions::default(),
     };
     let options = RuntimeOptions::builder()
         .telemetry_options(telemetry)
         .build()
         .map_err(WorkerError::setup)?;
-    let runtime = Runtime::from_current_tokio(options).map_err(WorkerError::setup)?;
     Ok(WorkerRuntime {
-        runtime,
-        metrics,
-        metrics_addr: bound,
+        runtime: Runtime::from_current_tokio(options).map_err(WorkerError::setup)?,
+        metrics: meter.as_ref().map_or_else(Metrics::default, Metrics::new),
+        metrics_addr,
         meter,
         readiness,
     })
@@ -355,11 +369,8 @@ pub struct WorkerSettings {
     pub workflow_pollers: Option<Pollers>,
 }
 
-/// How many task polls a worker keeps open at once (`--activity-pollers`, `--workflow-pollers`).
-///
-/// Without a setting the SDK decides: up to 5, or autoscaling when the namespace offers it. Each
-/// open poll is a gRPC call the server answers with a task, so a busy worker spends its CPU per
-/// task on polls too; a few pollers keep a worker fed.
+/// How many task polls a worker keeps open at once (`--activity-pollers`, `--workflow-pollers`;
+/// without a setting the SDK decides: up to 5, or autoscaling where the namespace offers it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pollers {
     /// At most this many polls (at least 1; 2 for workflow tasks).
@@ -429,16 +440,14 @@ impl WorkerSettings {
             client.options().namespace.clone(),
         );
         client.options_mut().data_converter = codec.into_data_converter();
+        let (workflow_slots, activity_slots) = (
+            self.max_concurrent_workflow_tasks.max(2),
+            self.max_concurrent_activities.max(1),
+        );
         let tuner = TunerHolder::builder()
-            .workflow_task_slot_supplier(FixedSizeSlotSupplier::new(
-                self.max_concurrent_workflow_tasks.max(2),
-            ))
-            .activity_task_slot_supplier(FixedSizeSlotSupplier::new(
-                self.max_concurrent_activities.max(1),
-            ))
-            .local_activity_task_slot_supplier(FixedSizeSlotSupplier::new(
-                self.max_concurrent_activities.max(1),
-            ))
+            .workflow_task_slot_supplier(FixedSizeSlotSupplier::new(workflow_slots))
+            .activity_task_slot_supplier(FixedSizeSlotSupplier::new(activity_slots))
+            .local_activity_task_slot_supplier(FixedSizeSlotSupplier::new(activity_slots))
             .nexus_task_slot_supplier(FixedSizeSlotSupplier::new(1))
             .build();
         let mut options = WorkerOptions::new(self.task_queue.clone())
@@ -509,36 +518,29 @@ pub enum LogFormat {
     Json,
 }
 
-/// Install the `tracing` subscriber: `RUST_LOG` filters (default `info`), to stderr.
-pub fn init_logging(format: LogFormat) {
-    init_logging_at(format, "info");
-}
-
-/// Install the `tracing` subscriber: `RUST_LOG` filters (default `default_filter`, e.g. `warn`),
+/// Install the `tracing` subscriber: `RUST_LOG` filters (default `default_filter`, e.g. `info`),
 /// to stderr, coloured only when stderr is a terminal and `NO_COLOR` is unset.
 ///
 /// Without `RUST_LOG` (or with an empty or invalid one, which is reported), spans are off: the
-/// Temporal SDK opens several for every activity task (polling, running, completing it), and
-/// recording their fields was 5 % of a busy worker's CPU, for a prefix on the rare line logged
-/// inside one. Events still show, the SDK's included; a `RUST_LOG` (`RUST_LOG=info`) brings the
-/// spans back.
-pub fn init_logging_at(format: LogFormat, default_filter: &str) {
+/// Temporal SDK opens several for every activity task, and recording their fields was 5 % of a
+/// busy worker's CPU. Events still show, the SDK's included; `RUST_LOG=info` brings spans back.
+pub fn init_logging(format: LogFormat, default_filter: &str) {
     use std::io::IsTerminal as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = std::env::var("RUST_LOG").ok().filter(|f| !f.is_empty());
     let ansi = std::io::stderr().is_terminal()
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let _ = log_subscriber(
+    let subscriber = log_subscriber(
         format,
         filter.as_deref(),
         default_filter,
         ansi,
         std::io::stderr,
-    )
-    .try_init();
+    );
+    let _ = subscriber.try_init();
 }
 
-/// The subscriber [`init_logging_at`] installs, writing to `writer`: `filter` is `RUST_LOG`;
+/// The subscriber [`init_logging`] installs, writing to `writer`: `filter` is `RUST_LOG`;
 /// one that does not parse is reported on stderr and `default_filter` used instead.
 fn log_subscriber<W>(
     format: LogFormat,

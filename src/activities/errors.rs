@@ -40,43 +40,37 @@ pub struct Failure {
 }
 
 impl Failure {
+    /// A failure of `type_name` with no retry delay.
+    pub(crate) fn new(type_name: &'static str, message: String, retryable: bool) -> Self {
+        Self {
+            type_name,
+            message,
+            retryable,
+            retry_after: None,
+        }
+    }
+
     /// `InvalidInput` for a request field (non-retryable).
     pub fn invalid_input(field: &str, problem: impl std::fmt::Display) -> Self {
-        let field = if field.is_empty() || field == "." {
+        let field = if matches!(field, "" | ".") {
             "request"
         } else {
             field
         };
-        Self {
-            type_name: "InvalidInput",
-            message: format!("invalid input at `{field}`: {problem}"),
-            retryable: false,
-            retry_after: None,
-        }
+        let message = format!("invalid input at `{field}`: {problem}");
+        Self::new("InvalidInput", message, false)
     }
 
     /// `InvalidConfig` for a configuration error (non-retryable); the path is under `config`.
     pub fn invalid_config(error: &ConfigError) -> Self {
-        Self {
-            type_name: "InvalidConfig",
-            message: error.to_string().replacen(
-                "configuration at `",
-                "configuration at `config.",
-                1,
-            ),
-            retryable: false,
-            retry_after: None,
-        }
+        let message = error.to_string();
+        let message = message.replacen("configuration at `", "configuration at `config.", 1);
+        Self::new("InvalidConfig", message, false)
     }
 
     /// `ModelRetry` with the reference's exact message (non-retryable).
     pub fn model_retry(message: impl Into<String>) -> Self {
-        Self {
-            type_name: "ModelRetry",
-            message: message.into(),
-            retryable: false,
-            retry_after: None,
-        }
+        Self::new("ModelRetry", message.into(), false)
     }
 
     /// A store failure: retryable only when the store may answer later.
@@ -86,46 +80,34 @@ impl Failure {
             e if e.is_retryable() => "StoreUnavailable",
             _ => "StoreRefused",
         };
-        Self {
-            type_name,
-            message: format!("spill store failed ({}): {error}", error.type_name()),
-            retryable: error.is_retryable(),
-            retry_after: None,
-        }
+        let message = format!("spill store failed ({}): {error}", error.type_name());
+        Self::new(type_name, message, error.is_retryable())
     }
 
     /// A model failure: retryable when the model may answer later, after the server's
     /// `Retry-After` when it named one.
     pub fn model(error: &SummarizeError) -> Self {
         let retryable = error.is_retryable();
+        let type_name = if retryable {
+            "ModelUnavailable"
+        } else {
+            "ModelRejected"
+        };
+        let message = format!("summary failed ({}): {error}", error.type_name());
         Self {
-            type_name: if retryable {
-                "ModelUnavailable"
-            } else {
-                "ModelRejected"
-            },
-            message: format!("summary failed ({}): {error}", error.type_name()),
-            retryable,
             retry_after: error.retry_after(),
+            ..Self::new(type_name, message, retryable)
         }
     }
 
     /// An External Storage failure, typed and retryable as the error says.
     pub fn external_storage(error: &ExternalStorageError) -> Self {
-        Self {
-            type_name: error.type_name(),
-            message: error.to_string(),
-            retryable: error.retryable(),
-            retry_after: None,
-        }
+        Self::new(error.type_name(), error.to_string(), error.retryable())
     }
-}
 
-impl Failure {
     /// The Temporal ApplicationError for this failure.
     pub fn into_activity_error(self) -> ActivityError {
-        let retryable = self.retryable;
-        let type_name = self.type_name.to_owned();
+        let (retryable, type_name) = (self.retryable, self.type_name.to_owned());
         let retry_after = self.retry_after.filter(|_| retryable);
         ActivityError::application(
             ApplicationFailure::builder(Box::new(self))

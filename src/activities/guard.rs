@@ -11,7 +11,7 @@ use temporalio_sdk::activities::{ActivityContext, ActivityError};
 const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
 
 /// The latest progress an activity reported; periodic heartbeats carry it, so that they never
-/// replace the details a retry resumes from.
+/// replace the details a retry resumes from. Clones share it.
 #[derive(Debug)]
 pub struct Progress<T>(Arc<Mutex<Option<T>>>);
 
@@ -46,9 +46,8 @@ impl<T: Clone> Progress<T> {
     }
 }
 
-/// Run `work`, heartbeating while it runs; a cancellation (or a heartbeat timeout noticed by the
-/// server) abandons it with `Cancelled`. A spill abandoned mid-write leaves no partial object:
-/// stores write whole objects, so the key is either absent or complete.
+/// Run `work`, heartbeating while it runs; a cancellation (or a heartbeat timeout) abandons it
+/// with `Cancelled` (stores write whole objects: an abandoned spill leaves none).
 pub async fn guarded<F: Future>(
     ctx: &ActivityContext,
     work: F,

@@ -49,11 +49,8 @@ pub struct InflightPermit(Option<OwnedSemaphorePermit>);
 impl InflightBudget {
     /// A budget of `bytes` (at least 1 KiB).
     pub fn new(bytes: u64) -> Self {
-        let max = u64::try_from(Semaphore::MAX_PERMITS)
-            .unwrap_or(u64::MAX)
-            .min(u64::from(u32::MAX));
-        let units = (bytes / UNIT).clamp(1, max);
-        let units = u32::try_from(units).unwrap_or(u32::MAX);
+        let max = Semaphore::MAX_PERMITS.min(u32::MAX as usize) as u64;
+        let units = (bytes / UNIT).clamp(1, max) as u32;
         Self {
             semaphore: Arc::new(Semaphore::new(units as usize)),
             units,
@@ -109,19 +106,10 @@ impl Default for InflightBudget {
 /// The memory this process may still use: the smaller of the system's `MemAvailable` and what
 /// is left under the cgroup's `memory.max`; `None` where neither can be read.
 pub fn available_memory() -> Option<u64> {
-    let system = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|info| {
-            info.lines()
-                .find_map(|line| line.strip_prefix("MemAvailable:"))
-                .and_then(|rest| {
-                    rest.trim()
-                        .trim_end_matches("kB")
-                        .trim()
-                        .parse::<u64>()
-                        .ok()
-                })
-        })
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let system = (meminfo.lines())
+        .find_map(|line| line.strip_prefix("MemAvailable:"))
+        .and_then(|kib| kib.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .map(|kib| kib * 1024);
     let read = |file: &str| {
         std::fs::read_to_string(format!("/sys/fs/cgroup/{file}"))

@@ -11,8 +11,8 @@ use temporalio_common::telemetry::metrics::{
 use crate::limits::ReductionKind;
 
 /// Counters for the activities; the default records nothing.
-#[derive(Clone, Default)]
-pub struct Metrics(Option<Arc<Counters>>);
+#[derive(Clone, Default, derive_more::Debug)]
+pub struct Metrics(#[debug("{}", _0.is_some())] Option<Arc<Counters>>);
 
 struct Counters {
     spills: Counter,
@@ -21,12 +21,6 @@ struct Counters {
     reductions: Counter,
     plain: MetricAttributes,
     kinds: [MetricAttributes; 4],
-}
-
-impl std::fmt::Debug for Metrics {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("Metrics").field(&self.0.is_some()).finish()
-    }
 }
 
 impl Metrics {

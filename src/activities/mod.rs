@@ -10,14 +10,11 @@
 //! | [`QUERY_TOOL_RESULT`] `tool_output_limits.query_tool_result` | [`QueryRequest`](crate::query::QueryRequest) → model-visible text |
 //! | [`LIST_TOOL_RESULTS`] `tool_output_limits.list_tool_results` | [`ListRequest`](crate::store::ListRequest) → model-visible text |
 //!
-//! Keys come from the request's `run_id` / `tool_call_id` / `retry` (`run_id` defaults to the
-//! calling workflow's run id), never from the activity attempt: a retry, a crash after the write
-//! or a replay writes the same key again and returns the same handle. Failures are typed (see
-//! [`errors`]) and logged at WARN by the worker ([`LogFailures`]).
-//!
-//! An input may be a Temporal External Storage reference: the activity fetches the payload it
-//! names inside its own task, after charging the worker's [`InflightBudget`], and offloads a reply
-//! over the threshold in turn (see [`crate::external_storage`]).
+//! Keys come from the request's `run_id` (default: the calling workflow's) / `tool_call_id` /
+//! `retry`, never from the activity attempt, so a retry or replay returns the same handle.
+//! Failures are typed ([`errors`]) and logged at WARN ([`LogFailures`]). An input may be an
+//! External Storage reference, fetched inside the activity after charging the
+//! [`InflightBudget`]; a reply over the threshold is offloaded ([`crate::external_storage`]).
 
 pub mod errors;
 mod failure_log;
@@ -70,8 +67,8 @@ pub struct OverspillActivities {
 }
 
 impl OverspillActivities {
-    /// Activities over `store` with the reference's default limits, no model, no External
-    /// Storage and an in-flight budget of half the available memory.
+    /// Activities over `store`: default limits, no model, no External Storage, a budget of
+    /// half the available memory.
     pub fn new(store: Arc<Store>) -> Self {
         Self {
             store,
@@ -83,8 +80,7 @@ impl OverspillActivities {
         }
     }
 
-    /// Resolve External Storage references in inputs from `storage`, and offload replies over
-    /// its threshold to it.
+    /// Resolve input references from `storage`, and offload replies over its threshold to it.
     pub fn with_external_storage(mut self, storage: Arc<ExternalStorage>) -> Self {
         self.external_storage = Some(storage);
         self
@@ -101,10 +97,8 @@ impl OverspillActivities {
         self.external_storage.as_ref()
     }
 
-    /// Summarize with an OpenAI-compatible model, chunking outputs over its budget. The
-    /// summarize activity heartbeats its progress after every chunk and a retry resumes from it;
-    /// `reduce` uses the same model (chunked, without resume). Without one, every Summarize falls
-    /// back to its `then`.
+    /// Summarize with an OpenAI-compatible model (chunked; the summarize activity heartbeats
+    /// each chunk and a retry resumes). Without one, every Summarize falls back to its `then`.
     pub fn with_summarizer(mut self, summarizer: Chunked<OpenAiSummarizer>) -> Self {
         self.summarizer = Some(summarizer);
         self
@@ -122,14 +116,8 @@ impl OverspillActivities {
         self
     }
 
-    /// The store the activities spill to.
-    pub fn store(&self) -> &Arc<Store> {
-        &self.store
-    }
-
-    /// Reduce one tool result (the body of [`REDUCE`], without Temporal).
-    ///
-    /// `workflow_run_id` fills a missing `run_id`. Errors are the typed activity failures.
+    /// Reduce one tool result (the body of [`REDUCE`]); `workflow_run_id` fills a missing
+    /// `run_id`.
     pub async fn reduce_request(
         &self,
         request: ReduceRequest,
@@ -151,7 +139,7 @@ impl OverspillActivities {
             reduced.store = Some(self.store.url().to_owned());
         }
 
-        let failure = store.failure().or_else(|| summarizer.failure());
+        let failure = store.first().clone().or_else(|| summarizer.first().clone());
         if let Some(failure) = failure {
             self.metrics.fallback();
             if reduced.exhausted {
@@ -265,29 +253,23 @@ impl OverspillActivities {
 
     /// Read a page back (the body of [`READ_TOOL_RESULT`], without Temporal).
     pub async fn read_request(&self, request: ReadRequest) -> Result<ReadResponse, Failure> {
-        read::read_tool_result(self.store.as_ref(), &request)
-            .await
-            .map(ReadResponse)
-            .map_err(|e| read_failure(&e))
+        let page = read::read_tool_result(self.store.as_ref(), &request).await;
+        page.map(ReadResponse).map_err(|e| read_failure(&e))
     }
 
     /// Grep a spill (the body of [`GREP_TOOL_RESULT`], without Temporal).
     pub async fn grep_request(&self, request: GrepRequest) -> Result<GrepResponse, Failure> {
-        read::grep_tool_result(self.store.as_ref(), &request)
-            .await
-            .map(GrepResponse)
-            .map_err(|e| read_failure(&e))
+        let page = read::grep_tool_result(self.store.as_ref(), &request).await;
+        page.map(GrepResponse).map_err(|e| read_failure(&e))
     }
 
-    /// List a run's spills, newest first (the body of [`LIST_TOOL_RESULTS`], without Temporal);
     /// Run a jq filter over a spill (the body of [`QUERY_TOOL_RESULT`], without Temporal).
     pub async fn query_request(&self, request: QueryRequest) -> Result<QueryResponse, Failure> {
-        crate::query::query_tool_result(self.store().as_ref(), &request)
-            .await
-            .map(QueryResponse)
-            .map_err(|e| read_failure(&e))
+        let page = crate::query::query_tool_result(self.store.as_ref(), &request).await;
+        page.map(QueryResponse).map_err(|e| read_failure(&e))
     }
 
+    /// List a run's spills, newest first (the body of [`LIST_TOOL_RESULTS`]);
     /// `workflow_run_id` fills a missing `run_id`.
     pub async fn list_request(
         &self,
@@ -297,13 +279,16 @@ impl OverspillActivities {
         if request.run_id.is_empty() {
             request.run_id = workflow_run_id.unwrap_or_default().to_owned();
         }
-        let listing = (self.store.list_run(&request).await).map_err(|e| read_failure(&e))?;
-        Ok(ListResponse(listing.render(SystemTime::now())))
+        let listing = self.store.list_run(&request).await;
+        Ok(ListResponse(
+            listing
+                .map_err(|e| read_failure(&e))?
+                .render(SystemTime::now()),
+        ))
     }
 }
 
-/// The activity failure for a read, grep or listing that could not be served: a bad argument is
-/// a non-retryable `ModelRetry`, a store failure `StoreUnavailable` (retryable).
+/// A read-back that could not be served: a bad argument is `ModelRetry`, else a store failure.
 fn read_failure(error: &ReadOutcomeError) -> Failure {
     match error {
         ReadOutcomeError::Retry(retry) => Failure::model_retry(retry.to_string()),
@@ -327,15 +312,12 @@ impl<'a, T> Watched<'a, T> {
     }
 
     fn note(&self, failure: Failure) {
-        let mut slot = self.failure.lock().unwrap_or_else(|p| p.into_inner());
-        slot.get_or_insert(failure);
+        self.first().get_or_insert(failure);
     }
 
-    fn failure(&self) -> Option<Failure> {
-        self.failure
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+    /// The first failure noted, if any.
+    fn first(&self) -> std::sync::MutexGuard<'_, Option<Failure>> {
+        self.failure.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 

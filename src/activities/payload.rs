@@ -103,19 +103,23 @@ impl<T> Wire<T> {
 
     /// The payload's encoding, or `InvalidInput` for one Overspill does not speak.
     pub fn encoding(&self) -> Result<Encoding, Failure> {
-        let raw = self.payload.metadata.get(ENCODING_KEY);
-        match raw.map(Vec::as_slice) {
-            Some(b"json/plain") => Ok(Encoding::JsonPlain),
-            Some(b"json/protobuf") => Ok(Encoding::JsonProtobuf),
-            Some(b"binary/protobuf") => Ok(Encoding::BinaryProtobuf),
-            other => Err(Failure::invalid_input(
-                "encoding",
-                format!(
-                    "unsupported payload encoding {:?}; send json/plain, json/protobuf or binary/protobuf",
-                    other.map(String::from_utf8_lossy).unwrap_or_default()
-                ),
-            )),
-        }
+        let raw = self.payload.metadata.get(ENCODING_KEY).map(Vec::as_slice);
+        let spoken = [
+            Encoding::JsonPlain,
+            Encoding::JsonProtobuf,
+            Encoding::BinaryProtobuf,
+        ];
+        spoken
+            .into_iter()
+            .find(|e| raw == Some(e.as_str().as_bytes()))
+            .ok_or_else(|| {
+                let raw = raw.map(String::from_utf8_lossy).unwrap_or_default();
+                let send = "send json/plain, json/protobuf or binary/protobuf";
+                Failure::invalid_input(
+                    "encoding",
+                    format!("unsupported payload encoding {raw:?}; {send}"),
+                )
+            })
     }
 }
 
@@ -124,56 +128,34 @@ impl<T: ProtoForm> Wire<T> {
     /// so its bytes are freed as soon as the request is decoded.
     pub fn decode(self) -> Result<(T, Encoding), Failure> {
         let encoding = self.encoding()?;
+        let message_type = self.payload.metadata.get(MESSAGE_TYPE_KEY);
+        if let Some(message_type) = message_type.filter(|_| encoding != Encoding::JsonPlain)
+            && message_type.as_slice() != T::MESSAGE_TYPE.as_bytes()
+        {
+            let got = String::from_utf8_lossy(message_type);
+            let problem = format!("expected {}, got {got}", T::MESSAGE_TYPE);
+            return Err(Failure::invalid_input("messageType", problem));
+        }
+        let data = &self.payload.data;
         let value = match encoding {
-            Encoding::JsonPlain => decode_json(&self.payload.data)?,
-            Encoding::JsonProtobuf | Encoding::BinaryProtobuf => {
-                if let Some(message_type) = self.payload.metadata.get(MESSAGE_TYPE_KEY)
-                    && message_type.as_slice() != T::MESSAGE_TYPE.as_bytes()
-                {
-                    return Err(Failure::invalid_input(
-                        "messageType",
-                        format!(
-                            "expected {}, got {}",
-                            T::MESSAGE_TYPE,
-                            String::from_utf8_lossy(message_type)
-                        ),
-                    ));
-                }
-                if encoding == Encoding::JsonProtobuf {
-                    T::from_proto_json(&self.payload.data)?
-                } else {
-                    T::from_proto_binary(&self.payload.data)?
-                }
-            }
+            Encoding::JsonPlain => decode_json(data)?,
+            Encoding::JsonProtobuf => T::from_proto_json(data)?,
+            Encoding::BinaryProtobuf => T::from_proto_binary(data)?,
         };
         Ok((value, encoding))
     }
 
-    /// `value` encoded in `encoding`.
+    /// `value` encoded in `encoding` (the protobuf encodings name the message).
     pub fn encode(value: &T, encoding: Encoding) -> Result<Self, PayloadConversionError> {
-        let (data, message_type) = match encoding {
-            Encoding::JsonPlain => (
-                serde_json::to_vec(value)
-                    .map_err(|e| PayloadConversionError::EncodingError(Box::new(e)))?,
-                None,
-            ),
-            Encoding::JsonProtobuf => (
-                value
-                    .to_proto_json()
-                    .map_err(|e| PayloadConversionError::EncodingError(Box::new(e)))?,
-                Some(T::MESSAGE_TYPE),
-            ),
-            Encoding::BinaryProtobuf => (value.to_proto_binary(), Some(T::MESSAGE_TYPE)),
+        let data = match encoding {
+            Encoding::JsonPlain => serde_json::to_vec(value).map_err(Into::into),
+            Encoding::JsonProtobuf => value.to_proto_json(),
+            Encoding::BinaryProtobuf => value.to_proto_binary(),
         };
-        let mut metadata = HashMap::from([(
-            ENCODING_KEY.to_owned(),
-            encoding.as_str().as_bytes().to_vec(),
-        )]);
-        if let Some(message_type) = message_type {
-            metadata.insert(
-                MESSAGE_TYPE_KEY.to_owned(),
-                message_type.as_bytes().to_vec(),
-            );
+        let data = data.map_err(PayloadConversionError::EncodingError)?;
+        let mut metadata = HashMap::from([(ENCODING_KEY.to_owned(), encoding.as_str().into())]);
+        if encoding != Encoding::JsonPlain {
+            metadata.insert(MESSAGE_TYPE_KEY.to_owned(), T::MESSAGE_TYPE.into());
         }
         Ok(Self::new(Payload {
             metadata,

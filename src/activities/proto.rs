@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use super::errors::Failure;
 use crate::api::{
@@ -15,7 +15,10 @@ use crate::api::{
     ReadResponse, ReduceRequest, ReduceResponse, SpillRequest, SpillResponse, SummarizeRequest,
     SummarizeResponse,
 };
-use crate::limits::{self, ReductionKind, ToolOutput, Usage};
+use crate::limits::{
+    Action, Band, DEFAULT_MAX_CHARS, DEFAULT_PREVIEW_CHARS, Limits, ReductionKind, SerializerKind,
+    Spill, Summarize, Tokenizer, ToolFilter, ToolOutput, Truncate, TruncationStrategy, Usage,
+};
 
 /// The generated `overspill.v1` messages (prost) with their proto3 JSON mapping (pbjson).
 #[allow(missing_docs, unreachable_pub, clippy::all)]
@@ -32,8 +35,8 @@ pub trait ProtoForm: Serialize + DeserializeOwned + 'static {
     const MESSAGE_TYPE: &'static str;
     /// From the message (field errors name the snake_case field).
     fn from_pb(pb: Self::Pb) -> Result<Self, Failure>;
-    /// To the message.
-    fn to_pb(&self) -> Self::Pb;
+    /// To the message; fails on a form the message cannot carry (an invalid `config`).
+    fn to_pb(&self) -> Result<Self::Pb, Failure>;
 
     /// Decode the protobuf wire form.
     fn from_proto_binary(data: &[u8]) -> Result<Self, Failure> {
@@ -46,15 +49,17 @@ pub trait ProtoForm: Serialize + DeserializeOwned + 'static {
         Self::from_pb(decode_json(data)?)
     }
     /// Encode the protobuf wire form.
-    fn to_proto_binary(&self) -> Vec<u8> {
-        prost::Message::encode_to_vec(&self.to_pb())
+    fn to_proto_binary(&self) -> Result<Vec<u8>, EncodeError> {
+        Ok(prost::Message::encode_to_vec(&self.to_pb()?))
     }
-    /// Encode the proto3 JSON form; fails only on a message pbjson cannot render (an enum
-    /// field holding a number outside its enum).
-    fn to_proto_json(&self) -> serde_json::Result<Vec<u8>> {
-        serde_json::to_vec(&self.to_pb())
+    /// Encode the proto3 JSON form (pbjson also refuses an enum field outside its enum).
+    fn to_proto_json(&self) -> Result<Vec<u8>, EncodeError> {
+        Ok(serde_json::to_vec(&self.to_pb()?)?)
     }
 }
+
+/// Why a form could not be encoded.
+pub type EncodeError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Decode plain JSON, naming the offending field in the error.
 pub(crate) fn decode_json<T: DeserializeOwned>(data: &[u8]) -> Result<T, Failure> {
@@ -71,7 +76,7 @@ trait PbField<P> {
     /// Set the form's field from the message's.
     fn set_from(&mut self, value: P, field: &str) -> Result<(), Failure>;
     /// The message's field.
-    fn to_field(&self) -> P;
+    fn to_field(&self) -> Result<P, Failure>;
 }
 
 impl<T: Clone> PbField<T> for T {
@@ -79,8 +84,8 @@ impl<T: Clone> PbField<T> for T {
         *self = value;
         Ok(())
     }
-    fn to_field(&self) -> T {
-        self.clone()
+    fn to_field(&self) -> Result<T, Failure> {
+        Ok(self.clone())
     }
 }
 
@@ -92,8 +97,8 @@ impl<T: Clone> PbField<Option<T>> for T {
         }
         Ok(())
     }
-    fn to_field(&self) -> Option<T> {
-        Some(self.clone())
+    fn to_field(&self) -> Result<Option<T>, Failure> {
+        Ok(Some(self.clone()))
     }
 }
 
@@ -114,14 +119,13 @@ impl PbField<Option<pb::ToolOutput>> for ToolOutput {
         };
         Ok(())
     }
-    fn to_field(&self) -> Option<pb::ToolOutput> {
-        Some(pb::ToolOutput {
-            value: Some(match self {
-                ToolOutput::Text(text) => pb::tool_output::Value::Text(text.to_string()),
-                ToolOutput::Json(value) => pb::tool_output::Value::Json(value.to_string()),
-                ToolOutput::Bytes(data) => pb::tool_output::Value::Bytes(data.to_vec()),
-            }),
-        })
+    fn to_field(&self) -> Result<Option<pb::ToolOutput>, Failure> {
+        let value = match self {
+            ToolOutput::Text(text) => pb::tool_output::Value::Text(text.to_string()),
+            ToolOutput::Json(value) => pb::tool_output::Value::Json(value.to_string()),
+            ToolOutput::Bytes(data) => pb::tool_output::Value::Bytes(data.to_vec()),
+        };
+        Ok(Some(pb::ToolOutput { value: Some(value) }))
     }
 }
 
@@ -133,42 +137,34 @@ impl PbField<Option<String>> for Option<Value> {
             .transpose()?;
         Ok(())
     }
-    fn to_field(&self) -> Option<String> {
-        self.as_ref().map(Value::to_string)
+    fn to_field(&self) -> Result<Option<String>, Failure> {
+        Ok(self.as_ref().map(Value::to_string))
     }
 }
 
-/// A request's `config`: a protobuf `Limits` becomes the JSON form and is validated as one;
-/// an invalid config is sent as absent.
+/// A request's `config`: a protobuf `Limits` becomes the JSON form and is validated as one; an
+/// invalid config cannot be sent.
 impl PbField<Option<pb::Limits>> for Option<Value> {
     fn set_from(&mut self, value: Option<pb::Limits>, _: &str) -> Result<(), Failure> {
-        *self = value.as_ref().map(limits_to_json).transpose()?;
+        *self = value.map(limits_to_json).transpose()?;
         Ok(())
     }
-    fn to_field(&self) -> Option<pb::Limits> {
-        self.as_ref()
-            .and_then(|c| limits::Limits::from_value(c.clone()).ok())
-            .map(|l| limits_to_pb(&l))
+    fn to_field(&self) -> Result<Option<pb::Limits>, Failure> {
+        let limits = self.clone().map(Limits::from_value).transpose();
+        let limits = limits.map_err(|e| Failure::invalid_config(&e))?;
+        Ok(limits.as_ref().map(limits_to_pb))
     }
 }
 
 impl PbField<i32> for ReductionKind {
+    /// A number outside the enum reads as passthrough.
     fn set_from(&mut self, value: i32, _: &str) -> Result<(), Failure> {
-        *self = match pb::ReductionKind::try_from(value) {
-            Ok(pb::ReductionKind::Truncated) => ReductionKind::Truncated,
-            Ok(pb::ReductionKind::Spilled) => ReductionKind::Spilled,
-            Ok(pb::ReductionKind::Summarized) => ReductionKind::Summarized,
-            _ => ReductionKind::Passthrough,
-        };
+        let kind = pb::ReductionKind::try_from(value).unwrap_or_default();
+        *self = Option::from(kind).unwrap_or_default();
         Ok(())
     }
-    fn to_field(&self) -> i32 {
-        (match self {
-            ReductionKind::Passthrough => pb::ReductionKind::Passthrough,
-            ReductionKind::Truncated => pb::ReductionKind::Truncated,
-            ReductionKind::Spilled => pb::ReductionKind::Spilled,
-            ReductionKind::Summarized => pb::ReductionKind::Summarized,
-        }) as i32
+    fn to_field(&self) -> Result<i32, Failure> {
+        Ok(pb::ReductionKind::from(*self).into())
     }
 }
 
@@ -182,223 +178,199 @@ impl PbField<Option<pb::Usage>> for Usage {
         };
         Ok(())
     }
-    fn to_field(&self) -> Option<pb::Usage> {
-        Some(pb::Usage {
+    fn to_field(&self) -> Result<Option<pb::Usage>, Failure> {
+        Ok(Some(pb::Usage {
             requests: self.requests,
             input_tokens: self.input_tokens,
             output_tokens: self.output_tokens,
-        })
+        }))
     }
 }
 
-/// A protobuf `Limits` as the JSON form `Limits::from_value` validates.
-fn limits_to_json(l: &pb::Limits) -> Result<Value, Failure> {
-    let mut m = Map::new();
-    if !l.bands.is_empty() || l.explicit_bands {
-        m.insert("bands".into(), bands_to_json(&l.bands, "bands")?);
-    }
-    if !l.per_tool.is_empty() {
-        let mut per_tool = Map::new();
-        for (tool, list) in &l.per_tool {
-            per_tool.insert(
-                tool.clone(),
-                bands_to_json(&list.bands, &format!("per_tool.{tool}"))?,
-            );
+/// `From` both ways between a protobuf enum and the serde enum whose variants it names; a
+/// protobuf value without a twin (`…_UNSPECIFIED`) converts to `None`.
+macro_rules! mirror_enum {
+    ($pb:ident <=> $form:ident { $($variant:ident),+ }) => {
+        impl From<$form> for pb::$pb {
+            fn from(value: $form) -> Self {
+                match value {
+                    $($form::$variant => Self::$variant,)+
+                }
+            }
         }
-        m.insert("per_tool".into(), Value::Object(per_tool));
-    }
-    if let Some(filter) = &l.tool_filter
-        && !filter.names.is_empty()
-    {
-        m.insert("tool_filter".into(), json!(filter.names));
-    }
-    if l.over_tokens {
-        m.insert("over_tokens".into(), Value::Bool(true));
-    }
-    let tokenizer = match pb::Tokenizer::try_from(l.tokenizer) {
-        Ok(pb::Tokenizer::Unspecified) => None,
-        Ok(pb::Tokenizer::CharsDiv4) => Some(limits::Tokenizer::CharsDiv4),
-        Ok(pb::Tokenizer::O200kBase) => Some(limits::Tokenizer::O200kBase),
-        Ok(pb::Tokenizer::Cl100kBase) => Some(limits::Tokenizer::Cl100kBase),
-        Err(_) => return Err(bad_config("tokenizer", "unknown tokenizer")),
+        impl From<pb::$pb> for Option<$form> {
+            #[allow(unreachable_patterns)]
+            fn from(value: pb::$pb) -> Self {
+                match value {
+                    $(pb::$pb::$variant => Some($form::$variant),)+
+                    _ => None,
+                }
+            }
+        }
     };
-    if let Some(tokenizer) = tokenizer {
-        m.insert("tokenizer".into(), json!(tokenizer));
-    }
-    if l.strip_ansi {
-        m.insert("strip_ansi".into(), Value::Bool(true));
-    }
-    match pb::Serializer::try_from(l.serializer) {
-        Ok(pb::Serializer::Unspecified) => {}
-        Ok(pb::Serializer::IndentedJson) => {
-            m.insert("serializer".into(), json!("indented_json"));
-        }
-        Ok(pb::Serializer::JsonLines) => {
-            m.insert("serializer".into(), json!("json_lines"));
-        }
-        Err(_) => return Err(bad_config("serializer", "unknown serializer")),
-    }
-    if let Some(prompt) = &l.summary_prompt {
-        m.insert("summary_prompt".into(), json!(prompt));
-    }
-    if let Some(name) = &l.read_tool_name {
-        m.insert("read_tool_name".into(), json!(name));
-    }
-    Ok(Value::Object(m))
+}
+
+mirror_enum!(Tokenizer <=> Tokenizer { CharsDiv4, O200kBase, Cl100kBase });
+mirror_enum!(Serializer <=> SerializerKind { IndentedJson, JsonLines });
+mirror_enum!(TruncationStrategy <=> TruncationStrategy { Head, Tail, HeadTail });
+mirror_enum!(ReductionKind <=> ReductionKind { Passthrough, Truncated, Spilled, Summarized });
+
+/// A protobuf `Limits` as the JSON form, validated later as a `json/plain` config is
+/// (`Limits::from_value`); absent fields take the JSON form's defaults.
+fn limits_to_json(l: pb::Limits) -> Result<Value, Failure> {
+    let defaults = Limits::default();
+    let limits = Limits {
+        bands: if l.bands.is_empty() && !l.explicit_bands {
+            defaults.bands
+        } else {
+            bands_from_pb(l.bands, "bands")?
+        },
+        per_tool: (l.per_tool.into_iter())
+            .map(|(tool, list)| {
+                let bands = bands_from_pb(list.bands, &format!("per_tool.{tool}"))?;
+                Ok((tool, bands))
+            })
+            .collect::<Result<_, Failure>>()?,
+        tool_filter: match l.tool_filter {
+            Some(filter) if !filter.names.is_empty() => ToolFilter::Names(filter.names),
+            _ => ToolFilter::All,
+        },
+        over_tokens: l.over_tokens,
+        tokenizer: enum_from_pb::<pb::Tokenizer, _>(l.tokenizer, "tokenizer", "tokenizer")?
+            .unwrap_or_default(),
+        strip_ansi: l.strip_ansi,
+        serializer: enum_from_pb::<pb::Serializer, _>(l.serializer, "serializer", "serializer")?,
+        summary_prompt: l.summary_prompt.unwrap_or(defaults.summary_prompt),
+        read_tool_name: l.read_tool_name.unwrap_or(defaults.read_tool_name),
+    };
+    serde_json::to_value(limits).map_err(|e| Failure::invalid_input("config", e))
+}
+
+/// A protobuf enum field at `path` as its serde twin (`None` when unspecified); a number outside
+/// the enum is an `InvalidConfig` naming it (`unknown {what}`).
+fn enum_from_pb<P: TryFrom<i32>, F>(
+    value: i32,
+    path: &str,
+    what: &str,
+) -> Result<Option<F>, Failure>
+where
+    Option<F>: From<P>,
+{
+    P::try_from(value)
+        .map(Option::from)
+        .map_err(|_| bad_config(path, &format!("unknown {what}")))
 }
 
 fn bad_config(path: &str, message: &str) -> Failure {
-    Failure {
-        type_name: "InvalidConfig",
-        message: format!("invalid limits configuration at `config.{path}`: {message}"),
-        retryable: false,
-        retry_after: None,
-    }
+    let message = format!("invalid limits configuration at `config.{path}`: {message}");
+    Failure::new("InvalidConfig", message, false)
 }
 
-fn bands_to_json(bands: &[pb::Band], path: &str) -> Result<Value, Failure> {
-    bands
-        .iter()
-        .enumerate()
-        .map(|(i, b)| {
+fn bands_from_pb(bands: Vec<pb::Band>, path: &str) -> Result<Vec<Band>, Failure> {
+    (bands.into_iter().enumerate())
+        .map(|(i, band)| {
             let path = format!("{path}[{i}].action");
-            let action = b
-                .action
-                .as_ref()
-                .ok_or_else(|| bad_config(&path, "missing"))?;
-            Ok(json!({"over": b.over, "action": action_to_json(action, &path)?}))
+            let action = band.action.ok_or_else(|| bad_config(&path, "missing"))?;
+            Ok(Band {
+                over: band.over,
+                action: action_from_pb(action, &path)?,
+            })
         })
-        .collect::<Result<Vec<_>, _>>()
-        .map(Value::Array)
+        .collect()
 }
 
-fn action_to_json(a: &pb::Action, path: &str) -> Result<Value, Failure> {
-    let then = |t: &Option<Box<pb::Action>>| -> Result<Option<Value>, Failure> {
-        t.as_deref()
-            .map(|t| action_to_json(t, &format!("{path}.then")))
+fn action_from_pb(action: pb::Action, path: &str) -> Result<Action, Failure> {
+    use pb::action::Action as Pb;
+    let then = |then: Option<Box<pb::Action>>| {
+        then.map(|t| action_from_pb(*t, &format!("{path}.then")).map(Box::new))
             .transpose()
     };
-    let mut m = Map::new();
-    match a.action.as_ref() {
+    Ok(match action.action {
         None => {
-            return Err(bad_config(
-                path,
-                "missing: set passthrough, truncate, spill or summarize",
-            ));
+            let missing = "missing: set passthrough, truncate, spill or summarize";
+            return Err(bad_config(path, missing));
         }
-        Some(pb::action::Action::Passthrough(_)) => {
-            m.insert("type".into(), json!("passthrough"));
+        Some(Pb::Passthrough(_)) => Action::Passthrough,
+        Some(Pb::Truncate(t)) => {
+            let strategy = format!("{path}.strategy");
+            let strategy =
+                enum_from_pb::<pb::TruncationStrategy, _>(t.strategy, &strategy, "strategy")?;
+            Action::Truncate(Truncate {
+                strategy: strategy.unwrap_or_default(),
+                max_chars: t.max_chars.unwrap_or(DEFAULT_MAX_CHARS),
+                max_tokens: t.max_tokens,
+                keep_tail_lines: t.keep_tail_lines,
+                then: then(t.then)?,
+            })
         }
-        Some(pb::action::Action::Truncate(t)) => {
-            m.insert("type".into(), json!("truncate"));
-            let strategy = match pb::TruncationStrategy::try_from(t.strategy) {
-                Ok(pb::TruncationStrategy::Head) => "head",
-                Ok(pb::TruncationStrategy::Tail) => "tail",
-                Ok(_) => "head_tail",
-                Err(_) => return Err(bad_config(&format!("{path}.strategy"), "unknown strategy")),
-            };
-            m.insert("strategy".into(), json!(strategy));
-            if let Some(max) = t.max_chars {
-                m.insert("max_chars".into(), json!(max));
-            }
-            if let Some(max) = t.max_tokens {
-                m.insert("max_tokens".into(), json!(max));
-            }
-            m.insert("keep_tail_lines".into(), json!(t.keep_tail_lines));
-            if let Some(then) = then(&t.then)? {
-                m.insert("then".into(), then);
-            }
-        }
-        Some(pb::action::Action::Spill(s)) => {
-            m.insert("type".into(), json!("spill"));
-            if let Some(p) = s.preview_chars {
-                m.insert("preview_chars".into(), json!(p));
-            }
-            if let Some(then) = then(&s.then)? {
-                m.insert("then".into(), then);
-            }
-        }
-        Some(pb::action::Action::Summarize(s)) => {
-            m.insert("type".into(), json!("summarize"));
-            if let Some(model) = &s.model {
-                m.insert("model".into(), json!(model));
-            }
-            if let Some(then) = then(&s.then)? {
-                m.insert("then".into(), then);
-            }
-        }
-    }
-    Ok(Value::Object(m))
+        Some(Pb::Spill(s)) => Action::Spill(Spill {
+            preview_chars: s.preview_chars.unwrap_or(DEFAULT_PREVIEW_CHARS),
+            then: then(s.then)?,
+        }),
+        Some(Pb::Summarize(s)) => Action::Summarize(Summarize {
+            model: s.model,
+            then: then(s.then)?,
+        }),
+    })
 }
 
 /// A validated `Limits` as its protobuf message.
-pub fn limits_to_pb(l: &limits::Limits) -> pb::Limits {
-    let bands = |bands: &[limits::Band]| bands.iter().map(band_to_pb).collect::<Vec<_>>();
+pub fn limits_to_pb(l: &Limits) -> pb::Limits {
+    let bands = |bands: &[Band]| {
+        (bands.iter())
+            .map(|b| pb::Band {
+                over: b.over,
+                action: Some(action_to_pb(&b.action)),
+            })
+            .collect()
+    };
     pb::Limits {
         bands: bands(&l.bands),
         explicit_bands: l.bands.is_empty(),
-        per_tool: l
-            .per_tool
-            .iter()
-            .map(|(k, v)| (k.clone(), pb::BandList { bands: bands(v) }))
+        per_tool: (l.per_tool.iter())
+            .map(|(tool, list)| (tool.clone(), pb::BandList { bands: bands(list) }))
             .collect(),
         tool_filter: match &l.tool_filter {
-            limits::ToolFilter::All => None,
-            limits::ToolFilter::Names(names) => Some(pb::ToolFilter {
+            ToolFilter::All => None,
+            ToolFilter::Names(names) => Some(pb::ToolFilter {
                 names: names.clone(),
             }),
         },
         over_tokens: l.over_tokens,
-        tokenizer: (match l.tokenizer {
-            limits::Tokenizer::CharsDiv4 => pb::Tokenizer::CharsDiv4,
-            limits::Tokenizer::O200kBase => pb::Tokenizer::O200kBase,
-            limits::Tokenizer::Cl100kBase => pb::Tokenizer::Cl100kBase,
-        }) as i32,
+        tokenizer: pb::Tokenizer::from(l.tokenizer).into(),
         strip_ansi: l.strip_ansi,
-        serializer: (match l.serializer {
-            None => pb::Serializer::Unspecified,
-            Some(limits::SerializerKind::IndentedJson) => pb::Serializer::IndentedJson,
-            Some(limits::SerializerKind::JsonLines) => pb::Serializer::JsonLines,
-        }) as i32,
+        serializer: l
+            .serializer
+            .map_or(pb::Serializer::Unspecified, Into::into)
+            .into(),
         summary_prompt: Some(l.summary_prompt.clone()),
         read_tool_name: Some(l.read_tool_name.clone()),
     }
 }
 
-fn band_to_pb(b: &limits::Band) -> pb::Band {
-    pb::Band {
-        over: b.over,
-        action: Some(action_to_pb(&b.action)),
-    }
-}
-
-fn action_to_pb(a: &limits::Action) -> pb::Action {
-    let then = |t: &Option<Box<limits::Action>>| t.as_deref().map(|t| Box::new(action_to_pb(t)));
+fn action_to_pb(action: &Action) -> pb::Action {
+    use pb::action::Action as Pb;
+    let then = |t: &Option<Box<Action>>| t.as_deref().map(|t| Box::new(action_to_pb(t)));
+    let action = match action {
+        Action::Passthrough => Pb::Passthrough(pb::Passthrough {}),
+        Action::Truncate(t) => Pb::Truncate(Box::new(pb::Truncate {
+            strategy: pb::TruncationStrategy::from(t.strategy).into(),
+            max_chars: Some(t.max_chars),
+            max_tokens: t.max_tokens,
+            keep_tail_lines: t.keep_tail_lines,
+            then: then(&t.then),
+        })),
+        Action::Spill(s) => Pb::Spill(Box::new(pb::Spill {
+            preview_chars: Some(s.preview_chars),
+            then: then(&s.then),
+        })),
+        Action::Summarize(s) => Pb::Summarize(Box::new(pb::Summarize {
+            model: s.model.clone(),
+            then: then(&s.then),
+        })),
+    };
     pb::Action {
-        action: Some(match a {
-            limits::Action::Passthrough => pb::action::Action::Passthrough(pb::Passthrough {}),
-            limits::Action::Truncate(t) => pb::action::Action::Truncate(Box::new(pb::Truncate {
-                strategy: (match t.strategy {
-                    limits::TruncationStrategy::Head => pb::TruncationStrategy::Head,
-                    limits::TruncationStrategy::Tail => pb::TruncationStrategy::Tail,
-                    limits::TruncationStrategy::HeadTail => pb::TruncationStrategy::HeadTail,
-                }) as i32,
-                max_chars: Some(t.max_chars),
-                max_tokens: t.max_tokens,
-                keep_tail_lines: t.keep_tail_lines,
-                then: then(&t.then),
-            })),
-            limits::Action::Spill(s) => pb::action::Action::Spill(Box::new(pb::Spill {
-                preview_chars: Some(s.preview_chars),
-                then: then(&s.then),
-            })),
-            limits::Action::Summarize(s) => {
-                pb::action::Action::Summarize(Box::new(pb::Summarize {
-                    model: s.model.clone(),
-                    then: then(&s.then),
-                }))
-            }
-        }),
+        action: Some(action),
     }
 }
 
@@ -416,14 +388,14 @@ macro_rules! proto_form {
                 $(PbField::set_from(&mut form.$($field).+, pb.$pb_field, stringify!($pb_field))?;)*
                 Ok(form)
             }
-            fn to_pb(&self) -> Self::Pb {
+            fn to_pb(&self) -> Result<Self::Pb, Failure> {
                 let mut message = pb::$pb::default();
-                $(message.$pb_field = PbField::to_field(&self.$($field).+);)*
+                $(message.$pb_field = PbField::to_field(&self.$($field).+)?;)*
                 $({
                     let ($this, $message) = (self, &mut message);
                     $derived
                 })?
-                message
+                Ok(message)
             }
         }
     };
@@ -488,6 +460,7 @@ proto_form! { ListResponse => ListToolResultsResponse { 0 = text } }
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits;
 
     #[test]
     fn limits_round_trip_through_protobuf() {
@@ -495,7 +468,7 @@ mod tests {
         let json = r#"{"bands":[{"over":50000,"action":{"type":"summarize","model":"m","then":{"type":"spill","preview_chars":300,"then":{"type":"truncate","strategy":"tail","max_tokens":500,"keep_tail_lines":3}}}},{"over":0,"action":{"type":"passthrough"}}],"per_tool":{"ls":[]},"tool_filter":["ls","cat"],"over_tokens":true,"tokenizer":"cl100k_base","strip_ansi":true,"serializer":"json_lines","summary_prompt":"Sum up {tool_name}: {output}","read_tool_name":"page_back"}"#;
         let limits = limits::Limits::from_json(json).expect("valid");
         assert_ne!(limits, limits::Limits::default());
-        let back = limits_to_json(&limits_to_pb(&limits)).expect("converts");
+        let back = limits_to_json(limits_to_pb(&limits)).expect("converts");
         let again = limits::Limits::from_value(back).expect("valid again");
         assert!(
             again == limits,
@@ -512,11 +485,11 @@ mod tests {
         assert_eq!(pb.tokenizer, pb::Tokenizer::Cl100kBase as i32);
         let binary = prost::Message::encode_to_vec(&pb);
         let decoded: pb::Limits = prost::Message::decode(binary.as_slice()).expect("decodes");
-        let back = limits_to_json(&decoded).expect("converts");
+        let back = limits_to_json(decoded).expect("converts");
         let again = limits::Limits::from_value(back).expect("valid again");
         assert_eq!(again.tokenizer, limits::Tokenizer::Cl100kBase);
         assert_eq!(again.bands, limits.bands);
-        let unset = limits_to_json(&pb::Limits::default()).expect("converts");
+        let unset = limits_to_json(pb::Limits::default()).expect("converts");
         assert_eq!(
             limits::Limits::from_value(unset).expect("valid").tokenizer,
             limits::Tokenizer::CharsDiv4
@@ -529,7 +502,7 @@ mod tests {
             tokenizer: 99,
             ..Default::default()
         };
-        let err = limits_to_json(&unknown).expect_err("unknown tokenizer");
+        let err = limits_to_json(unknown).expect_err("unknown tokenizer");
         assert_eq!(err.type_name, "InvalidConfig");
         assert!(err.message.contains("config.tokenizer"), "{}", err.message);
         let truncate = pb::Truncate {
@@ -545,7 +518,7 @@ mod tests {
             }],
             ..Default::default()
         };
-        let json = limits_to_json(&negative).expect("converts");
+        let json = limits_to_json(negative).expect("converts");
         let err = limits::Limits::from_value(json).expect_err("negative budget");
         assert_eq!(err.path(), "bands[0].action.max_tokens");
     }
@@ -569,7 +542,7 @@ mod tests {
             ReadRequest::from_proto_json(snake).expect("decodes"),
             request
         );
-        let binary = request.to_proto_binary();
+        let binary = request.to_proto_binary().expect("encodes");
         assert_eq!(
             ReadRequest::from_proto_binary(&binary).expect("decodes"),
             request
@@ -582,7 +555,9 @@ mod tests {
             tool_name: "cat".into(),
             ..Default::default()
         };
-        let mut pb = ReduceRequest::new(call, ToolOutput::Text("x".into())).to_pb();
+        let mut pb = ReduceRequest::new(call, ToolOutput::Text("x".into()))
+            .to_pb()
+            .expect("encodes");
         pb.config = Some(pb::Limits {
             bands: vec![pb::Band {
                 over: 5,
@@ -614,7 +589,7 @@ mod tests {
             },
             ..Default::default()
         };
-        let pb = reduced.to_pb();
+        let pb = reduced.to_pb().expect("encodes");
         assert_eq!(pb.overflow_handle.as_deref(), Some("r/c.0"));
         assert_eq!(pb.overflow_content_handle.as_deref(), Some("r/c.0.content"));
         assert_eq!(pb.overflow_bytes, 31_000);
@@ -632,7 +607,8 @@ mod tests {
             ..GrepRequest::default()
         };
         assert_eq!(
-            GrepRequest::from_proto_binary(&grep.to_proto_binary()).expect("decodes"),
+            GrepRequest::from_proto_binary(&grep.to_proto_binary().expect("encodes"))
+                .expect("decodes"),
             grep
         );
         let camel =

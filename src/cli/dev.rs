@@ -19,6 +19,7 @@ use overspill::store::Store;
 use overspill::summarize::ModelArgs;
 use overspill::worker::{self, Connect, LogFormat, WorkerError, WorkerSettings};
 use overspill::workflows::{AgentLoop, AgentLoopInput, AgentLoopOutput};
+use serde_json::json;
 use temporalio_client::{Client, WorkflowGetResultOptions, WorkflowStartOptions};
 
 use super::CliResult;
@@ -62,13 +63,17 @@ const LOCAL_MODEL: &str = "local";
 
 /// The demo's limits with a model: `list_files` is summarized; every other tool keeps the default
 /// band (spill over 10,000 chars, then truncate), which a config without `bands` would drop.
-const SUMMARIZE_LIST_FILES: &str = r#"{
-    "bands": [{"over": 10000, "action": {"type": "spill", "then": {"type": "truncate"}}}],
-    "per_tool": {"list_files": [{"over": 1000,
-    "action": {"type": "summarize", "then": {"type": "spill", "then": {"type": "truncate"}}}}]}}"#;
+fn summarize_list_files() -> serde_json::Value {
+    let spill_then_truncate = json!({"type": "spill", "then": {"type": "truncate"}});
+    json!({
+        "bands": [{"over": 10000, "action": spill_then_truncate}],
+        "per_tool": {"list_files": [{"over": 1000,
+            "action": {"type": "summarize", "then": spill_then_truncate}}]},
+    })
+}
 
 pub(crate) async fn run(args: Args) -> CliResult {
-    worker::init_logging(LogFormat::Text);
+    worker::init_logging(LogFormat::Text, "info");
     let root = project_root();
     let deploy = std::env::var_os("OVERSPILL_DEPLOY_DIR")
         .map(PathBuf::from)
@@ -93,13 +98,11 @@ async fn serve(args: &Args) -> CliResult {
     let runtime = worker::runtime(args.metrics)?;
     let client = Connect::new(args.address.clone()).client().await?;
     let mut activities = OverspillActivities::new(store).with_metrics(runtime.metrics.clone());
-    let summarizes = match args.model.summarizer()? {
-        Some(summarizer) => {
-            activities = activities.with_summarizer(summarizer);
-            true
-        }
-        None => false,
-    };
+    let summarizer = args.model.summarizer()?;
+    let summarizes = summarizer.is_some();
+    if let Some(summarizer) = summarizer {
+        activities = activities.with_summarizer(summarizer);
+    }
     let examples = activities.clone();
     let settings = WorkerSettings {
         task_queue: args.task_queue.clone(),
@@ -126,9 +129,7 @@ async fn serve(args: &Args) -> CliResult {
     let demo = async {
         let mut ok = true;
         if !args.no_demo {
-            let config = summarizes.then(|| {
-                serde_json::from_str(SUMMARIZE_LIST_FILES).unwrap_or(serde_json::Value::Null)
-            });
+            let config = summarizes.then(summarize_list_files);
             match demo(&client, &args.task_queue, args.demo_lines, config).await {
                 Ok(out) => print_demo(&out, &store_url),
                 Err(e) => {
@@ -224,16 +225,10 @@ fn local_model(root: &Path, deploy: &Path, mut model: ModelArgs) -> Result<Model
         ));
     }
     println!("overspill dev: starting the local model (deploy/llama.sh start)…");
-    let status = Command::new(&script)
-        .arg("start")
-        .status()
-        .map_err(|e| WorkerError::setup(format!("cannot run {}: {e}", script.display())))?;
-    if !status.success() {
-        return Err(WorkerError::setup(format!(
-            "{} did not start the model server ({status})",
-            script.display()
-        )));
-    }
+    run_script(
+        Command::new(&script).arg("start"),
+        "did not start the model server",
+    )?;
     let env_file = deploy.join("llama.env");
     let env = std::fs::read_to_string(&env_file)
         .map_err(|e| WorkerError::setup(format!("{}: {e}", env_file.display())))?;
@@ -245,9 +240,13 @@ fn local_model(root: &Path, deploy: &Path, mut model: ModelArgs) -> Result<Model
     };
     model.url = value("OVERSPILL_TEST_MODEL_URL");
     model.model = value("OVERSPILL_TEST_MODEL");
-    if let Some(tokens) = value("OVERSPILL_TEST_MODEL_CONTEXT_TOKENS").and_then(|t| t.parse().ok())
-    {
-        model.context_tokens = tokens;
+    if let Some(tokens) = value("OVERSPILL_TEST_MODEL_CONTEXT_TOKENS") {
+        model.context_tokens = tokens.parse().map_err(|e| {
+            let file = env_file.display();
+            WorkerError::setup(format!(
+                "{file}: OVERSPILL_TEST_MODEL_CONTEXT_TOKENS={tokens}: {e}"
+            ))
+        })?;
     }
     if model.url.is_none() {
         return Err(WorkerError::setup(format!(
@@ -264,18 +263,12 @@ fn project_root() -> PathBuf {
     if let Some(root) = std::env::var_os("OVERSPILL_ROOT") {
         return PathBuf::from(root);
     }
-    if let Ok(cwd) = std::env::current_dir() {
-        for dir in cwd.ancestors() {
-            if dir.join("deploy").join("temporal.sh").exists() {
-                return dir.to_path_buf();
-            }
-        }
-    }
-    let built = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    if built.join("deploy").join("temporal.sh").exists() {
-        return built;
-    }
-    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let is_checkout = |dir: &Path| dir.join("deploy").join("temporal.sh").exists();
+    let built = Path::new(env!("CARGO_MANIFEST_DIR"));
+    (cwd.ancestors().find(|dir| is_checkout(dir)))
+        .or(is_checkout(built).then_some(built))
+        .map_or_else(|| cwd.clone(), Path::to_path_buf)
 }
 
 /// A Temporal dev server this process started, stopped when it is done.
@@ -289,21 +282,32 @@ enum Started {
 impl Started {
     /// Stop the server, with an error if it would not stop.
     fn stop(self) -> Result<(), WorkerError> {
-        let stopped = match self {
-            Self::Script(script, port) => Command::new(script)
-                .arg("stop")
-                .env("TEMPORAL_PORT", port)
-                .status()
-                .and_then(|status| match status.success() {
-                    true => Ok(()),
-                    false => Err(std::io::Error::other(format!(
-                        "deploy/temporal.sh stop: {status}"
-                    ))),
+        match self {
+            Self::Script(script, port) => run_script(
+                Command::new(script).arg("stop").env("TEMPORAL_PORT", port),
+                "did not stop the Temporal dev server",
+            ),
+            Self::Child(mut child) => (child.kill().and_then(|()| child.wait()))
+                .map(drop)
+                .map_err(|e| {
+                    WorkerError::setup(format!("cannot stop the Temporal dev server: {e}"))
                 }),
-            Self::Child(mut child) => child.kill().and_then(|()| child.wait()).map(drop),
-        };
-        stopped.map_err(|e| WorkerError::setup(format!("cannot stop the Temporal dev server: {e}")))
+        }
     }
+}
+
+/// Run a `deploy/` script to completion; a failure names it and what it `failed` to do.
+fn run_script(command: &mut Command, failed: &str) -> Result<(), WorkerError> {
+    let script = PathBuf::from(command.get_program());
+    let status = (command.status())
+        .map_err(|e| WorkerError::setup(format!("cannot run {}: {e}", script.display())))?;
+    if status.success() {
+        return Ok(());
+    }
+    Err(WorkerError::setup(format!(
+        "{} {failed} ({status})",
+        script.display()
+    )))
 }
 
 /// Make sure a Temporal server answers at `address`; returns the server if this process started it.
@@ -319,16 +323,11 @@ async fn ensure_server(
     println!("overspill dev: no Temporal server at {address}; starting a dev server…");
     let script = root.join("deploy").join("temporal.sh");
     let started = if script.exists() {
-        let status = Command::new(&script)
-            .env("TEMPORAL_PORT", &port)
-            .status()
-            .map_err(|e| WorkerError::setup(format!("cannot run {}: {e}", script.display())))?;
-        if !status.success() {
-            return Err(WorkerError::setup(format!(
-                "{} did not start the Temporal dev server ({status})",
-                script.display()
-            )));
-        }
+        let mut start = Command::new(&script);
+        run_script(
+            start.env("TEMPORAL_PORT", &port),
+            "did not start the Temporal dev server",
+        )?;
         Started::Script(script, port)
     } else {
         Started::Child(start_without_script(deploy, &port)?)

@@ -8,11 +8,11 @@ use std::time::{Duration, SystemTime};
 use overspill::external_storage::{
     ExternalStorage, ExternalStorageSettings, GcMetrics, GcOptions, GcReport,
 };
+use overspill::worker::Connect;
 use temporalio_client::Client;
 use temporalio_common::telemetry::metrics::CoreMeter;
 
 use super::CliResult;
-use super::temporal::TemporalArgs;
 
 /// External Storage housekeeping.
 #[derive(Debug, clap::Subcommand)]
@@ -27,7 +27,7 @@ pub(crate) enum Command {
 #[derive(Debug, clap::Args)]
 pub(crate) struct GcArgs {
     #[command(flatten)]
-    temporal: TemporalArgs,
+    temporal: Connect,
     /// The bucket the senders' External Storage driver writes to: `s3://BUCKET[/prefix]` or
     /// `gs://BUCKET[/prefix]`; the objects under `{prefix}/v0/` are collected.
     #[arg(long, env = "OVERSPILL_EXTERNAL_STORAGE", value_name = "URL")]
@@ -73,10 +73,10 @@ pub(crate) struct ScheduleArgs {
 }
 
 pub(crate) async fn run(Command::Gc(args): Command) -> CliResult {
-    overspill::worker::init_logging(overspill::worker::LogFormat::Text);
+    overspill::worker::init_logging(overspill::worker::LogFormat::Text, "info");
     let storage =
         ExternalStorage::open(&args.external_storage, ExternalStorageSettings::default())?;
-    let client = args.temporal.connect().client().await?;
+    let client = args.temporal.client().await?;
     let options = GcOptions {
         now: SystemTime::now(),
         older_than: args.older_than,
@@ -108,10 +108,8 @@ impl ScheduleArgs {
             return;
         };
         let (client, metrics) = (client.clone(), meter.map(GcMetrics::new));
-        let (older_than, unscoped_older_than) = (
-            self.external_storage_gc_older_than,
-            self.external_storage_gc_unscoped_older_than,
-        );
+        let older_than = self.external_storage_gc_older_than;
+        let unscoped_older_than = self.external_storage_gc_unscoped_older_than;
         tokio::spawn(async move {
             let mut ticks = tokio::time::interval(every);
             loop {
@@ -121,23 +119,21 @@ impl ScheduleArgs {
                     unscoped_older_than,
                     ..GcOptions::default()
                 };
-                match storage.gc(&client, options).await {
+                let report = match storage.gc(&client, options).await {
                     Ok(report) => {
-                        metrics.iter().for_each(|m| m.record(&report));
-                        tracing::info!(
-                            bucket = storage.bucket_name(),
-                            "external-storage gc: {report}"
-                        );
+                        let bucket = storage.bucket_name();
+                        tracing::info!(bucket, "external-storage gc: {report}");
+                        report
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "external-storage gc failed");
-                        let failed = GcReport {
+                        GcReport {
                             errors: 1,
                             ..GcReport::default()
-                        };
-                        metrics.iter().for_each(|m| m.record(&failed));
+                        }
                     }
-                }
+                };
+                metrics.iter().for_each(|m| m.record(&report));
             }
         });
     }

@@ -9,8 +9,6 @@ mod external_storage;
 mod read;
 mod reduce;
 mod spills;
-mod stdin;
-mod temporal;
 mod worker;
 
 /// Keep AI agents' oversized tool outputs out of their context windows, durably.
@@ -74,31 +72,21 @@ pub(crate) fn main() -> ExitCode {
     }
 }
 
-/// The async runtime: one thread for the one-shot commands (they do one thing at a time, and
-/// start faster without a thread pool); tokio's multi-threaded scheduler for the worker, which
-/// serves many activities at once.
+/// The async runtime: tokio's multi-threaded scheduler, or the main thread alone for
+/// `worker --worker-threads 1` (the SDK's worker loop runs there, in `block_on`).
 fn runtime(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
     use tokio::runtime::Builder;
-    let mut builder = match command {
-        // One thread is the main thread alone: the SDK's worker loop runs there (in `block_on`),
-        // so a pool of one would add a thread to wake for every task.
-        Command::Worker(args) => match args.worker_threads() {
-            Some(1) => Builder::new_current_thread(),
-            Some(threads) => {
-                let mut builder = Builder::new_multi_thread();
-                builder.worker_threads(threads);
-                builder
-            }
-            None => Builder::new_multi_thread(),
-        },
-        Command::Dev(_) => Builder::new_multi_thread(),
-        Command::Reduce(_)
-        | Command::Read(_)
-        | Command::Grep(_)
-        | Command::Query(_)
-        | Command::Spills(_)
-        | Command::ExternalStorage(_) => Builder::new_current_thread(),
+    let threads = match command {
+        Command::Worker(args) => args.worker_threads.map(usize::from),
+        _ => None,
     };
+    let mut builder = match threads {
+        Some(1) => Builder::new_current_thread(),
+        _ => Builder::new_multi_thread(),
+    };
+    if let Some(threads) = threads.filter(|&n| n > 1) {
+        builder.worker_threads(threads);
+    }
     builder.enable_all().build()
 }
 

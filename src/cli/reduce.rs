@@ -1,6 +1,6 @@
 //! `overspill reduce`: one tool output in, what the model sees out.
 
-use std::io::Write as _;
+use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -9,9 +9,9 @@ use overspill::api::ReduceRequest;
 use overspill::limits::{self, Limits, ToolCall, ToolOutput, ToolResult};
 use overspill::store::Store;
 use overspill::summarize::ModelArgs;
-use overspill::worker::{LogFormat, init_logging_at};
+use overspill::worker::{LogFormat, init_logging};
 
-use super::{CliResult, stdin};
+use super::CliResult;
 
 /// Reduce a JSON request (`--request`), or a raw text output from stdin (`--tool`).
 #[derive(Debug, clap::Args)]
@@ -49,7 +49,7 @@ pub(crate) struct Args {
 
 pub(crate) async fn run(args: Args) -> CliResult {
     // Fallback warnings go to stderr; stdout carries only the result.
-    init_logging_at(LogFormat::Text, "warn");
+    init_logging(LogFormat::Text, "warn");
     let defaults = match &args.config {
         Some(path) => Limits::from_json(&std::fs::read_to_string(path)?)?,
         None => Limits::default(),
@@ -75,7 +75,7 @@ pub(crate) async fn run(args: Args) -> CliResult {
         retry: args.retry,
         ..ToolCall::default()
     };
-    let result = ToolResult::bare(ToolOutput::from_raw(stdin::read_all()?));
+    let result = ToolResult::bare(ToolOutput::from_raw(read_stdin()?));
     let spills = store.for_tool(&call.tool_name);
     let reduced = limits::reduce(&defaults, &call, result, &spills, &summarizer).await;
     match &reduced.return_value {
@@ -86,10 +86,18 @@ pub(crate) async fn run(args: Args) -> CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The file at `path`, or all of stdin for `-`.
 fn read_input(path: &Path) -> std::io::Result<Bytes> {
     if path.as_os_str() == "-" {
-        Ok(stdin::read_all()?)
+        read_stdin()
     } else {
         std::fs::read(path).map(Bytes::from)
     }
+}
+
+/// All of stdin.
+fn read_stdin() -> std::io::Result<Bytes> {
+    let mut data = Vec::new();
+    std::io::stdin().lock().read_to_end(&mut data)?;
+    Ok(data.into())
 }

@@ -4,7 +4,7 @@
 //! for production S3, a bucket lifecycle rule on the `tool_output_limits/` prefix does the same
 //! job without a cron (see the README).
 
-use std::io::Write as _;
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
@@ -138,40 +138,43 @@ pub(crate) async fn run(cmd: Command) -> CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `HANDLE  BYTES  AGE` columns (with a leading action column for gc).
+/// `HANDLE  BYTES  AGE` columns (with a leading action column for gc, and no table when gc
+/// removed nothing).
 fn print_table(
-    out: &mut impl std::io::Write,
+    out: &mut impl Write,
     spills: &[SpillInfo],
     now: SystemTime,
     action: Option<&str>,
 ) -> std::io::Result<()> {
-    let rows: Vec<(String, String, String)> = spills
-        .iter()
-        .map(|s| {
-            let age = now
-                .duration_since(s.last_modified)
-                .unwrap_or_default()
-                .as_secs();
-            let age = humantime::format_duration(Duration::from_secs(age)).to_string();
-            (s.handle.clone(), s.size.to_string(), age)
-        })
-        .collect();
-    if rows.is_empty() && action.is_some() {
+    if spills.is_empty() && action.is_some() {
         return Ok(());
     }
-    let width = |f: fn(&(String, String, String)) -> &String, title: &str| {
-        rows.iter()
-            .map(|r| f(r).len())
+    let width = |len: fn(&SpillInfo) -> usize, title: &str| {
+        spills
+            .iter()
+            .map(len)
+            .chain([title.len()])
             .max()
             .unwrap_or(0)
-            .max(title.len())
     };
-    let (h, b) = (width(|r| &r.0, "HANDLE"), width(|r| &r.1, "BYTES"));
+    let h = width(|s| s.handle.len(), "HANDLE");
+    let b = width(|s| s.size.to_string().len(), "BYTES");
     let lead = action.map(|v| format!("{v:<12} ")).unwrap_or_default();
-    let blank = " ".repeat(lead.len());
-    writeln!(out, "{blank}{:<h$}  {:>b$}  AGE", "HANDLE", "BYTES")?;
-    for (handle, bytes, age) in rows {
-        writeln!(out, "{lead}{handle:<h$}  {bytes:>b$}  {age}")?;
+    writeln!(
+        out,
+        "{:l$}{:<h$}  {:>b$}  AGE",
+        "",
+        "HANDLE",
+        "BYTES",
+        l = lead.len()
+    )?;
+    for s in spills {
+        let age = now
+            .duration_since(s.last_modified)
+            .unwrap_or_default()
+            .as_secs();
+        let age = humantime::format_duration(Duration::from_secs(age));
+        writeln!(out, "{lead}{:<h$}  {:>b$}  {age}", s.handle, s.size)?;
     }
     Ok(())
 }

@@ -12,10 +12,9 @@ use overspill::external_storage::{ExternalStorage, ExternalStorageSettings};
 use overspill::limits::Limits;
 use overspill::store::{Store, StoreOptions};
 use overspill::summarize::ModelArgs;
-use overspill::worker::{self, LogFormat, Pollers, WorkerSettings};
+use overspill::worker::{self, Connect, LogFormat, Pollers, WorkerSettings};
 
 use super::CliResult;
-use super::temporal::TemporalArgs;
 
 /// Temporal External Storage: where payloads over Temporal's size limits live.
 #[derive(Debug, Clone, clap::Args)]
@@ -67,7 +66,7 @@ impl ExternalStorageArgs {
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     #[command(flatten)]
-    temporal: TemporalArgs,
+    temporal: Connect,
     /// Task queue to poll.
     #[arg(long, env = "OVERSPILL_TASK_QUEUE", default_value = DEFAULT_TASK_QUEUE)]
     task_queue: String,
@@ -133,18 +132,11 @@ pub(crate) struct Args {
     /// Threads running the worker's tasks (1: the main thread alone, no pool). Default: the main
     /// thread and one more per CPU core.
     #[arg(long, env = "OVERSPILL_WORKER_THREADS", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
-    worker_threads: Option<u16>,
-}
-
-impl Args {
-    /// The threads the worker's runtime should run (`None`: one per core).
-    pub(crate) fn worker_threads(&self) -> Option<usize> {
-        self.worker_threads.map(usize::from)
-    }
+    pub(crate) worker_threads: Option<u16>,
 }
 
 pub(crate) async fn run(args: Args) -> CliResult {
-    worker::init_logging(args.log_format);
+    worker::init_logging(args.log_format, "info");
     // Listen for SIGTERM before connecting: an early stop is still a graceful one.
     let shutdown = worker::shutdown_signal();
     let limits = load_limits(args.limits.as_deref())?;
@@ -153,10 +145,10 @@ pub(crate) async fn run(args: Args) -> CliResult {
         .build();
     let store = Arc::new(Store::open_with(args.store.as_deref(), options.clone())?);
     let external_storage = args.external_storage.open(options)?;
-    let budget = match args.max_inflight_bytes {
-        Some(bytes) => InflightBudget::new(bytes.as_u64()),
-        None => InflightBudget::from_available_memory(),
-    };
+    let budget = (args.max_inflight_bytes)
+        .map_or_else(InflightBudget::from_available_memory, |b| {
+            InflightBudget::new(b.as_u64())
+        });
     if !args.skip_store_check {
         check_stores(&store, external_storage.as_deref()).await?;
     }
@@ -164,22 +156,21 @@ pub(crate) async fn run(args: Args) -> CliResult {
     if let Some(addr) = runtime.metrics_addr {
         tracing::info!(%addr, "serving Prometheus metrics on /metrics, probes on /healthz and /readyz");
     }
-    let connect = args.temporal.connect();
+    let connect = args.temporal.clone();
     let client = connect.client().await?;
-    let gc_storage = external_storage.clone();
-    (args.external_storage_gc).spawn(gc_storage, &client, runtime.meter.as_ref());
-    let check = overspill::worker::readiness_check(connect.clone(), client.clone(), store.clone());
+    (args.external_storage_gc).spawn(external_storage.clone(), &client, runtime.meter.as_ref());
+    let check = worker::readiness_check(connect.clone(), client.clone(), store.clone());
     runtime.readiness.set_check(check).await;
     let mut activities = OverspillActivities::new(store.clone())
         .with_limits(limits)
-        .with_inflight_budget(budget.clone());
+        .with_inflight_budget(budget.clone())
+        .with_metrics(runtime.metrics.clone());
     if let Some(storage) = external_storage.clone() {
         activities = activities.with_external_storage(storage);
     }
     if let Some(summarizer) = args.model.summarizer()? {
         activities = activities.with_summarizer(summarizer);
     }
-    let activities = activities.with_metrics(runtime.metrics.clone());
     let settings = WorkerSettings {
         task_queue: args.task_queue.clone(),
         max_concurrent_activities: args.max_concurrent_activities,
@@ -189,9 +180,8 @@ pub(crate) async fn run(args: Args) -> CliResult {
         ..WorkerSettings::default()
     };
     let examples = args.example_tools.then(|| activities.clone());
-    let workflows = !args.activities_only;
     let mut worker = settings.build(&runtime, client, activities, |options| {
-        if workflows {
+        if !args.activities_only {
             overspill::workflows::register(options)?;
         }
         if let Some(overspill) = examples {
@@ -235,17 +225,13 @@ async fn check_stores(
 }
 
 /// Parse `--limits`, failing fast (before connecting) on an invalid file.
-pub(crate) fn load_limits(
-    path: Option<&std::path::Path>,
-) -> Result<Limits, Box<dyn std::error::Error>> {
-    match path {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read --limits {}: {e}", path.display()))?;
-            Ok(Limits::from_json(&text)?)
-        }
-        None => Ok(Limits::default()),
-    }
+fn load_limits(path: Option<&std::path::Path>) -> Result<Limits, Box<dyn std::error::Error>> {
+    let Some(path) = path else {
+        return Ok(Limits::default());
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read --limits {}: {e}", path.display()))?;
+    Ok(Limits::from_json(&text)?)
 }
 
 #[cfg(test)]
