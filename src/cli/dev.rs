@@ -53,7 +53,7 @@ pub(crate) struct Args {
     metrics: Option<std::net::SocketAddr>,
     /// The model for Summarize bands, as `overspill worker` takes it. `--model local` (without
     /// `--model-url`) starts a local llama.cpp server with Gemma 3 270M through
-    /// `deploy/llama.sh` (its first run builds llama.cpp: ~15 min on 2 cores).
+    /// `deploy/llama.sh` (its first run downloads a prebuilt server and the 253 MB model).
     #[command(flatten)]
     model: ModelArgs,
 }
