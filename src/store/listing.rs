@@ -171,16 +171,13 @@ impl Store {
     }
 
     async fn metadata(&self, handle: &str) -> Result<SpillFacts, StoreError> {
-        let (fs, path) = self.for_read(handle).await?;
+        let (fs, path) = self.for_read(handle, Part::Payload).await?;
         let options = GetOptions::new().with_head(true);
-        let result = self
-            .bounded(0, async {
-                fs.get_opts(&path, options)
-                    .await
-                    .map_err(|e| self.map_error(e, handle, super::Call::Read))
-            })
-            .await?;
-        Ok(SpillFacts::from_attributes(&result.attributes))
+        let result = self.bounded(0, async {
+            let result = fs.get_opts(&path, options).await;
+            result.map_err(|e| self.map_error(e, handle, super::Call::Read))
+        });
+        Ok(SpillFacts::from_attributes(&result.await?.attributes))
     }
 
     /// The line count in the header of `handle`'s index, if it has one that describes a payload

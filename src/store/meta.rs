@@ -23,8 +23,6 @@ const KEY: &str = "overspill";
 const FIRST_LINE_CHARS: usize = 120;
 /// The most bytes of tool name kept.
 const TOOL_BYTES: usize = 128;
-/// Payloads this large are measured on a blocking thread.
-const INLINE_BYTES: usize = 256 << 10;
 
 /// What is known about a spill without reading it; `None` where it is not known (spills written
 /// before this metadata existed, or by writers that set none).
@@ -43,16 +41,12 @@ pub struct SpillFacts {
 }
 
 impl SpillFacts {
-    /// Measure `data`, the output of `tool` (if known) spilled under `handle`.
+    /// Measure `data` (on a blocking thread), the output of `tool` (if known) spilled under
+    /// `handle`.
     pub(crate) async fn measure(data: &Bytes, tool: Option<&str>, handle: &str) -> Self {
-        let mut facts = if data.len() < INLINE_BYTES {
-            Self::of(data)
-        } else {
-            let data = data.clone();
-            tokio::task::spawn_blocking(move || Self::of(&data))
-                .await
-                .unwrap_or_default()
-        };
+        let data = data.clone();
+        let measured = tokio::task::spawn_blocking(move || Self::of(&data)).await;
+        let mut facts = measured.unwrap_or_default();
         facts.tool = tool
             .filter(|t| !t.is_empty())
             .map(|t| cut_chars(t.as_bytes(), TOOL_BYTES));
