@@ -40,7 +40,6 @@ mod reference;
 mod tests;
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use futures::StreamExt as _;
 use object_store::path::Path;
@@ -366,9 +365,9 @@ impl ExternalStorage {
         };
         let url = format!("{scheme}://{}", self.bucket.name);
         let explained = crate::store::explain(&error, &url, false);
+        let reason = explained.text;
         match explained.cause {
             Cause::NoBucket | Cause::Credentials | Cause::Tls(_) => {
-                let reason = explained.text;
                 ExternalStorageError::Misconfigured {
                     bucket,
                     key,
@@ -378,14 +377,11 @@ impl ExternalStorage {
             _ if matches!(error, object_store::Error::NotFound { .. }) => {
                 ExternalStorageError::Missing { bucket, key }
             }
-            _ => {
-                let reason = explained.text;
-                ExternalStorageError::Unavailable {
-                    bucket,
-                    key,
-                    reason,
-                }
-            }
+            _ => ExternalStorageError::Unavailable {
+                bucket,
+                key,
+                reason,
+            },
         }
     }
 
@@ -439,10 +435,5 @@ impl From<Payload> for OrderedPayload {
 
 /// Lower-case hex.
 fn hex(bytes: &[u8]) -> String {
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
-            let _ = write!(out, "{b:02x}");
-            out
-        })
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
