@@ -75,14 +75,15 @@ pub(super) fn connect(
             region,
             allow_http,
         } => {
-            let location = backend::Location {
-                endpoint: endpoint.as_deref(),
-                region: region.as_deref(),
-                allow_http,
+            // The options' settings over the URL's query (the environment's come last).
+            let options = StoreOptions {
+                endpoint: options.endpoint.clone().or(endpoint),
+                region: options.region.clone().or(region),
+                allow_http: options.allow_http.or(allow_http),
+                ..options.clone()
             };
-            let store = backend::build(scheme, &url, location, options)?;
-            let url = crate::redact::url(&url);
-            Ok((store, prefix, url))
+            let store = backend::build(scheme, &url, &options)?;
+            Ok((store, prefix, crate::redact::url(&url)))
         }
     }
 }

@@ -6,6 +6,9 @@
 //! `{prefix}/tool_output_limits/{sanitized segments}`; the line index beside it at `… .idx`.
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use regex::Regex;
 
 /// The namespace every spill lives under, inside the store URL's own prefix.
 pub const NAMESPACE: &str = "tool_output_limits";
@@ -22,27 +25,12 @@ pub const INDEX_SUFFIX: &str = ".idx";
 /// assert_eq!(sanitize_segment(".."), "_");
 /// ```
 pub fn sanitize_segment(segment: &str) -> Cow<'_, str> {
-    let safe = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
-    let cleaned: Cow<'_, str> = if segment.chars().all(safe) {
-        Cow::Borrowed(segment)
-    } else {
-        let mut out = String::with_capacity(segment.len());
-        let mut in_run = false;
-        for c in segment.chars() {
-            if safe(c) {
-                out.push(c);
-                in_run = false;
-            } else if !in_run {
-                out.push('_');
-                in_run = true;
-            }
-        }
-        Cow::Owned(out)
-    };
-    if matches!(&*cleaned, "" | "." | "..") {
-        Cow::Borrowed("_")
-    } else {
-        cleaned
+    static UNSAFE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new("[^A-Za-z0-9._-]+").unwrap_or_else(|e| unreachable!("static pattern: {e}"))
+    });
+    match UNSAFE.replace_all(segment, "_") {
+        cleaned if matches!(&*cleaned, "" | "." | "..") => Cow::Borrowed("_"),
+        cleaned => cleaned,
     }
 }
 
