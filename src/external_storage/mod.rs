@@ -364,9 +364,8 @@ impl ExternalStorage {
             Driver::Gcs => "gs",
         };
         let url = format!("{scheme}://{}", self.bucket.name);
-        let explained = crate::store::explain(&error, &url, false);
-        let reason = explained.text;
-        match explained.cause {
+        let (cause, reason) = crate::store::explain(&error, &url, false);
+        match cause {
             Cause::NoBucket | Cause::Credentials | Cause::Tls(_) => {
                 ExternalStorageError::Misconfigured {
                     bucket,

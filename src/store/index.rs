@@ -2,11 +2,10 @@
 //! and bound to the payload's new tag, and the ranged reads paging makes ([`SpillReader`]).
 
 use std::ops::Range;
-use std::sync::Arc;
 
 use bytes::Bytes;
 use object_store::path::Path;
-use object_store::{GetOptions, ObjectStore, ObjectStoreExt as _, PutOptions};
+use object_store::{GetOptions, ObjectStoreExt as _, PutOptions};
 
 use super::local::Access;
 use super::{Call, INDEX_SUFFIX, Store};
@@ -37,7 +36,6 @@ impl Store {
     /// version and is not trusted, and the first page rebuilds the index.
     pub(super) async fn store_index(
         &self,
-        fs: &Arc<dyn ObjectStore>,
         path: &Path,
         handle: &str,
         index: Index,
@@ -52,9 +50,7 @@ impl Store {
                 .encode(tag)
                 .map_err(|e| StoreError::Backend(e.into()))?;
             let encoded = Bytes::from(encoded);
-            let tag = self
-                .put_index_at(fs, &index_path(path), encoded.clone())
-                .await?;
+            let tag = self.put_index(handle, encoded.clone()).await?;
             Ok::<_, StoreError>((tag, encoded))
         };
         match stored.await {
@@ -73,21 +69,6 @@ impl Store {
                 "could not store the line index of {path}: {e}"
             ),
         }
-    }
-
-    async fn put_index_at(
-        &self,
-        fs: &Arc<dyn ObjectStore>,
-        location: &Path,
-        index: Bytes,
-    ) -> Result<Option<String>, StoreError> {
-        self.bounded(index.len() as u64, async {
-            fs.put_opts(location, index.into(), PutOptions::default())
-                .await
-                .map(|put| put.e_tag)
-                .map_err(|e| self.map_error(e, location.as_ref(), Call::Write))
-        })
-        .await
     }
 }
 
@@ -120,7 +101,14 @@ impl SpillReader for Store {
     async fn put_index(&self, handle: &str, index: Bytes) -> Result<Option<String>, StoreError> {
         let path = index_path(&self.locate(handle)?);
         let fs = self.backend_for(&path, handle, Access::Write).await?;
-        self.put_index_at(&fs, &path, index).await
+        self.bounded(index.len() as u64, async {
+            let put = fs
+                .put_opts(&path, index.into(), PutOptions::default())
+                .await;
+            put.map(|put| put.e_tag)
+                .map_err(|e| self.map_error(e, path.as_ref(), Call::Write))
+        })
+        .await
     }
 
     fn index_cache(&self) -> Option<&IndexCache> {

@@ -212,25 +212,24 @@ impl Store {
         self.inner.cache.remove(key);
         // A refused or failed write returns at once, without waiting for the index.
         let built = index::build(data.clone()).map(Ok);
-        let ((fs, tag), built) = futures::try_join!(self.put(&path, data, tool, key), built)?;
+        let (tag, built) = futures::try_join!(self.put(&path, data, tool, key), built)?;
         if let Some(built) = built {
             let payload = Version { size: len, tag };
-            self.store_index(&fs, &path, key, built, &payload).await;
+            self.store_index(&path, key, built, &payload).await;
         }
         tracing::debug!(target: "overspill::store", bytes = len, "spilled {key:?} to {path}");
         Ok(key.to_owned())
     }
 
     /// Upload `data`, the output of `tool` (if known), to `path` (spill `key`'s) within the
-    /// deadline for its size (in parts when large), with its facts; returns the backend (for the
-    /// index beside it) and the new object's tag.
+    /// deadline for its size (in parts when large), with its facts; returns the new object's tag.
     async fn put(
         &self,
         path: &Path,
         data: Bytes,
         tool: Option<&str>,
         key: &str,
-    ) -> Result<(Arc<dyn ObjectStore>, Option<String>), StoreError> {
+    ) -> Result<Option<String>, StoreError> {
         let fs = self.backend_for(path, key, Access::Write).await?;
         let facts = SpillFacts::measure(&data, tool, key).await;
         let len = data.len() as u64;
@@ -259,7 +258,7 @@ impl Store {
             })
             .await?;
         }
-        Ok((fs, tag))
+        Ok(tag)
     }
 
     /// The object at `path` (or the part `options` asks for), with its version.
@@ -361,19 +360,19 @@ impl Store {
     /// a timeout, an unreachable endpoint or any other failure is retryable.
     fn map_error(&self, error: object_store::Error, handle: &str, call: Call) -> StoreError {
         let remote = matches!(self.inner.backend, Backend::Object(_));
-        let explained = explain::explain(&error, self.url(), remote && call != Call::Read);
+        let (cause, text) = explain::explain(&error, self.url(), remote && call != Call::Read);
         let timeout = diagnose::chain(&error).any(|e| {
             e.downcast_ref::<object_store::client::HttpError>()
                 .is_some_and(|h| h.kind() == object_store::client::HttpErrorKind::Timeout)
         });
-        match explained.cause {
-            Cause::NoBucket if remote => StoreError::Misconfigured(explained.text),
+        match cause {
+            Cause::NoBucket if remote => StoreError::Misconfigured(text),
             _ if matches!(error, object_store::Error::NotFound { .. }) => StoreError::NotFound {
                 handle: handle.to_owned(),
             },
-            Cause::Credentials | Cause::Tls(_) => StoreError::Misconfigured(explained.text),
+            Cause::Credentials | Cause::Tls(_) => StoreError::Misconfigured(text),
             _ if timeout => StoreError::Timeout(self.inner.options.timeout),
-            Cause::Unreachable => StoreError::Backend(explained.text.into()),
+            Cause::Unreachable => StoreError::Backend(text.into()),
             _ => StoreError::Backend(Box::new(error)),
         }
     }
