@@ -366,9 +366,6 @@ impl Collection<'_> {
 
     /// Delete `doomed` in one batch (on a dry run, count them only).
     async fn delete(&mut self, doomed: Vec<ObjectMeta>) {
-        if doomed.is_empty() {
-            return;
-        }
         for meta in &doomed {
             tracing::info!(
                 key = %meta.location,
@@ -377,7 +374,7 @@ impl Collection<'_> {
                 "External Storage gc: deleting"
             );
         }
-        if self.options.dry_run {
+        if self.options.dry_run || doomed.is_empty() {
             doomed.iter().for_each(|m| self.report.deleted.add(m.size));
             return;
         }
@@ -386,9 +383,11 @@ impl Collection<'_> {
         let deadline = bucket
             .deadline(0)
             .saturating_mul(1 + u32::try_from(sizes.len() / 100).unwrap_or(u32::MAX));
-        let paths: Vec<_> = sizes.keys().cloned().map(Ok).collect();
-        let paths = futures::stream::iter(paths).boxed();
-        let deleting = bucket.store.delete_stream(paths).collect::<Vec<_>>();
+        let paths = futures::stream::iter(sizes.keys().cloned().map(Ok).collect::<Vec<_>>());
+        let deleting = bucket
+            .store
+            .delete_stream(paths.boxed())
+            .collect::<Vec<_>>();
         let results = tokio::time::timeout(deadline, deleting).await;
         if results.is_err() {
             tracing::warn!("External Storage gc: the deletes took over {deadline:?}");

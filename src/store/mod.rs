@@ -60,7 +60,6 @@ use crate::limits::{SpillStore, StoreError};
 use crate::read::{IndexCache, Part, Version};
 
 mod backend;
-mod bucket;
 mod explain;
 mod gc;
 mod index;
@@ -72,7 +71,7 @@ mod options;
 mod upload;
 mod url;
 
-pub use bucket::Bucket;
+pub use backend::Bucket;
 pub(crate) use explain::{Cause, explain};
 pub use gc::{GcReport, SpillInfo};
 pub use key::{INDEX_SUFFIX, NAMESPACE, Refusal, check_handle, sanitize_key, sanitize_segment};
@@ -148,7 +147,7 @@ impl Store {
                 (Backend::Local(local), Path::default(), shown)
             }
             object => {
-                let (store, prefix, url) = bucket::connect(object, &options)?;
+                let (store, prefix, url) = backend::connect(object, &options)?;
                 (Backend::Object(store), prefix, url)
             }
         };
