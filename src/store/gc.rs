@@ -91,29 +91,20 @@ impl Store {
         if dry_run || doomed.is_empty() {
             return Ok(report);
         }
-        let (fs, doomed) = match &self.inner.backend {
-            Backend::Object(store) => (store.clone(), doomed),
+        report.deleted_objects = match &self.inner.backend {
+            Backend::Object(fs) => {
+                let count = doomed.len();
+                let locations = futures::stream::iter(doomed.into_iter().map(Ok)).boxed();
+                let deleted: Vec<Path> = (fs.delete_stream(locations).try_collect().await)
+                    .map_err(|e| self.map_error(e, "", Call::List))?;
+                deleted.len().min(count)
+            }
             Backend::Local(local) => {
-                self.on_disk(local, 0, move |l| l.for_delete(doomed))
+                let base = self.inner.base.clone();
+                self.on_disk(local, 0, move |l| l.delete(&doomed, &base))
                     .await?
             }
         };
-        let count = doomed.len();
-        let locations = futures::stream::iter(doomed.clone().into_iter().map(Ok)).boxed();
-        let deleted: Vec<Path> = fs
-            .delete_stream(locations)
-            .try_collect()
-            .await
-            .map_err(|e| self.map_error(e, "", Call::List))?;
-        report.deleted_objects = deleted.len().min(count);
-        if let Backend::Local(local) = &self.inner.backend {
-            let base = self.inner.base.clone();
-            self.on_disk(local, 0, move |l| {
-                l.prune_empty_dirs(&doomed, &base);
-                Ok(())
-            })
-            .await?;
-        }
         Ok(report)
     }
 

@@ -84,33 +84,34 @@ impl LocalBackend {
         }
     }
 
-    /// Before deleting `paths`: the root checked, and the paths whose target leaves it dropped
-    /// (never delete through a symlink that leads out of the root).
-    pub(crate) fn for_delete(
+    /// Delete the files at `paths` (the root checked; a path whose target leaves it is skipped:
+    /// never delete through a symlink that leads out of the root), then the directories that left
+    /// empty below `base` (never `base` itself); returns the files deleted.
+    pub(crate) fn delete(
         &self,
-        mut paths: Vec<object_store::path::Path>,
-    ) -> Result<(Arc<dyn ObjectStore>, Vec<object_store::path::Path>), StoreError> {
-        self.check()?;
-        paths.retain(|p| self.confine(p.as_ref(), p.as_ref()).is_ok());
-        Ok((self.fs()?, paths))
-    }
-
-    /// After a garbage collection: remove the directories it left empty below `base` (never
-    /// `base` itself).
-    pub(crate) fn prune_empty_dirs(
-        &self,
-        deleted: &[object_store::path::Path],
+        paths: &[object_store::path::Path],
         base: &object_store::path::Path,
-    ) {
+    ) -> Result<usize, StoreError> {
+        self.check()?;
         let stop = self.root.join(base.as_ref());
-        for path in deleted {
-            let mut dir = self.root.join(path.as_ref());
-            while dir.pop() && dir.starts_with(&stop) && dir != stop {
-                if std::fs::remove_dir(&dir).is_err() {
+        let mut deleted = 0;
+        for path in paths {
+            if self.confine(path.as_ref(), path.as_ref()).is_err() {
+                continue;
+            }
+            let mut file = self.root.join(path.as_ref());
+            match std::fs::remove_file(&file) {
+                Ok(()) => deleted += 1,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(StoreError::Backend(Box::new(e))),
+            }
+            while file.pop() && file.starts_with(&stop) && file != stop {
+                if std::fs::remove_dir(&file).is_err() {
                     break;
                 }
             }
         }
+        Ok(deleted)
     }
 
     /// Keep `facts` (URL query form) in the `user.overspill` extended attribute of the file at
