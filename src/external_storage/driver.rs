@@ -98,6 +98,13 @@ pub(super) fn key_root(prefix: &str) -> String {
     }
 }
 
+impl Located<'_> {
+    /// `bucket/key`, as errors name the object.
+    pub fn object(&self) -> String {
+        format!("{}/{}", self.bucket, self.key)
+    }
+}
+
 impl Driver {
     /// The driver's name in references.
     pub fn name(self) -> &'static str {

@@ -234,8 +234,7 @@ impl Collection<'_> {
         let bucket = &self.storage.bucket;
         let root = super::driver::key_root(&bucket.prefix);
         let failed = |reason: String| ExternalStorageError::Unavailable {
-            bucket: bucket.name.clone(),
-            key: format!("{root}/"),
+            object: format!("{}/{root}/", bucket.name),
             reason: format!("listing: {reason}"),
         };
         let root_path = Path::parse(&root).map_err(|e| failed(e.to_string()))?;
