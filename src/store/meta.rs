@@ -12,7 +12,7 @@
 //! filesystem without them: listings there fall back to the index).
 
 use bytes::Bytes;
-use object_store::{Attribute, AttributeValue, Attributes};
+use object_store::{Attribute, Attributes};
 
 use crate::read::line_index::MIN_INDEXED_BYTES;
 use crate::read::lines::{count_lines, next_break};
@@ -71,12 +71,7 @@ impl SpillFacts {
 
     /// The object attributes that carry these facts.
     pub(crate) fn to_attributes(&self) -> Attributes {
-        let mut attributes = Attributes::new();
-        attributes.insert(
-            Attribute::Metadata(KEY.into()),
-            AttributeValue::from(self.to_query()),
-        );
-        attributes
+        Attributes::from_iter([(Attribute::Metadata(KEY.into()), self.to_query())])
     }
 
     /// These facts in URL query form (a local file keeps them in its `user.overspill` xattr).
