@@ -21,15 +21,9 @@
 //! # Retention
 //!
 //! `overspill spills gc --older-than 6h` ([`Store::gc`]) deletes old spills on any backend from a
-//! full listing. In production on S3, a bucket lifecycle rule does the same without a cron:
-//! expire objects under `<prefix>/tool_output_limits/` after a day (S3 counts whole days):
-//!
-//! ```json
-//! {"Rules": [{"ID": "overspill-spills", "Status": "Enabled",
-//!   "Filter": {"Prefix": "tool_output_limits/"}, "Expiration": {"Days": 1},
-//!   "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1}}]}
-//! ```
-//! (`aws s3api put-bucket-lifecycle-configuration --bucket spills --lifecycle-configuration file://rule.json`).
+//! full listing. In production on S3, a bucket lifecycle rule expiring
+//! `<prefix>/tool_output_limits/` after a day does the same without a cron (the rule is in
+//! `deploy/README.md`).
 //!
 //! ```
 //! use bytes::Bytes;
