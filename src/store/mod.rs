@@ -226,14 +226,19 @@ impl Store {
         let fs = self.backend_for(path, key, Access::Write).await?;
         let facts = SpillFacts::measure(&data, tool, key).await;
         let len = data.len() as u64;
-        // A local file keeps its facts in an extended attribute, object_store's filesystem none.
-        let attributes = match &self.inner.backend {
-            Backend::Object(_) => facts.to_attributes(),
-            Backend::Local(_) => Attributes::new(),
-        };
+        // A local file is written whole, its facts in an extended attribute (object_store's
+        // filesystem keeps no attributes); a large upload to a bucket goes in parts.
         let options = &self.inner.options;
-        let multipart =
-            data.len() >= options.multipart_threshold && data.len() > options.part_size.max(1);
+        let (attributes, multipart) = match &self.inner.backend {
+            Backend::Object(_) => {
+                let large = data.len() >= options.multipart_threshold;
+                (
+                    facts.to_attributes(),
+                    large && data.len() > options.part_size.max(1),
+                )
+            }
+            Backend::Local(_) => (Attributes::new(), false),
+        };
         let put = self.bounded(len, async {
             let put = if multipart {
                 upload::put_multipart(fs.as_ref(), path, data, attributes, options).await
