@@ -62,15 +62,12 @@ impl Drop for AbortOnDrop {
         };
         let timeout = self.abort_timeout;
         runtime.spawn(async move {
-            match tokio::time::timeout(timeout, upload.abort()).await {
-                Ok(Ok(())) => {}
-                Ok(Err(error)) => {
-                    tracing::debug!(target: "overspill::store", "aborting a multipart upload failed: {error}");
-                }
-                Err(_) => {
-                    tracing::debug!(target: "overspill::store", "aborting a multipart upload timed out");
-                }
-            }
+            let failed = match tokio::time::timeout(timeout, upload.abort()).await {
+                Ok(Ok(())) => return,
+                Ok(Err(error)) => format!("failed: {error}"),
+                Err(_) => "timed out".to_owned(),
+            };
+            tracing::debug!(target: "overspill::store", "aborting a multipart upload {failed}");
         });
     }
 }
