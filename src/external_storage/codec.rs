@@ -9,8 +9,8 @@
 
 use std::sync::Arc;
 
-use futures::FutureExt as _;
 use futures::future::BoxFuture;
+use futures::{FutureExt as _, StreamExt as _, TryStreamExt as _, stream};
 use temporalio_common::data_converters::{
     DataConverter, DefaultFailureConverter, PayloadCodec, PayloadConversionError, PayloadConverter,
     SerializationContextData,
@@ -59,15 +59,10 @@ impl PayloadCodec for ExternalStorageCodec {
         };
         let namespace = self.namespace.clone();
         async move {
-            let mut out = Vec::with_capacity(payloads.len());
-            for payload in payloads {
-                let stored = storage
-                    .offload(payload, KeyScope::Namespace(&namespace))
-                    .await
-                    .map_err(|e| failed("offload an outbound payload", e))?;
-                out.push(stored);
-            }
-            Ok(out)
+            let scope = KeyScope::Namespace(&namespace);
+            let offloaded = stream::iter(payloads).then(|p| storage.offload(p, scope));
+            let offloaded = offloaded.map_err(|e| failed("offload an outbound payload", e));
+            offloaded.try_collect().await
         }
         .boxed()
     }
@@ -83,14 +78,10 @@ impl PayloadCodec for ExternalStorageCodec {
         }
         let storage = self.storage.clone();
         async move {
-            let mut out = Vec::with_capacity(payloads.len());
-            for payload in payloads {
-                let resolved = resolve(storage.as_deref(), payload)
-                    .await
-                    .map_err(|e| failed("resolve a reference for a workflow task", e))?;
-                out.push(resolved);
-            }
-            Ok(out)
+            let resolved = stream::iter(payloads).then(|p| resolve(storage.as_deref(), p));
+            let resolved =
+                resolved.map_err(|e| failed("resolve a reference for a workflow task", e));
+            resolved.try_collect().await
         }
         .boxed()
     }

@@ -90,6 +90,21 @@ pub struct Located<'a> {
     pub sha256: &'a str,
 }
 
+/// The root of the keys under `prefix` (empty, or a path without slashes at its ends).
+pub(super) fn key_root(prefix: &str) -> String {
+    match prefix {
+        "" => "v0".to_owned(),
+        prefix => format!("{prefix}/v0"),
+    }
+}
+
+impl Located<'_> {
+    /// `bucket/key`, as errors name the object.
+    pub fn object(&self) -> String {
+        format!("{}/{}", self.bucket, self.key)
+    }
+}
+
 impl Driver {
     /// The driver's name in references.
     pub fn name(self) -> &'static str {
@@ -122,18 +137,12 @@ impl Driver {
         Some(match self {
             Self::S3 => utf8_percent_encode(value, S3_UNSAFE).to_string(),
             Self::Gcs => {
-                let mut out = String::with_capacity(value.len());
-                for c in value.chars() {
-                    if GCS_UNSAFE.contains(c) || c.is_control() {
-                        let mut buf = [0; 4];
-                        out.extend(utf8_percent_encode(
-                            c.encode_utf8(&mut buf),
-                            NON_ALPHANUMERIC,
-                        ));
-                    } else {
-                        out.push(c);
-                    }
-                }
+                let escape = |c: char| match GCS_UNSAFE.contains(c) || c.is_control() {
+                    true => utf8_percent_encode(c.encode_utf8(&mut [0; 4]), NON_ALPHANUMERIC)
+                        .to_string(),
+                    false => c.to_string(),
+                };
+                let out: String = value.chars().map(escape).collect();
                 match out.as_str() {
                     "." => "%2E".to_owned(),
                     ".." => "%2E%2E".to_owned(),
@@ -151,42 +160,34 @@ impl Driver {
                 .and_then(|v| self.encode_segment(v))
                 .unwrap_or_else(|| "null".to_owned())
         };
-        let namespace = match scope {
-            KeyScope::Unscoped => String::new(),
-            KeyScope::Namespace(ns)
-            | KeyScope::Workflow { namespace: ns, .. }
-            | KeyScope::Activity { namespace: ns, .. } => format!("/ns/{}", segment(Some(ns))),
-        };
-        let context = match scope {
+        let (namespace, context) = match *scope {
+            KeyScope::Unscoped => (None, vec![]),
+            KeyScope::Namespace(ns) => (Some(ns), vec![]),
             KeyScope::Workflow {
+                namespace,
                 workflow_type,
                 workflow_id,
                 run_id,
-                ..
-            } => format!(
-                "/wt/{}/wi/{}/ri/{}",
-                segment(*workflow_type),
-                segment(*workflow_id),
-                segment(*run_id)
-            ),
+            } => {
+                let context = [("wt", workflow_type), ("wi", workflow_id), ("ri", run_id)];
+                (Some(namespace), context.to_vec())
+            }
             KeyScope::Activity {
+                namespace,
                 activity_type,
                 activity_id,
                 run_id,
-                ..
-            } => format!(
-                "/at/{}/ai/{}/ri/{}",
-                segment(*activity_type),
-                segment(*activity_id),
-                segment(*run_id)
-            ),
-            KeyScope::Unscoped | KeyScope::Namespace(_) => String::new(),
+            } => {
+                let context = [("at", activity_type), ("ai", activity_id), ("ri", run_id)];
+                (Some(namespace), context.to_vec())
+            }
         };
-        let root = if prefix.is_empty() {
-            "v0".to_owned()
-        } else {
-            format!("{prefix}/v0")
-        };
+        let namespace =
+            namespace.map_or_else(String::new, |ns| format!("/ns/{}", segment(Some(ns))));
+        let context: String = (context.into_iter())
+            .map(|(name, value)| format!("/{name}/{}", segment(value)))
+            .collect();
+        let root = key_root(prefix);
         let digest = format!("/d/{HASH_ALGORITHM}/{sha256}");
         let key = format!("{root}{namespace}{context}{digest}");
         if key.len() > MAX_KEY_BYTES {
@@ -198,12 +199,13 @@ impl Driver {
 
     /// The claim for an object stored at `bucket`/`key`, hashing to `sha256`.
     pub fn claim(self, bucket: &str, key: &str, sha256: &str) -> BTreeMap<String, String> {
-        BTreeMap::from([
-            ("bucket".to_owned(), bucket.to_owned()),
-            (self.key_field().to_owned(), key.to_owned()),
-            ("hash_algorithm".to_owned(), HASH_ALGORITHM.to_owned()),
-            ("hash_value".to_owned(), sha256.to_owned()),
-        ])
+        let fields = [
+            ("bucket", bucket),
+            (self.key_field(), key),
+            ("hash_algorithm", HASH_ALGORITHM),
+            ("hash_value", sha256),
+        ];
+        fields.map(|(k, v)| (k.to_owned(), v.to_owned())).into()
     }
 
     /// Where `reference`'s claim points, checked: this driver's, a SHA-256 hash.

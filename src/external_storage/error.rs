@@ -53,28 +53,22 @@ pub enum ExternalStorageError {
     },
     /// The stored object does not hash to the claim's hash.
     #[error(
-        "External Storage integrity check failed for {bucket}/{key}: expected sha256 {expected}, \
+        "External Storage integrity check failed for {object}: expected sha256 {expected}, \
          got {actual}"
     )]
     HashMismatch {
-        /// The claim's bucket.
-        bucket: String,
-        /// The claim's key.
-        key: String,
+        /// The claim's object, `bucket/key`.
+        object: String,
         /// The claim's hash.
         expected: String,
         /// The stored object's hash.
         actual: String,
     },
     /// The stored object is not a serialized Temporal payload.
-    #[error(
-        "External Storage object {bucket}/{key} is not a serialized Temporal payload: {reason}"
-    )]
+    #[error("External Storage object {object} is not a serialized Temporal payload: {reason}")]
     Undecodable {
-        /// The claim's bucket.
-        bucket: String,
-        /// The claim's key.
-        key: String,
+        /// The claim's object, `bucket/key`.
+        object: String,
         /// What the decoder said.
         reason: String,
     },
@@ -92,31 +86,25 @@ pub enum ExternalStorageError {
         limit: u64,
     },
     /// No object under the claim's key (yet): retryable, the writer may still be uploading.
-    #[error("External Storage object {bucket}/{key} does not exist")]
+    #[error("External Storage object {object} does not exist")]
     Missing {
-        /// The claim's bucket.
-        bucket: String,
-        /// The claim's key.
-        key: String,
+        /// The claim's object, `bucket/key`.
+        object: String,
     },
     /// The store refused the credentials, has no such bucket, or refused the TLS handshake:
     /// final, and the reason says what to fix.
-    #[error("External Storage at {bucket}/{key} failed: {reason}")]
+    #[error("External Storage at {object} failed: {reason}")]
     Misconfigured {
-        /// The bucket.
-        bucket: String,
-        /// The key.
-        key: String,
+        /// The object, `bucket/key`.
+        object: String,
         /// What the store said, and the setting that fixes it.
         reason: String,
     },
     /// The store failed or did not answer in time: retryable.
-    #[error("External Storage at {bucket}/{key} failed: {reason}")]
+    #[error("External Storage at {object} failed: {reason}")]
     Unavailable {
-        /// The bucket.
-        bucket: String,
-        /// The key.
-        key: String,
+        /// The object, `bucket/key`.
+        object: String,
         /// What the store said.
         reason: String,
     },

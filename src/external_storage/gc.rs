@@ -135,14 +135,16 @@ impl std::fmt::Display for GcReport {
     }
 }
 
+/// An execution to ask about: namespace, workflow id, run id (`""`: the current run).
+type Execution = (String, String, String);
+
 /// Whose an object is, from its key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Owner {
-    /// A workflow's (`run: None` for a key whose run id is `null`).
+    /// A workflow's: its id's current run, and its own run (`None` for a run id of `null`).
     Workflow {
-        namespace: String,
-        workflow_id: String,
-        run: Option<String>,
+        current: Execution,
+        run: Option<Execution>,
     },
     /// Unscoped, namespace-scoped or a standalone activity's.
     Unscoped,
@@ -153,12 +155,7 @@ enum Owner {
 impl Owner {
     /// The owner of `key`, the part after `{prefix}/v0/`.
     fn of(key: &str) -> Self {
-        let decode = |s: &str| {
-            percent_decode_str(s)
-                .decode_utf8()
-                .ok()
-                .map(|s| s.into_owned())
-        };
+        let decode = |s: &str| Some(percent_decode_str(s).decode_utf8().ok()?.into_owned());
         let segments: Vec<&str> = key.split('/').collect();
         match segments.as_slice() {
             ["d", "sha256", _]
@@ -171,10 +168,9 @@ impl Owner {
                     run => decode(run).map(Some),
                 };
                 match (decode(ns), decode(id), run) {
-                    (Some(namespace), Some(workflow_id), Some(run)) => Self::Workflow {
-                        namespace,
-                        workflow_id,
-                        run,
+                    (Some(ns), Some(id), Some(run)) => Self::Workflow {
+                        run: run.map(|run| (ns.clone(), id.clone(), run)),
+                        current: (ns, id, String::new()),
                     },
                     _ => Self::Unknown,
                 }
@@ -195,9 +191,6 @@ enum Verdict {
     Failed,
 }
 
-/// An execution to ask about: namespace, workflow id, run id (`""`: the current run).
-type Execution = (String, String, String);
-
 impl ExternalStorage {
     /// Delete this storage's objects whose history Temporal no longer has (see the module
     /// documentation for the rules), asking through `client`.
@@ -206,10 +199,12 @@ impl ExternalStorage {
         client: &Client,
         options: GcOptions,
     ) -> Result<GcReport, ExternalStorageError> {
+        let mut pace = tokio::time::interval(Duration::from_secs(1) / options.rate.max(1));
+        pace.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut gc = Collection {
             storage: self,
             client,
-            pace: Pace::new(options.rate),
+            pace: tokio::sync::Mutex::new(pace),
             report: GcReport {
                 dry_run: options.dry_run,
                 ..GcReport::default()
@@ -226,7 +221,8 @@ struct Collection<'a> {
     storage: &'a ExternalStorage,
     client: &'a Client,
     options: GcOptions,
-    pace: Pace,
+    /// Ticks at the rate Temporal calls may start at.
+    pace: tokio::sync::Mutex<tokio::time::Interval>,
     report: GcReport,
     verdicts: HashMap<Execution, Verdict>,
 }
@@ -236,13 +232,9 @@ impl Collection<'_> {
     /// the listing after the last key seen.
     async fn run(&mut self) -> Result<(), ExternalStorageError> {
         let bucket = &self.storage.bucket;
-        let root = match bucket.prefix.as_str() {
-            "" => "v0".to_owned(),
-            prefix => format!("{prefix}/v0"),
-        };
+        let root = super::driver::key_root(&bucket.prefix);
         let failed = |reason: String| ExternalStorageError::Unavailable {
-            bucket: bucket.name.clone(),
-            key: format!("{root}/"),
+            object: format!("{}/{root}/", bucket.name),
             reason: format!("listing: {reason}"),
         };
         let root_path = Path::parse(&root).map_err(|e| failed(e.to_string()))?;
@@ -286,79 +278,57 @@ impl Collection<'_> {
         if self.verdicts.len() > CACHE_LIMIT {
             self.verdicts.clear();
         }
-        let cutoff = |age: Duration| self.options.now.checked_sub(age);
-        let old_enough = cutoff(self.options.older_than);
-        let unscoped_cutoff = self.options.unscoped_older_than.and_then(cutoff);
-        let older = |meta: &ObjectMeta, cutoff: Option<SystemTime>| {
+        let now = self.options.now;
+        let older = |meta: &ObjectMeta, age: Option<Duration>| {
+            let cutoff = age.and_then(|age| now.checked_sub(age));
             cutoff.is_some_and(|c| SystemTime::from(meta.last_modified) < c)
         };
-        let owners: Vec<Owner> = chunk
-            .iter()
-            .map(|m| {
-                let key = m.location.as_ref();
-                Owner::of(
-                    key.strip_prefix(root)
-                        .unwrap_or(key)
-                        .trim_start_matches('/'),
-                )
+        let (older_than, unscoped_older_than) = (
+            Some(self.options.older_than),
+            self.options.unscoped_older_than,
+        );
+        let owned: Vec<(ObjectMeta, Owner)> = chunk
+            .into_iter()
+            .map(|meta| {
+                let key = meta.location.as_ref();
+                let key = key
+                    .strip_prefix(root)
+                    .unwrap_or(key)
+                    .trim_start_matches('/');
+                let owner = Owner::of(key);
+                (meta, owner)
             })
             .collect();
         // Only owners of objects old enough to go are worth a question: first whether the
         // workflow id has a current run, then, for those that have none, about each run.
-        let candidates: Vec<&Owner> = owners
-            .iter()
-            .zip(&chunk)
-            .filter(|(_, m)| older(m, old_enough))
-            .map(|(o, _)| o)
-            .collect();
-        let ask = |run: bool| -> BTreeSet<Execution> {
-            candidates
-                .iter()
-                .filter_map(|o| match o {
-                    Owner::Workflow {
-                        namespace,
-                        workflow_id,
-                        run: id,
-                    } => match (run, id) {
-                        (false, _) => Some((namespace.clone(), workflow_id.clone(), String::new())),
-                        (true, Some(id)) => {
-                            Some((namespace.clone(), workflow_id.clone(), id.clone()))
-                        }
-                        (true, None) => None,
-                    },
-                    _ => None,
-                })
-                .filter(|e| !self.verdicts.contains_key(e))
-                .collect()
-        };
-        let (workflows, runs) = (ask(false), ask(true));
-        self.describe_all(workflows).await;
-        let runs: BTreeSet<Execution> = runs
-            .into_iter()
-            .filter(|(ns, id, _)| {
-                self.verdicts.get(&(ns.clone(), id.clone(), String::new())) == Some(&Verdict::Gone)
+        let workflows: Vec<(Execution, Option<Execution>)> = (owned.iter())
+            .filter_map(|(meta, owner)| match owner {
+                Owner::Workflow { current, run } if older(meta, older_than) => {
+                    Some((current.clone(), run.clone()))
+                }
+                _ => None,
             })
             .collect();
-        self.describe_all(runs).await;
+        let current = workflows.iter().map(|(current, _)| current.clone());
+        self.describe_all(current.collect()).await;
+        let gone = |verdicts: &HashMap<Execution, Verdict>, e: &Execution| {
+            verdicts.get(e) == Some(&Verdict::Gone)
+        };
+        let runs = (workflows.into_iter())
+            .filter(|(current, _)| gone(&self.verdicts, current))
+            .filter_map(|(_, run)| run);
+        self.describe_all(runs.collect()).await;
 
         let mut doomed = Vec::new();
-        for (meta, owner) in chunk.into_iter().zip(owners) {
-            let goes = match owner {
-                Owner::Workflow {
-                    namespace,
-                    workflow_id,
-                    run,
-                } if older(&meta, old_enough) => {
-                    let verdict = |run: String| {
-                        self.verdicts
-                            .get(&(namespace.clone(), workflow_id.clone(), run))
-                            .copied()
-                    };
-                    verdict(String::new()) == Some(Verdict::Gone)
-                        && run.is_none_or(|run| verdict(run) == Some(Verdict::Gone))
+        for (meta, owner) in owned {
+            let goes = match &owner {
+                Owner::Workflow { current, run } => {
+                    older(&meta, older_than)
+                        && gone(&self.verdicts, current)
+                        && run.as_ref().is_none_or(|run| gone(&self.verdicts, run))
                 }
-                Owner::Unscoped => older(&meta, unscoped_cutoff),
-                Owner::Workflow { .. } | Owner::Unknown => false,
+                Owner::Unscoped => older(&meta, unscoped_older_than),
+                Owner::Unknown => false,
             };
             match goes {
                 true => doomed.push(meta),
@@ -368,13 +338,16 @@ impl Collection<'_> {
         self.delete(doomed).await;
     }
 
-    /// Describe each execution, a bounded number at once and at a bounded rate; remember the
-    /// answers.
-    async fn describe_all(&mut self, executions: BTreeSet<Execution>) {
+    /// Describe each execution not asked about yet, a bounded number at once and at a bounded
+    /// rate; remember the answers.
+    async fn describe_all(&mut self, executions: Vec<Execution>) {
+        let asked: BTreeSet<Execution> = (executions.into_iter())
+            .filter(|e| !self.verdicts.contains_key(e))
+            .collect();
         let (client, pace, timeout) = (self.client, &self.pace, self.options.call_timeout);
-        let answers: Vec<(Execution, Verdict)> = futures::stream::iter(executions)
+        let answers: Vec<(Execution, Verdict)> = futures::stream::iter(asked)
             .map(|execution| async move {
-                pace.wait().await;
+                pace.lock().await.tick().await;
                 let verdict = describe(client.clone(), &execution, timeout).await;
                 (execution, verdict)
             })
@@ -392,9 +365,6 @@ impl Collection<'_> {
 
     /// Delete `doomed` in one batch (on a dry run, count them only).
     async fn delete(&mut self, doomed: Vec<ObjectMeta>) {
-        if doomed.is_empty() {
-            return;
-        }
         for meta in &doomed {
             tracing::info!(
                 key = %meta.location,
@@ -403,7 +373,7 @@ impl Collection<'_> {
                 "External Storage gc: deleting"
             );
         }
-        if self.options.dry_run {
+        if self.options.dry_run || doomed.is_empty() {
             doomed.iter().for_each(|m| self.report.deleted.add(m.size));
             return;
         }
@@ -412,9 +382,11 @@ impl Collection<'_> {
         let deadline = bucket
             .deadline(0)
             .saturating_mul(1 + u32::try_from(sizes.len() / 100).unwrap_or(u32::MAX));
-        let paths: Vec<_> = sizes.keys().cloned().map(Ok).collect();
-        let paths = futures::stream::iter(paths).boxed();
-        let deleting = bucket.store.delete_stream(paths).collect::<Vec<_>>();
+        let paths = futures::stream::iter(sizes.keys().cloned().map(Ok).collect::<Vec<_>>());
+        let deleting = bucket
+            .store
+            .delete_stream(paths.boxed())
+            .collect::<Vec<_>>();
         let results = tokio::time::timeout(deadline, deleting).await;
         if results.is_err() {
             tracing::warn!("External Storage gc: the deletes took over {deadline:?}");
@@ -469,21 +441,6 @@ fn execution_not_found(status: &Status) -> bool {
                 .first()
                 .is_some_and(|d| d.type_url.rsplit('/').next() == Some(NOT_FOUND_FAILURE))
         })
-}
-
-/// At most `rate` calls started a second.
-struct Pace(tokio::sync::Mutex<tokio::time::Interval>);
-
-impl Pace {
-    fn new(rate: u32) -> Self {
-        let mut interval = tokio::time::interval(Duration::from_secs(1) / rate.max(1));
-        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        Self(tokio::sync::Mutex::new(interval))
-    }
-
-    async fn wait(&self) {
-        self.0.lock().await.tick().await;
-    }
 }
 
 /// The Prometheus counters of scheduled collections: `overspill_external_storage_gc_` and
@@ -542,9 +499,8 @@ mod tests {
 
     fn workflow(ns: &str, id: &str, run: Option<&str>) -> Owner {
         Owner::Workflow {
-            namespace: ns.into(),
-            workflow_id: id.into(),
-            run: run.map(Into::into),
+            current: (ns.into(), id.into(), String::new()),
+            run: run.map(|run| (ns.into(), id.into(), run.into())),
         }
     }
 

@@ -40,7 +40,6 @@ mod reference;
 mod tests;
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use futures::StreamExt as _;
 use object_store::path::Path;
@@ -182,7 +181,7 @@ impl ExternalStorage {
                 match store.head(&path).await {
                     Ok(_) => Ok(true),
                     Err(object_store::Error::NotFound { .. }) => Ok(false),
-                    Err(e) => Err(self.failed(&self.bucket.name, &key, e)),
+                    Err(e) => Err(self.failed(format!("{}/{key}", self.bucket.name), e)),
                 }
             })
             .await?;
@@ -192,7 +191,7 @@ impl ExternalStorage {
                     .put(&path, PutPayload::from(bytes))
                     .await
                     .map(|_| ())
-                    .map_err(|e| self.failed(&self.bucket.name, &key, e))
+                    .map_err(|e| self.failed(format!("{}/{key}", self.bucket.name), e))
             })
             .await?;
         }
@@ -216,7 +215,7 @@ impl ExternalStorage {
                     .store
                     .head(&path)
                     .await
-                    .map_err(|e| self.failed(located.bucket, located.key, e))
+                    .map_err(|e| self.failed(located.object(), e))
             })
             .await?;
         Ok(meta.size)
@@ -235,8 +234,7 @@ impl ExternalStorage {
             .bounded(declared, located.key, self.fetch(&located, &path))
             .await?;
         Payload::decode(bytes.as_slice()).map_err(|e| ExternalStorageError::Undecodable {
-            bucket: located.bucket.to_owned(),
-            key: located.key.to_owned(),
+            object: located.object(),
             reason: e.to_string(),
         })
     }
@@ -253,7 +251,7 @@ impl ExternalStorage {
             .store
             .get_opts(path, GetOptions::default())
             .await
-            .map_err(|e| self.failed(located.bucket, located.key, e))?;
+            .map_err(|e| self.failed(located.object(), e))?;
         if result.meta.size > limit {
             return Err(self.too_large(located, result.meta.size));
         }
@@ -261,7 +259,7 @@ impl ExternalStorage {
         let mut hasher = aws_lc_rs::digest::Context::new(&aws_lc_rs::digest::SHA256);
         let mut stream = result.into_stream();
         while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| self.failed(located.bucket, located.key, e))?;
+            let chunk = chunk.map_err(|e| self.failed(located.object(), e))?;
             let size = (bytes.len() + chunk.len()) as u64;
             if size > limit {
                 return Err(self.too_large(located, size));
@@ -272,8 +270,7 @@ impl ExternalStorage {
         let actual = hex(hasher.finish().as_ref());
         if actual != located.sha256 {
             return Err(ExternalStorageError::HashMismatch {
-                bucket: located.bucket.to_owned(),
-                key: located.key.to_owned(),
+                object: located.object(),
                 expected: located.sha256.to_owned(),
                 actual,
             });
@@ -346,52 +343,38 @@ impl ExternalStorage {
             .await
             .unwrap_or_else(|_| {
                 Err(ExternalStorageError::Unavailable {
-                    bucket: self.bucket.name.clone(),
-                    key: key.to_owned(),
+                    object: format!("{}/{key}", self.bucket.name),
                     reason: format!("no answer within {deadline:?}"),
                 })
             })
     }
 
-    /// The failure of a call about `key` in `bucket`, in the server's words with the setting
-    /// that fixes it: a missing object is [`Missing`](ExternalStorageError::Missing); refused
-    /// credentials, a missing bucket or a refused TLS handshake are final; anything else may
-    /// pass.
-    fn failed(&self, bucket: &str, key: &str, error: object_store::Error) -> ExternalStorageError {
+    /// The failure of a call about `object` (`bucket/key`), in the server's words with the
+    /// setting that fixes it: a missing object is [`Missing`](ExternalStorageError::Missing);
+    /// refused credentials, a missing bucket or a refused TLS handshake are final; anything else
+    /// may pass.
+    fn failed(&self, object: String, error: object_store::Error) -> ExternalStorageError {
         use crate::store::Cause;
-        let (bucket, key) = (bucket.to_owned(), key.to_owned());
         let scheme = match self.driver {
             Driver::S3 => "s3",
             Driver::Gcs => "gs",
         };
         let url = format!("{scheme}://{}", self.bucket.name);
-        let explained = crate::store::explain(&error, &url, false);
-        match explained.cause {
+        let (cause, reason) = crate::store::explain(&error, &url, false);
+        match cause {
             Cause::NoBucket | Cause::Credentials | Cause::Tls(_) => {
-                let reason = explained.text;
-                ExternalStorageError::Misconfigured {
-                    bucket,
-                    key,
-                    reason,
-                }
+                ExternalStorageError::Misconfigured { object, reason }
             }
             _ if matches!(error, object_store::Error::NotFound { .. }) => {
-                ExternalStorageError::Missing { bucket, key }
+                ExternalStorageError::Missing { object }
             }
-            _ => {
-                let reason = explained.text;
-                ExternalStorageError::Unavailable {
-                    bucket,
-                    key,
-                    reason,
-                }
-            }
+            _ => ExternalStorageError::Unavailable { object, reason },
         }
     }
 
     fn too_large(&self, located: &Located<'_>, size: u64) -> ExternalStorageError {
         ExternalStorageError::TooLarge {
-            what: format!("{}/{}", located.bucket, located.key),
+            what: located.object(),
             size,
             limit: self.settings.max_payload_bytes,
         }
@@ -439,10 +422,5 @@ impl From<Payload> for OrderedPayload {
 
 /// Lower-case hex.
 fn hex(bytes: &[u8]) -> String {
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
-            let _ = write!(out, "{b:02x}");
-            out
-        })
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

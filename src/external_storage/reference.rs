@@ -116,17 +116,7 @@ impl Reference {
     /// The reference as the payload Python's SDK writes (`json/protobuf`, compact proto-JSON,
     /// `external_payloads[0].size_bytes`).
     pub fn to_payload(&self) -> Payload {
-        use serde_json::{Map, Value};
-        let claim = (self.claim.iter())
-            .map(|(key, value)| (key.clone(), Value::from(value.as_str())))
-            .collect();
-        let json = Value::Object(Map::from_iter([
-            ("claimData".to_owned(), Value::Object(claim)),
-            (
-                "driverName".to_owned(),
-                Value::from(self.driver_name.as_str()),
-            ),
-        ]));
+        let json = serde_json::json!({"claimData": self.claim, "driverName": self.driver_name});
         Payload {
             metadata: HashMap::from([
                 (ENCODING_KEY.to_owned(), PROTO_JSON.as_bytes().to_vec()),
@@ -135,7 +125,6 @@ impl Reference {
                     MESSAGE_TYPE.as_bytes().to_vec(),
                 ),
             ]),
-            // A `Value` renders infallibly (its keys are strings).
             data: json.to_string().into_bytes(),
             external_payloads: self
                 .size_bytes

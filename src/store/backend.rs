@@ -1,4 +1,6 @@
-//! Building the object_store backend a URL names, with bounded timeouts and retries.
+//! Building the object_store backend a URL names, with bounded timeouts and retries, and a
+//! [`Bucket`] opened the same way for objects whose keys another module owns (Temporal External
+//! Storage keeps its payloads in one).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,12 +9,13 @@ use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::memory::InMemory;
+use object_store::path::Path;
 use object_store::{
     BackoffConfig, Certificate, ClientConfigKey, ClientOptions, ObjectStore, RetryConfig,
 };
 
 use super::StoreOptions;
-use super::url::Scheme;
+use super::url::{Scheme, StoreUrl};
 use crate::limits::StoreError;
 
 /// The client settings read from the environment (`AWS_PROXY_URL`, `AWS_PROXY_CA_CERTIFICATE`,
@@ -108,38 +111,24 @@ fn retry_config(options: &StoreOptions) -> RetryConfig {
     }
 }
 
-/// Where a blob store is, beyond its URL: settings from the URL's query.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Location<'a> {
-    pub(crate) endpoint: Option<&'a str>,
-    pub(crate) region: Option<&'a str>,
-    pub(crate) allow_http: Option<bool>,
-}
-
-/// The backend for a blob-store URL.
+/// The backend for a blob-store URL. `options`' endpoint, region and `allow_http` go over the
+/// environment's (AWS_ALLOW_HTTP is kept by `client_options`, AWS_ENDPOINT_URL and AWS_REGION by
+/// the builders' `from_env`).
 pub(crate) fn build(
     scheme: Scheme,
     url: &str,
-    location: Location<'_>,
     options: &StoreOptions,
 ) -> Result<Arc<dyn ObjectStore>, StoreError> {
     let backend = |e: object_store::Error| StoreError::Backend(Box::new(e));
-    // Options, then the URL's query, then the environment (AWS_ALLOW_HTTP is kept by
-    // `client_options`, AWS_ENDPOINT_URL and AWS_REGION by the builders' `from_env`).
-    let location = Location {
-        endpoint: options.endpoint.as_deref().or(location.endpoint),
-        region: options.region.as_deref().or(location.region),
-        allow_http: options.allow_http.or(location.allow_http),
-    };
     Ok(match scheme {
         Scheme::S3 => {
-            let builder = s3(AmazonS3Builder::from_env(), url, location, options)?;
+            let builder = s3(AmazonS3Builder::from_env(), url, options)?;
             Arc::new(builder.build().map_err(backend)?)
         }
         Scheme::Gcs => {
             let env = GoogleCloudStorageBuilder::from_env();
             let mut builder = configured!(env, GoogleConfigKey::Client, url, options);
-            if let Some(allow) = location.allow_http {
+            if let Some(allow) = options.allow_http {
                 let key = GoogleConfigKey::Client(ClientConfigKey::AllowHttp);
                 builder = builder.with_config(key, allow.to_string());
             }
@@ -148,11 +137,11 @@ pub(crate) fn build(
         Scheme::Azure => {
             let env = MicrosoftAzureBuilder::from_env();
             let mut builder = configured!(env, AzureConfigKey::Client, url, options);
-            if let Some(allow) = location.allow_http {
+            if let Some(allow) = options.allow_http {
                 builder = builder.with_allow_http(allow);
             }
-            if let Some(endpoint) = location.endpoint {
-                builder = builder.with_endpoint(endpoint.to_owned());
+            if let Some(endpoint) = &options.endpoint {
+                builder = builder.with_endpoint(endpoint.clone());
             }
             Arc::new(builder.build().map_err(backend)?)
         }
@@ -160,22 +149,21 @@ pub(crate) fn build(
     })
 }
 
-/// The S3 builder: `env` (the environment's settings) with the URL, `location`, the store's
-/// settings, and the check that a custom endpoint comes with credentials.
+/// The S3 builder: `env` (the environment's settings) with the URL, the store's settings, and
+/// the check that a custom endpoint comes with credentials.
 fn s3(
     env: AmazonS3Builder,
     url: &str,
-    location: Location<'_>,
     options: &StoreOptions,
 ) -> Result<AmazonS3Builder, StoreError> {
     let mut builder = configured!(env, AmazonS3ConfigKey::Client, url, options);
-    if let Some(allow) = location.allow_http {
+    if let Some(allow) = options.allow_http {
         builder = builder.with_allow_http(allow);
     }
-    if let Some(endpoint) = location.endpoint {
+    if let Some(endpoint) = &options.endpoint {
         builder = builder.with_endpoint(endpoint);
     }
-    if let Some(region) = location.region {
+    if let Some(region) = &options.region {
         builder = builder.with_region(region);
     }
     if let Some(super::options::Credentials {
@@ -245,15 +233,98 @@ fn has_credentials(builder: &AmazonS3Builder) -> bool {
         || is_on(builder, AmazonS3ConfigKey::SkipSignature)
 }
 
+/// An `s3://` / `gs://` / `az://` bucket: the same environment variables, URL query parameters,
+/// timeouts and retries as a spill store on that URL.
+#[derive(Debug, Clone)]
+pub struct Bucket {
+    /// The object store, rooted at the bucket (keys are bucket keys).
+    pub store: Arc<dyn ObjectStore>,
+    /// The bucket's name.
+    pub name: String,
+    /// The URL's path inside the bucket: `""` or `a/b`.
+    pub prefix: String,
+    options: StoreOptions,
+}
+
+impl Bucket {
+    /// The bucket `url` names (`file://` is not a bucket).
+    pub fn open(url: &str, options: StoreOptions) -> Result<Self, StoreError> {
+        let parsed = StoreUrl::parse(url).map_err(|e| StoreError::Backend(Box::new(e)))?;
+        let (store, prefix, shown) = connect(parsed, &options)?;
+        let name = ::url::Url::parse(&shown)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .unwrap_or_default();
+        Ok(Self::new(store, name, prefix.as_ref(), options))
+    }
+
+    /// A bucket over an existing object store (tests use object_store's in-memory store).
+    pub fn new(
+        store: Arc<dyn ObjectStore>,
+        name: impl Into<String>,
+        prefix: &str,
+        options: StoreOptions,
+    ) -> Self {
+        Self {
+            store,
+            name: name.into(),
+            prefix: prefix.trim_matches('/').to_owned(),
+            options,
+        }
+    }
+
+    /// The deadline of one call moving `bytes` (the store's per-call timeout plus the transfer
+    /// at its slowest allowed rate).
+    pub fn deadline(&self, bytes: u64) -> Duration {
+        self.options.deadline(bytes)
+    }
+}
+
+/// The object store a blob-store URL names, its key prefix and the URL without its query.
+pub(super) fn connect(
+    parsed: StoreUrl,
+    options: &StoreOptions,
+) -> Result<(Arc<dyn ObjectStore>, Path, String), StoreError> {
+    match parsed {
+        StoreUrl::Local { root } => Err(StoreError::Backend(
+            format!("{} is a local directory, not a bucket", root.display()).into(),
+        )),
+        StoreUrl::Object {
+            scheme,
+            url,
+            prefix,
+            endpoint,
+            region,
+            allow_http,
+        } => {
+            // The options' settings over the URL's query (the environment's come last).
+            let options = StoreOptions {
+                endpoint: options.endpoint.clone().or(endpoint),
+                region: options.region.clone().or(region),
+                allow_http: options.allow_http.or(allow_http),
+                ..options.clone()
+            };
+            let store = build(scheme, &url, &options)?;
+            Ok((store, prefix, crate::redact::url(&url)))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const ENDPOINT: Location<'static> = Location {
-        endpoint: Some("http://127.0.0.1:9"),
-        region: None,
-        allow_http: Some(true),
-    };
+    /// Options naming a plain-HTTP endpoint, with `credentials` if given.
+    fn at_endpoint(credentials: Option<(&str, &str)>) -> StoreOptions {
+        let options = StoreOptions::builder()
+            .endpoint("http://127.0.0.1:9")
+            .allow_http(true)
+            .connect_timeout(Duration::from_secs(3));
+        match credentials {
+            Some((id, secret)) => options.credentials(id, secret).build(),
+            None => options.build(),
+        }
+    }
 
     fn client(builder: &AmazonS3Builder, key: ClientConfigKey) -> Option<String> {
         builder.get_config_value(&AmazonS3ConfigKey::Client(key))
@@ -272,10 +343,7 @@ mod tests {
                 AmazonS3ConfigKey::Client(ClientConfigKey::ProxyCaCertificate),
                 "/etc/proxy-ca.pem",
             );
-        let options = StoreOptions::builder()
-            .connect_timeout(Duration::from_secs(3))
-            .build();
-        let builder = s3(env, "s3://spills", ENDPOINT, &options).expect("a builder");
+        let builder = s3(env, "s3://spills", &at_endpoint(None)).expect("a builder");
         assert_eq!(
             client(&builder, ClientConfigKey::ProxyUrl).as_deref(),
             Some("http://proxy.internal:3128")
@@ -336,8 +404,8 @@ mod tests {
             env_proxy
         ));
         // Through `s3`, the switch is set on the client.
-        let options = StoreOptions::builder().credentials("id", "secret").build();
-        let builder = s3(AmazonS3Builder::new(), "s3://spills", ENDPOINT, &options);
+        let options = at_endpoint(Some(("id", "secret")));
+        let builder = s3(AmazonS3Builder::new(), "s3://spills", &options);
         let builder = builder.expect("a builder");
         let expected = PROXY_VARS.iter().all(|v| std::env::var_os(v).is_none());
         assert_eq!(
@@ -348,33 +416,20 @@ mod tests {
 
     #[test]
     fn a_custom_endpoint_without_credentials_is_misconfigured() {
-        let error = s3(
-            AmazonS3Builder::new(),
-            "s3://spills",
-            ENDPOINT,
-            &StoreOptions::default(),
-        )
-        .expect_err("no credentials");
+        let error = s3(AmazonS3Builder::new(), "s3://spills", &at_endpoint(None))
+            .expect_err("no credentials");
         assert!(matches!(error, StoreError::Misconfigured(_)));
         assert!(
             error
                 .to_string()
                 .starts_with("no S3 credentials: set AWS_ACCESS_KEY_ID")
         );
-        let keyed = StoreOptions::builder().credentials("id", "secret").build();
-        assert!(s3(AmazonS3Builder::new(), "s3://spills", ENDPOINT, &keyed).is_ok());
+        let keyed = at_endpoint(Some(("id", "secret")));
+        assert!(s3(AmazonS3Builder::new(), "s3://spills", &keyed).is_ok());
         let unsigned = AmazonS3Builder::new().with_skip_signature(true);
-        assert!(s3(unsigned, "s3://spills", ENDPOINT, &StoreOptions::default()).is_ok());
+        assert!(s3(unsigned, "s3://spills", &at_endpoint(None)).is_ok());
         // On AWS itself (no endpoint), the instance's role is a legitimate source.
-        let aws = Location::default();
-        assert!(
-            s3(
-                AmazonS3Builder::new(),
-                "s3://spills",
-                aws,
-                &StoreOptions::default()
-            )
-            .is_ok()
-        );
+        let aws = StoreOptions::default();
+        assert!(s3(AmazonS3Builder::new(), "s3://spills", &aws).is_ok());
     }
 }

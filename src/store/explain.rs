@@ -18,20 +18,13 @@ pub(crate) enum Cause {
     Other,
 }
 
-/// A failure explained: its cause and the sentence a user reads.
-#[derive(Debug, Clone)]
-pub(crate) struct Explained {
-    pub(crate) cause: Cause,
-    pub(crate) text: String,
-}
-
-/// `error` of the store at `url` explained; `missing_is_bucket` tells that a 404 can only mean a
-/// missing bucket (a write or a listing).
+/// `error` of the store at `url` explained: its cause and the sentence a user reads;
+/// `missing_is_bucket` tells that a 404 can only mean a missing bucket (a write or a listing).
 pub(crate) fn explain(
     error: &object_store::Error,
     url: &str,
     missing_is_bucket: bool,
-) -> Explained {
+) -> (Cause, String) {
     use object_store::Error as E;
     let said = said(error);
     let (credentials, endpoint) = settings(url);
@@ -39,7 +32,7 @@ pub(crate) fn explain(
     let no_bucket = said.as_deref().is_some_and(|s| s.contains("NoSuchBucket"))
         || (missing_is_bucket && matches!(error, E::NotFound { .. }));
     let words = said.unwrap_or_else(|| innermost(error));
-    let (cause, text) = if no_bucket {
+    if no_bucket {
         let text = format!(
             "the bucket of store {url} does not exist ({words}): create it, or fix the bucket in \
              the store URL"
@@ -81,8 +74,7 @@ pub(crate) fn explain(
         (Cause::Unreachable, text)
     } else {
         (Cause::Other, error.to_string())
-    };
-    Explained { cause, text }
+    }
 }
 
 /// The `host:port` a request went to, from object_store's `Error performing PUT https://… in`.
@@ -164,15 +156,15 @@ mod tests {
                      does not match.</Message></Error>"
                 .into(),
         };
-        let explained = explain(&denied, "s3://spills", true);
-        assert_eq!(explained.cause, Cause::Credentials);
+        let (cause, text) = explain(&denied, "s3://spills", true);
+        assert_eq!(cause, Cause::Credentials);
         assert_eq!(
-            explained.text,
+            text,
             "store s3://spills refused the credentials (403 Forbidden, SignatureDoesNotMatch: The \
              request signature we calculated does not match.): check AWS_ACCESS_KEY_ID and \
              AWS_SECRET_ACCESS_KEY, and the bucket's policy"
         );
-        let azure = explain(&denied, "az://c", true).text;
+        let azure = explain(&denied, "az://c", true).1;
         assert!(
             azure.contains("check AZURE_STORAGE_ACCOUNT_NAME"),
             "{azure}"
@@ -181,18 +173,18 @@ mod tests {
             "Server returned non-2xx status code: 404 Not Found: <Error><Code>NoSuchBucket</Code>\
              <Message>The specified bucket does not exist</Message></Error>",
         );
-        let explained = explain(&bucket, "s3://nope", false);
-        assert_eq!(explained.cause, Cause::NoBucket);
+        let (cause, text) = explain(&bucket, "s3://nope", false);
+        assert_eq!(cause, Cause::NoBucket);
         assert!(
-            explained.text.starts_with(
+            text.starts_with(
                 "the bucket of store s3://nope does not exist (404 Not Found, NoSuchBucket: The \
                  specified bucket does not exist): create it"
             ),
             "{}",
-            explained.text
+            text
         );
         let plain = generic("Server returned non-2xx status code: 500 Internal Server Error: oops");
-        assert_eq!(explain(&plain, "s3://b", false).cause, Cause::Other);
+        assert_eq!(explain(&plain, "s3://b", false).0, Cause::Other);
         assert_eq!(
             said(&plain).as_deref(),
             Some("500 Internal Server Error: oops")
@@ -207,18 +199,10 @@ mod tests {
             store: "S3",
             source: Box::new(io),
         };
-        let explained = explain(&error, "s3://b", false);
-        assert_eq!(explained.cause, Cause::Tls(Tls::UntrustedServer));
-        assert!(
-            explained.text.starts_with("TLS to its endpoint failed"),
-            "{}",
-            explained.text
-        );
-        assert!(
-            explained
-                .text
-                .contains("--store-ca-bundle or AWS_CA_BUNDLE")
-        );
+        let (cause, text) = explain(&error, "s3://b", false);
+        assert_eq!(cause, Cause::Tls(Tls::UntrustedServer));
+        assert!(text.starts_with("TLS to its endpoint failed"), "{}", text);
+        assert!(text.contains("--store-ca-bundle or AWS_CA_BUNDLE"));
         assert_eq!(
             host("Error performing PUT https://s3.example:8443/b/k in 3ms - …").as_deref(),
             Some("s3.example:8443")
@@ -228,12 +212,8 @@ mod tests {
             store: "S3",
             source: Box::new(std::io::Error::from(std::io::ErrorKind::ConnectionRefused)),
         };
-        let explained = explain(&refused, "s3://b", false);
-        assert_eq!(explained.cause, Cause::Unreachable);
-        assert!(
-            explained.text.contains("check AWS_ENDPOINT_URL"),
-            "{}",
-            explained.text
-        );
+        let (cause, text) = explain(&refused, "s3://b", false);
+        assert_eq!(cause, Cause::Unreachable);
+        assert!(text.contains("check AWS_ENDPOINT_URL"), "{}", text);
     }
 }

@@ -9,7 +9,7 @@ use object_store::ObjectMeta;
 use object_store::path::Path;
 
 use super::local::LocalBackend;
-use super::{Backend, Call, INDEX_SUFFIX, Store, key};
+use super::{Backend, Call, INDEX_SUFFIX, Store};
 use crate::limits::StoreError;
 
 /// One stored spill, as `overspill spills ls` shows it.
@@ -39,12 +39,7 @@ impl Store {
     /// The spills stored (for one run when `run` is given), in path order, within the scan
     /// deadline ([`StoreOptions`](super::StoreOptions)'s `scan_timeout`).
     pub async fn list(&self, run: Option<&str>) -> Result<Vec<SpillInfo>, StoreError> {
-        let prefix = match run {
-            None => self.inner.base.clone(),
-            Some(run) => key::segments(run)
-                .iter()
-                .fold(self.inner.base.clone(), |p, s| p.join(s.as_ref())),
-        };
+        let prefix = run.map_or_else(|| self.inner.base.clone(), |run| self.object_path(run));
         self.scan(async {
             let metas = self.list_objects(&prefix).await?;
             Ok(metas
@@ -96,45 +91,28 @@ impl Store {
         if dry_run || doomed.is_empty() {
             return Ok(report);
         }
-        let (fs, doomed) = match &self.inner.backend {
-            Backend::Object(store) => (store.clone(), doomed),
+        report.deleted_objects = match &self.inner.backend {
+            Backend::Object(fs) => {
+                let count = doomed.len();
+                let locations = futures::stream::iter(doomed.into_iter().map(Ok)).boxed();
+                let deleted: Vec<Path> = (fs.delete_stream(locations).try_collect().await)
+                    .map_err(|e| self.map_error(e, "", Call::List))?;
+                deleted.len().min(count)
+            }
             Backend::Local(local) => {
-                self.on_disk(local, 0, move |l| l.for_delete(doomed))
+                let base = self.inner.base.clone();
+                self.on_disk(local, 0, move |l| l.delete(&doomed, &base))
                     .await?
             }
         };
-        let count = doomed.len();
-        let locations = futures::stream::iter(doomed.clone().into_iter().map(Ok)).boxed();
-        let deleted: Vec<Path> = fs
-            .delete_stream(locations)
-            .try_collect()
-            .await
-            .map_err(|e| self.map_error(e, "", Call::List))?;
-        report.deleted_objects = deleted.len().min(count);
-        if let Backend::Local(local) = &self.inner.backend {
-            let base = self.inner.base.clone();
-            self.on_disk(local, 0, move |l| {
-                l.prune_empty_dirs(&doomed, &base);
-                Ok(())
-            })
-            .await?;
-        }
         Ok(report)
     }
 
     fn info(&self, meta: &ObjectMeta) -> SpillInfo {
-        let handle = meta
-            .location
-            .prefix_match(&self.inner.base)
-            .map(|parts| {
-                parts
-                    .map(|p| p.as_ref().to_owned())
-                    .collect::<Vec<_>>()
-                    .join("/")
-            })
-            .unwrap_or_else(|| meta.location.to_string());
+        let location = meta.location.as_ref();
+        let base = format!("{}/", self.inner.base);
         SpillInfo {
-            handle,
+            handle: location.strip_prefix(&base).unwrap_or(location).to_owned(),
             size: meta.size,
             last_modified: SystemTime::from(meta.last_modified),
         }

@@ -6,6 +6,9 @@
 //! `{prefix}/tool_output_limits/{sanitized segments}`; the line index beside it at `… .idx`.
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use regex::Regex;
 
 /// The namespace every spill lives under, inside the store URL's own prefix.
 pub const NAMESPACE: &str = "tool_output_limits";
@@ -22,27 +25,12 @@ pub const INDEX_SUFFIX: &str = ".idx";
 /// assert_eq!(sanitize_segment(".."), "_");
 /// ```
 pub fn sanitize_segment(segment: &str) -> Cow<'_, str> {
-    let safe = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
-    let cleaned: Cow<'_, str> = if segment.chars().all(safe) {
-        Cow::Borrowed(segment)
-    } else {
-        let mut out = String::with_capacity(segment.len());
-        let mut in_run = false;
-        for c in segment.chars() {
-            if safe(c) {
-                out.push(c);
-                in_run = false;
-            } else if !in_run {
-                out.push('_');
-                in_run = true;
-            }
-        }
-        Cow::Owned(out)
-    };
-    if matches!(&*cleaned, "" | "." | "..") {
-        Cow::Borrowed("_")
-    } else {
-        cleaned
+    static UNSAFE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new("[^A-Za-z0-9._-]+").unwrap_or_else(|e| unreachable!("static pattern: {e}"))
+    });
+    match UNSAFE.replace_all(segment, "_") {
+        cleaned if matches!(&*cleaned, "" | "." | "..") => Cow::Borrowed("_"),
+        cleaned => cleaned,
     }
 }
 
@@ -103,36 +91,27 @@ pub enum Refusal {
 /// outright keeps a traversal attempt from resolving to some other spill by accident.
 pub fn check_handle(handle: &str) -> Result<(), Refusal> {
     let bytes = handle.as_bytes();
-    if handle.starts_with('/') || handle.starts_with('\\') {
-        return Err(Refusal::Absolute);
-    }
-    if bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':' {
-        return Err(Refusal::Absolute);
-    }
-    if handle.contains("://") {
-        return Err(Refusal::ForeignPrefix);
-    }
-    if handle.chars().any(char::is_control) {
-        return Err(Refusal::Control);
-    }
-    if handle.contains('\\') || handle.split('/').any(|s| s == "." || s == "..") {
-        return Err(Refusal::Traversal);
-    }
-    if bytes
-        .windows(3)
-        .any(|w| w[0] == b'%' && w[1].is_ascii_hexdigit() && w[2].is_ascii_hexdigit())
-    {
-        return Err(Refusal::PercentEncoded);
-    }
+    let escaped = |w: &[u8]| w[0] == b'%' && w[1].is_ascii_hexdigit() && w[2].is_ascii_hexdigit();
     // Judge the index suffix on the last segment as stored: `r/p.0.idx/` names `r/p.0.idx`.
-    if handle
-        .split('/')
-        .rfind(|s| !s.is_empty())
-        .is_some_and(|last| sanitize_segment(last).ends_with(INDEX_SUFFIX))
+    let last = handle.split('/').rfind(|s| !s.is_empty());
+    let refusal = if handle.starts_with(['/', '\\'])
+        || (bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':')
     {
-        return Err(Refusal::IndexObject);
-    }
-    Ok(())
+        Refusal::Absolute
+    } else if handle.contains("://") {
+        Refusal::ForeignPrefix
+    } else if handle.chars().any(char::is_control) {
+        Refusal::Control
+    } else if handle.contains('\\') || handle.split('/').any(|s| s == "." || s == "..") {
+        Refusal::Traversal
+    } else if bytes.windows(3).any(escaped) {
+        Refusal::PercentEncoded
+    } else if last.is_some_and(|last| sanitize_segment(last).ends_with(INDEX_SUFFIX)) {
+        Refusal::IndexObject
+    } else {
+        return Ok(());
+    };
+    Err(refusal)
 }
 
 #[cfg(test)]

@@ -73,9 +73,11 @@ impl Store {
     /// keeps it (the stored key reads the same spill, but shows a run id's `:` as `_`).
     pub async fn list_spills(&self) -> Result<Vec<SpillInfo>, StoreError> {
         let mut spills = self.list(None).await?;
-        let kept = spills.iter().map(|s| self.stored_facts(&s.handle));
-        let kept = futures::stream::iter(kept).buffered(CONCURRENCY);
-        let kept: Vec<SpillFacts> = self.scan(async { Ok(kept.collect().await) }).await?;
+        let kept: Vec<_> = (spills.iter())
+            .map(|s| self.stored_facts(&s.handle).boxed())
+            .collect();
+        let kept = futures::stream::iter(kept).buffered(CONCURRENCY).collect();
+        let kept: Vec<SpillFacts> = self.scan(kept.map(Ok)).await?;
         for (spill, facts) in spills.iter_mut().zip(kept) {
             if let Some(handle) = marker_handle(spill, facts.handle) {
                 spill.handle = handle;
@@ -100,17 +102,11 @@ impl Store {
         spills.sort_by(|a, b| (b.last_modified, &b.handle).cmp(&(a.last_modified, &a.handle)));
         let total = spills.len();
         spills.truncate(limit);
-        let pending: Vec<_> = spills
-            .iter()
+        let facts: Vec<_> = (spills.iter())
             .map(|s| self.facts(&s.handle, s.size).boxed())
             .collect();
-        let facts = futures::stream::iter(pending)
-            .buffered(CONCURRENCY)
-            .collect::<Vec<_>>();
-        let facts = self
-            .scan(async { Ok(facts.await) })
-            .await
-            .map_err(ReadOutcomeError::Store)?;
+        let facts = futures::stream::iter(facts).buffered(CONCURRENCY).collect();
+        let facts: Vec<_> = (self.scan(facts.map(Ok)).await).map_err(ReadOutcomeError::Store)?;
         let named: BTreeMap<String, (&String, &String)> = request
             .tool_names
             .iter()
@@ -157,30 +153,23 @@ impl Store {
         facts
     }
 
-    /// The facts `handle`'s metadata keeps (all unknown where it keeps none).
+    /// The facts `handle`'s metadata keeps (all unknown where it keeps none, or cannot be read).
     async fn stored_facts(&self, handle: &str) -> SpillFacts {
+        let Ok(path) = self.locate(handle) else {
+            return SpillFacts::default();
+        };
         match &self.inner.backend {
-            Backend::Object(_) => self.metadata(handle).await.unwrap_or_default(),
-            Backend::Local(local) => match self.locate(handle) {
-                Ok(path) => local
-                    .facts(&path)
-                    .map_or_else(SpillFacts::default, |q| SpillFacts::from_query(&q)),
-                Err(_) => SpillFacts::default(),
-            },
+            Backend::Object(fs) => {
+                let head = fs.get_opts(&path, GetOptions::new().with_head(true));
+                match tokio::time::timeout(self.inner.options.deadline(0), head).await {
+                    Ok(Ok(result)) => SpillFacts::from_attributes(&result.attributes),
+                    _ => SpillFacts::default(),
+                }
+            }
+            Backend::Local(local) => local
+                .facts(&path)
+                .map_or_else(SpillFacts::default, |q| SpillFacts::from_query(&q)),
         }
-    }
-
-    async fn metadata(&self, handle: &str) -> Result<SpillFacts, StoreError> {
-        let (fs, path) = self.for_read(handle).await?;
-        let options = GetOptions::new().with_head(true);
-        let result = self
-            .bounded(0, async {
-                fs.get_opts(&path, options)
-                    .await
-                    .map_err(|e| self.map_error(e, handle, super::Call::Read))
-            })
-            .await?;
-        Ok(SpillFacts::from_attributes(&result.attributes))
     }
 
     /// The line count in the header of `handle`'s index, if it has one that describes a payload

@@ -12,7 +12,7 @@
 //! filesystem without them: listings there fall back to the index).
 
 use bytes::Bytes;
-use object_store::{Attribute, AttributeValue, Attributes};
+use object_store::{Attribute, Attributes};
 
 use crate::read::line_index::MIN_INDEXED_BYTES;
 use crate::read::lines::{count_lines, next_break};
@@ -23,8 +23,6 @@ const KEY: &str = "overspill";
 const FIRST_LINE_CHARS: usize = 120;
 /// The most bytes of tool name kept.
 const TOOL_BYTES: usize = 128;
-/// Payloads this large are measured on a blocking thread.
-const INLINE_BYTES: usize = 256 << 10;
 
 /// What is known about a spill without reading it; `None` where it is not known (spills written
 /// before this metadata existed, or by writers that set none).
@@ -43,16 +41,12 @@ pub struct SpillFacts {
 }
 
 impl SpillFacts {
-    /// Measure `data`, the output of `tool` (if known) spilled under `handle`.
+    /// Measure `data` (on a blocking thread), the output of `tool` (if known) spilled under
+    /// `handle`.
     pub(crate) async fn measure(data: &Bytes, tool: Option<&str>, handle: &str) -> Self {
-        let mut facts = if data.len() < INLINE_BYTES {
-            Self::of(data)
-        } else {
-            let data = data.clone();
-            tokio::task::spawn_blocking(move || Self::of(&data))
-                .await
-                .unwrap_or_default()
-        };
+        let data = data.clone();
+        let measured = tokio::task::spawn_blocking(move || Self::of(&data)).await;
+        let mut facts = measured.unwrap_or_default();
         facts.tool = tool
             .filter(|t| !t.is_empty())
             .map(|t| cut_chars(t.as_bytes(), TOOL_BYTES));
@@ -77,12 +71,7 @@ impl SpillFacts {
 
     /// The object attributes that carry these facts.
     pub(crate) fn to_attributes(&self) -> Attributes {
-        let mut attributes = Attributes::new();
-        attributes.insert(
-            Attribute::Metadata(KEY.into()),
-            AttributeValue::from(self.to_query()),
-        );
-        attributes
+        Attributes::from_iter([(Attribute::Metadata(KEY.into()), self.to_query())])
     }
 
     /// These facts in URL query form (a local file keeps them in its `user.overspill` xattr).

@@ -21,15 +21,9 @@
 //! # Retention
 //!
 //! `overspill spills gc --older-than 6h` ([`Store::gc`]) deletes old spills on any backend from a
-//! full listing. In production on S3, a bucket lifecycle rule does the same without a cron:
-//! expire objects under `<prefix>/tool_output_limits/` after a day (S3 counts whole days):
-//!
-//! ```json
-//! {"Rules": [{"ID": "overspill-spills", "Status": "Enabled",
-//!   "Filter": {"Prefix": "tool_output_limits/"}, "Expiration": {"Days": 1},
-//!   "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1}}]}
-//! ```
-//! (`aws s3api put-bucket-lifecycle-configuration --bucket spills --lifecycle-configuration file://rule.json`).
+//! full listing. In production on S3, a bucket lifecycle rule expiring
+//! `<prefix>/tool_output_limits/` after a day does the same without a cron (the rule is in
+//! `deploy/README.md`).
 //!
 //! ```
 //! use bytes::Bytes;
@@ -53,13 +47,13 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::FutureExt as _;
 use object_store::path::Path;
-use object_store::{GetOptions, ObjectStore, PutOptions};
+use object_store::{Attributes, GetOptions, ObjectStore};
 
+use crate::diagnose;
 use crate::limits::{SpillStore, StoreError};
-use crate::read::{IndexCache, Version};
+use crate::read::{IndexCache, Part, Version};
 
 mod backend;
-mod bucket;
 mod explain;
 mod gc;
 mod index;
@@ -71,7 +65,7 @@ mod options;
 mod upload;
 mod url;
 
-pub use bucket::Bucket;
+pub use backend::Bucket;
 pub(crate) use explain::{Cause, explain};
 pub use gc::{GcReport, SpillInfo};
 pub use key::{INDEX_SUFFIX, NAMESPACE, Refusal, check_handle, sanitize_key, sanitize_segment};
@@ -140,13 +134,14 @@ impl Store {
             Some(raw) => StoreUrl::parse(raw).map_err(|e| StoreError::Backend(Box::new(e)))?,
         };
         let (backend, prefix, shown) = match parsed {
-            StoreUrl::Local { root } => (
-                Backend::Local(Arc::new(LocalBackend::new(root.clone()))),
-                Path::default(),
-                root_url(&root),
-            ),
+            StoreUrl::Local { root } => {
+                let shown = ::url::Url::from_directory_path(&root)
+                    .map_or_else(|()| root.display().to_string(), String::from);
+                let local = Arc::new(LocalBackend::new(root));
+                (Backend::Local(local), Path::default(), shown)
+            }
             object => {
-                let (store, prefix, url) = bucket::connect(object, &options)?;
+                let (store, prefix, url) = backend::connect(object, &options)?;
                 (Backend::Object(store), prefix, url)
             }
         };
@@ -170,40 +165,125 @@ impl Store {
     /// checked: a directory owned by this user, not a symlink); a bucket answers one listing
     /// request (it exists, the credentials are accepted). Bounded by the per-call timeout.
     pub async fn check(&self) -> Result<(), StoreError> {
-        let base = self.inner.base.clone();
-        let (fs, path) = self.backend_for(base, "", Access::Write).await?;
+        let base = &self.inner.base;
+        let fs = self.backend_for(base, "", Access::Write).await?;
         self.bounded(0, async {
-            fs.list_with_delimiter(Some(&path))
-                .await
+            let listed = fs.list_with_delimiter(Some(base)).await;
+            listed
                 .map(drop)
                 .map_err(|e| self.map_error(e, "", Call::List))
         })
         .await
     }
 
-    /// Run `call` within the scan deadline.
-    async fn scan<T>(
-        &self,
-        call: impl Future<Output = Result<T, StoreError>>,
-    ) -> Result<T, StoreError> {
-        self.within(self.inner.options.scan_timeout, call).await
+    /// The whole payload stored under `handle`.
+    pub async fn read(&self, handle: &str) -> Result<Bytes, StoreError> {
+        let (fs, path) = self.for_read(handle, Part::Payload).await?;
+        let (bytes, _) = self.get(&fs, &path, GetOptions::default(), handle).await?;
+        Ok(bytes)
     }
 
-    /// Run the blocking local-filesystem `work` on a blocking thread, within the deadline for
-    /// `bytes`.
-    async fn on_disk<T: Send + 'static>(
+    /// The spill store for outputs of `tool`: its spills carry the tool's name (see
+    /// [`SpillFacts`]).
+    pub fn for_tool<'a>(&'a self, tool: &'a str) -> ToolSpills<'a> {
+        ToolSpills { store: self, tool }
+    }
+
+    /// Write the output of `tool` (if known) under `key`, with its [`SpillFacts`] as metadata
+    /// where the backend keeps any.
+    async fn write_output(
         &self,
-        local: &Arc<LocalBackend>,
-        bytes: u64,
-        work: impl FnOnce(&LocalBackend) -> Result<T, StoreError> + Send + 'static,
-    ) -> Result<T, StoreError> {
-        let local = local.clone();
-        self.bounded(bytes, async move {
-            tokio::task::spawn_blocking(move || work(&local))
-                .await
-                .map_err(|e| StoreError::Backend(Box::new(e)))?
-        })
-        .await
+        key: &str,
+        data: Bytes,
+        tool: Option<&str>,
+    ) -> Result<String, StoreError> {
+        let path = self.locate(key)?;
+        self.too_long(&path, key)?;
+        let len = data.len() as u64;
+        // The payload is measured for its metadata and uploaded while its line index is built;
+        // the index is stored once the payload's new tag, which binds it, is known.
+        self.inner.cache.remove(key);
+        // A refused or failed write returns at once, without waiting for the index.
+        let built = index::build(data.clone()).map(Ok);
+        let (tag, built) = futures::try_join!(self.put(&path, data, tool, key), built)?;
+        if let Some(built) = built {
+            let payload = Version { size: len, tag };
+            self.store_index(&path, key, built, &payload).await;
+        }
+        tracing::debug!(target: "overspill::store", bytes = len, "spilled {key:?} to {path}");
+        Ok(key.to_owned())
+    }
+
+    /// Upload `data`, the output of `tool` (if known), to `path` (spill `key`'s) within the
+    /// deadline for its size (in parts when large), with its facts; returns the new object's tag.
+    async fn put(
+        &self,
+        path: &Path,
+        data: Bytes,
+        tool: Option<&str>,
+        key: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let fs = self.backend_for(path, key, Access::Write).await?;
+        let facts = SpillFacts::measure(&data, tool, key).await;
+        let len = data.len() as u64;
+        // A local file is written whole, its facts in an extended attribute (object_store's
+        // filesystem keeps no attributes); a large upload to a bucket goes in parts.
+        let options = &self.inner.options;
+        let (attributes, multipart) = match &self.inner.backend {
+            Backend::Object(_) => {
+                let large = data.len() >= options.multipart_threshold;
+                (
+                    facts.to_attributes(),
+                    large && data.len() > options.part_size.max(1),
+                )
+            }
+            Backend::Local(_) => (Attributes::new(), false),
+        };
+        let put = self.bounded(len, async {
+            let put = if multipart {
+                upload::put_multipart(fs.as_ref(), path, data, attributes, options).await
+            } else {
+                fs.put_opts(path, data.into(), attributes.into()).await
+            };
+            put.map_err(|e| self.map_error(e, key, Call::Write))
+        });
+        let tag = put.await?.e_tag;
+        if let Backend::Local(local) = &self.inner.backend {
+            let (path, facts) = (path.clone(), facts.to_query());
+            self.on_disk(local, 0, move |l| {
+                l.set_facts(&path, &facts);
+                Ok(())
+            })
+            .await?;
+        }
+        Ok(tag)
+    }
+
+    /// The object at `path` (or the part `options` asks for), with its version.
+    async fn get(
+        &self,
+        fs: &Arc<dyn ObjectStore>,
+        path: &Path,
+        options: GetOptions,
+        handle: &str,
+    ) -> Result<(Bytes, Version), StoreError> {
+        let failed = |e| self.map_error(e, handle, Call::Read);
+        let result = self.bounded(0, fs.get_opts(path, options).map(|r| r.map_err(failed)));
+        let result = result.await?;
+        let version = Version {
+            size: result.meta.size,
+            tag: result.meta.e_tag.clone(),
+        };
+        let size = result.range.end - result.range.start;
+        let bytes = self.bounded(size, result.bytes().map(|r| r.map_err(failed)));
+        Ok((bytes.await?, version))
+    }
+
+    /// The sanitized object path of `key` (no checks).
+    fn object_path(&self, key: &str) -> Path {
+        key::segments(key)
+            .iter()
+            .fold(self.inner.base.clone(), |p, s| p.join(s.as_ref()))
     }
 
     /// The object path of `handle`, or why it is refused.
@@ -211,46 +291,45 @@ impl Store {
         check_handle(handle).map_err(|_| StoreError::OutsideStore {
             handle: handle.to_owned(),
         })?;
-        Ok(key::segments(handle)
-            .iter()
-            .fold(self.inner.base.clone(), |p, s| p.join(s.as_ref())))
+        Ok(self.object_path(handle))
     }
 
-    /// The backend and object path for a read of `handle`, after the local root checks. A handle
-    /// too long to have been stored is `NotFound`.
-    async fn for_read(&self, handle: &str) -> Result<(Arc<dyn ObjectStore>, Path), StoreError> {
-        let path = self.read_path(handle)?;
-        self.backend_for(path, handle, Access::Read).await
-    }
-
-    /// The object path of `handle`'s payload for a read; a handle too long to have been stored
-    /// is `NotFound`.
-    fn read_path(&self, handle: &str) -> Result<Path, StoreError> {
+    /// The backend and object path of `part` of `handle` for a read, after the local root's
+    /// checks. A payload handle too long to have been stored is `NotFound`.
+    async fn for_read(
+        &self,
+        handle: &str,
+        part: Part,
+    ) -> Result<(Arc<dyn ObjectStore>, Path), StoreError> {
         let path = self.locate(handle)?;
-        if self.too_long(&path, handle).is_err() {
-            return Err(StoreError::NotFound {
-                handle: handle.to_owned(),
-            });
-        }
-        Ok(path)
+        let path = match part {
+            Part::Index => index::index_path(&path),
+            Part::Payload if self.too_long(&path, handle).is_ok() => path,
+            Part::Payload => {
+                return Err(StoreError::NotFound {
+                    handle: handle.to_owned(),
+                });
+            }
+        };
+        Ok((self.backend_for(&path, handle, Access::Read).await?, path))
     }
 
-    /// The backend for the object at `path`, after the local backend's `check` of it.
+    /// The backend for `access` to the object at `path` (of `handle`), after the local
+    /// backend's checks of it.
     async fn backend_for(
         &self,
-        path: Path,
+        path: &Path,
         handle: &str,
         access: Access,
-    ) -> Result<(Arc<dyn ObjectStore>, Path), StoreError> {
-        let fs = match &self.inner.backend {
-            Backend::Object(store) => store.clone(),
+    ) -> Result<Arc<dyn ObjectStore>, StoreError> {
+        match &self.inner.backend {
+            Backend::Object(store) => Ok(store.clone()),
             Backend::Local(local) => {
                 let (relative, handle) = (path.to_string(), handle.to_owned());
                 self.on_disk(local, 0, move |l| l.checked(access, &relative, &handle))
-                    .await?
+                    .await
             }
-        };
-        Ok((fs, path))
+        }
     }
 
     /// Refuse a key whose object (or line index beside it) the backend cannot name: over 1,024
@@ -278,19 +357,39 @@ impl Store {
     /// [`StoreError::Misconfigured`] (final), only a missing object on a read is `NotFound`, and
     /// a timeout, an unreachable endpoint or any other failure is retryable.
     fn map_error(&self, error: object_store::Error, handle: &str, call: Call) -> StoreError {
-        use explain::Cause;
         let remote = matches!(self.inner.backend, Backend::Object(_));
-        let explained = explain::explain(&error, self.url(), remote && call != Call::Read);
-        match explained.cause {
-            Cause::NoBucket if remote => StoreError::Misconfigured(explained.text),
+        let (cause, text) = explain::explain(&error, self.url(), remote && call != Call::Read);
+        let timeout = diagnose::chain(&error).any(|e| {
+            e.downcast_ref::<object_store::client::HttpError>()
+                .is_some_and(|h| h.kind() == object_store::client::HttpErrorKind::Timeout)
+        });
+        match cause {
+            Cause::NoBucket if remote => StoreError::Misconfigured(text),
             _ if matches!(error, object_store::Error::NotFound { .. }) => StoreError::NotFound {
                 handle: handle.to_owned(),
             },
-            Cause::Credentials | Cause::Tls(_) => StoreError::Misconfigured(explained.text),
-            _ if is_timeout(&error) => StoreError::Timeout(self.inner.options.timeout),
-            Cause::Unreachable => StoreError::Backend(explained.text.into()),
+            Cause::Credentials | Cause::Tls(_) => StoreError::Misconfigured(text),
+            _ if timeout => StoreError::Timeout(self.inner.options.timeout),
+            Cause::Unreachable => StoreError::Backend(text.into()),
             _ => StoreError::Backend(Box::new(error)),
         }
+    }
+
+    /// Run the blocking local-filesystem `work` on a blocking thread, within the deadline for
+    /// `bytes`.
+    async fn on_disk<T: Send + 'static>(
+        &self,
+        local: &Arc<LocalBackend>,
+        bytes: u64,
+        work: impl FnOnce(&LocalBackend) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let local = local.clone();
+        self.bounded(bytes, async move {
+            tokio::task::spawn_blocking(move || work(&local))
+                .await
+                .map_err(|e| StoreError::Backend(Box::new(e)))?
+        })
+        .await
     }
 
     /// Run `call` within the deadline for `bytes`.
@@ -299,175 +398,31 @@ impl Store {
         bytes: u64,
         call: impl Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
-        self.within(self.inner.options.deadline(bytes), call).await
+        within(self.inner.options.deadline(bytes), call).await
     }
 
-    /// Run `call` within `deadline`.
-    async fn within<T>(
+    /// Run `call` within the scan deadline.
+    async fn scan<T>(
         &self,
-        deadline: Duration,
         call: impl Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
-        tokio::time::timeout(deadline, call)
-            .await
-            .unwrap_or(Err(StoreError::Timeout(deadline)))
-    }
-
-    /// Upload `data`, the output of `tool` (if known), to `path` within the deadline for its
-    /// size (in parts when large); returns the backend (for the index beside it) and the new
-    /// object's tag.
-    ///
-    /// A local write is one trip to a blocking thread: the root's checks, the write, the rename.
-    async fn put(
-        &self,
-        path: &Path,
-        data: Bytes,
-        tool: Option<&str>,
-        key: &str,
-    ) -> Result<(Arc<dyn ObjectStore>, Option<String>), StoreError> {
-        let len = data.len() as u64;
-        let fs = match &self.inner.backend {
-            Backend::Object(fs) => fs,
-            Backend::Local(local) => {
-                let (location, key) = (path.clone(), key.to_owned());
-                let facts = SpillFacts::measure(&data, tool, &key).await.to_query();
-                let write = move |l: &LocalBackend| {
-                    let written = l.write(&location, &key, &data)?;
-                    l.set_facts(&location, &facts);
-                    Ok(written)
-                };
-                let (fs, tag) = self.on_disk(local, len, write).await?;
-                return Ok((fs, Some(tag)));
-            }
-        };
-        let write = async {
-            let attributes = SpillFacts::measure(&data, tool, key).await.to_attributes();
-            let options = &self.inner.options;
-            let part_size = options.part_size.max(1);
-            let multipart = data.len() >= options.multipart_threshold && data.len() > part_size;
-            let result = if multipart {
-                upload::put_multipart(
-                    fs.as_ref(),
-                    path,
-                    data,
-                    attributes,
-                    part_size,
-                    options.part_concurrency.max(1),
-                    options.timeout,
-                )
-                .await
-            } else {
-                let options = PutOptions {
-                    attributes,
-                    ..PutOptions::default()
-                };
-                fs.put_opts(path, data.into(), options).await
-            };
-            result
-                .map(|put| (fs.clone(), put.e_tag))
-                .map_err(|e| self.map_error(e, key, Call::Write))
-        };
-        self.bounded(len, write).await
-    }
-
-    /// The object at `path` (or the part `options` asks for), with its version.
-    async fn get(
-        &self,
-        fs: &Arc<dyn ObjectStore>,
-        path: &Path,
-        options: GetOptions,
-        handle: &str,
-    ) -> Result<(Bytes, Version), StoreError> {
-        let result = self
-            .bounded(0, async {
-                fs.get_opts(path, options)
-                    .await
-                    .map_err(|e| self.map_error(e, handle, Call::Read))
-            })
-            .await?;
-        let version = Version {
-            size: result.meta.size,
-            tag: result.meta.e_tag.clone(),
-        };
-        let size = result.range.end - result.range.start;
-        let bytes = self
-            .bounded(size, async {
-                result
-                    .bytes()
-                    .await
-                    .map_err(|e| self.map_error(e, handle, Call::Read))
-            })
-            .await?;
-        Ok((bytes, version))
+        within(self.inner.options.scan_timeout, call).await
     }
 }
 
-fn root_url(root: &std::path::Path) -> String {
-    ::url::Url::from_directory_path(root)
-        .map(|u| u.to_string())
-        .unwrap_or_else(|()| root.display().to_string())
-}
-
-/// Whether an object_store error is, somewhere in its chain, an HTTP timeout.
-fn is_timeout(error: &object_store::Error) -> bool {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(e) = source {
-        if let Some(http) = e.downcast_ref::<object_store::client::HttpError>()
-            && http.kind() == object_store::client::HttpErrorKind::Timeout
-        {
-            return true;
-        }
-        source = e.source();
-    }
-    false
-}
-
-impl Store {
-    /// The whole payload stored under `handle`.
-    pub async fn read(&self, handle: &str) -> Result<Bytes, StoreError> {
-        let (fs, path) = self.for_read(handle).await?;
-        let (bytes, _) = self.get(&fs, &path, GetOptions::default(), handle).await?;
-        Ok(bytes)
-    }
+/// Run `call` within `deadline`.
+async fn within<T>(
+    deadline: Duration,
+    call: impl Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    tokio::time::timeout(deadline, call)
+        .await
+        .unwrap_or(Err(StoreError::Timeout(deadline)))
 }
 
 impl SpillStore for Store {
     async fn write(&self, key: &str, data: Bytes) -> Result<String, StoreError> {
         self.write_output(key, data, None).await
-    }
-}
-
-impl Store {
-    /// The spill store for outputs of `tool`: its spills carry the tool's name (see
-    /// [`SpillFacts`]).
-    pub fn for_tool<'a>(&'a self, tool: &'a str) -> ToolSpills<'a> {
-        ToolSpills { store: self, tool }
-    }
-
-    /// Write the output of `tool` (if known) under `key`, with its [`SpillFacts`] as metadata
-    /// where the backend keeps any.
-    async fn write_output(
-        &self,
-        key: &str,
-        data: Bytes,
-        tool: Option<&str>,
-    ) -> Result<String, StoreError> {
-        let path = self.locate(key)?;
-        self.too_long(&path, key)?;
-        let len = data.len() as u64;
-        // The payload is measured for its metadata and uploaded while its line index is built;
-        // the index is stored once the payload's new tag, which binds it, is known.
-        self.inner.cache.remove(key);
-        // A refused or failed write returns at once, without waiting for the index.
-        let built = index::build(data.clone()).map(Ok);
-        let ((fs, tag), built) =
-            futures::try_join!(self.put(&path, data.clone(), tool, key), built)?;
-        if let Some(built) = built {
-            let payload = Version { size: len, tag };
-            self.store_index(&fs, &path, key, built, &payload).await;
-        }
-        tracing::debug!(target: "overspill::store", bytes = len, "spilled {key:?} to {path}");
-        Ok(key.to_owned())
     }
 }
 

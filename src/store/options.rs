@@ -68,19 +68,11 @@ pub struct StoreOptions {
 }
 
 /// An S3 access key pair; `Debug` shows the key id, never the secret.
-#[derive(Clone)]
+#[derive(Clone, derive_more::Debug)]
 pub(crate) struct Credentials {
     pub(crate) access_key_id: String,
+    #[debug("{:?}", crate::redact::PLACEHOLDER)]
     pub(crate) secret_access_key: String,
-}
-
-impl std::fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Credentials")
-            .field("access_key_id", &self.access_key_id)
-            .field("secret_access_key", &crate::redact::PLACEHOLDER)
-            .finish()
-    }
 }
 
 impl Default for StoreOptions {

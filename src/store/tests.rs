@@ -8,6 +8,7 @@ use super::*;
 use crate::limits::{SpillStore, StoreError};
 use crate::read::line_index::Header;
 use crate::read::{Part, ReadRequest, SpillReader, read_page, read_tool_result};
+use object_store::PutOptions;
 
 fn text(lines: usize) -> Bytes {
     Bytes::from(

@@ -7,97 +7,67 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::{StreamExt as _, TryStreamExt as _};
 use object_store::path::Path;
-use object_store::{
-    Attributes, MultipartUpload, ObjectStore, PutMultipartOptions, PutResult, UploadPart,
-};
+use object_store::{Attributes, MultipartUpload, ObjectStore, PutResult};
 
-/// Upload `data` with `attributes` to `path` in `part_size` parts (zero-copy slices), `concurrency` at a time;
-/// returns the completed object's tag and version. Aborting a failed or dropped upload may take
-/// up to `abort_timeout`, in the background.
+use super::StoreOptions;
+
+/// Upload `data` with `attributes` to `path` in parts of `options`' size (zero-copy slices),
+/// `options`' concurrency at a time. Aborting a failed or dropped upload may take up to the
+/// per-call timeout, in the background.
 pub(super) async fn put_multipart(
     fs: &dyn ObjectStore,
     path: &Path,
     data: Bytes,
     attributes: Attributes,
-    part_size: usize,
-    concurrency: usize,
-    abort_timeout: Duration,
+    options: &StoreOptions,
 ) -> object_store::Result<PutResult> {
-    let upload = fs
-        .put_multipart_opts(
-            path,
-            PutMultipartOptions {
-                attributes,
-                ..PutMultipartOptions::default()
-            },
-        )
-        .await?;
-    let mut upload = AbortOnDrop {
-        upload: Some(upload),
-        abort_timeout,
+    let part_size = options.part_size.max(1);
+    let mut pending = AbortOnDrop {
+        upload: None,
+        abort_timeout: options.timeout,
     };
-    let parts: Vec<Bytes> = (0..data.len())
+    let upload = pending
+        .upload
+        .insert(fs.put_multipart_opts(path, attributes.into()).await?);
+    let parts: Vec<_> = (0..data.len())
         .step_by(part_size)
-        .map(|start| data.slice(start..(start + part_size).min(data.len())))
+        .map(|start| {
+            upload.put_part(
+                data.slice(start..(start + part_size).min(data.len()))
+                    .into(),
+            )
+        })
         .collect();
     futures::stream::iter(parts)
-        .map(|part| upload.put_part(part))
-        .buffer_unordered(concurrency)
+        .buffer_unordered(options.part_concurrency.max(1))
         .try_collect::<()>()
         .await?;
-    upload.complete().await
+    let completed = upload.complete().await?;
+    pending.upload = None;
+    Ok(completed)
 }
 
-/// An upload in progress: aborted in the background when dropped before it completed.
+/// An upload in progress (`None` once completed): aborted in the background when dropped.
 struct AbortOnDrop {
-    /// `None` once completed.
     upload: Option<Box<dyn MultipartUpload>>,
     abort_timeout: Duration,
 }
 
-impl AbortOnDrop {
-    fn put_part(&mut self, part: Bytes) -> UploadPart {
-        match &mut self.upload {
-            Some(upload) => upload.put_part(part.into()),
-            None => Box::pin(std::future::ready(Err(finished()))),
-        }
-    }
-
-    /// Complete the upload; a failed completion is aborted too.
-    async fn complete(mut self) -> object_store::Result<PutResult> {
-        let upload = self.upload.as_mut().ok_or_else(finished)?;
-        let completed = upload.complete().await?;
-        self.upload = None;
-        Ok(completed)
-    }
-}
-
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
-        let Some(mut upload) = self.upload.take() else {
-            return;
-        };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        let (Some(mut upload), Ok(runtime)) =
+            (self.upload.take(), tokio::runtime::Handle::try_current())
+        else {
             return;
         };
         let timeout = self.abort_timeout;
         runtime.spawn(async move {
-            match tokio::time::timeout(timeout, upload.abort()).await {
-                Ok(Ok(())) => {}
-                Ok(Err(error)) => {
-                    tracing::debug!(target: "overspill::store", "aborting a multipart upload failed: {error}");
-                }
-                Err(_) => {
-                    tracing::debug!(target: "overspill::store", "aborting a multipart upload timed out");
-                }
-            }
+            let failed = match tokio::time::timeout(timeout, upload.abort()).await {
+                Ok(Ok(())) => return,
+                Ok(Err(error)) => format!("failed: {error}"),
+                Err(_) => "timed out".to_owned(),
+            };
+            tracing::debug!(target: "overspill::store", "aborting a multipart upload {failed}");
         });
-    }
-}
-
-fn finished() -> object_store::Error {
-    object_store::Error::Generic {
-        store: "overspill",
-        source: "the multipart upload is already complete".into(),
     }
 }

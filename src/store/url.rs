@@ -118,20 +118,13 @@ impl StoreUrl {
                 other => return Err(query_error(raw, &format!("unknown parameter {other:?}"))),
             }
         }
-        // memory://prefix puts the first segment in the host: fold it back into the prefix.
-        let (host, path) = match scheme {
-            Scheme::Memory => (
-                String::new(),
-                format!("{}{}", url.host_str().unwrap_or(""), url.path()),
-            ),
-            _ => (
-                url.host_str().unwrap_or("").to_owned(),
-                url.path().to_owned(),
-            ),
+        let host = url.host_str().unwrap_or("");
+        let path = match scheme {
+            // memory://prefix puts the first segment in the host: fold it back into the prefix.
+            Scheme::Memory => format!("{host}{}", url.path()),
+            _ if host.is_empty() => return Err(UrlError::NoBucket(redact::url(raw))),
+            _ => url.path().to_owned(),
         };
-        if scheme != Scheme::Memory && host.is_empty() {
-            return Err(UrlError::NoBucket(redact::url(raw)));
-        }
         let prefix = Path::from_url_path(path.trim_start_matches('/')).map_err(|source| {
             UrlError::Prefix {
                 url: redact::url(raw),
