@@ -35,45 +35,35 @@ impl Weighter<String, Arc<Opened>> for Bytesize {
 }
 
 /// Spills recently opened by a reader, by handle, in a byte-weighted cache
-/// ([`quick_cache`]'s, of one shard, so that the whole budget can hold a large index).
+/// ([`quick_cache`]'s, of one shard, so that the whole budget can hold a large index; it keeps
+/// nothing heavier than its budget).
 #[derive(Debug)]
-pub struct IndexCache {
-    budget: u64,
-    /// `None` when the budget is 0.
-    entries: Option<Cache<String, Arc<Opened>, Bytesize>>,
-}
+pub struct IndexCache(Option<Cache<String, Arc<Opened>, Bytesize>>);
 
 impl IndexCache {
     /// A cache holding at most `budget` bytes (0 disables it).
     pub fn new(budget: usize) -> Self {
-        let budget = budget as u64;
         let options = OptionsBuilder::new()
             .estimated_items_capacity(64)
-            .weight_capacity(budget)
+            .weight_capacity(budget as u64)
             .shards(1)
             .build();
-        let entries = options.ok().filter(|_| budget > 0).map(|options| {
+        Self(options.ok().map(|options| {
             Cache::with_options(options, Bytesize, Default::default(), Default::default())
-        });
-        Self { budget, entries }
+        }))
     }
 
     /// The entry for `handle`.
     pub(crate) fn get(&self, handle: &str) -> Option<Arc<Opened>> {
-        self.entries.as_ref()?.get(handle)
+        self.0.as_ref()?.get(handle)
     }
 
-    /// Keep `opened` for `handle` if a later read can check it (its payload has a tag) and it fits
-    /// the budget, replacing any older entry.
+    /// Keep `opened` for `handle` if a later read can check it (its payload has a tag), replacing
+    /// any older entry.
     pub(crate) fn put(&self, handle: &str, opened: Arc<Opened>) {
-        let Some(entries) = &self.entries else {
-            return;
-        };
-        match opened.payload.tag.is_some()
-            && Bytesize.weight(&String::new(), &opened) <= self.budget
-        {
-            true => entries.insert(handle.to_owned(), opened),
-            false => self.remove(handle),
+        match (&self.0, opened.payload.tag.is_some()) {
+            (Some(entries), true) => entries.insert(handle.to_owned(), opened),
+            _ => self.remove(handle),
         }
     }
 
@@ -93,7 +83,7 @@ impl IndexCache {
 
     /// Forget `handle`.
     pub fn remove(&self, handle: &str) {
-        if let Some(entries) = &self.entries {
+        if let Some(entries) = &self.0 {
             entries.remove(handle);
         }
     }
@@ -102,6 +92,7 @@ impl IndexCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::read::line_index::Index;
 
     #[test]
     fn holds_what_fits_its_budget() {
@@ -135,6 +126,16 @@ mod tests {
             }),
         );
         assert!(cache.get("u").is_none());
+        // Nothing heavier than the budget, which drops the entry it would replace.
+        cache.put("d", whole());
+        let bytes = Bytes::from(Index::build(b"x\n").encode(&"t".repeat(200)).unwrap());
+        let header = Header::decode(&bytes, bytes.len() as u64).unwrap();
+        let heavy = Opened {
+            payload: whole().payload.clone(),
+            index: Some((header, bytes)),
+        };
+        cache.put("d", Arc::new(heavy));
+        assert!(cache.get("d").is_none());
         assert!(IndexCache::new(0).get("a").is_none());
     }
 }
