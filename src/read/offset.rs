@@ -72,15 +72,13 @@ async fn open<R: SpillReader>(reader: &R, handle: &str) -> Result<Opened, PageEr
         Err(StoreError::Timeout(after)) => return Err(StoreError::Timeout(after).into()),
         Err(e) => e.to_string(),
     };
-    if payload.size < MIN_INDEXED_BYTES {
-        return Ok(Opened {
-            payload,
-            index: None,
-        });
-    }
-    tracing::debug!(target: "overspill::read", "rebuilding the line index of {handle:?}: {unusable}");
-    let index = rebuild(reader, handle, &payload).await?;
-    let index = Some(index);
+    let index = match payload.size < MIN_INDEXED_BYTES {
+        true => None,
+        false => {
+            tracing::debug!(target: "overspill::read", "rebuilding the line index of {handle:?}: {unusable}");
+            Some(rebuild(reader, handle, &payload).await?)
+        }
+    };
     Ok(Opened { payload, index })
 }
 
