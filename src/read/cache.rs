@@ -9,82 +9,16 @@ use bytes::Bytes;
 use quick_cache::sync::Cache;
 use quick_cache::{OptionsBuilder, Weighter};
 
-use super::line_index::{Header, IndexError, Version};
-
-/// The first bytes of an index that opening a spill reads: the header and, for all but the
-/// largest spills, every entry (512 KiB of entries cover 67 million lines of 2,048 to a block,
-/// or 4 GiB of long lines at a checkpoint every 128 KiB). A smaller index is read whole.
-pub(crate) const INDEX_PREFIX_BYTES: u64 = 512 << 10;
-
-/// The largest index a cache keeps whole (that of a spill of at least 500 MB), so that later
-/// pages of the spill read nothing but their payload bytes; of a larger one it keeps the first
-/// [`INDEX_PREFIX_BYTES`].
-pub(crate) const WHOLE_INDEX_BYTES: u64 = 4 << 20;
+use super::line_index::{Header, Version};
 
 /// What a page knows about a spill before reading its payload.
 #[derive(Debug)]
-pub(crate) enum Opened {
-    /// A spill too small to have an index: read whole.
-    Whole(Version),
-    /// A spill paged through its index.
-    Indexed(IndexView),
-}
-
-impl Opened {
-    /// What a cache keeps of this: only what later reads can check (a payload with a tag), and of
-    /// an index up to [`WHOLE_INDEX_BYTES`] all that is held, of a larger one its first
-    /// [`INDEX_PREFIX_BYTES`] when the rest can be read from the stored object.
-    fn to_cache(&self) -> Option<Self> {
-        let view = match self {
-            Self::Whole(payload) => {
-                return payload.tag.is_some().then(|| Self::Whole(payload.clone()));
-            }
-            Self::Indexed(view) => view,
-        };
-        view.payload.tag.as_ref()?;
-        let kept = match view.object.size <= WHOLE_INDEX_BYTES {
-            true => view.prefix.len(),
-            false => view.prefix.len().min(INDEX_PREFIX_BYTES as usize),
-        };
-        let whole = kept as u64 == view.object.size;
-        (whole || view.object.tag.is_some()).then(|| {
-            Self::Indexed(IndexView {
-                prefix: view.prefix.slice(..kept),
-                ..view.clone()
-            })
-        })
-    }
-}
-
-/// An index as a reader holds it.
-#[derive(Debug, Clone)]
-pub(crate) struct IndexView {
-    /// Its checked header.
-    pub(super) header: Header,
-    /// The payload version it was opened for.
+pub(crate) struct Opened {
+    /// The payload version every read of the payload is checked against.
     pub(super) payload: Version,
-    /// The index object's own version: later reads of its entries must come from that object.
-    pub(super) object: Version,
-    /// The object's first bytes (or all of them).
-    pub(super) prefix: Bytes,
-}
-
-impl IndexView {
-    /// The index whose first bytes are `prefix`, read from an object at `object`, for the payload
-    /// at `payload`, if its header is well-formed (whether it describes that payload is
-    /// [`Header::describes`]).
-    pub(crate) fn new(
-        prefix: Bytes,
-        object: Version,
-        payload: &Version,
-    ) -> Result<Self, IndexError> {
-        Ok(Self {
-            header: Header::decode(&prefix, object.size)?,
-            payload: payload.clone(),
-            object,
-            prefix,
-        })
-    }
+    /// Its index, whole, and the index's checked header; `None` for a spill too small to have
+    /// one, which is read whole.
+    pub(super) index: Option<(Header, Bytes)>,
 }
 
 /// An entry's weight: the index bytes it holds, and a little for the rest.
@@ -93,61 +27,55 @@ struct Bytesize;
 
 impl Weighter<String, Arc<Opened>> for Bytesize {
     fn weight(&self, _handle: &String, opened: &Arc<Opened>) -> u64 {
-        match opened.as_ref() {
-            Opened::Whole(_) => 64,
-            Opened::Indexed(view) => 128 + view.prefix.len() as u64,
-        }
+        64 + opened
+            .index
+            .as_ref()
+            .map_or(0, |(_, bytes)| bytes.len() as u64)
     }
 }
 
 /// Spills recently opened by a reader, by handle, in a byte-weighted cache
-/// ([`quick_cache`]'s, of one shard, so that the whole budget can hold a large index).
+/// ([`quick_cache`]'s, of one shard, so that the whole budget can hold a large index; it keeps
+/// nothing heavier than its budget).
 #[derive(Debug)]
-pub struct IndexCache {
-    budget: u64,
-    /// `None` when the budget is 0.
-    entries: Option<Cache<String, Arc<Opened>, Bytesize>>,
-}
+pub struct IndexCache(Option<Cache<String, Arc<Opened>, Bytesize>>);
 
 impl IndexCache {
     /// A cache holding at most `budget` bytes (0 disables it).
     pub fn new(budget: usize) -> Self {
-        let budget = budget as u64;
         let options = OptionsBuilder::new()
             .estimated_items_capacity(64)
-            .weight_capacity(budget)
+            .weight_capacity(budget as u64)
             .shards(1)
             .build();
-        let entries = options.ok().filter(|_| budget > 0).map(|options| {
+        Self(options.ok().map(|options| {
             Cache::with_options(options, Bytesize, Default::default(), Default::default())
-        });
-        Self { budget, entries }
+        }))
     }
 
     /// The entry for `handle`.
     pub(crate) fn get(&self, handle: &str) -> Option<Arc<Opened>> {
-        self.entries.as_ref()?.get(handle)
+        self.0.as_ref()?.get(handle)
     }
 
-    /// Keep what can be kept of `opened` for `handle` (see [`Opened::to_cache`]), replacing any
-    /// older entry.
-    pub(crate) fn put(&self, handle: &str, opened: &Opened) {
-        let Some(entries) = &self.entries else {
-            return;
-        };
-        let kept = opened.to_cache().map(Arc::new);
-        match kept.filter(|o| Bytesize.weight(&String::new(), o) <= self.budget) {
-            Some(kept) => entries.insert(handle.to_owned(), kept),
-            None => self.remove(handle),
+    /// Keep `opened` for `handle` if a later read can check it (its payload has a tag), replacing
+    /// any older entry.
+    pub(crate) fn put(&self, handle: &str, opened: Arc<Opened>) {
+        match (&self.0, opened.payload.tag.is_some()) {
+            (Some(entries), true) => entries.insert(handle.to_owned(), opened),
+            _ => self.remove(handle),
         }
     }
 
-    /// Keep the index just stored for `handle` (its encoded bytes, the index object's version)
-    /// for `payload`; nothing if it is not an index of that payload.
-    pub fn insert_stored(&self, handle: &str, index: &Bytes, object: Version, payload: &Version) {
-        match IndexView::new(index.clone(), object, payload) {
-            Ok(view) if view.header.describes(payload) => {
-                self.put(handle, &Opened::Indexed(view));
+    /// Keep the index just stored for `handle` (its encoded bytes) for `payload`; nothing if it
+    /// is not an index of that payload. The index object's version is not needed: the cache
+    /// holds the index whole and never reads it again.
+    pub fn insert_stored(&self, handle: &str, index: &Bytes, _object: Version, payload: &Version) {
+        match Header::decode(index, index.len() as u64) {
+            Ok(header) if header.describes(payload) => {
+                let index = Some((header, index.clone()));
+                let payload = payload.clone();
+                self.put(handle, Arc::new(Opened { payload, index }));
             }
             _ => self.remove(handle),
         }
@@ -155,7 +83,7 @@ impl IndexCache {
 
     /// Forget `handle`.
     pub fn remove(&self, handle: &str) {
-        if let Some(entries) = &self.entries {
+        if let Some(entries) = &self.0 {
             entries.remove(handle);
         }
     }
@@ -164,18 +92,22 @@ impl IndexCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::read::line_index::Index;
 
     #[test]
     fn holds_what_fits_its_budget() {
         let whole = || {
-            Opened::Whole(Version {
-                size: 1,
-                tag: Some("t".into()),
+            Arc::new(Opened {
+                payload: Version {
+                    size: 1,
+                    tag: Some("t".into()),
+                },
+                index: None,
             })
         };
         let cache = IndexCache::new(3 * 64);
         for h in ["a", "b", "c", "d", "e"] {
-            cache.put(h, &whole());
+            cache.put(h, whole());
         }
         let held = ["a", "b", "c", "d", "e"]
             .iter()
@@ -185,8 +117,25 @@ mod tests {
         cache.remove("e");
         assert!(cache.get("e").is_none());
         // Nothing a later read cannot check: a payload without a tag.
-        cache.put("u", &Opened::Whole(Version { size: 1, tag: None }));
+        let payload = Version { size: 1, tag: None };
+        cache.put(
+            "u",
+            Arc::new(Opened {
+                payload,
+                index: None,
+            }),
+        );
         assert!(cache.get("u").is_none());
+        // Nothing heavier than the budget, which drops the entry it would replace.
+        cache.put("d", whole());
+        let bytes = Bytes::from(Index::build(b"x\n").encode(&"t".repeat(200)).unwrap());
+        let header = Header::decode(&bytes, bytes.len() as u64).unwrap();
+        let heavy = Opened {
+            payload: whole().payload.clone(),
+            index: Some((header, bytes)),
+        };
+        cache.put("d", Arc::new(heavy));
+        assert!(cache.get("d").is_none());
         assert!(IndexCache::new(0).get("a").is_none());
     }
 }

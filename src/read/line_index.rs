@@ -43,22 +43,23 @@
 //!
 //! # Paging by offset
 //!
-//! A reader keeps opened indexes in a byte-bounded in-process cache. A page:
+//! A reader keeps opened indexes, whole, in a byte-bounded in-process cache. A page:
 //!
-//! 1. **Opens** the spill unless it is cached: one round trip reads the payload's version and the
-//!    index's first 512 KiB (the header and, up to 33,000 blocks and checkpoints, every entry) at
-//!    once.
-//! 2. **Locates** the page's first line: the entries of its block and of the next two (their
-//!    starts bound where the page ends), then that block's checkpoints (at most `K`), from the
-//!    bytes held. Entries beyond them cost one more read; a cached spill then reads the rest of
-//!    its index once (up to 4 MiB) and keeps it whole.
-//! 3. **Reads** the payload from the nearest line start (at most `B` before the page) to the next
-//!    block start or checkpoint after it, at most `B` + 200 KB (a page shows 50,000 chars, 4
-//!    bytes a char at most), in one ranged read checked against the payload's version.
+//! 1. **Opens** the spill unless it is cached: one round trip reads the payload's version and
+//!    the whole index at once (a larger index than 8 MiB, that of a spill over 2 GB, takes one
+//!    more read for the rest).
+//! 2. **Locates** the page in the index, in memory: its block's start and checkpoints give the
+//!    nearest line start at or before the page's first line; the next block start or checkpoint
+//!    after its last line bounds where it ends ([`Header::locate`]).
+//! 3. **Reads** the payload from that line start (at most `B` before the page) to that bound, at
+//!    most `B` + 200 KB (a page shows 50,000 chars, 4 bytes a char at most), in one ranged read
+//!    checked against the payload's version.
 //!
-//! So a page of a cached spill is one ranged read, and a first page two in a row (three when its
-//! entries lie beyond the index's first 512 KiB); a spill too small for an index is read whole
-//! after the opening round trip. A page by pattern streams the payload instead (`read::scan`).
+//! So a page of a cached spill is one ranged read, and a cold page two in a row: the index
+//! (about 16 bytes per 2,048 lines and per 128 KiB: 160 KB for 1 GB of 100-byte lines, 4 MB for
+//! 1 GB of two-byte lines), then at most 331 KB of payload. A spill too small for an index is
+//! read whole after the opening round trip. A page by pattern streams the payload instead
+//! (`read::scan`).
 //!
 //! ```
 //! use overspill::read::line_index::{Header, Index};
@@ -89,8 +90,6 @@ const FIXED_LEN: u64 = 58;
 const MAX_TAG: usize = 255;
 /// Bytes of one block entry or checkpoint.
 const ENTRY: u64 = 16;
-/// Block entries a page reads: its block's and the next two's (see [`Header::block_entries`]).
-const PAGE_ENTRIES: u64 = 3;
 /// Bounds a reader accepts for `K` and `B`, so that a page's reads stay bounded.
 const MAX_LINES_PER_BLOCK: u32 = 1 << 16;
 const MAX_CHECKPOINT_BYTES: u32 = 1 << 20;
@@ -464,82 +463,49 @@ impl Header {
         u64::from(self.checkpoint_bytes)
     }
 
-    /// Where in the index object the entries of the block holding `line` are: that block's and,
-    /// when there are any, the next two blocks' (the next one's checkpoint count ends this
-    /// block's; their starts bound where a page beginning in this block ends).
-    pub fn block_entries(&self, line: u64) -> Range<u64> {
-        let block = self.block_of(line);
-        let start = self.len + ENTRY * block;
-        start..start + ENTRY * (self.blocks - block).min(PAGE_ENTRIES)
-    }
-
-    fn block_of(&self, line: u64) -> u64 {
-        (line / u64::from(self.lines_per_block)).min(self.blocks.saturating_sub(1))
-    }
-
-    /// Where the payload's lines before `end` end at the latest, from the entries
-    /// [`Self::block_entries`] read for `line` (`line < end`): the start of the first block at or
-    /// after `end` when they hold it, the payload's end otherwise.
-    pub fn lines_end(&self, line: u64, end: u64, entries: &[u8]) -> u64 {
-        let next = end.div_ceil(u64::from(self.lines_per_block));
-        let i = next.saturating_sub(self.block_of(line));
-        match next < self.blocks && ENTRY * (i + 1) <= entries.len() as u64 {
-            true => entry(entries, i as usize)[0].min(self.payload_len),
+    /// Where a page of `lines` (not empty) reads the payload, from `index`, the whole index
+    /// object: from the nearest line start at or before `lines.start` (its block's start or a
+    /// checkpoint, so less than `B` bytes before that line), to the first block start or
+    /// checkpoint at or after line `lines.end` (the payload's end when there is none).
+    pub fn locate(&self, index: &[u8], lines: Range<u64>) -> (LineStart, u64) {
+        let k = u64::from(self.lines_per_block);
+        let entry = |i: u64| entry(index, self.len + ENTRY * i);
+        let block = (lines.start / k).min(self.blocks.saturating_sub(1));
+        let [offset, first] = entry(block);
+        let mut start = LineStart {
+            line: block * k,
+            offset: offset.min(self.payload_len),
+        };
+        let next = lines.end.div_ceil(k);
+        let mut end = match next < self.blocks {
+            true => entry(next)[0].min(self.payload_len),
             false => self.payload_len,
-        }
-    }
-
-    /// From the entries [`Self::block_entries`] read for `line`: the block's first line, and
-    /// where in the index object that block's checkpoints are (at most `K` of them).
-    pub fn block_start(&self, line: u64, entries: &[u8]) -> (LineStart, Range<u64>) {
-        let block = self.block_of(line);
-        let start = LineStart {
-            line: block * u64::from(self.lines_per_block),
-            offset: entry(entries, 0)[0].min(self.payload_len),
         };
-        let first = entry(entries, 0)[1].min(self.checkpoints);
-        let end = match entries.len() as u64 >= 2 * ENTRY {
-            true => entry(entries, 1)[1],
-            false => self.checkpoints,
-        };
-        let end = end
-            .clamp(first, self.checkpoints)
-            .min(first + u64::from(self.lines_per_block));
-        let region = self.len + ENTRY * self.blocks;
-        (start, region + ENTRY * first..region + ENTRY * end)
-    }
-
-    /// Where the lines before `end` end at the latest, from `checkpoints` (the bytes
-    /// [`Self::block_start`] pointed at): the start of the first of them at or after line `end`
-    /// and after `from` (the page's nearest line start), if any.
-    pub fn checkpoint_end(&self, end: u64, from: u64, checkpoints: &[u8]) -> Option<u64> {
-        (0..checkpoints.len() / ENTRY as usize)
-            .map(|i| entry(checkpoints, i))
-            .find(|&[at, offset]| at >= end && offset > from && offset <= self.payload_len)
-            .map(|[_, offset]| offset)
-    }
-
-    /// The nearest line start at or before `line`: `start` or one of `checkpoints` (the bytes
-    /// [`Self::block_start`] pointed at).
-    pub fn nearest(&self, line: u64, mut start: LineStart, checkpoints: &[u8]) -> LineStart {
-        for i in 0..checkpoints.len() / ENTRY as usize {
-            let [at, offset] = entry(checkpoints, i);
-            if at > line {
+        // Checkpoints lie at distinct lines, in order: the block's, up to line `lines.end`.
+        let first = first.min(self.checkpoints);
+        let span = lines.end.saturating_sub(start.line).saturating_add(1);
+        let last = self.checkpoints.min(first.saturating_add(span));
+        for [at, offset] in (first..last).map(|i| entry(self.blocks + i)) {
+            if offset > self.payload_len {
+                continue;
+            }
+            if (start.line..=lines.start).contains(&at) && offset >= start.offset {
+                start = LineStart { line: at, offset };
+            } else if at >= lines.end && offset > start.offset {
+                end = end.min(offset);
                 break;
             }
-            if at >= start.line && offset >= start.offset && offset <= self.payload_len {
-                start = LineStart { line: at, offset };
-            }
         }
-        start
+        (start, end)
     }
 }
 
-/// The `i`th 16-byte entry of `bytes`: two little-endian numbers (zeros past the end).
-fn entry(bytes: &[u8], i: usize) -> [u64; 2] {
-    let at = i * ENTRY as usize;
-    let entry = bytes.get(at..).and_then(<[u8]>::first_chunk::<16>);
-    let both = entry.map_or(0, |e| u128::from_le_bytes(*e));
+/// The 16-byte entry at byte `at` of `index`: two little-endian numbers (zeros past the end).
+fn entry(index: &[u8], at: u64) -> [u64; 2] {
+    let bytes = usize::try_from(at).ok().and_then(|at| index.get(at..));
+    let both = bytes
+        .and_then(<[u8]>::first_chunk::<16>)
+        .map_or(0, |e| u128::from_le_bytes(*e));
     [both as u64, (both >> 64) as u64]
 }
 
@@ -555,14 +521,6 @@ mod tests {
         split_lines(data)
             .map(|r| r.start as u64)
             .collect::<Vec<_>>()
-    }
-
-    /// The line start the encoded index leads to for `line`, as a page finds it.
-    fn locate(bytes: &[u8], line: u64) -> LineStart {
-        let header = Header::decode(bytes, bytes.len() as u64).expect("a valid index");
-        let slice = |r: Range<u64>| &bytes[r.start as usize..r.end as usize];
-        let (start, checkpoints) = header.block_start(line, slice(header.block_entries(line)));
-        header.nearest(line, start, slice(checkpoints))
     }
 
     fn payload() -> impl Strategy<Value = Vec<u8>> {
@@ -611,33 +569,19 @@ mod tests {
             let lines = starts.len() as u64;
             for (line, &offset) in starts.iter().enumerate() {
                 let line = line as u64;
-                let found = locate(&bytes, line);
-                prop_assert!(found.line <= line && line - found.line < u64::from(k));
-                prop_assert_eq!(starts[found.line as usize], found.offset);
-                prop_assert!(found.line == line || offset - found.offset < u64::from(b));
-                // A page from `line` to `end` ends at or before the bound, which is the next
-                // block's start whenever the entries read hold it.
-                let range = header.block_entries(line);
-                let entries = &bytes[range.start as usize..range.end as usize];
                 for end in line + 1..=lines.min(line + 3 * u64::from(k)) {
-                    let bound = header.lines_end(line, end, entries);
+                    let (found, bound) = header.locate(&bytes, line..end);
+                    prop_assert!(found.line <= line && line - found.line < u64::from(k));
+                    prop_assert_eq!(starts[found.line as usize], found.offset);
+                    prop_assert!(found.line == line || offset - found.offset < u64::from(b));
+                    // The page's lines end at or before the bound, a line start after the
+                    // page's, and no later than the next block's start.
+                    let needed = starts.get(end as usize).copied().unwrap_or(data.len() as u64);
                     let next = end.div_ceil(u64::from(k)) * u64::from(k);
-                    let block = line / u64::from(k) * u64::from(k);
-                    let expected = match next < lines && next - block <= 2 * u64::from(k) {
-                        true => starts[next as usize],
-                        false => data.len() as u64,
-                    };
-                    prop_assert_eq!(bound, expected, "line {} end {}", line, end);
-                    // A checkpoint after the page bounds it too: at a line start, after the
-                    // page's nearest line start, and no sooner than line `end` starts.
-                    let (block, checkpoints) = header.block_start(line, entries);
-                    let checkpoints = &bytes[checkpoints.start as usize..checkpoints.end as usize];
-                    let near = header.nearest(line, block, checkpoints);
-                    if let Some(at) = header.checkpoint_end(end, near.offset, checkpoints) {
-                        let needed = starts.get(end as usize).copied().unwrap_or(data.len() as u64);
-                        prop_assert!(at >= needed && at > near.offset, "line {} end {}", line, end);
-                        prop_assert!(starts.contains(&at), "{} is not a line start", at);
-                    }
+                    let most = starts.get(next as usize).copied().unwrap_or(data.len() as u64);
+                    prop_assert!(needed <= bound && bound <= most, "line {} end {}", line, end);
+                    prop_assert!(bound > found.offset);
+                    prop_assert!(bound == data.len() as u64 || starts.contains(&bound));
                 }
             }
         }

@@ -178,7 +178,7 @@ impl MemoryReader {
 
     fn cached(self) -> Self {
         Self {
-            cache: Some(IndexCache::new(8 << 20)),
+            cache: Some(IndexCache::new(32 << 20)),
             ..self
         }
     }
@@ -513,8 +513,8 @@ fn dense_matches_page_alike() {
 
 #[test]
 fn a_page_by_offset_reads_only_the_blocks_it_needs() {
-    // Short lines, with blocks of 16 lines so that the index outgrows its first read; and lines
-    // far longer than the checkpoint spacing.
+    // Short lines, with blocks of 16 lines (an index of 1 MiB); and lines far longer than the
+    // checkpoint spacing.
     let short = (b"x\n".repeat(1 << 20), 16);
     let long: Vec<u8> = (0..12)
         .flat_map(|i| {
@@ -538,13 +538,9 @@ fn a_page_by_offset_reads_only_the_blocks_it_needs() {
         ] {
             assert_eq!(page(&reader, &request), read_page(&data, &request).unwrap());
             let [payload, index] = reader.take_reads();
-            let entries = 3 * 16 + u64::from(lines_per_block) * 16;
-            assert!(
-                index <= cache::INDEX_PREFIX_BYTES.min(index_len) + entries,
-                "{index} index bytes read for {request:?}"
-            );
+            assert_eq!(index, index_len, "an uncached index is read whole");
             // The page: from the nearest line start within the checkpoint spacing, to the next
-            // block start when the three block entries read hold it, and within the page's cap.
+            // block start after it, and within the page's cap.
             let block = data.len() as u64 * u64::from(lines_per_block) / lines as u64;
             let cap = u64::from(CHECKPOINT_BYTES) + PAGE_BYTES_CAP as u64;
             let page = match request.limit <= i64::from(lines_per_block) {
@@ -657,8 +653,8 @@ fn a_page_makes_the_fewest_round_trips() {
     // A small spill: its version with the (missing) index, then all of it.
     let small = MemoryReader::new(b"x\n".repeat(1_000)).cached();
     assert_eq!(trips(&small, &[at(10, 5), at(20, 5)]), [[3, 2], [1, 1]]);
-    // Uncached: the payload's version with the index's first bytes, then the page; a page from
-    // the end alike.
+    // Uncached: the payload's version with the whole index, then the page; a page from the end
+    // alike.
     let cold = MemoryReader::new(short.clone()).indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES);
     let from_end = ReadRequest {
         from_end: true,
@@ -672,16 +668,16 @@ fn a_page_makes_the_fewest_round_trips() {
         .cached();
     let pages = [at(600_000, 200), at(1_000, 200), at(5, 1)];
     assert_eq!(trips(&warm, &pages), [[3, 2], [1, 1], [1, 1]]);
-    // An index beyond its first read (blocks smaller than this version writes): a page whose
-    // entries lie beyond it reads them, until the second page of a cached spill reads it whole.
-    let big = || MemoryReader::new(short.clone()).indexed(16, CHECKPOINT_BYTES);
-    assert!(big().index_object().unwrap().len() as u64 > cache::INDEX_PREFIX_BYTES);
+    // An index larger than its first read (blocks smaller than this version writes): its rest
+    // is one more read, and then a cached spill reads no index bytes.
+    let big = || MemoryReader::new(short.clone()).indexed(2, CHECKPOINT_BYTES);
+    assert!(big().index_object().unwrap().len() as u64 > offset::INDEX_READ_BYTES);
     let middle = at(600_000, 200);
     assert_eq!(trips(&big(), std::slice::from_ref(&middle)), [[4, 3]]);
     let pages = [middle, at(900_000, 200), at(300_000, 1_000), at(7, 3)];
     assert_eq!(
         trips(&big().cached(), &pages),
-        [[4, 3], [2, 2], [1, 1], [1, 1]]
+        [[4, 3], [1, 1], [1, 1], [1, 1]]
     );
     // Without its index, a spill is indexed by streaming it once, and the index stored.
     let unindexed = MemoryReader::new(b"x\n".repeat(100_000)).cached();
@@ -700,7 +696,8 @@ fn an_index_that_puts_a_page_in_no_bytes_is_not_trusted() {
     let mut index = reader.index_object().unwrap().to_vec();
     // The block holding line 600,000 starts, it says, past any payload.
     let header = Header::decode(&index, index.len() as u64).unwrap();
-    let entry = header.block_entries(600_000).start as usize;
+    let block = 600_000 / LINES_PER_BLOCK as usize;
+    let entry = 58 + header.tag().len() + 16 * block;
     index[entry..entry + 8].copy_from_slice(&u64::MAX.to_le_bytes());
     reader.set_index(index);
     let v2 = b"y\n".repeat(1 << 20);
@@ -761,7 +758,7 @@ fn a_foreign_index_beside_a_small_spill_is_read_only_in_part() {
     let [payload, index] = reader.take_reads();
     assert_eq!(payload, 10);
     assert!(
-        index <= cache::INDEX_PREFIX_BYTES,
+        index <= offset::INDEX_READ_BYTES,
         "{index} index bytes read"
     );
 }

@@ -49,14 +49,8 @@ fuzz_target!(|input: Input<'_>| {
     // Any bytes as an index object: refused or decoded, and looked up, never a panic.
     if let Ok(header) = Header::decode(input.data, input.data.len() as u64) {
         let line = input.offset.unsigned_abs() % header.lines().max(1);
-        let slice = |r: std::ops::Range<u64>| {
-            input
-                .data
-                .get(r.start as usize..r.end as usize)
-                .unwrap_or_default()
-        };
-        let (start, checkpoints) = header.block_start(line, slice(header.block_entries(line)));
-        let _ = header.nearest(line, start, slice(checkpoints));
+        let end = line.saturating_add(input.limit.unsigned_abs());
+        let _ = header.locate(input.data, line..end);
     }
 
     let _ = Limits::from_json(input.config);
