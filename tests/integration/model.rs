@@ -121,6 +121,26 @@ fn call() -> ToolCall {
     }
 }
 
+/// `output` reduced under [`limits`] by `summarizer`, and the logs written meanwhile.
+async fn summarize_logged(
+    output: &str,
+    summarizer: &Chunked<OpenAiSummarizer>,
+) -> (limits::Reduced, String) {
+    let logs = Logs::default();
+    let reduced = {
+        let _guard = logs.capture();
+        limits::reduce(
+            &limits(),
+            &call(),
+            ToolResult::bare(ToolOutput::Text(output.to_owned().into())),
+            &MemoryStore::new(),
+            summarizer,
+        )
+        .await
+    };
+    (reduced, logs.text())
+}
+
 /// A summary the model wrote: non-empty, shorter than the output, not the truncation fallback.
 fn assert_summary(summary: &str, output: &str) {
     assert!(!summary.trim().is_empty(), "an empty summary");
@@ -183,19 +203,7 @@ async fn a_context_refusal_is_learned_and_rechunked() {
     let model = model();
     let output = build_log(40_000);
     let chunked = Chunked::new(model.client(), ChunkBudget::default());
-    let logs = Logs::default();
-    let reduced = {
-        let _guard = logs.capture();
-        limits::reduce(
-            &limits(),
-            &call(),
-            ToolResult::bare(ToolOutput::Text(output.clone().into())),
-            &MemoryStore::new(),
-            &chunked,
-        )
-        .await
-    };
-    let logs = logs.text();
+    let (reduced, logs) = summarize_logged(&output, &chunked).await;
     assert_eq!(reduced.kind, ReductionKind::Summarized, "{logs}");
     assert_summary(reduced.return_value.as_text().unwrap_or_default(), &output);
     assert!(
@@ -218,20 +226,8 @@ async fn a_200_kb_output_is_summarized_through_chunks_that_fit_the_context() {
     let output = build_log(200_000);
     let budget = ChunkBudget::chars(12_000);
     let chunks = overspill::summarize::chunk_lines(&output, budget.max_chars).len();
-    let logs = Logs::default();
     let started = std::time::Instant::now();
-    let reduced = {
-        let _guard = logs.capture();
-        limits::reduce(
-            &limits(),
-            &call(),
-            ToolResult::bare(ToolOutput::Text(output.clone().into())),
-            &MemoryStore::new(),
-            &Chunked::new(model.client(), budget),
-        )
-        .await
-    };
-    let logs = logs.text();
+    let (reduced, logs) = summarize_logged(&output, &Chunked::new(model.client(), budget)).await;
     assert_eq!(reduced.kind, ReductionKind::Summarized, "{logs}");
     assert_summary(reduced.return_value.as_text().unwrap_or_default(), &output);
     assert!(!logs.contains("re-chunking"), "a chunk did not fit: {logs}");
