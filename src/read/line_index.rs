@@ -46,8 +46,8 @@
 //! A reader keeps opened indexes, whole, in a byte-bounded in-process cache. A page:
 //!
 //! 1. **Opens** the spill unless it is cached: one round trip reads the payload's version and
-//!    the whole index at once (a larger index than 8 MiB, that of a spill over 2 GB, takes one
-//!    more read for the rest).
+//!    the whole index at once (an index over 8 MiB, which only a spill over 2 GB has, takes one
+//!    more read for its rest).
 //! 2. **Locates** the page in the index, in memory: its block's start and checkpoints give the
 //!    nearest line start at or before the page's first line; the next block start or checkpoint
 //!    after its last line bounds where it ends ([`Header::locate`]).
