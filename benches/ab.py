@@ -27,7 +27,7 @@ def timed(cmd, stdin=None):
     out = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], stdin=stdin, capture_output=True, check=True)
     wall = time.perf_counter() - started
     rss = int(out.stderr.decode().strip().splitlines()[-1])
-    return wall, rss / 1024, out.stdout.decode()
+    return wall, rss / 1024, out.stdout.decode(), out.stderr.decode()
 
 
 def make_log(path, mb):
@@ -73,7 +73,7 @@ def main():
                         spill = timed([bins[side], "reduce", "--tool", "log", "--config", config,
                                        "--store", store, "--run-id", run_id, "--call-id", "c"], stdin)
                     handle = f"{run_id}/c.0"
-                    assert f"handle '{handle}'" in spill[2], spill[2][:300]
+                    assert f"handle '{handle}'" in spill[2], f"{side} did not spill: {spill[3][-2000:]}"
                     reads = {
                         "page, first": ["--offset", "0"],
                         "page, middle": ["--offset", str(lines // 2)],

@@ -134,6 +134,14 @@ async def bench(args: argparse.Namespace) -> None:
         )
         for n, (label, flags) in enumerate(args.rust)
     ]
+    if args.base_bin:
+        # The same worker from another build (a change's base), beside this one in the same run.
+        subjects.append(Subject(
+            'overspill (base build)',
+            [args.base_bin, 'worker', '--address', address, '--task-queue', f'cpu-base-{tag}',
+             '--store', f'file://{work}/spills-base'],
+            f'cpu-base-{tag}',
+        ))
     subjects.append(Subject('python no-op', [sys.executable, __file__, 'serve', 'noop', f'cpu-noop-{tag}'], f'cpu-noop-{tag}'))
     if not args.no_reference:
         subjects.append(
@@ -234,6 +242,7 @@ def main() -> None:
         '--rust', action='append', type=lambda s: tuple(s.split('=', 1)) if '=' in s else (s, ''),
         help='LABEL=FLAGS: an overspill worker with these extra flags (repeatable; default: one, no flags)',
     )
+    parser.add_argument('--base-bin', help='also measure this overspill binary (e.g. a change\'s base build)')
     parser.add_argument('--workflows', type=int, default=40)
     parser.add_argument('--calls', type=int, default=10)
     parser.add_argument('--rounds', type=int, default=3)

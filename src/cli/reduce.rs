@@ -95,9 +95,13 @@ fn read_input(path: &Path) -> std::io::Result<Bytes> {
     }
 }
 
-/// All of stdin.
+/// All of stdin, read into memory (never mapped: the engine holds text as `str`). Read through a
+/// `File` on a copy of the descriptor, since `File::read_to_end` sizes its buffer from `fstat`
+/// where `Stdin` grows it by doubling: a regular file costs its size once, not twice.
 fn read_stdin() -> std::io::Result<Bytes> {
+    use std::os::fd::AsFd as _;
+    let mut stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
     let mut data = Vec::new();
-    std::io::stdin().lock().read_to_end(&mut data)?;
+    stdin.read_to_end(&mut data)?;
     Ok(data.into())
 }
