@@ -72,13 +72,17 @@ pub(crate) fn main() -> ExitCode {
     }
 }
 
-/// The async runtime: tokio's multi-threaded scheduler, or the main thread alone for
-/// `worker --worker-threads 1` (the SDK's worker loop runs there, in `block_on`).
+/// The async runtime: the main thread alone for the one-shot commands (they do one thing at a
+/// time; a pool hands each 4 MiB chunk between threads: pattern pages took up to a third more time
+/// and 23 MiB more peak RSS on one, measured with benches/ab.py) and for
+/// `worker --worker-threads 1` (the SDK's worker loop runs there, in `block_on`); tokio's
+/// multi-threaded scheduler for the worker and `dev`, which serve many activities at once.
 fn runtime(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
     use tokio::runtime::Builder;
     let threads = match command {
         Command::Worker(args) => args.worker_threads.map(usize::from),
-        _ => None,
+        Command::Dev(_) => None,
+        _ => Some(1),
     };
     let mut builder = match threads {
         Some(1) => Builder::new_current_thread(),
