@@ -248,55 +248,19 @@ impl IndexBuilder {
     }
 
     /// Index `run`, found at `at` in the data fed at `base`, whose only breaks are `\n`.
-    ///
-    /// Line starts that need no entry are only counted, a window at a time (`memchr` counts
-    /// newlines far faster than a loop can visit them); the few that start a block or a checkpoint
-    /// are found exactly.
     fn newline_run(&mut self, base: u64, run: &[u8], at: usize) {
-        const WINDOW: usize = 8 << 10;
-        if run.is_empty() {
+        let Some(&last) = run.last() else {
             return;
-        }
+        };
         let start = base + at as u64;
         if self.at_line_start {
             self.start_line(start);
-            self.at_line_start = false;
         }
-        let mut pos = 0;
-        while pos < run.len() {
-            // A newline before `quiet` starts a line before the next checkpoint's offset.
-            let checkpoint = self.last_mark + u64::from(self.index.checkpoint_bytes);
-            let quiet = usize::try_from(checkpoint.saturating_sub(start + 1)).unwrap_or(usize::MAX);
-            let end = run.len().min(quiet).min(pos + WINDOW).max(pos);
-            // The line starts before the next block's first are quiet too.
-            let until_block = self.next_block - self.index.lines;
-            let window = &run[pos..end];
-            let newlines = memchr::memchr_iter(b'\n', window).count() as u64;
-            let deferred = end == run.len() && window.last() == Some(&b'\n');
-            let starts = newlines - u64::from(deferred);
-            if !window.is_empty() && starts <= until_block {
-                self.index.lines += starts;
-                self.at_line_start |= deferred;
-                pos = end;
-                continue;
-            }
-            // The next line start that needs an entry: a block's first, or a checkpoint.
-            let newline = match window.is_empty() {
-                false => {
-                    self.index.lines += until_block;
-                    nth_newline(window, until_block)
-                }
-                true => memchr::memchr(b'\n', &run[pos..]),
-            };
-            let Some(newline) = newline.map(|i| pos + i) else {
-                return;
-            };
-            if newline + 1 == run.len() {
-                self.at_line_start = true;
-                return;
-            }
+        // A line starts after every newline but a final one: the bytes fed next start that line.
+        self.at_line_start = last == b'\n';
+        let body = &run[..run.len() - usize::from(self.at_line_start)];
+        for newline in memchr::memchr_iter(b'\n', body) {
             self.start_line(start + newline as u64 + 1);
-            pos = newline + 1;
         }
     }
 
@@ -325,23 +289,6 @@ impl ChunkSink for IndexBuilder {
         IndexBuilder::feed(self, chunk.bytes);
         ControlFlow::Continue(())
     }
-}
-
-/// Where the `n`th newline (from 0) of `data` is: counting halves, which `memchr` does fast,
-/// rather than visiting every newline before it.
-fn nth_newline(data: &[u8], mut n: u64) -> Option<usize> {
-    let (mut hay, mut at) = (data, 0);
-    while hay.len() > 64 {
-        let (left, right) = hay.split_at(hay.len() / 2);
-        let in_left = memchr::memchr_iter(b'\n', left).count() as u64;
-        if n < in_left {
-            hay = left;
-        } else {
-            (hay, at, n) = (right, at + left.len(), n - in_left);
-        }
-    }
-    let n = usize::try_from(n).ok()?;
-    memchr::memchr_iter(b'\n', hay).nth(n).map(|i| at + i)
 }
 
 /// A decoded, checked index header: what a page needs before reading any entry.
@@ -432,7 +379,11 @@ impl Header {
         {
             return inconsistent("counts");
         }
-        if object_size != self.len + ENTRY * (self.blocks + self.checkpoints) {
+        // Checked: a crafted header's counts may be near `u64::MAX`.
+        let size = (self.blocks.checked_add(self.checkpoints))
+            .and_then(|entries| entries.checked_mul(ENTRY))
+            .and_then(|entries| entries.checked_add(self.len));
+        if size != Some(object_size) {
             return inconsistent("object size");
         }
         Ok(())
@@ -636,6 +587,17 @@ mod tests {
         assert_eq!(
             Header::decode(&lying, size),
             Err(IndexError::Inconsistent("counts"))
+        );
+        // Counts whose entries would overflow the object size's arithmetic.
+        let mut huge = bytes.clone();
+        huge[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
+        huge[24..32].copy_from_slice(&u64::MAX.to_le_bytes());
+        huge[32..36].copy_from_slice(&1u32.to_le_bytes());
+        huge[40..48].copy_from_slice(&u64::MAX.to_le_bytes());
+        huge[48..56].copy_from_slice(&0u64.to_le_bytes());
+        assert_eq!(
+            Header::decode(&huge, size),
+            Err(IndexError::Inconsistent("object size"))
         );
         let mut spaced = bytes;
         spaced[36..40].copy_from_slice(&u32::MAX.to_le_bytes());
