@@ -50,8 +50,8 @@ impl SpillReader for Counted {
         })
     }
 
-    async fn put_index(&self, _: &str, _: Bytes) -> Result<Option<String>, StoreError> {
-        Ok(None)
+    async fn put_index(&self, _: &str, _: Bytes) -> Result<(), StoreError> {
+        Ok(())
     }
 
     fn chunk_bytes(&self) -> usize {

@@ -68,9 +68,9 @@ impl IndexCache {
     }
 
     /// Keep the index just stored for `handle` (its encoded bytes) for `payload`; nothing if it
-    /// is not an index of that payload. The index object's version is not needed: the cache
-    /// holds the index whole and never reads it again.
-    pub fn insert_stored(&self, handle: &str, index: &Bytes, _object: Version, payload: &Version) {
+    /// is not an index of that payload. The cache holds the index whole and never reads the
+    /// index object again.
+    pub fn insert_stored(&self, handle: &str, index: &Bytes, payload: &Version) {
         match Header::decode(index, index.len() as u64) {
             Ok(header) if header.describes(payload) => {
                 let index = Some((header, index.clone()));

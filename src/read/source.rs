@@ -49,8 +49,8 @@ pub trait SpillReader {
         range: Range<u64>,
     ) -> Result<Fetched, StoreError>;
 
-    /// Store an encoded index beside the payload, replacing any; returns the index object's tag.
-    async fn put_index(&self, handle: &str, index: Bytes) -> Result<Option<String>, StoreError>;
+    /// Store an encoded index beside the payload, replacing any.
+    async fn put_index(&self, handle: &str, index: Bytes) -> Result<(), StoreError>;
 
     /// The opened indexes this reader keeps between pages, if any.
     fn index_cache(&self) -> Option<&IndexCache> {

@@ -50,19 +50,11 @@ impl Store {
                 .encode(tag)
                 .map_err(|e| StoreError::Backend(e.into()))?;
             let encoded = Bytes::from(encoded);
-            let tag = self.put_index(handle, encoded.clone()).await?;
-            Ok::<_, StoreError>((tag, encoded))
+            self.put_index(handle, encoded.clone()).await?;
+            Ok::<_, StoreError>(encoded)
         };
         match stored.await {
-            Ok((tag, encoded)) => {
-                let object = Version {
-                    size: encoded.len() as u64,
-                    tag,
-                };
-                self.inner
-                    .cache
-                    .insert_stored(handle, &encoded, object, payload);
-            }
+            Ok(encoded) => self.inner.cache.insert_stored(handle, &encoded, payload),
             Err(e) => tracing::warn!(
                 target: "overspill::store",
                 error_type = e.type_name(),
@@ -98,14 +90,14 @@ impl SpillReader for Store {
         Ok(Fetched { bytes, version })
     }
 
-    async fn put_index(&self, handle: &str, index: Bytes) -> Result<Option<String>, StoreError> {
+    async fn put_index(&self, handle: &str, index: Bytes) -> Result<(), StoreError> {
         let path = index_path(&self.locate(handle)?);
         let fs = self.backend_for(&path, handle, Access::Write).await?;
         self.bounded(index.len() as u64, async {
             let put = fs
                 .put_opts(&path, index.into(), PutOptions::default())
                 .await;
-            put.map(|put| put.e_tag)
+            put.map(drop)
                 .map_err(|e| self.map_error(e, path.as_ref(), Call::Write))
         })
         .await

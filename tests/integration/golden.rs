@@ -192,7 +192,7 @@ impl SpillReader for IndexedSpill {
             },
         })
     }
-    async fn put_index(&self, _handle: &str, _index: Bytes) -> Result<Option<String>, StoreError> {
+    async fn put_index(&self, _handle: &str, _index: Bytes) -> Result<(), StoreError> {
         panic!("the index is never rebuilt: it describes the payload")
     }
     fn chunk_bytes(&self) -> usize {

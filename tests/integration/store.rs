@@ -119,7 +119,7 @@ impl SpillReader for Counting {
         }
         Ok(fetched)
     }
-    async fn put_index(&self, handle: &str, index: Bytes) -> Result<Option<String>, StoreError> {
+    async fn put_index(&self, handle: &str, index: Bytes) -> Result<(), StoreError> {
         self.store.put_index(handle, index).await
     }
 }
