@@ -8,8 +8,6 @@
 
 use std::ops::{ControlFlow, Range};
 
-use super::block::{self, BLOCK, break_candidate, rare_break_byte};
-
 /// The length of the line break starting at `data[i]`, or 0 if none does.
 #[inline]
 pub(crate) fn break_len(data: &[u8], i: usize) -> usize {
@@ -24,11 +22,11 @@ pub(crate) fn break_len(data: &[u8], i: usize) -> usize {
 
 /// The next line break at or after `from`: `(position, length)`.
 ///
-/// The bytes are tested 64 at a time ([`block::break_candidates`]), in one pass.
+/// The bytes are tested 64 at a time ([`break_candidates`]), in one pass.
 pub(crate) fn next_break(data: &[u8], from: usize) -> Option<(usize, usize)> {
     (from..data.len()).step_by(BLOCK).find_map(|at| {
         let mut candidates = match data.get(at..).and_then(<[u8]>::first_chunk) {
-            Some(block) => block::break_candidates(block),
+            Some(block) => break_candidates(block),
             None => (data[at..].iter().enumerate()).fold(0, |mask, (i, &b)| {
                 mask | (u64::from(break_candidate(b)) << i)
             }),
@@ -71,15 +69,52 @@ pub(crate) fn rare_breaks(
 
 /// Where in `hay` the first byte that may start a break other than `\n` is.
 ///
-/// Text rarely has one, so the scan tests 64 bytes at a time ([`block::may_break_rarely`]): one
-/// pass over the bytes, where a `memchr` per byte value would take three.
+/// Text rarely has one, so the scan tests 64 bytes at a time with no early exit inside a block,
+/// which the compiler turns into SIMD comparisons: one pass over the bytes, where a `memchr` per
+/// byte value would take three.
 fn next_rare_start(hay: &[u8]) -> Option<usize> {
     let first = |bytes: &[u8]| bytes.iter().position(|&b| rare_break_byte(b));
     let (blocks, rest) = hay.as_chunks::<BLOCK>();
-    match blocks.iter().position(block::may_break_rarely) {
+    // OR-ing bytes (not bools) is what vectorizes.
+    let rare = |block: &&[u8; BLOCK]| {
+        block
+            .iter()
+            .fold(0, |any, &b| any | u8::from(rare_break_byte(b)))
+    };
+    match blocks.iter().position(|block| rare(&block) != 0) {
         Some(n) => first(&blocks[n]).map(|i| n * BLOCK + i),
         None => first(rest).map(|i| blocks.len() * BLOCK + i),
     }
+}
+
+/// Bytes per block of the scans: the width of a mask.
+const BLOCK: usize = 64;
+
+/// Whether `b` can start a line break other than `\n`: `\x0b`–`\r`, `\x1c`–`\x1e`, or the
+/// first byte of U+0085 or U+2028/U+2029 (written without branches, so that it vectorizes).
+#[inline(always)]
+fn rare_break_byte(b: u8) -> bool {
+    (b.wrapping_sub(0x0b) < 3) | (b.wrapping_sub(0x1c) < 3) | (b == 0xc2) | (b == 0xe2)
+}
+
+/// Whether `b` may start a line break: any byte up to `\x1e` (which holds `\n` and every other
+/// break of one byte, and some that are none, such as `\t`), or the first byte of U+0085 or
+/// U+2028/U+2029. A wide net is one comparison cheaper; [`break_len`] decides.
+#[inline(always)]
+fn break_candidate(b: u8) -> bool {
+    (b <= 0x1e) | (b == 0xc2) | (b == 0xe2)
+}
+
+/// The bytes of `block` that may start a line break, one bit each: eight at a time, one
+/// multiplication gathers their bits.
+#[inline(always)]
+fn break_candidates(block: &[u8; BLOCK]) -> u64 {
+    let hits = block.map(|b| u8::from(break_candidate(b)));
+    let (eights, _) = hits.as_chunks::<8>();
+    eights.iter().enumerate().fold(0, |mask, (i, eight)| {
+        let bits = u64::from_le_bytes(*eight).wrapping_mul(0x0102_0408_1020_4080) >> 56;
+        mask | (bits << (8 * i))
+    })
 }
 
 /// The content ranges of `data`'s lines, as `str.splitlines()` would split its lossy decoding.
@@ -283,6 +318,17 @@ pub(super) mod tests {
                 .map(|i| (i, break_len(&data, i)))
                 .find(|&(_, len)| len > 0);
             prop_assert_eq!(next_break(&data, from), expected);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn the_candidate_mask_has_a_bit_for_each_candidate(
+            block in proptest::collection::vec(any::<u8>(), BLOCK),
+        ) {
+            let block: [u8; BLOCK] = block.try_into().unwrap();
+            let expected = (0..BLOCK).fold(0, |m, i| m | (u64::from(break_candidate(block[i])) << i));
+            prop_assert_eq!(break_candidates(&block), expected);
         }
     }
 

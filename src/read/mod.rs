@@ -16,9 +16,7 @@
 //! # Ok::<(), overspill::read::ReadError>(())
 //! ```
 
-mod block;
 mod cache;
-mod count;
 mod grep;
 pub mod line_index;
 pub mod lines;

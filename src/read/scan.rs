@@ -5,9 +5,7 @@
 //!
 //! Whole lines are searched a span at a time: the pattern finds the next candidate, whose line is
 //! confirmed (a match that runs past its line's end is tested again on the line alone), counted
-//! and skipped; the lines in between are only counted. Where a literal's matches are dense, a
-//! span that holds no line of the window is counted 64 bytes at a time instead ([`LineCounter`]).
-//! A pattern that anchors to lines, or that once matched across a line break, is tested line by
+//! and skipped; the lines in between are only counted. A pattern that anchors to lines, or that once matched across a line break, is tested line by
 //! line. A line longer than a chunk is gathered (up to [`MAX_LINE_BYTES`]) and tested whole; a
 //! literal goes on past that, keeping the bytes a match could straddle.
 //!
@@ -22,7 +20,6 @@ use std::ops::{ControlFlow, Range};
 use memchr::memmem::Finder;
 use regex::bytes::Regex;
 
-use super::count::LineCounter;
 use super::lines::{
     ChunkSink, LineChunk, break_ending_at, break_start, count_lines, line_start, next_break,
 };
@@ -33,14 +30,8 @@ use super::source::{PageError, SpillReader, stream_lines};
 /// bytes.
 pub(crate) const MAX_LINE_BYTES: usize = 16 << 20;
 
-/// Bytes a span of whole lines holds at least, for the dense count.
-const SPAN: usize = 64 << 10;
-/// Matches are dense with at least one in so many bytes: counting every block then costs less
-/// than going from match to match.
-const DENSE: u64 = 64;
-
-/// How lines are tested: a literal (`memmem`, and a dense counter when it holds no line break)
-/// or a regex; per line when the pattern anchors to lines.
+/// How lines are tested: a literal (`memmem`) or a regex; per line when the pattern anchors to
+/// lines.
 #[derive(Debug, Clone)]
 pub(crate) struct Matcher {
     search: Search,
@@ -51,7 +42,7 @@ pub(crate) struct Matcher {
 
 #[derive(Debug, Clone)]
 enum Search {
-    Literal(Box<Finder<'static>>, Option<LineCounter>),
+    Literal(Box<Finder<'static>>),
     Regex(Regex),
 }
 
@@ -60,7 +51,7 @@ impl Matcher {
     pub(crate) fn literal(pattern: &str) -> Self {
         let finder = Box::new(Finder::new(pattern.as_bytes()).into_owned());
         Self {
-            search: Search::Literal(finder, LineCounter::new(pattern)),
+            search: Search::Literal(finder),
             per_line: false,
         }
     }
@@ -77,7 +68,7 @@ impl Matcher {
     #[inline]
     pub(crate) fn matches(&self, line: &[u8]) -> bool {
         match &self.search {
-            Search::Literal(finder, _) => finder.find(line).is_some(),
+            Search::Literal(finder) => finder.find(line).is_some(),
             Search::Regex(regex) => regex.is_match(line),
         }
     }
@@ -86,24 +77,17 @@ impl Matcher {
     #[inline]
     fn find_at(&self, data: &[u8], at: usize) -> Option<Range<usize>> {
         match &self.search {
-            Search::Literal(finder, _) => finder
+            Search::Literal(finder) => finder
                 .find(&data[at..])
                 .map(|i| at + i..at + i + finder.needle().len()),
             Search::Regex(regex) => regex.find_at(data, at).map(|m| m.range()),
         }
     }
 
-    fn counter(&self) -> Option<&LineCounter> {
-        match &self.search {
-            Search::Literal(_, counter) => counter.as_ref(),
-            Search::Regex(_) => None,
-        }
-    }
-
     /// For a literal: the bytes a match could straddle between two pieces of a line.
     fn overlap(&self) -> Option<usize> {
         match &self.search {
-            Search::Literal(finder, _) => Some(finder.needle().len().saturating_sub(1)),
+            Search::Literal(finder) => Some(finder.needle().len().saturating_sub(1)),
             Search::Regex(_) => None,
         }
     }
@@ -160,8 +144,6 @@ pub(crate) struct Scan {
     query: Query,
     /// Test every line alone (see [`Matcher`]); set for good once a match crossed a break.
     per_line: bool,
-    /// The last span scanned had dense matches.
-    dense: bool,
     /// The match numbers whose lines (and context) are kept.
     window: Range<u64>,
     /// Matching lines so far.
@@ -184,7 +166,6 @@ impl Scan {
         Self {
             per_line: query.matcher.per_line,
             query: query.clone(),
-            dense: false,
             window,
             matches: 0,
             line: 0,
@@ -354,44 +335,11 @@ impl Scan {
         }
     }
 
-    /// Scan whole lines (`data` starts at a line start and ends at a line end) a span at a time.
+    /// Scan whole lines (`data` starts at a line start and ends at a line end) one match at a
+    /// time.
     fn scan_lines(&mut self, data: &[u8]) {
-        let mut pos = 0;
-        while pos < data.len() && !self.stopped() {
-            let end = match pos.saturating_add(SPAN) {
-                at if at >= data.len() => data.len(),
-                at => next_break(data, at).map_or(data.len(), |(at, len)| at + len),
-            };
-            let (span, before) = (&data[pos..end], self.matches);
-            let numbering = self.numbering();
-            match self.dense_count(span) {
-                Some(n) => {
-                    self.matches += n;
-                    if numbering {
-                        self.line += count_lines(span);
-                    }
-                }
-                None => self.scan_matches(&data[..end], pos),
-            }
-            self.dense = (self.matches - before) * DENSE >= span.len() as u64;
-            pos = end;
-        }
-        self.remember_last_lines(data);
-    }
-
-    /// The matching lines of `span`, when the last span's matches were dense and this one holds
-    /// no line to keep: counted, not searched.
-    fn dense_count(&self, span: &[u8]) -> Option<u64> {
-        let counter = self.query.matcher.counter();
-        let counter = counter.filter(|_| self.dense && self.after == 0 && !self.per_line)?;
-        let (n, before) = (counter.count(span), self.matches);
-        (before >= self.window.end || before + n <= self.window.start).then_some(n)
-    }
-
-    /// Scan the whole lines of `data` from `pos` (a line start) one match at a time.
-    fn scan_matches(&mut self, data: &[u8], mut pos: usize) {
         // Lines before `counted` are numbered in `self.line`.
-        let mut counted = pos;
+        let (mut pos, mut counted) = (0, 0);
         while pos < data.len() && !self.stopped() {
             if self.per_line || self.after > 0 {
                 self.line += count_lines(&data[counted..pos]);
@@ -426,6 +374,7 @@ impl Scan {
         if self.numbering() {
             self.line += count_lines(&data[counted..]);
         }
+        self.remember_last_lines(data);
     }
 
     /// Whether a second pass may stop: its window and the context after it are kept.
