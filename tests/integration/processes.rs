@@ -363,7 +363,6 @@ async fn two_worker_processes_share_one_s3_store() {
     let mut a = WorkerProcess::start_with(&queue_a, &store_url, &["--metrics", &metrics_addr]);
     let mut b = WorkerProcess::start(&queue_b, &store_url);
     let host = TestWorker::start("s3-host").await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
     a.assert_running();
     b.assert_running();
     let text: String = (0..2_000).map(|i| format!("record {i:05}\n")).collect();
@@ -461,15 +460,21 @@ fn http_get(addr: &str, path: &str) -> String {
     body
 }
 
-/// SIGTERM stops the worker gracefully: it exits 0 within the graceful period.
+/// SIGTERM stops a serving worker gracefully: it exits 0 within the graceful period.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_shuts_the_worker_down_gracefully() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
-    let mut worker = WorkerProcess::start(
-        &unique("sigterm"),
-        &format!("file://{}", dir.path().display()),
+    let task_queue = unique("sigterm");
+    let mut worker = WorkerProcess::start(&task_queue, &format!("file://{}", dir.path().display()));
+    // It serves its queue: an activity sent there completes.
+    let host = TestWorker::start("sigterm-host").await;
+    let mut reduce = probe(
+        "tool_output_limits.reduce",
+        json!({"tool_name": "cat", "tool_call_id": "c", "output": {"text": "hi"}}),
     );
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    reduce.task_queue = Some(task_queue);
+    let out = host.probe(vec![reduce]).await;
+    assert!(out[0].ok.is_some(), "{:?}", out[0]);
     worker.assert_running();
     worker.terminate();
     let status = worker.exited(Duration::from_secs(15)).await;
