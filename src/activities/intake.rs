@@ -11,7 +11,7 @@ use serde::Serialize;
 use temporalio_sdk::activities::{ActivityContext, ActivityError, ActivityInfo};
 
 use super::guard::{Progress, guarded, guarded_with};
-use super::proto::ProtoForm;
+use super::proto::{ProtoReply, ProtoRequest};
 use super::{Failure, Incoming, Outgoing, OverspillActivities};
 use crate::external_storage::KeyScope;
 
@@ -28,8 +28,8 @@ impl OverspillActivities {
         work: impl FnOnce(T) -> W,
     ) -> Result<Outgoing<R>, ActivityError>
     where
-        T: ProtoForm,
-        R: ProtoForm,
+        T: ProtoRequest,
+        R: ProtoReply,
         W: Future<Output = Result<R, Failure>>,
         P: Serialize + Clone + Send + Sync + 'static,
     {

@@ -17,7 +17,7 @@ use temporalio_common::data_converters::{
 use temporalio_common::protos::temporal::api::common::v1::Payload;
 
 use super::errors::Failure;
-use super::proto::{ProtoForm, decode_json};
+use super::proto::{ProtoReply, ProtoRequest, decode_json};
 use crate::external_storage::{self, ExternalStorage, Reference};
 
 /// The payload metadata key naming the encoding.
@@ -123,7 +123,7 @@ impl<T> Wire<T> {
     }
 }
 
-impl<T: ProtoForm> Wire<T> {
+impl<T: ProtoRequest> Wire<T> {
     /// Decode the request, returning it with the encoding to answer in. Consumes the payload,
     /// so its bytes are freed as soon as the request is decoded.
     pub fn decode(self) -> Result<(T, Encoding), Failure> {
@@ -144,13 +144,15 @@ impl<T: ProtoForm> Wire<T> {
         };
         Ok((value, encoding))
     }
+}
 
+impl<T: ProtoReply> Wire<T> {
     /// `value` encoded in `encoding` (the protobuf encodings name the message).
     pub fn encode(value: &T, encoding: Encoding) -> Result<Self, PayloadConversionError> {
         let data = match encoding {
             Encoding::JsonPlain => serde_json::to_vec(value).map_err(Into::into),
             Encoding::JsonProtobuf => value.to_proto_json(),
-            Encoding::BinaryProtobuf => value.to_proto_binary(),
+            Encoding::BinaryProtobuf => Ok(value.to_proto_binary()),
         };
         let data = data.map_err(PayloadConversionError::EncodingError)?;
         let mut metadata = HashMap::from([(ENCODING_KEY.to_owned(), encoding.as_str().into())]);

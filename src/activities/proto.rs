@@ -1,6 +1,8 @@
 //! The protobuf forms of the activity messages (`proto/overspill/v1/`), for callers that send
 //! `json/protobuf` (proto3 JSON: lowerCamelCase names, 64-bit integers as strings; either name
-//! accepted) or `binary/protobuf` payloads, and the conversions to the serde forms.
+//! accepted) or `binary/protobuf` payloads. The worker only decodes requests ([`ProtoRequest`])
+//! and encodes replies ([`ProtoReply`]), so each conversion is written in the one direction it
+//! runs in.
 //!
 //! A protobuf `Limits` becomes the JSON form of [`crate::limits::Limits`] and is validated by the
 //! same code as a `json/plain` config, so errors name the same fields.
@@ -27,16 +29,15 @@ pub mod pb {
     include!(concat!(env!("OUT_DIR"), "/overspill.v1.serde.rs"));
 }
 
-/// A serde form (`json/plain`) with a protobuf counterpart, in both protobuf encodings.
-pub trait ProtoForm: Serialize + DeserializeOwned + 'static {
+/// A request's serde form (`json/plain`) with a protobuf counterpart, decoded from either
+/// protobuf encoding.
+pub trait ProtoRequest: DeserializeOwned + 'static {
     /// The generated message.
-    type Pb: prost::Message + Default + Serialize + DeserializeOwned;
+    type Pb: prost::Message + Default + DeserializeOwned;
     /// The full protobuf message name (the payload's `messageType`).
     const MESSAGE_TYPE: &'static str;
     /// From the message (field errors name the snake_case field).
     fn from_pb(pb: Self::Pb) -> Result<Self, Failure>;
-    /// To the message; fails on a form the message cannot carry (an invalid `config`).
-    fn to_pb(&self) -> Result<Self::Pb, Failure>;
 
     /// Decode the protobuf wire form.
     fn from_proto_binary(data: &[u8]) -> Result<Self, Failure> {
@@ -48,13 +49,25 @@ pub trait ProtoForm: Serialize + DeserializeOwned + 'static {
     fn from_proto_json(data: &[u8]) -> Result<Self, Failure> {
         Self::from_pb(decode_json(data)?)
     }
+}
+
+/// A reply's serde form (`json/plain`) with a protobuf counterpart, encoded in either protobuf
+/// encoding.
+pub trait ProtoReply: Serialize + 'static {
+    /// The generated message.
+    type Pb: prost::Message + Serialize;
+    /// The full protobuf message name (the payload's `messageType`).
+    const MESSAGE_TYPE: &'static str;
+    /// To the message.
+    fn to_pb(&self) -> Self::Pb;
+
     /// Encode the protobuf wire form.
-    fn to_proto_binary(&self) -> Result<Vec<u8>, EncodeError> {
-        Ok(prost::Message::encode_to_vec(&self.to_pb()?))
+    fn to_proto_binary(&self) -> Vec<u8> {
+        prost::Message::encode_to_vec(&self.to_pb())
     }
-    /// Encode the proto3 JSON form (pbjson also refuses an enum field outside its enum).
+    /// Encode the proto3 JSON form (pbjson refuses an enum field outside its enum).
     fn to_proto_json(&self) -> Result<Vec<u8>, EncodeError> {
-        Ok(serde_json::to_vec(&self.to_pb()?)?)
+        Ok(serde_json::to_vec(&self.to_pb())?)
     }
 }
 
@@ -70,39 +83,47 @@ pub(crate) fn decode_json<T: DeserializeOwned>(data: &[u8]) -> Result<T, Failure
     })
 }
 
-/// How one field of a serde form maps to its protobuf field. `set_from` leaves the form's
-/// default in place when an optional protobuf field is absent; errors name `field`.
-trait PbField<P> {
-    /// Set the form's field from the message's.
+/// How a request field is set from its protobuf field: `set_from` leaves the form's default in
+/// place when an optional protobuf field is absent; errors name `field`.
+trait FromPbField<P> {
     fn set_from(&mut self, value: P, field: &str) -> Result<(), Failure>;
-    /// The message's field.
-    fn to_field(&self) -> Result<P, Failure>;
 }
 
-impl<T: Clone> PbField<T> for T {
+/// How a reply field becomes its protobuf field.
+trait ToPbField<P> {
+    fn to_field(&self) -> P;
+}
+
+impl<T> FromPbField<T> for T {
     fn set_from(&mut self, value: T, _: &str) -> Result<(), Failure> {
         *self = value;
         Ok(())
     }
-    fn to_field(&self) -> Result<T, Failure> {
-        Ok(self.clone())
-    }
 }
 
 /// An optional protobuf field the form defaults (`limit`, `preview_chars`).
-impl<T: Clone> PbField<Option<T>> for T {
+impl<T> FromPbField<Option<T>> for T {
     fn set_from(&mut self, value: Option<T>, _: &str) -> Result<(), Failure> {
         if let Some(value) = value {
             *self = value;
         }
         Ok(())
     }
-    fn to_field(&self) -> Result<Option<T>, Failure> {
-        Ok(Some(self.clone()))
+}
+
+impl<T: Clone> ToPbField<T> for T {
+    fn to_field(&self) -> T {
+        self.clone()
     }
 }
 
-impl PbField<Option<pb::ToolOutput>> for ToolOutput {
+impl<T: Clone> ToPbField<Option<T>> for T {
+    fn to_field(&self) -> Option<T> {
+        Some(self.clone())
+    }
+}
+
+impl FromPbField<Option<pb::ToolOutput>> for ToolOutput {
     fn set_from(&mut self, value: Option<pb::ToolOutput>, field: &str) -> Result<(), Failure> {
         *self = match value.and_then(|o| o.value) {
             Some(pb::tool_output::Value::Text(text)) => ToolOutput::Text(text.into()),
@@ -119,85 +140,63 @@ impl PbField<Option<pb::ToolOutput>> for ToolOutput {
         };
         Ok(())
     }
-    fn to_field(&self) -> Result<Option<pb::ToolOutput>, Failure> {
+}
+
+impl ToPbField<Option<pb::ToolOutput>> for ToolOutput {
+    fn to_field(&self) -> Option<pb::ToolOutput> {
         let value = match self {
             ToolOutput::Text(text) => pb::tool_output::Value::Text(text.to_string()),
             ToolOutput::Json(value) => pb::tool_output::Value::Json(value.to_string()),
             ToolOutput::Bytes(data) => pb::tool_output::Value::Bytes(data.to_vec()),
         };
-        Ok(Some(pb::ToolOutput { value: Some(value) }))
+        Some(pb::ToolOutput { value: Some(value) })
     }
 }
 
 /// A JSON value carried as text (`content_json`, `metadata_json`).
-impl PbField<Option<String>> for Option<Value> {
+impl FromPbField<Option<String>> for Option<Value> {
     fn set_from(&mut self, value: Option<String>, field: &str) -> Result<(), Failure> {
         *self = value
             .map(|t| serde_json::from_str(&t).map_err(|e| Failure::invalid_input(field, e)))
             .transpose()?;
         Ok(())
     }
-    fn to_field(&self) -> Result<Option<String>, Failure> {
-        Ok(self.as_ref().map(Value::to_string))
+}
+
+impl ToPbField<Option<String>> for Option<Value> {
+    fn to_field(&self) -> Option<String> {
+        self.as_ref().map(Value::to_string)
     }
 }
 
-/// A request's `config`: a protobuf `Limits` becomes the JSON form and is validated as one; an
-/// invalid config cannot be sent.
-impl PbField<Option<pb::Limits>> for Option<Value> {
+/// A request's `config`: a protobuf `Limits` becomes the JSON form and is validated as one.
+impl FromPbField<Option<pb::Limits>> for Option<Value> {
     fn set_from(&mut self, value: Option<pb::Limits>, _: &str) -> Result<(), Failure> {
         *self = value.map(limits_to_json).transpose()?;
         Ok(())
     }
-    fn to_field(&self) -> Result<Option<pb::Limits>, Failure> {
-        let limits = self.clone().map(Limits::from_value).transpose();
-        let limits = limits.map_err(|e| Failure::invalid_config(&e))?;
-        Ok(limits.as_ref().map(limits_to_pb))
+}
+
+impl ToPbField<i32> for ReductionKind {
+    fn to_field(&self) -> i32 {
+        pb::ReductionKind::from(*self).into()
     }
 }
 
-impl PbField<i32> for ReductionKind {
-    /// A number outside the enum reads as passthrough.
-    fn set_from(&mut self, value: i32, _: &str) -> Result<(), Failure> {
-        let kind = pb::ReductionKind::try_from(value).unwrap_or_default();
-        *self = Option::from(kind).unwrap_or_default();
-        Ok(())
-    }
-    fn to_field(&self) -> Result<i32, Failure> {
-        Ok(pb::ReductionKind::from(*self).into())
-    }
-}
-
-impl PbField<Option<pb::Usage>> for Usage {
-    fn set_from(&mut self, value: Option<pb::Usage>, _: &str) -> Result<(), Failure> {
-        let u = value.unwrap_or_default();
-        *self = Usage {
-            requests: u.requests,
-            input_tokens: u.input_tokens,
-            output_tokens: u.output_tokens,
-        };
-        Ok(())
-    }
-    fn to_field(&self) -> Result<Option<pb::Usage>, Failure> {
-        Ok(Some(pb::Usage {
+impl ToPbField<Option<pb::Usage>> for Usage {
+    fn to_field(&self) -> Option<pb::Usage> {
+        Some(pb::Usage {
             requests: self.requests,
             input_tokens: self.input_tokens,
             output_tokens: self.output_tokens,
-        }))
+        })
     }
 }
 
-/// `From` both ways between a protobuf enum and the serde enum whose variants it names; a
-/// protobuf value without a twin (`…_UNSPECIFIED`) converts to `None`.
-macro_rules! mirror_enum {
-    ($pb:ident <=> $form:ident { $($variant:ident),+ }) => {
-        impl From<$form> for pb::$pb {
-            fn from(value: $form) -> Self {
-                match value {
-                    $($form::$variant => Self::$variant,)+
-                }
-            }
-        }
+/// A protobuf enum as the serde enum whose variants it names; a protobuf value without a twin
+/// (`…_UNSPECIFIED`) converts to `None`.
+macro_rules! from_pb_enum {
+    ($pb:ident => $form:ident { $($variant:ident),+ }) => {
         impl From<pb::$pb> for Option<$form> {
             #[allow(unreachable_patterns)]
             fn from(value: pb::$pb) -> Self {
@@ -210,10 +209,20 @@ macro_rules! mirror_enum {
     };
 }
 
-mirror_enum!(Tokenizer <=> Tokenizer { CharsDiv4, O200kBase, Cl100kBase });
-mirror_enum!(Serializer <=> SerializerKind { IndentedJson, JsonLines });
-mirror_enum!(TruncationStrategy <=> TruncationStrategy { Head, Tail, HeadTail });
-mirror_enum!(ReductionKind <=> ReductionKind { Passthrough, Truncated, Spilled, Summarized });
+from_pb_enum!(Tokenizer => Tokenizer { CharsDiv4, O200kBase, Cl100kBase });
+from_pb_enum!(Serializer => SerializerKind { IndentedJson, JsonLines });
+from_pb_enum!(TruncationStrategy => TruncationStrategy { Head, Tail, HeadTail });
+
+impl From<ReductionKind> for pb::ReductionKind {
+    fn from(kind: ReductionKind) -> Self {
+        match kind {
+            ReductionKind::Passthrough => Self::Passthrough,
+            ReductionKind::Truncated => Self::Truncated,
+            ReductionKind::Spilled => Self::Spilled,
+            ReductionKind::Summarized => Self::Summarized,
+        }
+    }
+}
 
 /// A protobuf `Limits` as the JSON form, validated later as a `json/plain` config is
 /// (`Limits::from_value`); absent fields take the JSON form's defaults.
@@ -314,101 +323,51 @@ fn action_from_pb(action: pb::Action, path: &str) -> Result<Action, Failure> {
     })
 }
 
-/// A validated `Limits` as its protobuf message.
-pub fn limits_to_pb(l: &Limits) -> pb::Limits {
-    let bands = |bands: &[Band]| {
-        (bands.iter())
-            .map(|b| pb::Band {
-                over: b.over,
-                action: Some(action_to_pb(&b.action)),
-            })
-            .collect()
-    };
-    pb::Limits {
-        bands: bands(&l.bands),
-        explicit_bands: l.bands.is_empty(),
-        per_tool: (l.per_tool.iter())
-            .map(|(tool, list)| (tool.clone(), pb::BandList { bands: bands(list) }))
-            .collect(),
-        tool_filter: match &l.tool_filter {
-            ToolFilter::All => None,
-            ToolFilter::Names(names) => Some(pb::ToolFilter {
-                names: names.clone(),
-            }),
-        },
-        over_tokens: l.over_tokens,
-        tokenizer: pb::Tokenizer::from(l.tokenizer).into(),
-        strip_ansi: l.strip_ansi,
-        serializer: l
-            .serializer
-            .map_or(pb::Serializer::Unspecified, Into::into)
-            .into(),
-        summary_prompt: Some(l.summary_prompt.clone()),
-        read_tool_name: Some(l.read_tool_name.clone()),
-    }
-}
-
-fn action_to_pb(action: &Action) -> pb::Action {
-    use pb::action::Action as Pb;
-    let then = |t: &Option<Box<Action>>| t.as_deref().map(|t| Box::new(action_to_pb(t)));
-    let action = match action {
-        Action::Passthrough => Pb::Passthrough(pb::Passthrough {}),
-        Action::Truncate(t) => Pb::Truncate(Box::new(pb::Truncate {
-            strategy: pb::TruncationStrategy::from(t.strategy).into(),
-            max_chars: Some(t.max_chars),
-            max_tokens: t.max_tokens,
-            keep_tail_lines: t.keep_tail_lines,
-            then: then(&t.then),
-        })),
-        Action::Spill(s) => Pb::Spill(Box::new(pb::Spill {
-            preview_chars: Some(s.preview_chars),
-            then: then(&s.then),
-        })),
-        Action::Summarize(s) => Pb::Summarize(Box::new(pb::Summarize {
-            model: s.model.clone(),
-            then: then(&s.then),
-        })),
-    };
-    pb::Action {
-        action: Some(action),
-    }
-}
-
-/// Implements [`ProtoForm`] from a field mapping, `form.field = message_field` (each by its
-/// [`PbField`]); the form's `Default` fills what the message does not carry. A `then` block
-/// sets message fields derived from the form.
-macro_rules! proto_form {
-    ($form:ty => $pb:ident { $($($field:tt).+ = $pb_field:ident),* $(,)? }
-     $(then |$this:ident, $message:ident| $derived:block)?) => {
-        impl ProtoForm for $form {
+/// Implements [`ProtoRequest`] from a field mapping, `form.field = message_field` (each set by
+/// its [`FromPbField`]); the form's `Default` fills what the message does not carry.
+macro_rules! proto_request {
+    ($form:ty => $pb:ident { $($($field:tt).+ = $pb_field:ident),* $(,)? }) => {
+        impl ProtoRequest for $form {
             type Pb = pb::$pb;
             const MESSAGE_TYPE: &'static str = concat!("overspill.v1.", stringify!($pb));
             fn from_pb(pb: Self::Pb) -> Result<Self, Failure> {
                 let mut form = Self::default();
-                $(PbField::set_from(&mut form.$($field).+, pb.$pb_field, stringify!($pb_field))?;)*
+                $(FromPbField::set_from(&mut form.$($field).+, pb.$pb_field, stringify!($pb_field))?;)*
                 Ok(form)
-            }
-            fn to_pb(&self) -> Result<Self::Pb, Failure> {
-                let mut message = pb::$pb::default();
-                $(message.$pb_field = PbField::to_field(&self.$($field).+)?;)*
-                $({
-                    let ($this, $message) = (self, &mut message);
-                    $derived
-                })?
-                Ok(message)
             }
         }
     };
 }
 
-proto_form! { ReduceRequest => ReduceRequest {
+/// Implements [`ProtoReply`] from a field mapping, `form.field = message_field` (each by its
+/// [`ToPbField`]). A `then` block sets message fields derived from the form.
+macro_rules! proto_reply {
+    ($form:ty => $pb:ident { $($($field:tt).+ = $pb_field:ident),* $(,)? }
+     $(then |$this:ident, $message:ident| $derived:block)?) => {
+        impl ProtoReply for $form {
+            type Pb = pb::$pb;
+            const MESSAGE_TYPE: &'static str = concat!("overspill.v1.", stringify!($pb));
+            fn to_pb(&self) -> Self::Pb {
+                let mut message = pb::$pb::default();
+                $(message.$pb_field = ToPbField::to_field(&self.$($field).+);)*
+                $({
+                    let ($this, $message) = (self, &mut message);
+                    $derived
+                })?
+                message
+            }
+        }
+    };
+}
+
+proto_request! { ReduceRequest => ReduceRequest {
     call.tool_name = tool_name, call.tool_kind = tool_kind, call.run_id = run_id,
     call.tool_call_id = tool_call_id, call.retry = retry, output = output,
     envelope.content = content_json, envelope.metadata = metadata_json,
     envelope.wrapped = envelope, config = config,
 } }
 
-proto_form! { ReduceResponse => ReduceResponse {
+proto_reply! { ReduceResponse => ReduceResponse {
     kind = kind, content_kind = content_kind, return_value = return_value,
     envelope.content = content_json, envelope.metadata = metadata_json,
     envelope.wrapped = envelope, usage = usage, store = store,
@@ -418,82 +377,74 @@ proto_form! { ReduceResponse => ReduceResponse {
     message.overflow_bytes = reduced.overflow_bytes();
 } }
 
-proto_form! { SpillRequest => SpillRequest {
+proto_request! { SpillRequest => SpillRequest {
     call.tool_name = tool_name, call.run_id = run_id, call.tool_call_id = tool_call_id,
     call.retry = retry, suffix = suffix, key = key, output = output,
     preview_chars = preview_chars, config = config,
 } }
 
-proto_form! { SpillResponse => SpillResponse {
+proto_reply! { SpillResponse => SpillResponse {
     handle = handle, preview = preview, shape = shape, overflow_bytes = overflow_bytes,
     store = store,
 } }
 
-proto_form! { SummarizeRequest => SummarizeRequest {
+proto_request! { SummarizeRequest => SummarizeRequest {
     tool_name = tool_name, output = output, model = model, template = prompt,
 } }
 
-proto_form! { SummarizeResponse => SummarizeResponse { summary = summary, usage = usage } }
+proto_reply! { SummarizeResponse => SummarizeResponse { summary = summary, usage = usage } }
 
-proto_form! { ReadRequest => ReadToolResultRequest {
+proto_request! { ReadRequest => ReadToolResultRequest {
     handle = handle, offset = offset, limit = limit, from_end = from_end, pattern = pattern,
 } }
 
-proto_form! { GrepRequest => GrepToolResultRequest {
+proto_request! { GrepRequest => GrepToolResultRequest {
     handle = handle, pattern = pattern, regex = regex, ignore_case = ignore_case,
     context = context, offset = offset, limit = limit, from_end = from_end,
 } }
 
-proto_form! { QueryRequest => QueryToolResultRequest {
+proto_request! { QueryRequest => QueryToolResultRequest {
     handle = handle, filter = filter, offset = offset, limit = limit,
 } }
 
-proto_form! { ListRequest => ListToolResultsRequest {
+proto_request! { ListRequest => ListToolResultsRequest {
     run_id = run_id, limit = limit, tool_names = tool_names,
 } }
 
-proto_form! { ReadResponse => ReadToolResultResponse { 0 = text } }
-proto_form! { GrepResponse => GrepToolResultResponse { 0 = text } }
-proto_form! { QueryResponse => QueryToolResultResponse { 0 = text } }
-proto_form! { ListResponse => ListToolResultsResponse { 0 = text } }
+proto_reply! { ReadResponse => ReadToolResultResponse { 0 = text } }
+proto_reply! { GrepResponse => GrepToolResultResponse { 0 = text } }
+proto_reply! { QueryResponse => QueryToolResultResponse { 0 = text } }
+proto_reply! { ListResponse => ListToolResultsResponse { 0 = text } }
 
 #[cfg(test)]
 mod tests {
+    use prost::Message as _;
+
     use super::*;
     use crate::limits;
 
-    #[test]
-    fn limits_round_trip_through_protobuf() {
-        // Every field away from its default, so that a field the conversion drops shows.
-        let json = r#"{"bands":[{"over":50000,"action":{"type":"summarize","model":"m","then":{"type":"spill","preview_chars":300,"then":{"type":"truncate","strategy":"tail","max_tokens":500,"keep_tail_lines":3}}}},{"over":0,"action":{"type":"passthrough"}}],"per_tool":{"ls":[]},"tool_filter":["ls","cat"],"over_tokens":true,"tokenizer":"cl100k_base","strip_ansi":true,"serializer":"json_lines","summary_prompt":"Sum up {tool_name}: {output}","read_tool_name":"page_back"}"#;
-        let limits = limits::Limits::from_json(json).expect("valid");
-        assert_ne!(limits, limits::Limits::default());
-        let back = limits_to_json(limits_to_pb(&limits)).expect("converts");
-        let again = limits::Limits::from_value(back).expect("valid again");
-        assert!(
-            again == limits,
-            "{again:?}
-{limits:?}"
-        );
+    /// The `config` a protobuf request carries, as `json/protobuf` sends it, in the serde form.
+    fn from_proto_json(json: &str) -> Result<limits::Limits, Failure> {
+        let pb: pb::Limits = serde_json::from_str(json).expect("proto3 JSON");
+        let value = limits_to_json(pb)?;
+        Ok(limits::Limits::from_value(value).expect("valid"))
     }
 
     #[test]
-    fn tokenizer_and_token_budget_round_trip_through_protobuf() {
-        let json = r#"{"bands":[{"over":7,"action":{"type":"truncate","max_tokens":300}}],"over_tokens":true,"tokenizer":"cl100k_base"}"#;
-        let limits = limits::Limits::from_json(json).expect("valid");
-        let pb = limits_to_pb(&limits);
-        assert_eq!(pb.tokenizer, pb::Tokenizer::Cl100kBase as i32);
-        let binary = prost::Message::encode_to_vec(&pb);
-        let decoded: pb::Limits = prost::Message::decode(binary.as_slice()).expect("decodes");
-        let back = limits_to_json(decoded).expect("converts");
-        let again = limits::Limits::from_value(back).expect("valid again");
-        assert_eq!(again.tokenizer, limits::Tokenizer::Cl100kBase);
-        assert_eq!(again.bands, limits.bands);
-        let unset = limits_to_json(pb::Limits::default()).expect("converts");
+    fn a_protobuf_limits_is_its_json_twin() {
+        // Every field away from its default, so that a field the conversion drops shows.
+        let plain = r#"{"bands":[{"over":50000,"action":{"type":"summarize","model":"m","then":{"type":"spill","preview_chars":300,"then":{"type":"truncate","strategy":"tail","max_tokens":500,"keep_tail_lines":3}}}},{"over":0,"action":{"type":"passthrough"}}],"per_tool":{"ls":[]},"tool_filter":["ls","cat"],"over_tokens":true,"tokenizer":"cl100k_base","strip_ansi":true,"serializer":"json_lines","summary_prompt":"Sum up {tool_name}: {output}","read_tool_name":"page_back"}"#;
+        let proto = r#"{"bands":[{"over":"50000","action":{"summarize":{"model":"m","then":{"spill":{"previewChars":"300","then":{"truncate":{"strategy":"TRUNCATION_STRATEGY_TAIL","maxTokens":"500","keepTailLines":"3"}}}}}}},{"over":"0","action":{"passthrough":{}}}],"perTool":{"ls":{}},"toolFilter":{"names":["ls","cat"]},"overTokens":true,"tokenizer":"TOKENIZER_CL100K_BASE","stripAnsi":true,"serializer":"SERIALIZER_JSON_LINES","summaryPrompt":"Sum up {tool_name}: {output}","readToolName":"page_back"}"#;
+        let limits = limits::Limits::from_json(plain).expect("valid");
+        assert_ne!(limits, limits::Limits::default());
+        assert_eq!(from_proto_json(proto).expect("converts"), limits);
+        // Unset fields take the JSON form's defaults; `explicitBands` keeps an empty list.
         assert_eq!(
-            limits::Limits::from_value(unset).expect("valid").tokenizer,
-            limits::Tokenizer::CharsDiv4
+            from_proto_json("{}").expect("converts"),
+            limits::Limits::default()
         );
+        let none = from_proto_json(r#"{"explicitBands":true}"#).expect("converts");
+        assert!(none.bands.is_empty());
     }
 
     #[test]
@@ -524,7 +475,7 @@ mod tests {
     }
 
     #[test]
-    fn proto_json_uses_camel_case_and_accepts_both() {
+    fn requests_decode_from_camel_or_snake_case_json_and_binary() {
         let request = ReadRequest {
             handle: "r/c.0".into(),
             offset: 3,
@@ -532,39 +483,47 @@ mod tests {
             from_end: true,
             pattern: None,
         };
-        let json = String::from_utf8(request.to_proto_json().expect("encodes")).expect("utf8");
-        assert_eq!(
-            json,
-            r#"{"handle":"r/c.0","offset":"3","limit":"2","fromEnd":true}"#
-        );
+        let camel = br#"{"handle":"r/c.0","offset":"3","limit":"2","fromEnd":true}"#;
         let snake = br#"{"handle":"r/c.0","offset":3,"limit":"2","from_end":true}"#;
-        assert_eq!(
-            ReadRequest::from_proto_json(snake).expect("decodes"),
-            request
-        );
-        let binary = request.to_proto_binary().expect("encodes");
+        for json in [&camel[..], snake] {
+            assert_eq!(
+                ReadRequest::from_proto_json(json).expect("decodes"),
+                request
+            );
+        }
+        let binary = pb::ReadToolResultRequest {
+            handle: "r/c.0".into(),
+            offset: 3,
+            limit: Some(2),
+            from_end: true,
+            pattern: None,
+        }
+        .encode_to_vec();
         assert_eq!(
             ReadRequest::from_proto_binary(&binary).expect("decodes"),
             request
         );
+        // An absent optional field keeps the form's default.
+        let bare = ReadRequest::from_proto_json(br#"{"handle":"h"}"#).expect("decodes");
+        assert_eq!(bare.limit, crate::read::DEFAULT_LIMIT);
     }
 
     #[test]
     fn invalid_protobuf_config_names_the_field() {
-        let call = limits::ToolCall {
+        let pb = pb::ReduceRequest {
             tool_name: "cat".into(),
+            output: Some(pb::ToolOutput {
+                value: Some(pb::tool_output::Value::Text("x".into())),
+            }),
+            config: Some(pb::Limits {
+                bands: vec![pb::Band {
+                    over: 5,
+                    action: None,
+                }],
+                ..Default::default()
+            }),
             ..Default::default()
         };
-        let mut pb = ReduceRequest::new(call, ToolOutput::Text("x".into()))
-            .to_pb()
-            .expect("encodes");
-        pb.config = Some(pb::Limits {
-            bands: vec![pb::Band {
-                over: 5,
-                action: None,
-            }],
-            ..Default::default()
-        });
         let err = ReduceRequest::from_pb(pb).expect_err("invalid");
         assert_eq!(err.type_name, "InvalidConfig");
         assert!(
@@ -589,40 +548,39 @@ mod tests {
             },
             ..Default::default()
         };
-        let pb = reduced.to_pb().expect("encodes");
+        let pb = pb::ReduceResponse::decode(reduced.to_proto_binary().as_slice()).expect("decodes");
+        assert_eq!(pb.kind, pb::ReductionKind::Spilled as i32);
+        assert!(pb.envelope);
         assert_eq!(pb.overflow_handle.as_deref(), Some("r/c.0"));
         assert_eq!(pb.overflow_content_handle.as_deref(), Some("r/c.0.content"));
         assert_eq!(pb.overflow_bytes, 31_000);
-        assert_eq!(ReduceResponse::from_pb(pb).expect("decodes"), reduced);
+        let json: Value = serde_json::from_slice(&reduced.to_proto_json().expect("encodes"))
+            .expect("proto3 JSON");
+        assert_eq!(json["kind"], "REDUCTION_KIND_SPILLED");
+        assert_eq!(json["overflowBytes"], "31000");
     }
 
     #[test]
-    fn grep_and_list_requests_round_trip_through_protobuf() {
+    fn grep_and_list_requests_decode_every_field() {
         let grep = GrepRequest {
             handle: "r/c.0".into(),
             pattern: "ERR".into(),
             regex: true,
+            ignore_case: true,
             context: 2,
+            offset: 4,
+            limit: 9,
             from_end: true,
-            ..GrepRequest::default()
         };
-        assert_eq!(
-            GrepRequest::from_proto_binary(&grep.to_proto_binary().expect("encodes"))
-                .expect("decodes"),
-            grep
-        );
-        let camel =
-            br#"{"handle":"r/c.0","pattern":"ERR","regex":true,"context":"2","fromEnd":true}"#;
+        let camel = br#"{"handle":"r/c.0","pattern":"ERR","regex":true,"ignoreCase":true,"context":"2","offset":"4","limit":"9","fromEnd":true}"#;
         assert_eq!(GrepRequest::from_proto_json(camel).expect("decodes"), grep);
         let list = ListRequest {
             run_id: "run-1".into(),
             limit: 5,
             tool_names: [("call-1".to_owned(), "cat".to_owned())].into(),
         };
-        assert_eq!(
-            ListRequest::from_proto_json(&list.to_proto_json().expect("encodes")).expect("decodes"),
-            list
-        );
+        let camel = br#"{"runId":"run-1","limit":"5","toolNames":{"call-1":"cat"}}"#;
+        assert_eq!(ListRequest::from_proto_json(camel).expect("decodes"), list);
         let default = ListRequest::from_proto_json(br#"{"runId":"r"}"#).expect("decodes");
         assert_eq!(default.limit, crate::store::DEFAULT_LIST_LIMIT);
     }
