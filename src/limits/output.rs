@@ -39,9 +39,8 @@ impl ToolCall {
 
 /// A tool's return value: text, structured JSON, or raw bytes.
 ///
-/// Text is a [`ByteString`], UTF-8 over [`Bytes`]: built from a `String` without a copy, cheap
-/// to clone, and able to hold bytes it does not own (the CLI's map of a file), so a spill hands
-/// the store the very buffer the output arrived in.
+/// Text is a [`ByteString`], UTF-8 over [`Bytes`]: built from a `String` or checked bytes without
+/// a copy and cheap to clone, so a spill hands the store the very buffer the output arrived in.
 ///
 /// JSON form: `{"text": "…"}`, `{"json": …}` or `{"bytes_b64": "…"}` (standard base64). Inside
 /// `json`, an object `{"$bytes_b64": "…"}` stands for a bytes leaf (Python `bytes`).
@@ -49,7 +48,6 @@ impl ToolCall {
 #[serde(rename_all = "snake_case")]
 pub enum ToolOutput {
     /// A string return (never serialized).
-    #[serde(with = "text_form")]
     Text(ByteString),
     /// A structured return, rendered by the serializer when a band triggers.
     Json(Value),
@@ -71,20 +69,6 @@ impl ToolOutput {
             Self::Text(text) => Some(text),
             _ => None,
         }
-    }
-}
-
-/// [`ToolOutput::Text`] as a JSON string.
-mod text_form {
-    use super::ByteString;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub(super) fn serialize<S: Serializer>(text: &ByteString, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(text)
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ByteString, D::Error> {
-        String::deserialize(d).map(ByteString::from)
     }
 }
 

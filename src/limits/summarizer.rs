@@ -4,7 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 /// Token and request counts of model calls, to fold into the calling agent's usage.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, derive_more::AddAssign,
+)]
 #[serde(default)]
 pub struct Usage {
     /// Model requests made.
@@ -13,14 +15,6 @@ pub struct Usage {
     pub input_tokens: u64,
     /// Completion tokens reported by the model.
     pub output_tokens: u64,
-}
-
-impl std::ops::AddAssign for Usage {
-    fn add_assign(&mut self, other: Self) {
-        self.requests += other.requests;
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-    }
 }
 
 /// One summarization to perform.
@@ -86,7 +80,8 @@ pub enum SummarizeError {
     #[error("malformed model reply: {0}")]
     Malformed(String),
     /// The model is unavailable for now: a 429, a 5xx, a 408 or 409, or a connection failure.
-    #[error("the model is unavailable ({}): {message}", status_text(*status))]
+    #[error("the model is unavailable ({}): {message}",
+        status.map_or_else(|| "no response".to_owned(), |s| format!("HTTP {s}")))]
     Unavailable {
         /// The HTTP status, or `None` when no reply came.
         status: Option<u16>,
@@ -95,10 +90,6 @@ pub enum SummarizeError {
         /// The delay the server asked for before the next attempt (`Retry-After`).
         retry_after: Option<std::time::Duration>,
     },
-}
-
-fn status_text(status: Option<u16>) -> String {
-    status.map_or_else(|| "no response".to_owned(), |s| format!("HTTP {s}"))
 }
 
 impl SummarizeError {
@@ -156,13 +147,6 @@ impl Summarizer for NoSummarizer {
         Err(SummarizeError::NotConfigured(
             "no model is configured: set --model-url (or OVERSPILL_MODEL_URL)".into(),
         ))
-    }
-}
-
-/// A borrowed summarizer summarizes as its owner.
-impl<S: Summarizer + ?Sized> Summarizer for &S {
-    async fn summarize(&self, request: SummaryRequest<'_>) -> Result<Summary, SummarizeError> {
-        (**self).summarize(request).await
     }
 }
 

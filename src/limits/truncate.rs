@@ -82,11 +82,6 @@ pub fn truncate_to_tokens(
         let budget = i64::try_from(budget).unwrap_or(i64::MAX);
         truncate_counted(text, total, budget, strategy, keep_tail_lines)
     };
-    if matches!(tokenizer, Tokenizer::CharsDiv4) {
-        // The estimate counts chars: every clamp to `max_chars_within(max)` chars fits, no longer
-        // budget does, so the search below would end there.
-        return clamp(tokenizer.max_chars_within(max));
-    }
     // The text itself does not fit (a budget of `total` chars keeps it whole), and a clamp keeps
     // close to its budget while no text longer than `max_chars_within(max)` fits: search below.
     let mut too_big = (total as u64).min(tokenizer.max_chars_within(max).saturating_add(1));

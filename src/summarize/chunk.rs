@@ -693,12 +693,12 @@ mod tests {
         };
         let output = lines(400); // 3,600 chars, one call under the configured budget
         let prompt = Template::reference().render("grep", &output);
-        let chunked = Chunked::new(&fake, ChunkBudget::chars(100_000));
+        let chunked = Chunked::new(fake, ChunkBudget::chars(100_000));
         let summary = chunked
             .summarize(request(&output, &prompt))
             .await
             .expect("a summary");
-        let prompts = fake.prompts();
+        let prompts = chunked.model().prompts();
         assert_eq!(prompts[0], prompt, "first the whole output, refused");
         // (1000 - 250) * 9/10 = 675 characters of prompt, less the template around the output.
         let around = prompt.chars().count() - output.chars().count();
@@ -722,7 +722,7 @@ mod tests {
             .await
             .expect("a summary");
         assert_eq!(again.usage.requests, chunks as u64 + 1);
-        assert_eq!(fake.prompts().len(), prompts.len() + chunks + 1);
+        assert_eq!(chunked.model().prompts().len(), prompts.len() + chunks + 1);
     }
 
     #[tokio::test]

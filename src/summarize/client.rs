@@ -337,7 +337,8 @@ mod tests {
             model: None,
         };
         send(&Summarizer::summarize(&summarizer, request));
-        let chunked = super::super::Chunked::new(&summarizer, super::super::ChunkBudget::default());
+        let chunked =
+            super::super::Chunked::new(summarizer.clone(), super::super::ChunkBudget::default());
         send(&Summarizer::summarize(&chunked, request));
         let shared = std::sync::Arc::new(summarizer.clone());
         send(&super::super::summarize_chunked(

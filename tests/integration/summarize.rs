@@ -514,7 +514,7 @@ async fn the_api_key_never_shows() {
 async fn chunked_through_reduce_adds_up_usage() {
     let server = FakeOpenAi::start(Some(KEY)).await;
     let client = summarizer(&server);
-    let chunked = Chunked::new(&client, ChunkBudget::chars(300));
+    let chunked = Chunked::new(client.clone(), ChunkBudget::chars(300));
     let output = numbered(60); // 780 chars: chunks of 23, 23 and 14 lines
     let reduced = limits::reduce(
         &limits(None),
