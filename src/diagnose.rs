@@ -5,6 +5,14 @@
 
 use std::error::Error;
 
+/// The innermost error's words (`Connection refused (os error 111)`).
+pub(crate) fn innermost(error: &(dyn Error + 'static)) -> String {
+    chain(error)
+        .last()
+        .map(ToString::to_string)
+        .unwrap_or_default()
+}
+
 /// Every error in `error`'s source chain, the ones an [`std::io::Error`] wraps included (its
 /// `source` skips them).
 pub(crate) fn chain<'a>(
@@ -67,14 +75,6 @@ pub(crate) fn http_status(grpc_message: &str) -> Option<reqwest::StatusCode> {
     reqwest::StatusCode::from_bytes(digits.as_bytes()).ok()
 }
 
-/// `401 Unauthorized`.
-pub(crate) fn status_text(status: reqwest::StatusCode) -> String {
-    match status.canonical_reason() {
-        Some(reason) => format!("{} {reason}", status.as_u16()),
-        None => status.as_u16().to_string(),
-    }
-}
-
 /// What a failed connection to Temporal means and the flag that fixes it, after `Temporal at
 /// ADDRESS`: `answered HTTP 401 Unauthorized: check --api-key (TEMPORAL_API_KEY)`. `client_cert`
 /// tells whether a client certificate was offered.
@@ -108,9 +108,8 @@ pub(crate) fn temporal(error: &(dyn Error + 'static), client_cert: bool) -> Stri
     });
     if let Some(status) = status {
         let said = status.message();
-        if let Some(http) = http_status(said) {
-            let shown = status_text(http);
-            return match http.as_u16() {
+        if let Some(shown) = http_status(said) {
+            return match shown.as_u16() {
                 401 => format!("answered HTTP {shown}: {KEY}"),
                 403 => format!("answered HTTP {shown}: {KEY}, and the key's access to --namespace"),
                 400 if !client_cert => format!(
@@ -132,10 +131,7 @@ pub(crate) fn temporal(error: &(dyn Error + 'static), client_cert: bool) -> Stri
             _ => format!("failed ({:?}: {said}): {ADDRESS}", status.code()),
         };
     }
-    let innermost = chain(error)
-        .last()
-        .map(ToString::to_string)
-        .unwrap_or_default();
+    let innermost = innermost(error);
     match io_kind(error) {
         Some(std::io::ErrorKind::ConnectionRefused) => {
             format!("refused the connection ({innermost}): {ADDRESS}, and that the server runs")
@@ -153,7 +149,7 @@ mod tests {
         let framed = "protocol error: received message with invalid compression flag: 60 (valid \
                       flags are 0 and 1) while receiving response with status: 401 Unauthorized";
         let status = http_status(framed).expect("a status");
-        assert_eq!(status_text(status), "401 Unauthorized");
+        assert_eq!(status.to_string(), "401 Unauthorized");
         let mapped = "grpc-status header missing, mapped from HTTP status code 503";
         assert_eq!(http_status(mapped).map(|s| s.as_u16()), Some(503));
         assert_eq!(http_status("Namespace foo is not found."), None);

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use overspill::external_storage::{
     ExternalStorage, ExternalStorageSettings, GcMetrics, GcOptions, GcReport,
@@ -78,7 +78,6 @@ pub(crate) async fn run(Command::Gc(args): Command) -> CliResult {
         ExternalStorage::open(&args.external_storage, ExternalStorageSettings::default())?;
     let client = args.temporal.client().await?;
     let options = GcOptions {
-        now: SystemTime::now(),
         older_than: args.older_than,
         unscoped_older_than: args.unscoped_older_than,
         dry_run: args.dry_run,

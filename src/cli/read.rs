@@ -27,28 +27,22 @@ pub(crate) struct Args<R: clap::Args> {
 /// `overspill read`.
 pub(crate) async fn read(args: Args<ReadRequest>) -> CliResult {
     let store = Store::open(args.store.as_deref())?;
-    print_page(
-        read::read_tool_result(&store, &args.request).await,
-        store.url(),
-    )
+    let page = read::read_tool_result(&store, &args.request).await;
+    print_page(page, store.url())
 }
 
 /// `overspill grep`.
 pub(crate) async fn grep(args: Args<GrepRequest>) -> CliResult {
     let store = Store::open(args.store.as_deref())?;
-    print_page(
-        read::grep_tool_result(&store, &args.request).await,
-        store.url(),
-    )
+    let page = read::grep_tool_result(&store, &args.request).await;
+    print_page(page, store.url())
 }
 
 /// `overspill query`.
 pub(crate) async fn query(args: Args<QueryRequest>) -> CliResult {
     let store = Store::open(args.store.as_deref())?;
-    print_page(
-        query::query_tool_result(&store, &args.request).await,
-        store.url(),
-    )
+    let page = query::query_tool_result(&store, &args.request).await;
+    print_page(page, store.url())
 }
 
 /// Print a page (and a newline) on stdout; a bad argument is its message on stderr and exit

@@ -55,11 +55,14 @@ fn client_options(
             Some(value) => client.with_config(key, value),
             None => client,
         });
-    let client = inherited
+    let mut client = inherited
         .with_timeout_disabled()
         .with_connect_timeout(options.connect_timeout)
         .with_read_timeout(options.timeout)
         .with_pool_idle_timeout(Duration::from_secs(30));
+    if let Some(allow) = options.allow_http {
+        client = client.with_allow_http(allow);
+    }
     let bundle = options.ca_bundle.clone().or_else(|| {
         std::env::var_os("AWS_CA_BUNDLE")
             .filter(|v| !v.is_empty())
@@ -127,19 +130,12 @@ pub(crate) fn build(
         }
         Scheme::Gcs => {
             let env = GoogleCloudStorageBuilder::from_env();
-            let mut builder = configured!(env, GoogleConfigKey::Client, url, options);
-            if let Some(allow) = options.allow_http {
-                let key = GoogleConfigKey::Client(ClientConfigKey::AllowHttp);
-                builder = builder.with_config(key, allow.to_string());
-            }
+            let builder = configured!(env, GoogleConfigKey::Client, url, options);
             Arc::new(builder.build().map_err(backend)?)
         }
         Scheme::Azure => {
             let env = MicrosoftAzureBuilder::from_env();
             let mut builder = configured!(env, AzureConfigKey::Client, url, options);
-            if let Some(allow) = options.allow_http {
-                builder = builder.with_allow_http(allow);
-            }
             if let Some(endpoint) = &options.endpoint {
                 builder = builder.with_endpoint(endpoint.clone());
             }
@@ -157,9 +153,6 @@ fn s3(
     options: &StoreOptions,
 ) -> Result<AmazonS3Builder, StoreError> {
     let mut builder = configured!(env, AmazonS3ConfigKey::Client, url, options);
-    if let Some(allow) = options.allow_http {
-        builder = builder.with_allow_http(allow);
-    }
     if let Some(endpoint) = &options.endpoint {
         builder = builder.with_endpoint(endpoint);
     }

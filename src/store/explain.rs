@@ -31,7 +31,7 @@ pub(crate) fn explain(
     let host = host(&error.to_string()).unwrap_or_else(|| "its endpoint".to_owned());
     let no_bucket = said.as_deref().is_some_and(|s| s.contains("NoSuchBucket"))
         || (missing_is_bucket && matches!(error, E::NotFound { .. }));
-    let words = said.unwrap_or_else(|| innermost(error));
+    let words = said.unwrap_or_else(|| diagnose::innermost(error));
     if no_bucket {
         let text = format!(
             "the bucket of store {url} does not exist ({words}): create it, or fix the bucket in \
@@ -126,13 +126,6 @@ fn said(error: &object_store::Error) -> Option<String> {
         _ if body.is_empty() => status.to_owned(),
         _ => format!("{status}: {}", body.chars().take(200).collect::<String>()),
     })
-}
-
-/// The innermost error's words (`Connection refused (os error 111)`).
-fn innermost(error: &object_store::Error) -> String {
-    diagnose::chain(error)
-        .last()
-        .map_or_else(|| error.to_string(), ToString::to_string)
 }
 
 #[cfg(test)]

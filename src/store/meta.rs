@@ -55,8 +55,7 @@ impl SpillFacts {
     }
 
     fn of(data: &[u8]) -> Self {
-        // Every char starts with a byte that is not a continuation byte.
-        let chars = data.iter().filter(|&&b| (b as i8) >= -0x40).count() as u64;
+        let chars = bytecount::num_chars(data) as u64;
         let small = (data.len() as u64) < MIN_INDEXED_BYTES;
         let head = &data[..data.len().min(4 * FIRST_LINE_CHARS)];
         let first_end = next_break(head, 0).map_or(head.len(), |(at, _)| at);
