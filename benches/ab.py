@@ -79,6 +79,8 @@ def main():
                         "page, middle": ["--offset", str(lines // 2)],
                         "page, from end": ["--from-end"],
                         "pattern page ERROR": ["--pattern", "ERROR", "--offset", "100"],
+                        # 999 lines in 1,000 match: every match is counted.
+                        "pattern page INFO": ["--pattern", "INFO", "--from-end"],
                     }
                     measured = {"spill (reduce)": spill[:2]}
                     for label, extra in reads.items():
