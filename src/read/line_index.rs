@@ -1,4 +1,4 @@
-//! The sparse line index kept beside a spill as `<object>.idx` (format version 2), and how a page
+//! The sparse line index kept beside a spill as `<object>.idx` (format version 3), and how a page
 //! by offset uses it: the one place that describes both.
 //!
 //! A page costs what it shows, not what the spill holds. Every spill of [`MIN_INDEXED_BYTES`] or
@@ -12,54 +12,48 @@
 //! | bytes | field |
 //! |---|---|
 //! | 8 | magic `OVSPLIDX` |
-//! | 4 | format version: `2` |
-//! | 4 | header length `H`: 58 + the tag's length |
+//! | 4 | format version: `3` |
+//! | 4 | header length `H`: 46 + the tag's length |
 //! | 8 | payload length in bytes |
 //! | 8 | lines, as `str.splitlines()` counts them |
-//! | 4 | `K`: lines per block |
 //! | 4 | `B`: checkpoint spacing in bytes |
-//! | 8 | blocks: `ceil(lines / K)` |
 //! | 8 | checkpoints |
 //! | 2 | tag length (at most 255) |
 //! | tag | the payload's ETag when the index was built |
-//! | 16 × blocks | block `b`: the offset where line `b·K` starts, and the checkpoints before it |
-//! | 16 × checkpoints | a line number and the offset where that line starts |
+//! | 16 × checkpoints | a line number and the offset where that line starts, in order |
 //!
-//! A checkpoint marks the first line that starts at least `B` bytes after the previous block
-//! start or checkpoint. So a line starts less than `B` bytes after the nearest block start or
-//! checkpoint at or before it, however long the lines are.
+//! A checkpoint marks the first line that starts at least `B` bytes after the previous checkpoint
+//! (line 0, at offset 0, counts as one and has no entry). So every line starts less than `B`
+//! bytes after the nearest checkpoint at or before it, however long or short the lines are.
 //!
-//! **Size.** A block entry costs 16 bytes per `K` lines and every line takes at least one byte; a
-//! checkpoint costs 16 bytes per `B` bytes. With `K` = 2,048 and `B` = 128 KiB an index is at most
-//! 0.79 % of its payload, plus its header. Spills under [`MIN_INDEXED_BYTES`] get no index: a page
-//! reads them whole.
+//! **Size.** Checkpoints are at least `B` bytes apart: with `B` = 64 KiB an index takes at most
+//! 16 bytes per 64 KiB of payload (0.025 %, 256 KiB for 1 GiB), plus its header. Spills under
+//! [`MIN_INDEXED_BYTES`] get no index: a page reads them whole.
 //!
 //! **Binding.** The tag ties an index to the payload version it describes. A reader trusts an
 //! index only when its tag and length are the payload's, and checks every ranged read of the
 //! payload against that version again, so a payload overwritten by any writer (another worker, a
 //! failed index upload, the Python `OverspillStore`, which writes no index) is never paged through
-//! a stale index: it is rebuilt (by streaming the payload once) and stored again. Version 1 (8
-//! bytes per line, no header) and foreign objects are never trusted either.
+//! a stale index: it is rebuilt (by streaming the payload once) and stored again. Older formats
+//! (version 1: 8 bytes per line, no header; version 2: blocks of lines beside the checkpoints)
+//! and foreign objects are never trusted either: they are rebuilt alike.
 //!
 //! # Paging by offset
 //!
 //! A reader keeps opened indexes, whole, in a byte-bounded in-process cache. A page:
 //!
 //! 1. **Opens** the spill unless it is cached: one round trip reads the payload's version and
-//!    the whole index at once (an index over 8 MiB, which only a spill over 2 GB has, takes one
-//!    more read for its rest).
-//! 2. **Locates** the page in the index, in memory: its block's start and checkpoints give the
-//!    nearest line start at or before the page's first line; the next block start or checkpoint
-//!    after its last line bounds where it ends ([`Header::locate`]).
-//! 3. **Reads** the payload from that line start (at most `B` before the page) to that bound, at
-//!    most `B` + 200 KB (a page shows 50,000 chars, 4 bytes a char at most), in one ranged read
-//!    checked against the payload's version.
+//!    the whole index at once (an index over 8 MiB, which only a spill over 32 GiB has, takes
+//!    one more read for its rest).
+//! 2. **Locates** the page in the index, in memory, by two binary searches: the last checkpoint
+//!    at or before the page's first line (less than `B` bytes before it), and the first at or
+//!    after the line that follows the page, which bounds where it ends ([`Header::locate`]).
+//! 3. **Reads** the payload between the two, at most `B` + 200 KB (a page shows 50,000 chars, 4
+//!    bytes a char at most), in one ranged read checked against the payload's version.
 //!
-//! So a page of a cached spill is one ranged read, and a cold page two in a row: the index
-//! (about 16 bytes per 2,048 lines and per 128 KiB: 160 KB for 1 GB of 100-byte lines, 4 MB for
-//! 1 GB of two-byte lines), then at most 331 KB of payload. A spill too small for an index is
-//! read whole after the opening round trip. A page by pattern streams the payload instead
-//! (`read::scan`).
+//! So a page of a cached spill is one ranged read, and a cold page two in a row: the index, then
+//! at most 266 KB of payload. A spill too small for an index is read whole after the opening
+//! round trip. A page by pattern streams the payload instead (`read::scan`).
 //!
 //! ```
 //! use overspill::read::line_index::{Header, Index};
@@ -77,21 +71,18 @@ use std::ops::{ControlFlow, Range};
 
 use super::lines::{ChunkSink, LineChunk, rare_breaks};
 
-/// Lines per block.
-pub const LINES_PER_BLOCK: u32 = 2_048;
-/// The most bytes between a line and the nearest block start or checkpoint before it.
-pub const CHECKPOINT_BYTES: u32 = 128 * 1024;
+/// The most bytes between a line and the nearest checkpoint at or before it.
+pub const CHECKPOINT_BYTES: u32 = 64 * 1024;
 /// Spills smaller than this get no index: reading them whole is as cheap as a ranged read.
 pub const MIN_INDEXED_BYTES: u64 = 64 * 1024;
 
 const MAGIC: [u8; 8] = *b"OVSPLIDX";
-const VERSION: u32 = 2;
-const FIXED_LEN: u64 = 58;
+const VERSION: u32 = 3;
+const FIXED_LEN: u64 = 46;
 const MAX_TAG: usize = 255;
-/// Bytes of one block entry or checkpoint.
-const ENTRY: u64 = 16;
-/// Bounds a reader accepts for `K` and `B`, so that a page's reads stay bounded.
-const MAX_LINES_PER_BLOCK: u32 = 1 << 16;
+/// Bytes of one checkpoint.
+const ENTRY: usize = 16;
+/// The widest spacing a reader accepts, so that a page's reads stay bounded.
 const MAX_CHECKPOINT_BYTES: u32 = 1 << 20;
 
 /// Why an index object cannot be used.
@@ -122,7 +113,7 @@ pub struct Version {
 }
 
 /// Where a line starts: its number and byte offset.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LineStart {
     /// The line's number, from 0.
     pub line: u64,
@@ -130,15 +121,24 @@ pub struct LineStart {
     pub offset: u64,
 }
 
+impl LineStart {
+    /// The checkpoint encoded in `entry`.
+    fn decode(entry: &[u8; ENTRY]) -> Self {
+        let both = u128::from_le_bytes(*entry);
+        Self {
+            line: both as u64,
+            offset: (both >> 64) as u64,
+        }
+    }
+}
+
 /// A built index, before it is encoded with its payload's tag.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Index {
     payload_len: u64,
     lines: u64,
-    lines_per_block: u32,
     checkpoint_bytes: u32,
-    blocks: Vec<[u64; 2]>,
-    checkpoints: Vec<[u64; 2]>,
+    checkpoints: Vec<LineStart>,
 }
 
 impl Index {
@@ -159,23 +159,20 @@ impl Index {
         if tag.len() > MAX_TAG {
             return Err(IndexError::TagTooLong(tag.len()));
         }
-        let header_len = FIXED_LEN + tag.len() as u64;
-        let entries = (self.blocks.len() + self.checkpoints.len()) as u64;
-        let mut out = Vec::with_capacity((header_len + ENTRY * entries) as usize);
+        let header_len = FIXED_LEN as usize + tag.len();
+        let mut out = Vec::with_capacity(header_len + ENTRY * self.checkpoints.len());
         out.extend_from_slice(&MAGIC);
         out.extend_from_slice(&VERSION.to_le_bytes());
         out.extend_from_slice(&(header_len as u32).to_le_bytes());
         out.extend_from_slice(&self.payload_len.to_le_bytes());
         out.extend_from_slice(&self.lines.to_le_bytes());
-        out.extend_from_slice(&self.lines_per_block.to_le_bytes());
         out.extend_from_slice(&self.checkpoint_bytes.to_le_bytes());
-        out.extend_from_slice(&(self.blocks.len() as u64).to_le_bytes());
         out.extend_from_slice(&(self.checkpoints.len() as u64).to_le_bytes());
         out.extend_from_slice(&(tag.len() as u16).to_le_bytes());
         out.extend_from_slice(tag.as_bytes());
-        for entry in self.blocks.iter().chain(&self.checkpoints) {
-            out.extend_from_slice(&entry[0].to_le_bytes());
-            out.extend_from_slice(&entry[1].to_le_bytes());
+        for checkpoint in &self.checkpoints {
+            out.extend_from_slice(&checkpoint.line.to_le_bytes());
+            out.extend_from_slice(&checkpoint.offset.to_le_bytes());
         }
         Ok(out)
     }
@@ -187,10 +184,8 @@ impl Index {
 pub struct IndexBuilder {
     /// The index so far (its payload length: the bytes fed so far).
     index: Index,
-    /// The number of the line that starts the next block.
-    next_block: u64,
-    /// Where the last block or checkpoint starts.
-    last_mark: u64,
+    /// Where the last checkpoint starts.
+    last_checkpoint: u64,
     /// The next byte fed starts a line.
     at_line_start: bool,
 }
@@ -202,24 +197,21 @@ impl Default for IndexBuilder {
 }
 
 impl IndexBuilder {
-    /// A builder with the standard spacing ([`LINES_PER_BLOCK`], [`CHECKPOINT_BYTES`]).
+    /// A builder with the standard spacing ([`CHECKPOINT_BYTES`]).
     pub fn new() -> Self {
-        Self::with_spacing(LINES_PER_BLOCK, CHECKPOINT_BYTES)
+        Self::with_spacing(CHECKPOINT_BYTES)
     }
 
-    /// A builder with `lines_per_block` and `checkpoint_bytes` (clamped to what readers accept).
-    pub fn with_spacing(lines_per_block: u32, checkpoint_bytes: u32) -> Self {
+    /// A builder with a checkpoint every `checkpoint_bytes` (clamped to what readers accept).
+    pub fn with_spacing(checkpoint_bytes: u32) -> Self {
         Self {
             index: Index {
                 payload_len: 0,
                 lines: 0,
-                lines_per_block: lines_per_block.clamp(1, MAX_LINES_PER_BLOCK),
                 checkpoint_bytes: checkpoint_bytes.clamp(1, MAX_CHECKPOINT_BYTES),
-                blocks: Vec::new(),
                 checkpoints: Vec::new(),
             },
-            next_block: 0,
-            last_mark: 0,
+            last_checkpoint: 0,
             at_line_start: true,
         }
     }
@@ -267,13 +259,10 @@ impl IndexBuilder {
     #[inline]
     fn start_line(&mut self, offset: u64) {
         let index = &mut self.index;
-        if index.lines == self.next_block {
-            index.blocks.push([offset, index.checkpoints.len() as u64]);
-            self.next_block += u64::from(index.lines_per_block);
-            self.last_mark = offset;
-        } else if offset >= self.last_mark + u64::from(index.checkpoint_bytes) {
-            index.checkpoints.push([index.lines, offset]);
-            self.last_mark = offset;
+        if offset >= self.last_checkpoint + u64::from(index.checkpoint_bytes) {
+            let line = index.lines;
+            index.checkpoints.push(LineStart { line, offset });
+            self.last_checkpoint = offset;
         }
         index.lines += 1;
     }
@@ -297,9 +286,7 @@ pub struct Header {
     len: u64,
     payload_len: u64,
     lines: u64,
-    lines_per_block: u32,
     checkpoint_bytes: u32,
-    blocks: u64,
     checkpoints: u64,
     tag: String,
 }
@@ -340,8 +327,7 @@ impl Header {
         }
         let len = u64::from(fields.u32()?);
         let (payload_len, lines) = (fields.u64()?, fields.u64()?);
-        let (lines_per_block, checkpoint_bytes) = (fields.u32()?, fields.u32()?);
-        let (blocks, checkpoints) = (fields.u64()?, fields.u64()?);
+        let (checkpoint_bytes, checkpoints) = (fields.u32()?, fields.u64()?);
         let tag_len = usize::from(u16::from_le_bytes(fields.take()?));
         if tag_len > MAX_TAG || len != FIXED_LEN + tag_len as u64 {
             return Err(IndexError::Inconsistent("header length"));
@@ -355,9 +341,7 @@ impl Header {
             len,
             payload_len,
             lines,
-            lines_per_block,
             checkpoint_bytes,
-            blocks,
             checkpoints,
             tag: tag.to_owned(),
         };
@@ -367,21 +351,17 @@ impl Header {
 
     fn check(&self, object_size: u64) -> Result<(), IndexError> {
         let inconsistent = |what| Err(IndexError::Inconsistent(what));
-        if !(1..=MAX_LINES_PER_BLOCK).contains(&self.lines_per_block)
-            || !(1..=MAX_CHECKPOINT_BYTES).contains(&self.checkpoint_bytes)
-        {
+        if !(1..=MAX_CHECKPOINT_BYTES).contains(&self.checkpoint_bytes) {
             return inconsistent("spacing");
         }
         // Every line takes at least one byte; checkpoints are at least B bytes apart.
         if self.lines > self.payload_len
-            || self.blocks != self.lines.div_ceil(u64::from(self.lines_per_block))
             || self.checkpoints > self.payload_len / u64::from(self.checkpoint_bytes)
         {
             return inconsistent("counts");
         }
         // Checked: a crafted header's counts may be near `u64::MAX`.
-        let size = (self.blocks.checked_add(self.checkpoints))
-            .and_then(|entries| entries.checked_mul(ENTRY))
+        let size = (self.checkpoints.checked_mul(ENTRY as u64))
             .and_then(|entries| entries.checked_add(self.len));
         if size != Some(object_size) {
             return inconsistent("object size");
@@ -415,49 +395,31 @@ impl Header {
     }
 
     /// Where a page of `lines` (not empty) reads the payload, from `index`, the whole index
-    /// object: from the nearest line start at or before `lines.start` (its block's start or a
-    /// checkpoint, so less than `B` bytes before that line), to the first block start or
-    /// checkpoint at or after line `lines.end` (the payload's end when there is none).
+    /// object: from the last checkpoint at or before `lines.start` (less than `B` bytes before
+    /// that line), to the first checkpoint at or after line `lines.end` (the payload's end when
+    /// there is none). Offsets past the payload are clamped to its end.
     pub fn locate(&self, index: &[u8], lines: Range<u64>) -> (LineStart, u64) {
-        let k = u64::from(self.lines_per_block);
-        let entry = |i: u64| entry(index, self.len + ENTRY * i);
-        let block = (lines.start / k).min(self.blocks.saturating_sub(1));
-        let [offset, first] = entry(block);
-        let mut start = LineStart {
-            line: block * k,
-            offset: offset.min(self.payload_len),
+        let entries = usize::try_from(self.len)
+            .ok()
+            .and_then(|len| index.get(len..));
+        let (entries, _) = entries.unwrap_or_default().as_chunks::<ENTRY>();
+        let count = usize::try_from(self.checkpoints).unwrap_or(usize::MAX);
+        let entries = &entries[..entries.len().min(count)];
+        let line_of = |entry: &[u8; ENTRY]| LineStart::decode(entry).line;
+        let before = entries.partition_point(|e| line_of(e) <= lines.start);
+        let start = match before.checked_sub(1) {
+            Some(i) => LineStart::decode(&entries[i]),
+            None => LineStart::default(),
         };
-        let next = lines.end.div_ceil(k);
-        let mut end = match next < self.blocks {
-            true => entry(next)[0].min(self.payload_len),
-            false => self.payload_len,
+        let after = entries.partition_point(|e| line_of(e) < lines.end);
+        let end = entries.get(after).map(|e| LineStart::decode(e).offset);
+        let clamp = |offset: u64| offset.min(self.payload_len);
+        let start = LineStart {
+            offset: clamp(start.offset),
+            ..start
         };
-        // Checkpoints lie at distinct lines, in order: the block's, up to line `lines.end`.
-        let first = first.min(self.checkpoints);
-        let span = lines.end.saturating_sub(start.line).saturating_add(1);
-        let last = self.checkpoints.min(first.saturating_add(span));
-        for [at, offset] in (first..last).map(|i| entry(self.blocks + i)) {
-            if offset > self.payload_len {
-                continue;
-            }
-            if (start.line..=lines.start).contains(&at) && offset >= start.offset {
-                start = LineStart { line: at, offset };
-            } else if at >= lines.end && offset > start.offset {
-                end = end.min(offset);
-                break;
-            }
-        }
-        (start, end)
+        (start, clamp(end.unwrap_or(self.payload_len)))
     }
-}
-
-/// The 16-byte entry at byte `at` of `index`: two little-endian numbers (zeros past the end).
-fn entry(index: &[u8], at: u64) -> [u64; 2] {
-    let bytes = usize::try_from(at).ok().and_then(|at| index.get(at..));
-    let both = bytes
-        .and_then(<[u8]>::first_chunk::<16>)
-        .map_or(0, |e| u128::from_le_bytes(*e));
-    [both as u64, (both >> 64) as u64]
 }
 
 #[cfg(test)]
@@ -488,23 +450,39 @@ mod tests {
         prop::collection::vec(piece, 0..60).prop_map(|v| v.concat())
     }
 
-    fn build_with(data: &[u8], k: u32, b: u32) -> Index {
-        let mut builder = IndexBuilder::with_spacing(k, b);
+    fn build_with(data: &[u8], b: u32) -> Index {
+        let mut builder = IndexBuilder::with_spacing(b);
         builder.feed(data);
         builder.finish()
+    }
+
+    /// The checkpoints of `starts` for spacing `b`, the slow, obvious way.
+    fn checkpoints(starts: &[u64], b: u32) -> Vec<LineStart> {
+        let mut last = 0;
+        let mut out = Vec::new();
+        for (line, &offset) in starts.iter().enumerate() {
+            if offset >= last + u64::from(b) {
+                out.push(LineStart {
+                    line: line as u64,
+                    offset,
+                });
+                last = offset;
+            }
+        }
+        out
     }
 
     proptest! {
         #[test]
         fn every_line_is_found_within_the_checkpoint_spacing(
             data in payload(),
-            (k, b) in (1u32..9, 1u32..200),
+            b in 1u32..200,
             cuts in prop::collection::vec(0usize..3_000, 0..4),
         ) {
             // Fed in pieces that never split a break, as streams feed it: the same index.
             let mut cuts: Vec<usize> = cuts.into_iter().map(|c| break_start(&data, c.min(data.len()))).collect();
             cuts.sort();
-            let mut builder = IndexBuilder::with_spacing(k, b);
+            let mut builder = IndexBuilder::with_spacing(b);
             let mut at = 0;
             for cut in cuts {
                 builder.feed(&data[at..cut]);
@@ -512,27 +490,27 @@ mod tests {
             }
             builder.feed(&data[at..]);
             let index = builder.finish();
-            prop_assert_eq!(&index, &build_with(&data, k, b));
+            prop_assert_eq!(&index, &build_with(&data, b));
             let starts = line_starts(&data);
             prop_assert_eq!(index.lines(), starts.len() as u64);
+            let expected = checkpoints(&starts, b);
+            prop_assert_eq!(&index.checkpoints, &expected);
             let bytes = index.encode("tag").unwrap();
             let header = Header::decode(&bytes, bytes.len() as u64).unwrap();
             let lines = starts.len() as u64;
             for (line, &offset) in starts.iter().enumerate() {
                 let line = line as u64;
-                for end in line + 1..=lines.min(line + 3 * u64::from(k)) {
+                for end in line + 1..=lines.min(line + 5) {
                     let (found, bound) = header.locate(&bytes, line..end);
-                    prop_assert!(found.line <= line && line - found.line < u64::from(k));
-                    prop_assert_eq!(starts[found.line as usize], found.offset);
-                    prop_assert!(found.line == line || offset - found.offset < u64::from(b));
-                    // The page's lines end at or before the bound, a line start after the
-                    // page's, and no later than the next block's start.
+                    // The last checkpoint at or before the line (line 0 when none is).
+                    let before = expected.iter().rev().find(|c| c.line <= line);
+                    prop_assert_eq!(found, before.copied().unwrap_or_default());
+                    prop_assert!(offset - found.offset < u64::from(b));
+                    // The first checkpoint at or after the line after the page.
+                    let after = expected.iter().find(|c| c.line >= end);
+                    prop_assert_eq!(bound, after.map_or(data.len() as u64, |c| c.offset));
                     let needed = starts.get(end as usize).copied().unwrap_or(data.len() as u64);
-                    let next = end.div_ceil(u64::from(k)) * u64::from(k);
-                    let most = starts.get(next as usize).copied().unwrap_or(data.len() as u64);
-                    prop_assert!(needed <= bound && bound <= most, "line {} end {}", line, end);
-                    prop_assert!(bound > found.offset);
-                    prop_assert!(bound == data.len() as u64 || starts.contains(&bound));
+                    prop_assert!(needed <= bound && bound > found.offset);
                 }
             }
         }
@@ -575,12 +553,15 @@ mod tests {
             Err(IndexError::NotAnIndex)
         );
         assert_eq!(Header::decode(b"", 1 << 30), Err(IndexError::NotAnIndex));
-        let mut future = bytes.clone();
-        future[8] = 3;
-        assert_eq!(
-            Header::decode(&future, size),
-            Err(IndexError::UnknownFormat(3))
-        );
+        // The format before (blocks beside checkpoints), and one after.
+        for version in [2, 4] {
+            let mut other = bytes.clone();
+            other[8] = version;
+            assert_eq!(
+                Header::decode(&other, size),
+                Err(IndexError::UnknownFormat(version.into()))
+            );
+        }
         // More lines than payload bytes.
         let mut lying = bytes.clone();
         lying[24..32].copy_from_slice(&u64::MAX.to_le_bytes());
@@ -593,14 +574,13 @@ mod tests {
         huge[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
         huge[24..32].copy_from_slice(&u64::MAX.to_le_bytes());
         huge[32..36].copy_from_slice(&1u32.to_le_bytes());
-        huge[40..48].copy_from_slice(&u64::MAX.to_le_bytes());
-        huge[48..56].copy_from_slice(&0u64.to_le_bytes());
+        huge[36..44].copy_from_slice(&u64::MAX.to_le_bytes());
         assert_eq!(
             Header::decode(&huge, size),
             Err(IndexError::Inconsistent("object size"))
         );
         let mut spaced = bytes;
-        spaced[36..40].copy_from_slice(&u32::MAX.to_le_bytes());
+        spaced[32..36].copy_from_slice(&u32::MAX.to_le_bytes());
         assert_eq!(
             Header::decode(&spaced, size),
             Err(IndexError::Inconsistent("spacing"))

@@ -17,8 +17,8 @@ use crate::limits::StoreError;
 const ATTEMPTS: usize = 3;
 
 /// The bytes of an index that opening a spill reads with the payload's version: the whole index
-/// of a spill of up to 2 GB (of two-byte lines, the densest), with no more than this read from a
-/// foreign object. A larger index is read whole in one more read.
+/// of a spill of up to 32 GiB, with no more than this read from a foreign object. A larger index
+/// is read whole in one more read.
 pub(crate) const INDEX_READ_BYTES: u64 = 8 << 20;
 
 /// A page of `reader`'s payload by line offset.

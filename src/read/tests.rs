@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 use proptest::prelude::*;
 
-use super::line_index::{CHECKPOINT_BYTES, Header, IndexBuilder, LINES_PER_BLOCK};
+use super::line_index::{CHECKPOINT_BYTES, Header, IndexBuilder};
 use super::request::PAGE_BYTES_CAP;
 use super::*;
 
@@ -167,9 +167,9 @@ impl MemoryReader {
     }
 
     /// Store an index of the payload built with this spacing, bound to the payload's tag.
-    fn indexed(self, lines_per_block: u32, checkpoint_bytes: u32) -> Self {
+    fn indexed(self, checkpoint_bytes: u32) -> Self {
         let payload = self.payload.lock().unwrap().clone();
-        let mut builder = IndexBuilder::with_spacing(lines_per_block, checkpoint_bytes);
+        let mut builder = IndexBuilder::with_spacing(checkpoint_bytes);
         builder.feed(&payload.bytes);
         let encoded = builder.finish().encode(&payload.tag).unwrap();
         *self.index.lock().unwrap() = Some(Object::new(encoded));
@@ -364,11 +364,10 @@ proptest! {
         data in payload(),
         request in request(),
         chunk_bytes in 1usize..12,
-        lines_per_block in 1u32..5,
         checkpoint_bytes in 1u32..40,
     ) {
         let reader = MemoryReader::new(data.clone())
-            .indexed(lines_per_block, checkpoint_bytes)
+            .indexed(checkpoint_bytes)
             .chunked(chunk_bytes);
         prop_assert_eq!(page(&reader, &request), read_page(&data, &request).unwrap());
     }
@@ -465,7 +464,7 @@ fn large_spills_page_alike_through_every_path() {
         },
     ];
     // Indexed at write time; no index at all (rebuilt from small chunks); a foreign index.
-    let stored = MemoryReader::new(data.clone()).indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES);
+    let stored = MemoryReader::new(data.clone()).indexed(CHECKPOINT_BYTES);
     let rebuilt = MemoryReader::new(data.clone()).chunked(4_099);
     let foreign = MemoryReader::new(data.clone()).chunked(70_001);
     foreign.set_index(vec![7u8; 1 << 20]);
@@ -476,7 +475,7 @@ fn large_spills_page_alike_through_every_path() {
             assert_eq!(page(reader, request), expected, "{request:?}");
         }
     }
-    // The rebuilt index was stored, bound to the payload, in the version 2 format.
+    // The rebuilt index was stored, bound to the payload, in the current format.
     for reader in [&rebuilt, &foreign] {
         let index = reader.index_object().expect("the rebuilt index is stored");
         let header = Header::decode(&index, index.len() as u64).expect("a valid index");
@@ -510,10 +509,10 @@ fn dense_matches_page_alike() {
 }
 
 #[test]
-fn a_page_by_offset_reads_only_the_blocks_it_needs() {
-    // Short lines, with blocks of 16 lines (an index of 1 MiB); and lines far longer than the
-    // checkpoint spacing.
-    let short = (b"x\n".repeat(1 << 20), 16);
+fn a_page_by_offset_reads_only_around_its_lines() {
+    // Short lines, with a checkpoint every 32 bytes (an index of 1 MiB); and lines far longer
+    // than the checkpoint spacing.
+    let short = (b"x\n".repeat(1 << 20), 32);
     let long: Vec<u8> = (0..12)
         .flat_map(|i| {
             [
@@ -524,9 +523,9 @@ fn a_page_by_offset_reads_only_the_blocks_it_needs() {
             .concat()
         })
         .collect();
-    for (data, lines_per_block) in [short, (long, LINES_PER_BLOCK)] {
+    for (data, spacing) in [short, (long, CHECKPOINT_BYTES)] {
         let lines = split_lines(&data).count() as i64;
-        let reader = MemoryReader::new(data.clone()).indexed(lines_per_block, CHECKPOINT_BYTES);
+        let reader = MemoryReader::new(data.clone()).indexed(spacing);
         let index_len = reader.index_object().unwrap().len() as u64;
         for request in [
             at(0, 200),
@@ -537,16 +536,13 @@ fn a_page_by_offset_reads_only_the_blocks_it_needs() {
             assert_eq!(page(&reader, &request), read_page(&data, &request).unwrap());
             let [payload, index] = reader.take_reads();
             assert_eq!(index, index_len, "an uncached index is read whole");
-            // The page: from the nearest line start within the checkpoint spacing, to the next
-            // block start after it, and within the page's cap.
-            let block = data.len() as u64 * u64::from(lines_per_block) / lines as u64;
-            let cap = u64::from(CHECKPOINT_BYTES) + PAGE_BYTES_CAP as u64;
-            let page = match request.limit <= i64::from(lines_per_block) {
-                true => (3 * block).min(cap),
-                false => cap,
-            };
+            // The page: from the checkpoint before it (less than the spacing), to the first one
+            // after it, and within the page's cap.
+            let (spacing, line) = (u64::from(spacing), data.len() as u64 / lines as u64);
+            let around = 2 * spacing + line * (request.limit as u64 + 1);
+            let most = around.min(spacing + PAGE_BYTES_CAP as u64);
             assert!(
-                payload <= page,
+                payload <= most,
                 "{payload} payload bytes read for {request:?}"
             );
         }
@@ -555,16 +551,15 @@ fn a_page_by_offset_reads_only_the_blocks_it_needs() {
 
 #[test]
 fn a_page_reads_to_the_next_checkpoint_after_it() {
-    // Lines of 200 bytes: 2,048 to a block (400 KB), a checkpoint every 128 KiB (656 lines).
+    // Lines of 200 bytes: a checkpoint every 64 KiB (328 lines).
     let data: Vec<u8> = (0..20_000)
         .flat_map(|i| format!("{i:>199}\n").into_bytes())
         .collect();
     let reader = MemoryReader::new(data.clone())
-        .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
+        .indexed(CHECKPOINT_BYTES)
         .cached();
     page(&reader, &at(0, 1));
-    // Pages that end in the block they start in (block 1: lines 2,048 to 4,095), whose
-    // checkpoints are read.
+    // Pages in the middle, through the cached index.
     for offset in (2_100..3_896).step_by(97) {
         reader.take_reads();
         let request = at(offset, 200);
@@ -584,7 +579,7 @@ fn a_page_of_one_byte_chars_is_one_read_of_what_it_shows() {
         .flat_map(|i| format!("{i:>999}\n").into_bytes())
         .collect();
     let reader = MemoryReader::new(data.clone())
-        .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
+        .indexed(CHECKPOINT_BYTES)
         .cached();
     page(&reader, &at(0, 1));
     for offset in (300..5_800).step_by(311) {
@@ -610,9 +605,9 @@ fn a_stale_index_is_never_trusted() {
     );
     let request = at(30_001, 3);
     for reader in [
-        MemoryReader::new(v1.clone()).indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES),
+        MemoryReader::new(v1.clone()).indexed(CHECKPOINT_BYTES),
         MemoryReader::new(v1.clone())
-            .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
+            .indexed(CHECKPOINT_BYTES)
             .cached(),
     ] {
         assert_eq!(page(&reader, &request), read_page(&v1, &request).unwrap());
@@ -626,7 +621,7 @@ fn a_stale_index_is_never_trusted() {
 #[test]
 fn a_page_fails_at_once_when_the_index_read_times_out() {
     let reader = MemoryReader::new(b"x\n".repeat(1 << 20))
-        .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
+        .indexed(CHECKPOINT_BYTES)
         .frozen_index();
     let outcome = runtime().block_on(read_tool_result(&reader, &at(600_000, 5)));
     assert!(outcome.is_err(), "{outcome:?}");
@@ -653,7 +648,7 @@ fn a_page_makes_the_fewest_round_trips() {
     assert_eq!(trips(&small, &[at(10, 5), at(20, 5)]), [[3, 2], [1, 1]]);
     // Uncached: the payload's version with the whole index, then the page; a page from the end
     // alike.
-    let cold = MemoryReader::new(short.clone()).indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES);
+    let cold = MemoryReader::new(short.clone()).indexed(CHECKPOINT_BYTES);
     let from_end = ReadRequest {
         from_end: true,
         ..at(600_000, 200)
@@ -662,13 +657,13 @@ fn a_page_makes_the_fewest_round_trips() {
     assert_eq!(trips(&cold, &pages), [[3, 2], [3, 2], [3, 2]]);
     // Cached: one read a page.
     let warm = MemoryReader::new(short.clone())
-        .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
+        .indexed(CHECKPOINT_BYTES)
         .cached();
     let pages = [at(600_000, 200), at(1_000, 200), at(5, 1)];
     assert_eq!(trips(&warm, &pages), [[3, 2], [1, 1], [1, 1]]);
-    // An index larger than its first read (blocks smaller than this version writes): its rest
+    // An index larger than its first read (a checkpoint at every line): its rest
     // is one more read, and then a cached spill reads no index bytes.
-    let big = || MemoryReader::new(short.clone()).indexed(2, CHECKPOINT_BYTES);
+    let big = || MemoryReader::new(short.clone()).indexed(1);
     assert!(big().index_object().unwrap().len() as u64 > offset::INDEX_READ_BYTES);
     let middle = at(600_000, 200);
     assert_eq!(trips(&big(), std::slice::from_ref(&middle)), [[4, 3]]);
@@ -689,14 +684,14 @@ fn a_page_makes_the_fewest_round_trips() {
 
 #[test]
 fn an_index_that_puts_a_page_in_no_bytes_is_not_trusted() {
-    let reader =
-        MemoryReader::new(b"x\n".repeat(1 << 20)).indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES);
+    let reader = MemoryReader::new(b"x\n".repeat(1 << 20)).indexed(CHECKPOINT_BYTES);
     let mut index = reader.index_object().unwrap().to_vec();
-    // The block holding line 600,000 starts, it says, past any payload.
+    // Every checkpoint starts, it says, past any payload.
     let header = Header::decode(&index, index.len() as u64).unwrap();
-    let block = 600_000 / LINES_PER_BLOCK as usize;
-    let entry = 58 + header.tag().len() + 16 * block;
-    index[entry..entry + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+    let entries = 46 + header.tag().len();
+    for entry in index[entries..].chunks_exact_mut(16) {
+        entry[8..].copy_from_slice(&u64::MAX.to_le_bytes());
+    }
     reader.set_index(index);
     let v2 = b"y\n".repeat(1 << 20);
     reader.overwrite(v2.clone());
@@ -712,7 +707,7 @@ fn a_store_without_tags_is_paged_but_never_indexed_for_later() {
         "rebuilt by streaming"
     );
     let reader = MemoryReader::new(v1.clone())
-        .indexed(LINES_PER_BLOCK, CHECKPOINT_BYTES)
+        .indexed(CHECKPOINT_BYTES)
         .untagged()
         .cached();
     let stale = reader.index_object();

@@ -150,8 +150,8 @@ fn truncate_matches_reference() {
     );
 }
 
-/// A spill served as the real stores serve it: through a line index (blocks of two lines, a
-/// checkpoint every 8 bytes, so that every case crosses both), and streamed in 5-byte chunks.
+/// A spill served as the real stores serve it: through a line index (a checkpoint every 8 bytes,
+/// so that every case crosses several), and streamed in 5-byte chunks.
 struct IndexedSpill {
     payload: Bytes,
     index: Bytes,
@@ -161,7 +161,7 @@ impl IndexedSpill {
     const TAG: &str = "v1";
 
     fn new(payload: Bytes) -> Self {
-        let mut builder = IndexBuilder::with_spacing(2, 8);
+        let mut builder = IndexBuilder::with_spacing(8);
         builder.feed(&payload);
         let index = builder.finish().encode(Self::TAG).expect("a short tag");
         Self {

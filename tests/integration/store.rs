@@ -184,7 +184,7 @@ async fn write_read_overwrite_and_page() {
     let expected = overspill::read::read_page(&big, &request).unwrap();
     assert_eq!(read_tool_result(&store, &request).await.unwrap(), expected);
     // A second store (no cache) pages from the index stored with the multipart upload: it
-    // trusts it (the upload's tag is the object's), so it reads no more than a page's blocks.
+    // trusts it (the upload's tag is the object's), so it reads no more than around a page.
     let cold = Counting::new(Store::open(Some(store.url())).unwrap());
     assert_eq!(read_tool_result(&cold, &request).await.unwrap(), expected);
     assert!(
@@ -192,7 +192,7 @@ async fn write_read_overwrite_and_page() {
         "{} bytes",
         cold.payload_bytes()
     );
-    // A first page from line 256 Ki on reads the index and then its blocks, never the payload's
+    // A first page from line 256 Ki on reads the index and then around the page, never the payload's
     // first 256 KiB; one past the end reads them (for the line count the payload confirms).
     for (offset, most) in [(654_321, 256 << 10), (800_000, 512 << 10)] {
         let far = page(&handle, offset, 3);

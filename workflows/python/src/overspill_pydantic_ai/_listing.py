@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 MAX_LIMIT = 1_000
 _INDEX_MAGIC = b'OVSPLIDX'
-_INDEX_HEADER_MAX = 58 + 255
+_INDEX_HEADER_MAX = 46 + 255
 
 
 @dataclass
@@ -175,7 +175,7 @@ def _indexed_lines(store: OverspillStore, spill: ListedSpill) -> int | None:
             header = response['Body'].read()
     except Exception:  # no index, or none readable: the count stays unknown
         return None
-    if len(header) < 32 or header[:8] != _INDEX_MAGIC or struct.unpack_from('<I', header, 8)[0] != 2:
+    if len(header) < 32 or header[:8] != _INDEX_MAGIC or struct.unpack_from('<I', header, 8)[0] != 3:
         return None
     payload_len, lines = struct.unpack_from('<QQ', header, 16)
     return lines if payload_len == spill.size else None
