@@ -122,7 +122,12 @@ pub struct LineStart {
 }
 
 impl LineStart {
-    /// The checkpoint encoded in `entry`.
+    /// This checkpoint as an index entry: the line number, then the offset.
+    fn encode(self) -> [u8; ENTRY] {
+        (u128::from(self.line) | u128::from(self.offset) << 64).to_le_bytes()
+    }
+
+    /// The checkpoint in `entry`, as [`Self::encode`] wrote it.
     fn decode(entry: &[u8; ENTRY]) -> Self {
         let both = u128::from_le_bytes(*entry);
         Self {
@@ -171,8 +176,7 @@ impl Index {
         out.extend_from_slice(&(tag.len() as u16).to_le_bytes());
         out.extend_from_slice(tag.as_bytes());
         for checkpoint in &self.checkpoints {
-            out.extend_from_slice(&checkpoint.line.to_le_bytes());
-            out.extend_from_slice(&checkpoint.offset.to_le_bytes());
+            out.extend_from_slice(&checkpoint.encode());
         }
         Ok(out)
     }

@@ -192,8 +192,9 @@ async fn write_read_overwrite_and_page() {
         "{} bytes",
         cold.payload_bytes()
     );
-    // A first page from line 256 Ki on reads the index and then around the page, never the payload's
-    // first 256 KiB; one past the end reads them (for the line count the payload confirms).
+    // A first page from line 256 Ki on reads the index and then around the page, never the
+    // payload's first 256 KiB; one past the end reads them (for the line count the payload
+    // confirms).
     for (offset, most) in [(654_321, 256 << 10), (800_000, 512 << 10)] {
         let far = page(&handle, offset, 3);
         let fresh = Counting::new(Store::open(Some(store.url())).unwrap());
