@@ -7,10 +7,8 @@ use std::error::Error;
 
 /// The innermost error's words (`Connection refused (os error 111)`).
 pub(crate) fn innermost(error: &(dyn Error + 'static)) -> String {
-    chain(error)
-        .last()
-        .map(ToString::to_string)
-        .unwrap_or_default()
+    // The chain starts with `error` itself, so it is never empty.
+    chain(error).last().unwrap_or(error).to_string()
 }
 
 /// Every error in `error`'s source chain, the ones an [`std::io::Error`] wraps included (its
