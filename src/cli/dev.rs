@@ -72,13 +72,12 @@ fn summarize_list_files() -> serde_json::Value {
     })
 }
 
-pub(crate) async fn run(args: Args) -> CliResult {
+pub(crate) async fn run(mut args: Args) -> CliResult {
     worker::init_logging(LogFormat::Text, "info");
     let root = project_root();
     let deploy = std::env::var_os("OVERSPILL_DEPLOY_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join(".deploy"));
-    let mut args = args;
     if args.model.model.as_deref() == Some(LOCAL_MODEL) && args.model.url.is_none() {
         args.model = local_model(&root, &deploy, args.model)?;
     }
@@ -127,14 +126,14 @@ async fn serve(args: &Args) -> CliResult {
 
     let (demo_done_tx, demo_done_rx) = tokio::sync::oneshot::channel::<()>();
     let demo = async {
-        let mut ok = true;
+        let mut code = ExitCode::SUCCESS;
         if !args.no_demo {
             let config = summarizes.then(summarize_list_files);
             match demo(&client, &args.task_queue, args.demo_lines, config).await {
                 Ok(out) => print_demo(&out, &store_url),
                 Err(e) => {
                     eprintln!("overspill dev: the demo failed: {e}");
-                    ok = false;
+                    code = ExitCode::FAILURE;
                 }
             }
         }
@@ -142,7 +141,7 @@ async fn serve(args: &Args) -> CliResult {
             "\nServing the tool_output_limits.* activities and the Rust workflows; Ctrl-C to stop."
         );
         let _ = demo_done_tx.send(());
-        ok
+        code
     };
     let exit_after_demo = args.exit_after_demo;
     let stop = async move {
@@ -151,13 +150,9 @@ async fn serve(args: &Args) -> CliResult {
             worker::shutdown_signal().await;
         }
     };
-    let (result, demo_ok) = futures::join!(worker::run_until(&mut worker, stop), demo);
+    let (result, code) = futures::join!(worker::run_until(&mut worker, stop), demo);
     result?;
-    Ok(if demo_ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(code)
 }
 
 /// Run the agent-loop demo and return its turns.
@@ -167,13 +162,8 @@ async fn demo(
     lines: u64,
     config: Option<serde_json::Value>,
 ) -> Result<AgentLoopOutput, String> {
-    let id = format!(
-        "overspill-dev-demo-{}",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0)
-    );
+    let secs = std::time::UNIX_EPOCH.elapsed().map_or(0, |d| d.as_secs());
+    let id = format!("overspill-dev-demo-{secs}");
     println!(
         "\nDemo: workflow {id} calls a tool that returns a {:.1} MB build log ({lines} lines)…",
         lines as f64 * 55.0 / 1e6
@@ -230,8 +220,9 @@ fn local_model(root: &Path, deploy: &Path, mut model: ModelArgs) -> Result<Model
         "did not start the model server",
     )?;
     let env_file = deploy.join("llama.env");
+    let file = env_file.display();
     let env = std::fs::read_to_string(&env_file)
-        .map_err(|e| WorkerError::setup(format!("{}: {e}", env_file.display())))?;
+        .map_err(|e| WorkerError::setup(format!("{file}: {e}")))?;
     let value = |name: &str| {
         env.lines()
             .filter_map(|line| line.strip_prefix("export ")?.split_once('='))
@@ -241,18 +232,13 @@ fn local_model(root: &Path, deploy: &Path, mut model: ModelArgs) -> Result<Model
     model.url = value("OVERSPILL_TEST_MODEL_URL");
     model.model = value("OVERSPILL_TEST_MODEL");
     if let Some(tokens) = value("OVERSPILL_TEST_MODEL_CONTEXT_TOKENS") {
-        model.context_tokens = tokens.parse().map_err(|e| {
-            let file = env_file.display();
-            WorkerError::setup(format!(
-                "{file}: OVERSPILL_TEST_MODEL_CONTEXT_TOKENS={tokens}: {e}"
-            ))
-        })?;
+        let name = "OVERSPILL_TEST_MODEL_CONTEXT_TOKENS";
+        model.context_tokens = (tokens.parse())
+            .map_err(|e| WorkerError::setup(format!("{file}: {name}={tokens}: {e}")))?;
     }
     if model.url.is_none() {
-        return Err(WorkerError::setup(format!(
-            "{} names no OVERSPILL_TEST_MODEL_URL",
-            env_file.display()
-        )));
+        let missing = format!("{file} names no OVERSPILL_TEST_MODEL_URL");
+        return Err(WorkerError::setup(missing));
     }
     Ok(model)
 }
@@ -298,16 +284,13 @@ impl Started {
 
 /// Run a `deploy/` script to completion; a failure names it and what it `failed` to do.
 fn run_script(command: &mut Command, failed: &str) -> Result<(), WorkerError> {
-    let script = PathBuf::from(command.get_program());
-    let status = (command.status())
-        .map_err(|e| WorkerError::setup(format!("cannot run {}: {e}", script.display())))?;
+    let script = Path::new(command.get_program()).display().to_string();
+    let status =
+        (command.status()).map_err(|e| WorkerError::setup(format!("cannot run {script}: {e}")))?;
     if status.success() {
         return Ok(());
     }
-    Err(WorkerError::setup(format!(
-        "{} {failed} ({status})",
-        script.display()
-    )))
+    Err(WorkerError::setup(format!("{script} {failed} ({status})")))
 }
 
 /// Make sure a Temporal server answers at `address`; returns the server if this process started it.
@@ -324,10 +307,8 @@ async fn ensure_server(
     let script = root.join("deploy").join("temporal.sh");
     let started = if script.exists() {
         let mut start = Command::new(&script);
-        run_script(
-            start.env("TEMPORAL_PORT", &port),
-            "did not start the Temporal dev server",
-        )?;
+        start.env("TEMPORAL_PORT", &port);
+        run_script(&mut start, "did not start the Temporal dev server")?;
         Started::Script(script, port)
     } else {
         Started::Child(start_without_script(deploy, &port)?)

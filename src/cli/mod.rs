@@ -54,9 +54,9 @@ pub(crate) fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Reduce(args) => reduce::run(args).await,
-            Command::Read(args) => read::read(args).await,
-            Command::Grep(args) => read::grep(args).await,
-            Command::Query(args) => read::query(args).await,
+            Command::Read(args) => read::run(args, overspill::read::read_tool_result).await,
+            Command::Grep(args) => read::run(args, overspill::read::grep_tool_result).await,
+            Command::Query(args) => read::run(args, overspill::query::query_tool_result).await,
             Command::Spills(cmd) => spills::run(cmd).await,
             Command::ExternalStorage(cmd) => external_storage::run(cmd).await,
             Command::Worker(args) => worker::run(*args).await,

@@ -8,8 +8,7 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use overspill::query::{self, QueryRequest};
-use overspill::read::{self, GrepRequest, ReadOutcomeError, ReadRequest};
+use overspill::read::ReadOutcomeError;
 use overspill::store::Store;
 
 use super::CliResult;
@@ -24,24 +23,14 @@ pub(crate) struct Args<R: clap::Args> {
     store: Option<String>,
 }
 
-/// `overspill read`.
-pub(crate) async fn read(args: Args<ReadRequest>) -> CliResult {
+/// `overspill read`, `grep` or `query`: open the store, answer the request with `answer`
+/// (`read_tool_result`, `grep_tool_result` or `query_tool_result`) and print the page.
+pub(crate) async fn run<R: clap::Args>(
+    args: Args<R>,
+    answer: impl AsyncFnOnce(&Store, &R) -> Result<String, ReadOutcomeError>,
+) -> CliResult {
     let store = Store::open(args.store.as_deref())?;
-    let page = read::read_tool_result(&store, &args.request).await;
-    print_page(page, store.url())
-}
-
-/// `overspill grep`.
-pub(crate) async fn grep(args: Args<GrepRequest>) -> CliResult {
-    let store = Store::open(args.store.as_deref())?;
-    let page = read::grep_tool_result(&store, &args.request).await;
-    print_page(page, store.url())
-}
-
-/// `overspill query`.
-pub(crate) async fn query(args: Args<QueryRequest>) -> CliResult {
-    let store = Store::open(args.store.as_deref())?;
-    let page = query::query_tool_result(&store, &args.request).await;
+    let page = answer(&store, &args.request).await;
     print_page(page, store.url())
 }
 

@@ -1,7 +1,7 @@
 //! `overspill reduce`: one tool output in, what the model sees out.
 
 use std::io::{Read as _, Write as _};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use bytes::Bytes;
@@ -58,7 +58,11 @@ pub(crate) async fn run(args: Args) -> CliResult {
     let summarizer = args.model.summarizer()?;
     let mut stdout = std::io::stdout().lock();
     if let Some(path) = &args.request {
-        let request: ReduceRequest = serde_json::from_slice(&read_input(path)?)?;
+        let input = match path.as_os_str() == "-" {
+            true => read_stdin()?,
+            false => Bytes::from(std::fs::read(path)?),
+        };
+        let request: ReduceRequest = serde_json::from_slice(&input)?;
         let limits = request.limits(&defaults)?;
         let call = request.call(None);
         let spills = store.for_tool(&call.tool_name);
@@ -84,15 +88,6 @@ pub(crate) async fn run(args: Args) -> CliResult {
         ToolOutput::Json(_) => {}
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The file at `path`, or all of stdin for `-`.
-fn read_input(path: &Path) -> std::io::Result<Bytes> {
-    if path.as_os_str() == "-" {
-        read_stdin()
-    } else {
-        std::fs::read(path).map(Bytes::from)
-    }
 }
 
 /// All of stdin, read into memory (never mapped: the engine holds text as `str`). Read through a

@@ -118,21 +118,17 @@ pub(crate) async fn run(cmd: Command) -> CliResult {
             let verb = if dry_run { "would remove" } else { "removed" };
             print_table(&mut out, &report.removed, now, Some(verb))?;
             let bytes: u64 = report.removed.iter().map(|s| s.size).sum();
-            writeln!(
+            let (removed, kept) = (report.removed.len(), report.kept);
+            let age = humantime::format_duration(older_than);
+            write!(
                 out,
-                "{verb} {} spill(s), {bytes} bytes, older than {}; kept {}{}",
-                report.removed.len(),
-                humantime::format_duration(older_than),
-                report.kept,
-                if dry_run {
-                    String::new()
-                } else {
-                    format!(
-                        " ({} object(s) deleted, indexes included)",
-                        report.deleted_objects
-                    )
-                }
+                "{verb} {removed} spill(s), {bytes} bytes, older than {age}; kept {kept}"
             )?;
+            if !dry_run {
+                let deleted = report.deleted_objects;
+                write!(out, " ({deleted} object(s) deleted, indexes included)")?;
+            }
+            writeln!(out)?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -169,11 +165,8 @@ fn print_table(
         l = lead.len()
     )?;
     for s in spills {
-        let age = now
-            .duration_since(s.last_modified)
-            .unwrap_or_default()
-            .as_secs();
-        let age = humantime::format_duration(Duration::from_secs(age));
+        let age = now.duration_since(s.last_modified).unwrap_or_default();
+        let age = humantime::format_duration(Duration::from_secs(age.as_secs()));
         writeln!(out, "{lead}{:<h$}  {:>b$}  {age}", s.handle, s.size)?;
     }
     Ok(())

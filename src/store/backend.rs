@@ -114,37 +114,6 @@ fn retry_config(options: &StoreOptions) -> RetryConfig {
     }
 }
 
-/// The backend for a blob-store URL. `options`' endpoint, region and `allow_http` go over the
-/// environment's (AWS_ALLOW_HTTP is kept by `client_options`, AWS_ENDPOINT_URL and AWS_REGION by
-/// the builders' `from_env`).
-pub(crate) fn build(
-    scheme: Scheme,
-    url: &str,
-    options: &StoreOptions,
-) -> Result<Arc<dyn ObjectStore>, StoreError> {
-    let backend = |e: object_store::Error| StoreError::Backend(Box::new(e));
-    Ok(match scheme {
-        Scheme::S3 => {
-            let builder = s3(AmazonS3Builder::from_env(), url, options)?;
-            Arc::new(builder.build().map_err(backend)?)
-        }
-        Scheme::Gcs => {
-            let env = GoogleCloudStorageBuilder::from_env();
-            let builder = configured!(env, GoogleConfigKey::Client, url, options);
-            Arc::new(builder.build().map_err(backend)?)
-        }
-        Scheme::Azure => {
-            let env = MicrosoftAzureBuilder::from_env();
-            let mut builder = configured!(env, AzureConfigKey::Client, url, options);
-            if let Some(endpoint) = &options.endpoint {
-                builder = builder.with_endpoint(endpoint.clone());
-            }
-            Arc::new(builder.build().map_err(backend)?)
-        }
-        Scheme::Memory => Arc::new(InMemory::new()),
-    })
-}
-
 /// The S3 builder: `env` (the environment's settings) with the URL, the store's settings, and
 /// the check that a custom endpoint comes with credentials.
 fn s3(
@@ -274,6 +243,9 @@ impl Bucket {
 }
 
 /// The object store a blob-store URL names, its key prefix and the URL without its query.
+/// An endpoint, region or `allow_http` in `options` wins over the URL's query, which wins over
+/// the environment (AWS_ALLOW_HTTP is kept by `client_options`, AWS_ENDPOINT_URL and AWS_REGION by
+/// the builders' `from_env`).
 pub(super) fn connect(
     parsed: StoreUrl,
     options: &StoreOptions,
@@ -290,14 +262,33 @@ pub(super) fn connect(
             region,
             allow_http,
         } => {
-            // The options' settings over the URL's query (the environment's come last).
-            let options = StoreOptions {
+            let options = &StoreOptions {
                 endpoint: options.endpoint.clone().or(endpoint),
                 region: options.region.clone().or(region),
                 allow_http: options.allow_http.or(allow_http),
                 ..options.clone()
             };
-            let store = build(scheme, &url, &options)?;
+            let backend = |e: object_store::Error| StoreError::Backend(Box::new(e));
+            let store: Arc<dyn ObjectStore> = match scheme {
+                Scheme::S3 => {
+                    let builder = s3(AmazonS3Builder::from_env(), &url, options)?;
+                    Arc::new(builder.build().map_err(backend)?)
+                }
+                Scheme::Gcs => {
+                    let env = GoogleCloudStorageBuilder::from_env();
+                    let builder = configured!(env, GoogleConfigKey::Client, &url, options);
+                    Arc::new(builder.build().map_err(backend)?)
+                }
+                Scheme::Azure => {
+                    let env = MicrosoftAzureBuilder::from_env();
+                    let mut builder = configured!(env, AzureConfigKey::Client, &url, options);
+                    if let Some(endpoint) = &options.endpoint {
+                        builder = builder.with_endpoint(endpoint.clone());
+                    }
+                    Arc::new(builder.build().map_err(backend)?)
+                }
+                Scheme::Memory => Arc::new(InMemory::new()),
+            };
             Ok((store, prefix, crate::redact::url(&url)))
         }
     }

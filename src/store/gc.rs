@@ -120,13 +120,10 @@ impl Store {
 
     async fn list_objects(&self, prefix: &Path) -> Result<Vec<ObjectMeta>, StoreError> {
         let fs = match &self.inner.backend {
-            Backend::Object(store) => store.clone(),
-            Backend::Local(local) => match self.on_disk(local, 0, LocalBackend::for_listing).await?
-            {
-                Some(fs) => fs,
-                None => return Ok(Vec::new()),
-            },
+            Backend::Object(store) => Some(store.clone()),
+            Backend::Local(local) => self.on_disk(local, 0, LocalBackend::for_listing).await?,
         };
+        let Some(fs) = fs else { return Ok(Vec::new()) };
         fs.list(Some(prefix))
             .try_collect()
             .await

@@ -4,8 +4,9 @@
 use std::ops::Range;
 
 use bytes::Bytes;
+use futures::FutureExt as _;
 use object_store::path::Path;
-use object_store::{GetOptions, ObjectStoreExt as _, PutOptions};
+use object_store::{GetOptions, ObjectStoreExt as _};
 
 use super::local::Access;
 use super::{Call, INDEX_SUFFIX, Store};
@@ -67,15 +68,13 @@ impl Store {
 impl SpillReader for Store {
     async fn head(&self, handle: &str) -> Result<Version, StoreError> {
         let (fs, path) = self.for_read(handle, Part::Payload).await?;
-        self.bounded(0, async {
-            let meta = fs.head(&path).await;
-            let meta = meta.map_err(|e| self.map_error(e, handle, Call::Read))?;
-            Ok(Version {
-                size: meta.size,
-                tag: meta.e_tag,
-            })
+        let failed = |e| self.map_error(e, handle, Call::Read);
+        let meta = self.bounded(0, fs.head(&path).map(|r| r.map_err(failed)));
+        let meta = meta.await?;
+        Ok(Version {
+            size: meta.size,
+            tag: meta.e_tag,
         })
-        .await
     }
 
     async fn fetch(
@@ -94,9 +93,7 @@ impl SpillReader for Store {
         let path = index_path(&self.locate(handle)?);
         let fs = self.backend_for(&path, handle, Access::Write).await?;
         self.bounded(index.len() as u64, async {
-            let put = fs
-                .put_opts(&path, index.into(), PutOptions::default())
-                .await;
+            let put = fs.put(&path, index.into()).await;
             put.map(drop)
                 .map_err(|e| self.map_error(e, path.as_ref(), Call::Write))
         })

@@ -210,23 +210,19 @@ impl RunListing {
             thousands(self.total as u64),
             self.spills.len()
         );
-        for spill in &self.spills {
-            let facts = &spill.facts;
+        for ListedSpill { info, facts } in &self.spills {
             let count = |n: Option<u64>, what: &str| match n {
                 Some(n) => format!("{} {what}", thousands(n)),
                 None => format!("? {what}"),
             };
-            let age = now
-                .duration_since(spill.info.last_modified)
-                .unwrap_or_default()
-                .as_secs();
+            let age = now.duration_since(info.last_modified).unwrap_or_default();
             out.push_str(&format!(
                 "\n- {}: {}, {}, {}, written {} ago",
-                repr(&spill.info.handle),
+                repr(&info.handle),
                 facts.tool.as_deref().unwrap_or("unknown tool"),
                 count(facts.chars, "chars"),
                 count(facts.lines, "lines"),
-                humantime::format_duration(Duration::from_secs(age)),
+                humantime::format_duration(Duration::from_secs(age.as_secs())),
             ));
             if let Some(first) = &facts.first_line {
                 out.push_str(&format!("; first line: {}", repr(first)));

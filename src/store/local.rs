@@ -184,16 +184,13 @@ impl LocalBackend {
     /// `relative` is the object's path below the root. A missing target is `NotFound`.
     fn confine(&self, relative: &str, handle: &str) -> Result<(), StoreError> {
         let root = std::fs::canonicalize(&self.root).map_err(|e| io_error(e, &self.root))?;
-        let target =
-            std::fs::canonicalize(self.root.join(relative)).map_err(|e| match e.kind() {
-                io::ErrorKind::NotFound => StoreError::NotFound {
-                    handle: handle.to_owned(),
-                },
-                _ => StoreError::Backend(Box::new(e)),
-            })?;
-        match target.starts_with(&root) {
-            true => Ok(()),
-            false => Err(outside(handle)),
+        match std::fs::canonicalize(self.root.join(relative)) {
+            Ok(target) if target.starts_with(&root) => Ok(()),
+            Ok(_) => Err(outside(handle)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(StoreError::NotFound {
+                handle: handle.to_owned(),
+            }),
+            Err(e) => Err(StoreError::Backend(Box::new(e))),
         }
     }
 

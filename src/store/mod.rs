@@ -167,13 +167,10 @@ impl Store {
     pub async fn check(&self) -> Result<(), StoreError> {
         let base = &self.inner.base;
         let fs = self.backend_for(base, "", Access::Write).await?;
-        self.bounded(0, async {
-            let listed = fs.list_with_delimiter(Some(base)).await;
-            listed
-                .map(drop)
-                .map_err(|e| self.map_error(e, "", Call::List))
-        })
-        .await
+        let failed = |e| self.map_error(e, "", Call::List);
+        let listed = fs.list_with_delimiter(Some(base));
+        let listed = self.bounded(0, listed.map(|r| r.map_err(failed)));
+        listed.await.map(drop)
     }
 
     /// The whole payload stored under `handle`.
@@ -228,15 +225,10 @@ impl Store {
         let len = data.len() as u64;
         // A local file is written whole, its facts in an extended attribute (object_store's
         // filesystem keeps no attributes); a large upload to a bucket goes in parts.
-        let options = &self.inner.options;
+        let (options, size) = (&self.inner.options, data.len());
+        let large = size >= options.multipart_threshold && size > options.part_size.max(1);
         let (attributes, multipart) = match &self.inner.backend {
-            Backend::Object(_) => {
-                let large = data.len() >= options.multipart_threshold;
-                (
-                    facts.to_attributes(),
-                    large && data.len() > options.part_size.max(1),
-                )
-            }
+            Backend::Object(_) => (facts.to_attributes(), large),
             Backend::Local(_) => (Attributes::new(), false),
         };
         let put = self.bounded(len, async {

@@ -29,14 +29,8 @@ pub(super) async fn put_multipart(
     let upload = pending
         .upload
         .insert(fs.put_multipart_opts(path, attributes.into()).await?);
-    let parts: Vec<_> = (0..data.len())
-        .step_by(part_size)
-        .map(|start| {
-            upload.put_part(
-                data.slice(start..(start + part_size).min(data.len()))
-                    .into(),
-            )
-        })
+    let parts: Vec<_> = (data.chunks(part_size))
+        .map(|part| upload.put_part(data.slice_ref(part).into()))
         .collect();
     futures::stream::iter(parts)
         .buffer_unordered(options.part_concurrency.max(1))

@@ -107,14 +107,15 @@ impl StoreUrl {
             match &*key {
                 "endpoint" => endpoint = Some(value.into_owned()),
                 "region" => region = Some(value.into_owned()),
-                "allow_http" => {
-                    allow_http = Some(parse_bool(&value).ok_or_else(|| {
-                        query_error(
-                            raw,
-                            &format!("allow_http must be true or false, not {value:?}"),
-                        )
-                    })?);
-                }
+                // `true`/`false` as the `AWS_ALLOW_HTTP` convention spells them.
+                "allow_http" => match value.trim().to_ascii_lowercase().as_str() {
+                    "1" | "true" | "yes" | "on" => allow_http = Some(true),
+                    "0" | "false" | "no" | "off" | "" => allow_http = Some(false),
+                    _ => {
+                        let message = format!("allow_http must be true or false, not {value:?}");
+                        return Err(query_error(raw, &message));
+                    }
+                },
                 other => return Err(query_error(raw, &format!("unknown parameter {other:?}"))),
             }
         }
@@ -141,15 +142,6 @@ impl StoreUrl {
             region,
             allow_http,
         })
-    }
-}
-
-/// `true`/`false` as the `AWS_ALLOW_HTTP` convention spells them.
-pub(crate) fn parse_bool(value: &str) -> Option<bool> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => Some(true),
-        "0" | "false" | "no" | "off" | "" => Some(false),
-        _ => None,
     }
 }
 
