@@ -234,26 +234,20 @@ impl Connect {
             ..DescribeNamespaceRequest::default()
         };
         let mut service = client.clone();
-        let result = self.bounded(service.describe_namespace(request.into_request()));
-        let Err(WorkerError::Connect {
+        let call = service.describe_namespace(request.into_request());
+        let mut result = self.bounded(call).await.map(drop);
+        if let Err(WorkerError::Connect {
             problem, source, ..
-        }) = result.await
-        else {
-            return Ok(());
-        };
-        let problem = match source.downcast_ref::<temporalio_client::tonic::Status>() {
-            Some(status) if status.code() == Code::NotFound => format!(
+        }) = &mut result
+            && let Some(status) = source.downcast_ref::<temporalio_client::tonic::Status>()
+            && status.code() == Code::NotFound
+        {
+            *problem = format!(
                 "has no namespace {namespace:?} ({}): check --namespace (TEMPORAL_NAMESPACE)",
                 status.message()
-            ),
-            _ => problem,
-        };
-        let address = self.to_string();
-        Err(WorkerError::Connect {
-            address,
-            problem,
-            source,
-        })
+            );
+        }
+        result
     }
 
     /// `call` to this server within [`CONNECT_TIMEOUT`], its failure explained.
@@ -279,9 +273,8 @@ impl Connect {
                     Box::new(elapsed),
                 ),
             };
-        let address = self.to_string();
         Err(WorkerError::Connect {
-            address,
+            address: self.to_string(),
             problem,
             source,
         })
@@ -335,12 +328,9 @@ pub fn runtime(metrics_addr: Option<SocketAddr>) -> Result<WorkerRuntime, Worker
             .map_err(|e| WorkerError::setup(format!("cannot serve metrics on {addr}: {e}")))?,
         None => (None, None),
     };
-    let telemetry = match &meter {
-        Some(meter) => TelemetryOptions::builder().metrics(meter.clone()).build(),
-        None => TelemetryOptions::default(),
-    };
+    let telemetry = TelemetryOptions::builder().maybe_metrics(meter.clone());
     let options = RuntimeOptions::builder()
-        .telemetry_options(telemetry)
+        .telemetry_options(telemetry.build())
         .build()
         .map_err(WorkerError::setup)?;
     Ok(WorkerRuntime {
@@ -440,10 +430,8 @@ impl WorkerSettings {
             client.options().namespace.clone(),
         );
         client.options_mut().data_converter = codec.into_data_converter();
-        let (workflow_slots, activity_slots) = (
-            self.max_concurrent_workflow_tasks.max(2),
-            self.max_concurrent_activities.max(1),
-        );
+        let workflow_slots = self.max_concurrent_workflow_tasks.max(2);
+        let activity_slots = self.max_concurrent_activities.max(1);
         let tuner = TunerHolder::builder()
             .workflow_task_slot_supplier(FixedSizeSlotSupplier::new(workflow_slots))
             .activity_task_slot_supplier(FixedSizeSlotSupplier::new(activity_slots))
@@ -525,18 +513,11 @@ pub enum LogFormat {
 /// Temporal SDK opens several for every activity task, and recording their fields was 5 % of a
 /// busy worker's CPU. Events still show, the SDK's included; `RUST_LOG=info` brings spans back.
 pub fn init_logging(format: LogFormat, default_filter: &str) {
-    use std::io::IsTerminal as _;
+    use std::io::{IsTerminal as _, stderr};
     use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = std::env::var("RUST_LOG").ok().filter(|f| !f.is_empty());
-    let ansi = std::io::stderr().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let subscriber = log_subscriber(
-        format,
-        filter.as_deref(),
-        default_filter,
-        ansi,
-        std::io::stderr,
-    );
+    let ansi = stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let subscriber = log_subscriber(format, filter.as_deref(), default_filter, ansi, stderr);
     let _ = subscriber.try_init();
 }
 

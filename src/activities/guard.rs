@@ -12,20 +12,8 @@ const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
 
 /// The latest progress an activity reported; periodic heartbeats carry it, so that they never
 /// replace the details a retry resumes from. Clones share it.
-#[derive(Debug)]
+#[derive(Debug, Clone, Default)]
 pub struct Progress<T>(Arc<Mutex<Option<T>>>);
-
-impl<T> Clone for Progress<T> {
-    fn clone(&self) -> Self {
-        Self(self.0.clone())
-    }
-}
-
-impl<T> Default for Progress<T> {
-    fn default() -> Self {
-        Self(Arc::new(Mutex::new(None)))
-    }
-}
 
 impl Progress<u64> {
     /// No progress to report: heartbeats carry a beat count.

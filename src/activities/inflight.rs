@@ -118,10 +118,7 @@ pub fn available_memory() -> Option<u64> {
     };
     let cgroup =
         read("memory.max").map(|max| max.saturating_sub(read("memory.current").unwrap_or(0)));
-    match (system, cgroup) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
+    system.into_iter().chain(cgroup).min()
 }
 
 #[cfg(test)]

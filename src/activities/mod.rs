@@ -27,7 +27,7 @@ pub mod payload;
 pub mod proto;
 mod registered;
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
 use bytes::Bytes;
@@ -139,8 +139,7 @@ impl OverspillActivities {
             reduced.store = Some(self.store.url().to_owned());
         }
 
-        let failure = store.first().clone().or_else(|| summarizer.first().clone());
-        if let Some(failure) = failure {
+        if let Some(failure) = (store.failure.into_inner()).or(summarizer.failure.into_inner()) {
             self.metrics.fallback();
             if reduced.exhausted {
                 return Err(failure);
@@ -167,16 +166,12 @@ impl OverspillActivities {
             None => (*self.limits).clone(),
         };
         if !matches!(request.suffix.as_str(), "" | limits::CONTENT_SUFFIX) {
-            return Err(Failure::invalid_input(
-                "suffix",
-                "must be \"\" or \".content\"",
-            ));
+            let problem = "must be \"\" or \".content\"";
+            return Err(Failure::invalid_input("suffix", problem));
         }
         if request.preview_chars < 0 {
-            return Err(Failure::invalid_input(
-                "preview_chars",
-                "preview_chars must be non-negative.",
-            ));
+            let problem = "preview_chars must be non-negative.";
+            return Err(Failure::invalid_input("preview_chars", problem));
         }
         let key = match request.key.take().filter(|k| !k.is_empty()) {
             Some(key) => key,
@@ -236,14 +231,10 @@ impl OverspillActivities {
             model: request.model.as_deref(),
         };
         let summary = match &self.summarizer {
-            Some(summarizer) => {
-                summarizer
-                    .summarize_resumable(summary_request, resume, on_chunk)
-                    .await
-            }
+            Some(chunked) => (chunked.summarize_resumable(summary_request, resume, on_chunk)).await,
             None => NoSummarizer.summarize(summary_request).await,
-        }
-        .map_err(|e| Failure::model(&e))?;
+        };
+        let summary = summary.map_err(|e| Failure::model(&e))?;
         self.metrics.reduced(ReductionKind::Summarized);
         Ok(SummarizeResponse {
             summary: pyfmt::py_strip(&summary.text).to_owned(),
@@ -280,11 +271,8 @@ impl OverspillActivities {
             request.run_id = workflow_run_id.unwrap_or_default().to_owned();
         }
         let listing = self.store.list_run(&request).await;
-        Ok(ListResponse(
-            listing
-                .map_err(|e| read_failure(&e))?
-                .render(SystemTime::now()),
-        ))
+        let listing = listing.map_err(|e| read_failure(&e))?;
+        Ok(ListResponse(listing.render(SystemTime::now())))
     }
 }
 
@@ -300,24 +288,20 @@ fn read_failure(error: &ReadOutcomeError) -> Failure {
 /// that fell back from one that ran out of fallbacks.
 struct Watched<'a, T> {
     inner: &'a T,
-    failure: Mutex<Option<Failure>>,
+    /// The first failure noted, if any.
+    failure: OnceLock<Failure>,
 }
 
 impl<'a, T> Watched<'a, T> {
     fn new(inner: &'a T) -> Self {
         Self {
             inner,
-            failure: Mutex::new(None),
+            failure: OnceLock::new(),
         }
     }
 
     fn note(&self, failure: Failure) {
-        self.first().get_or_insert(failure);
-    }
-
-    /// The first failure noted, if any.
-    fn first(&self) -> std::sync::MutexGuard<'_, Option<Failure>> {
-        self.failure.lock().unwrap_or_else(|p| p.into_inner())
+        let _ = self.failure.set(failure);
     }
 }
 

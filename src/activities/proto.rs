@@ -179,7 +179,13 @@ impl FromPbField<Option<pb::Limits>> for Option<Value> {
 
 impl ToPbField<i32> for ReductionKind {
     fn to_field(&self) -> i32 {
-        pb::ReductionKind::from(*self).into()
+        let kind = match self {
+            Self::Passthrough => pb::ReductionKind::Passthrough,
+            Self::Truncated => pb::ReductionKind::Truncated,
+            Self::Spilled => pb::ReductionKind::Spilled,
+            Self::Summarized => pb::ReductionKind::Summarized,
+        };
+        kind.into()
     }
 }
 
@@ -212,17 +218,6 @@ macro_rules! from_pb_enum {
 from_pb_enum!(Tokenizer => Tokenizer { CharsDiv4, O200kBase, Cl100kBase });
 from_pb_enum!(Serializer => SerializerKind { IndentedJson, JsonLines });
 from_pb_enum!(TruncationStrategy => TruncationStrategy { Head, Tail, HeadTail });
-
-impl From<ReductionKind> for pb::ReductionKind {
-    fn from(kind: ReductionKind) -> Self {
-        match kind {
-            ReductionKind::Passthrough => Self::Passthrough,
-            ReductionKind::Truncated => Self::Truncated,
-            ReductionKind::Spilled => Self::Spilled,
-            ReductionKind::Summarized => Self::Summarized,
-        }
-    }
-}
 
 /// A protobuf `Limits` as the JSON form, validated later as a `json/plain` config is
 /// (`Limits::from_value`); absent fields take the JSON form's defaults.

@@ -47,15 +47,13 @@ macro_rules! registered {
 registered! {
     /// [`REDUCE`]: measure, pick the band, truncate / spill / summarize.
     reduce(REDUCE, ReduceRequest => ReduceResponse) |this, ctx, input| {
-        let run = ctx.info().workflow_run_id.clone();
-        let work = |request| this.reduce_request(request, run.as_deref());
+        let work = |request| this.reduce_request(request, ctx.info().workflow_run_id.as_deref());
         this.serve(&ctx, input, &Progress::none(), work).await
     }
 
     /// [`SPILL`]: persist a payload under its key; handle, preview and shape.
     spill(SPILL, SpillRequest => SpillResponse) |this, ctx, input| {
-        let run = ctx.info().workflow_run_id.clone();
-        let work = |request| this.spill_request(request, run.as_deref());
+        let work = |request| this.spill_request(request, ctx.info().workflow_run_id.as_deref());
         this.serve(&ctx, input, &Progress::none(), work).await
     }
 
@@ -87,32 +85,23 @@ registered! {
     }
 
     /// [`READ_TOOL_RESULT`]: the bounded read-back, from any worker.
-    read_tool_result(READ_TOOL_RESULT, ReadRequest => ReadResponse)
-    |this, ctx, input| {
-        let work = |request| this.read_request(request);
-        this.serve(&ctx, input, &Progress::none(), work).await
+    read_tool_result(READ_TOOL_RESULT, ReadRequest => ReadResponse) |this, ctx, input| {
+        this.serve(&ctx, input, &Progress::none(), |r| this.read_request(r)).await
     }
 
-    /// [`GREP_TOOL_RESULT`]: a spill's matching lines with context, from any
-    /// worker.
-    grep_tool_result(GREP_TOOL_RESULT, GrepRequest => GrepResponse)
-    |this, ctx, input| {
-        let work = |request| this.grep_request(request);
-        this.serve(&ctx, input, &Progress::none(), work).await
+    /// [`GREP_TOOL_RESULT`]: a spill's matching lines with context, from any worker.
+    grep_tool_result(GREP_TOOL_RESULT, GrepRequest => GrepResponse) |this, ctx, input| {
+        this.serve(&ctx, input, &Progress::none(), |r| this.grep_request(r)).await
     }
 
     /// [`QUERY_TOOL_RESULT`]: a jq filter over a spill of JSON, from any worker.
-    query_tool_result(QUERY_TOOL_RESULT, QueryRequest => QueryResponse)
-    |this, ctx, input| {
-        let work = |request| this.query_request(request);
-        this.serve(&ctx, input, &Progress::none(), work).await
+    query_tool_result(QUERY_TOOL_RESULT, QueryRequest => QueryResponse) |this, ctx, input| {
+        this.serve(&ctx, input, &Progress::none(), |r| this.query_request(r)).await
     }
 
     /// [`LIST_TOOL_RESULTS`]: a run's spills, newest first.
-    list_tool_results(LIST_TOOL_RESULTS, ListRequest => ListResponse)
-    |this, ctx, input| {
-        let run = ctx.info().workflow_run_id.clone();
-        let work = |request| this.list_request(request, run.as_deref());
+    list_tool_results(LIST_TOOL_RESULTS, ListRequest => ListResponse) |this, ctx, input| {
+        let work = |request| this.list_request(request, ctx.info().workflow_run_id.as_deref());
         this.serve(&ctx, input, &Progress::none(), work).await
     }
 }

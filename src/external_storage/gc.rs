@@ -283,18 +283,11 @@ impl Collection<'_> {
             let cutoff = age.and_then(|age| now.checked_sub(age));
             cutoff.is_some_and(|c| SystemTime::from(meta.last_modified) < c)
         };
-        let (older_than, unscoped_older_than) = (
-            Some(self.options.older_than),
-            self.options.unscoped_older_than,
-        );
-        let owned: Vec<(ObjectMeta, Owner)> = chunk
-            .into_iter()
+        let older_than = Some(self.options.older_than);
+        let owned: Vec<(ObjectMeta, Owner)> = (chunk.into_iter())
             .map(|meta| {
                 let key = meta.location.as_ref();
-                let key = key
-                    .strip_prefix(root)
-                    .unwrap_or(key)
-                    .trim_start_matches('/');
+                let key = (key.strip_prefix(root).unwrap_or(key)).trim_start_matches('/');
                 let owner = Owner::of(key);
                 (meta, owner)
             })
@@ -327,7 +320,7 @@ impl Collection<'_> {
                         && gone(&self.verdicts, current)
                         && run.as_ref().is_none_or(|run| gone(&self.verdicts, run))
                 }
-                Owner::Unscoped => older(&meta, unscoped_older_than),
+                Owner::Unscoped => older(&meta, self.options.unscoped_older_than),
                 Owner::Unknown => false,
             };
             match goes {

@@ -142,10 +142,8 @@ impl ExternalStorage {
             Ok(Err(e)) => e.to_string(),
             Err(_) => format!("no answer within {:?}", self.bucket.deadline(0)),
         };
-        Err(ExternalStorageError::Config(format!(
-            "bucket {}: {why}",
-            self.bucket.name
-        )))
+        let message = format!("bucket {}: {why}", self.bucket.name);
+        Err(ExternalStorageError::Config(message))
     }
 
     /// Whether `payload` goes to storage: at least the threshold, and not a reference already.
@@ -176,24 +174,18 @@ impl ExternalStorage {
         let sha256 = hex(aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, &bytes).as_ref());
         let (key, path) = self.writable_key(&scope, &sha256)?;
         let store = &self.bucket.store;
-        let exists = self
-            .bounded(0, &key, async {
-                match store.head(&path).await {
-                    Ok(_) => Ok(true),
-                    Err(object_store::Error::NotFound { .. }) => Ok(false),
-                    Err(e) => Err(self.failed(format!("{}/{key}", self.bucket.name), e)),
-                }
-            })
-            .await?;
-        if !exists {
-            self.bounded(size, &key, async {
-                store
-                    .put(&path, PutPayload::from(bytes))
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| self.failed(format!("{}/{key}", self.bucket.name), e))
-            })
-            .await?;
+        let object = || format!("{}/{key}", self.bucket.name);
+        let exists = self.bounded(0, &key, async {
+            match store.head(&path).await {
+                Ok(_) => Ok(true),
+                Err(object_store::Error::NotFound { .. }) => Ok(false),
+                Err(e) => Err(self.failed(object(), e)),
+            }
+        });
+        if !exists.await? {
+            let put = store.put(&path, PutPayload::from(bytes));
+            let put = async { put.await.map_err(|e| self.failed(object(), e)) };
+            self.bounded(size, &key, put).await?;
         }
         let reference = Reference {
             driver_name: self.driver.name().to_owned(),
@@ -209,16 +201,9 @@ impl ExternalStorage {
             return Ok(size);
         }
         let (located, path) = self.readable(reference)?;
-        let meta = self
-            .bounded(0, located.key, async {
-                self.bucket
-                    .store
-                    .head(&path)
-                    .await
-                    .map_err(|e| self.failed(located.object(), e))
-            })
-            .await?;
-        Ok(meta.size)
+        let head = self.bucket.store.head(&path);
+        let head = async { head.await.map_err(|e| self.failed(located.object(), e)) };
+        Ok(self.bounded(0, located.key, head).await?.size)
     }
 
     /// Fetch the payload `reference` names: streamed, bounded by the size limit, its SHA-256
@@ -246,12 +231,8 @@ impl ExternalStorage {
         path: &Path,
     ) -> Result<Vec<u8>, ExternalStorageError> {
         let limit = self.settings.max_payload_bytes;
-        let result = self
-            .bucket
-            .store
-            .get_opts(path, GetOptions::default())
-            .await
-            .map_err(|e| self.failed(located.object(), e))?;
+        let result = self.bucket.store.get_opts(path, GetOptions::default());
+        let result = result.await.map_err(|e| self.failed(located.object(), e))?;
         if result.meta.size > limit {
             return Err(self.too_large(located, result.meta.size));
         }

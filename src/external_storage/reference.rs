@@ -119,19 +119,14 @@ impl Reference {
         let json = serde_json::json!({"claimData": self.claim, "driverName": self.driver_name});
         Payload {
             metadata: HashMap::from([
-                (ENCODING_KEY.to_owned(), PROTO_JSON.as_bytes().to_vec()),
-                (
-                    MESSAGE_TYPE_KEY.to_owned(),
-                    MESSAGE_TYPE.as_bytes().to_vec(),
-                ),
+                (ENCODING_KEY.to_owned(), PROTO_JSON.into()),
+                (MESSAGE_TYPE_KEY.to_owned(), MESSAGE_TYPE.into()),
             ]),
             data: json.to_string().into_bytes(),
-            external_payloads: self
-                .size_bytes
-                .map(|size| ExternalPayloadDetails {
+            external_payloads: (self.size_bytes.iter())
+                .map(|&size| ExternalPayloadDetails {
                     size_bytes: i64::try_from(size).unwrap_or(i64::MAX),
                 })
-                .into_iter()
                 .collect(),
         }
     }

@@ -25,9 +25,7 @@ pub struct ToolCall {
 impl ToolCall {
     /// The spill key, `{run_id}/{tool_call_id}.{retry}{suffix}`, exactly as the reference builds it.
     pub fn spill_key(&self, suffix: &str) -> String {
-        let run = self
-            .run_id
-            .as_deref()
+        let run = (self.run_id.as_deref())
             .filter(|s| !s.is_empty())
             .unwrap_or("run");
         let call = (self.tool_call_id.as_deref())

@@ -43,14 +43,10 @@ pub fn repr(s: &str) -> String {
     out.push(quote);
     for c in s.chars() {
         match c {
-            '\\' => out.push_str("\\\\"),
+            c if c == '\\' || c == quote => out.extend(['\\', c]),
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
             c if is_printable(c) => out.push(c),
             c if (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
             c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),

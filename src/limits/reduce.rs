@@ -10,8 +10,9 @@ use super::config::{Action, Band, Limits};
 use super::output::{Envelope, ToolCall, ToolOutput, ToolResult};
 use super::spill_store::SpillStore;
 use super::summarizer::{Summarizer, SummaryRequest, Usage};
+use super::truncate::{truncate_counted, truncate_to_tokens};
 use super::unit::Unit;
-use super::{bands, preview, prompt, pyfmt, truncate};
+use super::{bands, preview, prompt, pyfmt};
 
 /// Tool kinds whose returns are never reduced: the read-back tool's own pages, and core's
 /// capability-load / tool-search returns (core reads them back from history).
@@ -249,17 +250,10 @@ impl<S: SpillStore, M: Summarizer> Reducer<'_, S, M> {
                 (Action::Truncate(t), Some(text)) => {
                     let (keep, chars) = (t.keep_tail_lines.max(0) as usize, unit.chars() as usize);
                     let clamped = match t.max_tokens {
-                        Some(max) => truncate::truncate_to_tokens(
-                            text,
-                            chars,
-                            max,
-                            t.strategy,
-                            keep,
-                            limits.tokenizer,
-                        ),
-                        None => {
-                            truncate::truncate_counted(text, chars, t.max_chars, t.strategy, keep)
+                        Some(max) => {
+                            truncate_to_tokens(text, chars, max, t.strategy, keep, limits.tokenizer)
                         }
+                        None => truncate_counted(text, chars, t.max_chars, t.strategy, keep),
                     };
                     return replaced(clamped, ReductionKind::Truncated, usage);
                 }

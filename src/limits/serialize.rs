@@ -91,9 +91,7 @@ fn resolve_bytes(value: &Value) -> Cow<'_, Value> {
     if found.is_empty() {
         return Cow::Borrowed(value);
     }
-    let as_base64 = found
-        .iter()
-        .any(|bytes| std::str::from_utf8(bytes).is_err());
+    let as_base64 = found.iter().any(|b| std::str::from_utf8(b).is_err());
     Cow::Owned(replace(value, as_base64))
 }
 

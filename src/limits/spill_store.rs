@@ -126,9 +126,7 @@ impl MemoryStore {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Bytes>> {
-        self.objects
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.objects.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 

@@ -436,7 +436,10 @@ mod tests {
 
     /// Where each line starts, the slow, obvious way.
     fn line_starts(data: &[u8]) -> Vec<u64> {
-        line_ranges(data).into_iter().map(|r| r.start as u64).collect()
+        line_ranges(data)
+            .into_iter()
+            .map(|r| r.start as u64)
+            .collect()
     }
 
     fn payload() -> impl Strategy<Value = Vec<u8>> {
