@@ -59,9 +59,10 @@ impl Overspill {
 }
 
 /// Options for Overspill's activities: 60 s per attempt, at most 2 minutes waiting for a worker
-/// to start it, 10 s heartbeats, and 8 attempts with backoff from 200 ms to 10 s: about 25 s of
-/// retries, through a store's restart (five attempts were spent in 5 s, tests/integration/chaos.rs).
-/// A store outage that outlasts them fails the call, and the engine runs the action's `then`.
+/// to start it, 10 s heartbeats, and 12 attempts with backoff from 200 ms to 10 s: about a minute
+/// of retries, through a store's restart (one took 35 s on a loaded machine,
+/// tests/integration/chaos.rs). A store outage that outlasts them fails the call, and the engine
+/// runs the action's `then`.
 pub fn activity_options() -> ActivityOptions {
     ActivityOptions::with_start_to_close_timeout(Duration::from_secs(60))
         .schedule_to_start_timeout(Duration::from_secs(120))
@@ -71,7 +72,7 @@ pub fn activity_options() -> ActivityOptions {
                 .initial_interval(Duration::from_millis(200))
                 .backoff_coefficient(2.0)
                 .maximum_interval(Duration::from_secs(10))
-                .maximum_attempts(8)
+                .maximum_attempts(12)
                 .build(),
         )
         .build()
