@@ -431,15 +431,13 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::read::lines::break_len;
-    use crate::read::lines::tests::line_ranges;
+    use crate::read::lines::{break_start, split_lines};
 
     /// Where each line starts, the slow, obvious way.
     fn line_starts(data: &[u8]) -> Vec<u64> {
-        line_ranges(data)
-            .into_iter()
+        split_lines(data)
             .map(|r| r.start as u64)
-            .collect()
+            .collect::<Vec<_>>()
     }
 
     fn payload() -> impl Strategy<Value = Vec<u8>> {
@@ -486,8 +484,7 @@ mod tests {
             cuts in prop::collection::vec(0usize..3_000, 0..4),
         ) {
             // Fed in pieces that never split a break, as streams feed it: the same index.
-            let break_start = |at: usize| (at.saturating_sub(2)..at).find(|&i| i + break_len(&data, i) > at).unwrap_or(at);
-            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| break_start(c.min(data.len()))).collect();
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| break_start(&data, c.min(data.len()))).collect();
             cuts.sort();
             let mut builder = IndexBuilder::with_spacing(b);
             let mut at = 0;

@@ -5,12 +5,7 @@
 //! ASCII (`\n`, `\r`, `\r\n`, `\x0b`, `\x0c`, `\x1c`, `\x1d`, `\x1e`) or one complete UTF-8
 //! sequence (U+0085 = `c2 85`, U+2028 / U+2029 = `e2 80 a8` / `e2 80 a9`), and no invalid
 //! sequence can swallow one, so breaks are found in the raw bytes and each line is decoded alone.
-//!
-//! Breaks other than `\n` are rare, so bytes to split are first rewritten with `\n` as their only
-//! break ([`newlines_only`]: one vectorized pass, and a copy only when some other break is there);
-//! the lines are then found with `memchr`, counted with `bytecount`.
 
-use std::borrow::Cow;
 use std::ops::{ControlFlow, Range};
 
 /// The length of the line break starting at `data[i]`, or 0 if none does.
@@ -23,6 +18,29 @@ pub(crate) fn break_len(data: &[u8], i: usize) -> usize {
         0xe2 if data.get(i + 1) == Some(&0x80) && matches!(data.get(i + 2), Some(0xa8 | 0xa9)) => 3,
         _ => 0,
     }
+}
+
+/// The next line break at or after `from`: `(position, length)`.
+///
+/// The bytes are tested 64 at a time ([`break_candidates`]), in one pass.
+pub(crate) fn next_break(data: &[u8], from: usize) -> Option<(usize, usize)> {
+    (from..data.len()).step_by(BLOCK).find_map(|at| {
+        let mut candidates = match data.get(at..).and_then(<[u8]>::first_chunk) {
+            Some(block) => break_candidates(block),
+            None => (data[at..].iter().enumerate()).fold(0, |mask, (i, &b)| {
+                mask | (u64::from(break_candidate(b)) << i)
+            }),
+        };
+        while candidates != 0 {
+            let i = at + candidates.trailing_zeros() as usize;
+            candidates &= candidates - 1;
+            let len = break_len(data, i);
+            if len > 0 {
+                return Some((i, len));
+            }
+        }
+        None
+    })
 }
 
 /// The line breaks other than `\n` that start in `data[from..to]`, in order: `(position,
@@ -69,7 +87,7 @@ fn next_rare_start(hay: &[u8]) -> Option<usize> {
     }
 }
 
-/// Bytes [`next_rare_start`] tests at once.
+/// Bytes per block of the scans: the width of a mask.
 const BLOCK: usize = 64;
 
 /// Whether `b` can start a line break other than `\n`: `\x0b`–`\r`, `\x1c`–`\x1e`, or the
@@ -79,63 +97,98 @@ fn rare_break_byte(b: u8) -> bool {
     (b.wrapping_sub(0x0b) < 3) | (b.wrapping_sub(0x1c) < 3) | (b == 0xc2) | (b == 0xe2)
 }
 
-/// `data` with every line break written as one `\n`: the same lines, in bytes that a line
-/// search can split with `memchr` alone (borrowed unless `data` has a break other than `\n`).
-///
-/// ```
-/// use overspill::read::{newlines_only, split_lines};
-///
-/// let data = newlines_only(b"a\r\nb\rc\xc2\x85d\n");
-/// assert_eq!(split_lines(&data).collect::<Vec<_>>(), [&b"a"[..], b"b", b"c", b"d"]);
-/// ```
-pub fn newlines_only(data: &[u8]) -> Cow<'_, [u8]> {
-    let mut rare = rare_breaks(data, 0, data.len()).peekable();
-    if rare.peek().is_none() {
-        return Cow::Borrowed(data);
-    }
-    let mut out = Vec::with_capacity(data.len());
-    let mut at = 0;
-    for (position, len) in rare {
-        out.extend_from_slice(&data[at..position]);
-        out.push(b'\n');
-        at = position + len;
-    }
-    out.extend_from_slice(&data[at..]);
-    Cow::Owned(out)
+/// Whether `b` may start a line break: any byte up to `\x1e` (which holds `\n` and every other
+/// break of one byte, and some that are none, such as `\t`), or the first byte of U+0085 or
+/// U+2028/U+2029. A wide net is one comparison cheaper; [`break_len`] decides.
+#[inline(always)]
+fn break_candidate(b: u8) -> bool {
+    (b <= 0x1e) | (b == 0xc2) | (b == 0xe2)
 }
 
-/// The lines of `data` whose only line break is `\n` (see [`newlines_only`]), as
-/// `str.splitlines()` splits them: a final `\n` ends the last line rather than starting one.
-pub fn split_lines(data: &[u8]) -> impl Iterator<Item = &[u8]> {
-    let body = data.strip_suffix(b"\n").unwrap_or(data);
-    (!data.is_empty())
-        .then(|| body.split(|&b| b == b'\n'))
-        .into_iter()
-        .flatten()
+/// The bytes of `block` that may start a line break, one bit each: eight at a time, one
+/// multiplication gathers their bits.
+#[inline(always)]
+fn break_candidates(block: &[u8; BLOCK]) -> u64 {
+    let hits = block.map(|b| u8::from(break_candidate(b)));
+    let (eights, _) = hits.as_chunks::<8>();
+    eights.iter().enumerate().fold(0, |mask, (i, eight)| {
+        let bits = u64::from_le_bytes(*eight).wrapping_mul(0x0102_0408_1020_4080) >> 56;
+        mask | (bits << (8 * i))
+    })
 }
 
-/// Lines `window` of `data` (`\n` its only break; lines counted from 0 at its start).
+/// The content ranges of `data`'s lines, as `str.splitlines()` would split its lossy decoding.
+///
+/// ```
+/// use overspill::read::split_lines;
+///
+/// let data = b"a\r\nb\rc\xc2\x85d\n";
+/// let lines: Vec<&[u8]> = split_lines(data).map(|r| &data[r]).collect();
+/// assert_eq!(lines, [&b"a"[..], b"b", b"c", b"d"]);
+/// ```
+pub fn split_lines(data: &[u8]) -> impl Iterator<Item = Range<usize>> + '_ {
+    let mut pos = 0;
+    std::iter::from_fn(move || {
+        if pos >= data.len() {
+            return None;
+        }
+        let start = pos;
+        match next_break(data, pos) {
+            Some((at, len)) => {
+                pos = at + len;
+                Some(start..at)
+            }
+            None => {
+                pos = data.len();
+                Some(start..data.len())
+            }
+        }
+    })
+}
+
+/// Lines `window` of `data` (counted from 0 at its start), as bytes.
 pub(crate) fn window_lines(data: &[u8], window: Range<u64>) -> impl Iterator<Item = &[u8]> {
     let skip = usize::try_from(window.start).unwrap_or(usize::MAX);
     let take = usize::try_from(window.end - window.start).unwrap_or(usize::MAX);
-    split_lines(data).skip(skip).take(take)
+    split_lines(data).skip(skip).take(take).map(|r| &data[r])
 }
 
-/// The lines in `data` (`\n` its only break): its newlines, and one more when the last line
-/// has none.
-pub(crate) fn count_lines(data: &[u8]) -> u64 {
-    let unterminated = data.last().is_some_and(|&b| b != b'\n');
-    (bytecount::count(data, b'\n') + usize::from(unterminated)) as u64
-}
-
-/// The start of the line holding `data[at]` (`\n` its only break).
+/// The start of the line holding `data[at]`: just after the last line break before `at`.
 pub(crate) fn line_start(data: &[u8], at: usize) -> usize {
-    memchr::memrchr(b'\n', &data[..at]).map_or(0, |i| i + 1)
+    let after_break = (1..=at).rev().find(|&i| break_ending_at(data, i) > 0);
+    after_break.unwrap_or(0)
 }
 
-/// The end of the line holding `data[at]` (`\n` its only break): its `\n`, or the data's end.
-pub(crate) fn line_end(data: &[u8], at: usize) -> usize {
-    memchr::memchr(b'\n', &data[at..]).map_or(data.len(), |i| at + i)
+/// The length of the line break that ends exactly at `end` (`end > 0`), or 0 if none does.
+pub(crate) fn break_ending_at(data: &[u8], end: usize) -> usize {
+    let before = |n: usize| end.checked_sub(n).map(|at| data[at]);
+    match data[end - 1] {
+        b'\n' if before(2) == Some(b'\r') => 2,
+        b'\n' | b'\r' | 0x0b | 0x0c | 0x1c..=0x1e => 1,
+        0x85 if before(2) == Some(0xc2) => 2,
+        0xa8 | 0xa9 if end >= 3 && data[end - 3..end - 1] == [0xe2, 0x80] => 3,
+        _ => 0,
+    }
+}
+
+/// The start of the line break that `data[at]` is part of, or `at` when it is part of none but
+/// the break starting there: a position inside `\r\n` or a multi-byte break moves to its start.
+pub(crate) fn break_start(data: &[u8], at: usize) -> usize {
+    (at.saturating_sub(2)..at)
+        .find(|&i| i + break_len(data, i) > at)
+        .unwrap_or(at)
+}
+
+/// The lines `str.splitlines()` finds in `data` (which starts at a line start): its breaks, and
+/// one more when the last line has none.
+pub(crate) fn count_lines(data: &[u8]) -> u64 {
+    let newlines = bytecount::count(data, b'\n');
+    // `\r\n` is one break, and `bytecount` counted its `\n` already.
+    let rare = rare_breaks(data, 0, data.len())
+        .filter(|&(at, len)| !(data[at] == b'\r' && len == 2))
+        .count();
+    let unterminated = !data.is_empty() && break_ending_at(data, data.len()) == 0;
+    (newlines + rare) as u64 + u64::from(unterminated)
 }
 
 /// Where a chunk of a longer payload can end so that the next chunk starts at a line start: just
@@ -143,9 +196,7 @@ pub(crate) fn line_end(data: &[u8], at: usize) -> usize {
 /// final `\r` may be half of a `\r\n`). `None` if the chunk holds no such break.
 pub(crate) fn last_line_end(data: &[u8]) -> Option<usize> {
     let end = data.len() - usize::from(data.last() == Some(&b'\r'));
-    let after_newline = memchr::memrchr(b'\n', &data[..end]).map_or(0, |i| i + 1);
-    let after_rare = rare_breaks(data, after_newline, end).last();
-    Some(after_rare.map_or(after_newline, |(at, len)| at + len)).filter(|&at| at > 0)
+    Some(line_start(data, end)).filter(|&at| at > 0)
 }
 
 /// Where a piece of one long line (a chunk with no line break that [`last_line_end`] accepts)
@@ -256,32 +307,28 @@ pub(super) mod tests {
         }
     }
 
-    /// Where `data`'s lines are, by the definition: each break is the [`break_len`] at the first
-    /// byte that starts one.
-    pub(in crate::read) fn line_ranges(data: &[u8]) -> Vec<Range<usize>> {
-        let (mut lines, mut start, mut i) = (Vec::new(), 0, 0);
-        while i < data.len() {
-            match break_len(data, i) {
-                0 => i += 1,
-                len => {
-                    lines.push(start..i);
-                    (start, i) = (i + len, i + len);
-                }
-            }
+    proptest! {
+        #[test]
+        fn the_next_break_is_the_first_byte_that_starts_one(
+            data in text_with_breaks(),
+            from in 0usize..400,
+        ) {
+            let from = from.min(data.len());
+            let expected = (from..data.len())
+                .map(|i| (i, break_len(&data, i)))
+                .find(|&(_, len)| len > 0);
+            prop_assert_eq!(next_break(&data, from), expected);
         }
-        if start < data.len() {
-            lines.push(start..data.len());
-        }
-        lines
     }
 
     proptest! {
         #[test]
-        fn newlines_only_keeps_every_line(data in text_with_breaks()) {
-            let expected: Vec<&[u8]> = line_ranges(&data).into_iter().map(|r| &data[r]).collect();
-            let rewritten = newlines_only(&data);
-            prop_assert_eq!(split_lines(&rewritten).collect::<Vec<_>>(), expected.clone());
-            prop_assert_eq!(count_lines(&rewritten), expected.len() as u64);
+        fn the_candidate_mask_has_a_bit_for_each_candidate(
+            block in proptest::collection::vec(any::<u8>(), BLOCK),
+        ) {
+            let block: [u8; BLOCK] = block.try_into().unwrap();
+            let expected = (0..BLOCK).fold(0, |m, i| m | (u64::from(break_candidate(block[i])) << i));
+            prop_assert_eq!(break_candidates(&block), expected);
         }
     }
 

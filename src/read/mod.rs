@@ -30,7 +30,7 @@ pub use grep::{
     DEFAULT_GREP_LIMIT, GrepRequest, MAX_CONTEXT, MAX_PATTERN_BYTES, grep_page, grep_tool_result,
 };
 pub use line_index::Version;
-pub use lines::{ChunkSink, LineChunk, newlines_only, split_lines};
+pub use lines::{ChunkSink, LineChunk, split_lines};
 pub use request::{
     DEFAULT_LIMIT, MAX_READ_CHARS, MAX_READ_LINES, ReadError, ReadRequest, no_stored_result,
 };

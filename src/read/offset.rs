@@ -8,7 +8,7 @@ use bytes::Bytes;
 
 use super::cache::Opened;
 use super::line_index::{Header, IndexBuilder, IndexError, MIN_INDEXED_BYTES, Version};
-use super::lines::{count_lines, newlines_only, window_lines};
+use super::lines::{split_lines, window_lines};
 use super::request::{PAGE_BYTES_CAP, ReadRequest, render, window};
 use super::source::{Fetched, PageError, Part, SpillReader, fetch_checked, stream_lines};
 use crate::limits::StoreError;
@@ -135,7 +135,6 @@ async fn page<R: SpillReader>(
         return Err(PageError::Stale);
     }
     let data = fetch_checked(reader, handle, Part::Payload, payload, range).await?;
-    let data = newlines_only(&data);
     let window = window.start - start.line..window.end - start.line;
     let lines = window_lines(&data, window.clone());
     Ok(render(handle, total, window.end - window.start, lines))
@@ -143,9 +142,8 @@ async fn page<R: SpillReader>(
 
 /// [`offset_page`] over a payload in memory.
 pub(crate) fn offset_page_in_memory(data: &[u8], request: &ReadRequest, limit: u64) -> String {
-    let data = newlines_only(data);
-    let total = count_lines(&data);
+    let total = split_lines(data).count() as u64;
     let window = window(request.offset, request.from_end, total, limit);
-    let lines = window_lines(&data, window.clone());
+    let lines = window_lines(data, window.clone());
     render(&request.handle, total, window.end - window.start, lines)
 }

@@ -20,7 +20,9 @@ use std::ops::{ControlFlow, Range};
 use memchr::memmem::Finder;
 use regex::bytes::Regex;
 
-use super::lines::{ChunkSink, LineChunk, count_lines, line_end, line_start, newlines_only};
+use super::lines::{
+    ChunkSink, LineChunk, break_ending_at, break_start, count_lines, line_start, next_break,
+};
 use super::request::{PAGE_BYTES_CAP, window};
 use super::source::{PageError, SpillReader, stream_lines};
 
@@ -257,7 +259,7 @@ impl Scan {
         let mut before: Vec<(u64, &[u8])> = Vec::new();
         let mut end = start;
         while (before.len() as u64) < wanted && end > 0 {
-            let line_end = end - 1;
+            let line_end = end - break_ending_at(data, end);
             end = line_start(data, line_end);
             before.push((number - 1 - before.len() as u64, &data[end..line_end]));
         }
@@ -287,7 +289,7 @@ impl Scan {
         let (mut end, mut number) = (data.len(), self.line);
         let mut newest = Vec::new();
         while (newest.len() as u64) < self.query.context && end > 0 {
-            let line_end = end - usize::from(data[end - 1] == b'\n');
+            let line_end = end - break_ending_at(data, end);
             end = line_start(data, line_end);
             number -= 1;
             let line = &data[end..line_end];
@@ -341,30 +343,33 @@ impl Scan {
         while pos < data.len() && !self.stopped() {
             if self.per_line || self.after > 0 {
                 self.line += count_lines(&data[counted..pos]);
-                let end = line_end(data, pos);
+                let (end, len) = next_break(data, pos).unwrap_or((data.len(), 0));
                 let hit = self.query.matcher.matches(&data[pos..end]);
                 self.take_line(data, pos..end, hit);
-                (pos, counted) = ((end + 1).min(data.len()), (end + 1).min(data.len()));
+                pos = end + len;
+                counted = pos;
                 continue;
             }
             let Some(found) = self.query.matcher.find_at(data, pos) else {
                 break;
             };
-            let end = line_end(data, found.start);
-            if found.end > end {
+            let at = break_start(data, found.start);
+            let (end, len) = next_break(data, at).unwrap_or((data.len(), 0));
+            if at != found.start || found.end > end {
                 // The pattern can match across lines: from here on, test each line alone.
                 self.per_line = true;
-                pos = line_start(data, found.start);
+                pos = line_start(data, at);
                 continue;
             }
             if self.numbering() || self.window.contains(&self.matches) {
-                let start = line_start(data, found.start);
+                let start = line_start(data, at);
                 self.line += count_lines(&data[counted..start]);
                 self.take_line(data, start..end, true);
             } else {
                 self.matches += 1;
             }
-            (pos, counted) = ((end + 1).min(data.len()), (end + 1).min(data.len()));
+            pos = end + len;
+            counted = pos;
         }
         if self.numbering() {
             self.line += count_lines(&data[counted..]);
@@ -397,14 +402,13 @@ impl ChunkSink for Scan {
             }
             false => chunk.bytes,
         };
-        let data = &*newlines_only(data);
         // The piece that goes on with a line begun in an earlier chunk (or begins one longer
         // than the chunk), then the whole lines after it.
         let lines = match (chunk.starts_line, chunk.ends_line) {
             (false, _) => {
-                let end = line_end(data, 0);
-                self.continue_open(&data[..end], end < data.len() || chunk.ends_line);
-                &data[(end + 1).min(data.len())..]
+                let (end, len) = next_break(data, 0).unwrap_or((data.len(), 0));
+                self.continue_open(&data[..end], len > 0 || chunk.ends_line);
+                &data[end + len..]
             }
             (true, false) => {
                 self.continue_open(data, false);

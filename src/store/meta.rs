@@ -15,7 +15,7 @@ use bytes::Bytes;
 use object_store::{Attribute, Attributes};
 
 use crate::read::line_index::MIN_INDEXED_BYTES;
-use crate::read::lines::{count_lines, line_end, newlines_only};
+use crate::read::lines::{count_lines, next_break};
 
 /// The metadata key.
 const KEY: &str = "overspill";
@@ -57,13 +57,13 @@ impl SpillFacts {
     fn of(data: &[u8]) -> Self {
         let chars = bytecount::num_chars(data) as u64;
         let small = (data.len() as u64) < MIN_INDEXED_BYTES;
-        let head = newlines_only(&data[..data.len().min(4 * FIRST_LINE_CHARS)]);
-        let first_end = line_end(&head, 0);
+        let head = &data[..data.len().min(4 * FIRST_LINE_CHARS)];
+        let first_end = next_break(head, 0).map_or(head.len(), |(at, _)| at);
         Self {
             handle: None,
             tool: None,
             chars: Some(chars),
-            lines: small.then(|| count_lines(&newlines_only(data))),
+            lines: small.then(|| count_lines(data)),
             first_line: Some(cut_chars(&head[..first_end], FIRST_LINE_CHARS)),
         }
     }

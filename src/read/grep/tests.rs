@@ -3,7 +3,7 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::read::lines::{newlines_only, split_lines};
+use crate::read::lines::split_lines;
 use crate::read::request::PAGE_BYTES_CAP;
 use crate::read::scan::{Kept, Page};
 use crate::read::tests::{MemoryReader, payload, runtime};
@@ -12,8 +12,7 @@ use crate::read::tests::{MemoryReader, payload, runtime};
 /// lines within `context` of them kept.
 fn obvious_page(data: &[u8], request: &GrepRequest) -> Result<String, ReadError> {
     let checked = request.check()?;
-    let data = newlines_only(data);
-    let lines: Vec<&[u8]> = split_lines(&data).collect();
+    let lines: Vec<&[u8]> = split_lines(data).map(|r| &data[r]).collect();
     let matching: Vec<usize> = (0..lines.len())
         .filter(|&i| checked.matcher.matches(lines[i]))
         .collect();
