@@ -74,36 +74,12 @@ pub(crate) enum PageError {
     Stale,
 }
 
-/// A chunk as read, owning its bytes.
-struct Owned {
-    offset: u64,
-    bytes: Bytes,
-    starts_line: bool,
-    ends_line: bool,
-}
-
-impl Owned {
-    fn view(&self) -> LineChunk<'_> {
-        LineChunk {
-            offset: self.offset,
-            bytes: &self.bytes,
-            starts_line: self.starts_line,
-            ends_line: self.ends_line,
-        }
-    }
-
-    /// Where the next chunk starts, and whether that is a line start.
-    fn next(&self) -> (u64, bool) {
-        (self.offset + self.bytes.len() as u64, self.ends_line)
-    }
-}
-
 /// Feed the payload at `version`, from the line start at `from` to its end, to `sink` in
 /// line-aligned chunks of about [`SpillReader::chunk_bytes`]; returns the sink.
 ///
-/// The next chunk is read while the sink works on the current one, so at most two chunks are
-/// in memory. Every read is checked against `version`: a payload that changes on the way fails
-/// the stream with [`PageError::Stale`].
+/// The next chunk is read while the sink works on the current one (on a blocking thread), so at
+/// most two chunks are in memory. Every read is checked against `version`: a payload that changes
+/// on the way fails the stream with [`PageError::Stale`].
 pub(crate) async fn stream_lines<R: SpillReader, S: ChunkSink>(
     reader: &R,
     handle: &str,
@@ -115,63 +91,59 @@ pub(crate) async fn stream_lines<R: SpillReader, S: ChunkSink>(
         return Ok(sink);
     }
     let want = reader.chunk_bytes().max(1);
-    let mut chunk = read_chunk(reader, handle, version, (from, true), want).await?;
+    let (mut offset, mut starts_line) = (from, true);
+    let (mut bytes, mut ends_line) = read_chunk(reader, handle, version, offset, want).await?;
     loop {
-        let next = chunk.next();
-        let more = next.0 < version.size;
-        let (fed, prefetched) = futures::join!(scan(sink, chunk), async {
-            match more {
+        let next = offset + bytes.len() as u64;
+        let fed = tokio::task::spawn_blocking(move || {
+            let flow = sink.feed(LineChunk {
+                offset,
+                bytes: &bytes,
+                starts_line,
+                ends_line,
+            });
+            (sink, flow)
+        });
+        let (fed, prefetched) = futures::join!(fed, async {
+            match next < version.size {
                 true => Some(read_chunk(reader, handle, version, next, want).await),
                 false => None,
             }
         });
         let flow;
-        (sink, flow) = fed?;
+        (sink, flow) = fed.map_err(|e| PageError::Store(StoreError::Backend(Box::new(e))))?;
         match (flow, prefetched) {
-            (ControlFlow::Continue(()), Some(read)) => chunk = read?,
+            (ControlFlow::Continue(()), Some(read)) => {
+                (offset, starts_line) = (next, ends_line);
+                (bytes, ends_line) = read?;
+            }
             _ => return Ok(sink),
         }
     }
 }
 
-/// Feed `chunk` to `sink`, on a blocking thread.
-async fn scan<S: ChunkSink>(mut sink: S, chunk: Owned) -> Result<(S, ControlFlow<()>), PageError> {
-    tokio::task::spawn_blocking(move || {
-        let flow = sink.feed(chunk.view());
-        (sink, flow)
-    })
-    .await
-    .map_err(|e| PageError::Store(StoreError::Backend(Box::new(e))))
-}
-
-/// The chunk at `at` (an offset, and whether a line starts there): at least `want` bytes unless
-/// the payload ends sooner, cut after its last line break, or (when it holds none) where no UTF-8
-/// sequence or line break is split. Grows the read when even that leaves nothing.
+/// The chunk at `offset`, and whether it ends a line: at least `want` bytes unless the payload
+/// ends sooner, cut after its last line break, or (when it holds none) where no UTF-8 sequence or
+/// line break is split. Grows the read when even that leaves nothing.
 async fn read_chunk<R: SpillReader>(
     reader: &R,
     handle: &str,
     version: &Version,
-    (offset, starts_line): (u64, bool),
+    offset: u64,
     mut want: usize,
-) -> Result<Owned, PageError> {
+) -> Result<(Bytes, bool), PageError> {
     loop {
         let end = version.size.min(offset.saturating_add(want as u64));
         let bytes = fetch_checked(reader, handle, Part::Payload, version, offset..end).await?;
-        let chunk = |len: usize, ends_line: bool| Owned {
-            offset,
-            bytes: bytes.slice(..len),
-            starts_line,
-            ends_line,
-        };
         if end == version.size {
-            return Ok(chunk(bytes.len(), true));
+            return Ok((bytes, true));
         }
         if let Some(cut) = last_line_end(&bytes) {
-            return Ok(chunk(cut, true));
+            return Ok((bytes.slice(..cut), true));
         }
         let cut = safe_piece_end(&bytes);
         if cut > 0 {
-            return Ok(chunk(cut, false));
+            return Ok((bytes.slice(..cut), false));
         }
         want = want.saturating_mul(2);
     }
