@@ -38,6 +38,7 @@ pub(crate) use source::fetch_checked;
 pub use source::{CHUNK_BYTES, Fetched, Part, SpillReader};
 
 use crate::limits::StoreError;
+use scan::{Page, Query};
 use source::PageError;
 
 /// Serve one `read_tool_result` call from `reader`.
@@ -49,12 +50,11 @@ pub async fn read_tool_result<R: SpillReader>(
     request: &ReadRequest,
 ) -> Result<String, ReadOutcomeError> {
     let limit = request.checked_limit()?;
-    let page = match request.filter() {
+    let page = match query(request, limit) {
         None => offset::offset_page(reader, request, limit).await,
-        Some(pattern) => {
-            let query = query(request, pattern, limit);
+        Some(query) => {
             let scanned = scan::scan_spill(reader, &request.handle, &query).await;
-            scanned.map(|(total, scan)| pattern_page(request, &query, total, scan))
+            scanned.map(|found| pattern_page(request, &query, found))
         }
     };
     outcome(&request.handle, page)
@@ -94,20 +94,18 @@ impl From<PageError> for ReadOutcomeError {
 /// Serve one call from a payload in memory: the pure form of [`read_tool_result`].
 pub fn read_page(data: &[u8], request: &ReadRequest) -> Result<String, ReadError> {
     let limit = request.checked_limit()?;
-    Ok(match request.filter() {
+    Ok(match query(request, limit) {
         None => offset::offset_page_in_memory(data, request, limit),
-        Some(pattern) => {
-            let query = query(request, pattern, limit);
-            let (total, scan) = scan::scan_memory(data, &query);
-            pattern_page(request, &query, total, scan)
-        }
+        Some(query) => pattern_page(request, &query, scan::scan_memory(data, &query)),
     })
 }
 
-/// A page by pattern, as the scan sees it: a literal, no context, no line numbers; a pattern
-/// with U+FFFD matches the lines' lossy decoding (as the reference's `pattern in line` does).
-fn query(request: &ReadRequest, pattern: &str, limit: u64) -> scan::Query {
-    scan::Query {
+/// A page by pattern, as the scan sees it (`None`: a page by offset): a literal, no context, no
+/// line numbers; a pattern with U+FFFD matches the lines' lossy decoding (as the reference's
+/// `pattern in line` does).
+fn query(request: &ReadRequest, limit: u64) -> Option<Query> {
+    let pattern = request.filter()?;
+    Some(Query {
         matcher: scan::Matcher::literal(pattern),
         context: 0,
         offset: request.offset,
@@ -115,18 +113,12 @@ fn query(request: &ReadRequest, pattern: &str, limit: u64) -> scan::Query {
         limit,
         numbered: false,
         lossy: pattern.contains('\u{FFFD}'),
-    }
+    })
 }
 
-/// The page of `total` matching lines, from the scan that kept its lines.
-fn pattern_page(
-    request: &ReadRequest,
-    query: &scan::Query,
-    total: u64,
-    scan: scan::Scan,
-) -> String {
+/// The page of `total` matching lines, from the lines the scan kept.
+fn pattern_page(request: &ReadRequest, query: &Query, (total, page): (u64, Page)) -> String {
     let shown = query.window(total);
-    let page = scan.into_page();
     let lines = page.entries().map(|(.., line)| line);
     request::render(&request.handle, total, shown.end - shown.start, lines)
 }

@@ -30,65 +30,49 @@ use super::source::{PageError, SpillReader, stream_lines};
 /// bytes.
 pub(crate) const MAX_LINE_BYTES: usize = 16 << 20;
 
-/// How lines are tested: a literal (`memmem`) or a regex; per line when the pattern anchors to
-/// lines.
+/// How lines are tested: a literal (`memmem`) or a regex.
 #[derive(Debug, Clone)]
-pub(crate) struct Matcher {
-    search: Search,
-    /// Test one line at a time rather than searching a whole span: the pattern anchors to line
-    /// starts or ends, which a span-wide search only sees at `\n` and `\r`.
-    pub(crate) per_line: bool,
-}
-
-#[derive(Debug, Clone)]
-enum Search {
+pub(crate) enum Matcher {
     Literal(Box<Finder<'static>>),
-    Regex(Regex),
+    Regex {
+        regex: Regex,
+        /// Test one line at a time rather than over a whole span: the regex anchors to line
+        /// starts or ends, which a span-wide search only sees at `\n` and `\r`.
+        per_line: bool,
+    },
 }
 
 impl Matcher {
     /// A literal pattern (non-empty).
     pub(crate) fn literal(pattern: &str) -> Self {
-        let finder = Box::new(Finder::new(pattern.as_bytes()).into_owned());
-        Self {
-            search: Search::Literal(finder),
-            per_line: false,
-        }
-    }
-
-    /// A compiled regex; `per_line` when it anchors to lines.
-    pub(crate) fn regex(regex: Regex, per_line: bool) -> Self {
-        Self {
-            search: Search::Regex(regex),
-            per_line,
-        }
+        Self::Literal(Box::new(Finder::new(pattern.as_bytes()).into_owned()))
     }
 
     /// Whether `line` (without its break) matches.
     #[inline]
     pub(crate) fn matches(&self, line: &[u8]) -> bool {
-        match &self.search {
-            Search::Literal(finder) => finder.find(line).is_some(),
-            Search::Regex(regex) => regex.is_match(line),
+        match self {
+            Self::Literal(finder) => finder.find(line).is_some(),
+            Self::Regex { regex, .. } => regex.is_match(line),
         }
     }
 
     /// The first match in `data` from `at` on.
     #[inline]
     fn find_at(&self, data: &[u8], at: usize) -> Option<Range<usize>> {
-        match &self.search {
-            Search::Literal(finder) => finder
+        match self {
+            Self::Literal(finder) => finder
                 .find(&data[at..])
                 .map(|i| at + i..at + i + finder.needle().len()),
-            Search::Regex(regex) => regex.find_at(data, at).map(|m| m.range()),
+            Self::Regex { regex, .. } => regex.find_at(data, at).map(|m| m.range()),
         }
     }
 
     /// For a literal: the bytes a match could straddle between two pieces of a line.
     fn overlap(&self) -> Option<usize> {
-        match &self.search {
-            Search::Literal(finder) => Some(finder.needle().len().saturating_sub(1)),
-            Search::Regex(_) => None,
+        match self {
+            Self::Literal(finder) => Some(finder.needle().len().saturating_sub(1)),
+            Self::Regex { .. } => None,
         }
     }
 }
@@ -164,7 +148,7 @@ pub(crate) struct Scan {
 impl Scan {
     fn new(query: &Query, window: Range<u64>) -> Self {
         Self {
-            per_line: query.matcher.per_line,
+            per_line: matches!(query.matcher, Matcher::Regex { per_line: true, .. }),
             query: query.clone(),
             window,
             matches: 0,
@@ -215,11 +199,6 @@ impl Scan {
             ..Self::new(&self.query, window)
         };
         Some((from.offset, scan))
-    }
-
-    /// The kept lines, once every chunk was fed.
-    pub(crate) fn into_page(self) -> Page {
-        self.page
     }
 
     /// Whether line numbers still matter: a page's lines are still to come, or a from-end first
@@ -424,12 +403,12 @@ impl ChunkSink for Scan {
     }
 }
 
-/// Scan `reader`'s payload for `query`: the matches in all, and the scan that kept the page.
+/// Scan `reader`'s payload for `query`: the matches in all, and the lines kept for the page.
 pub(crate) async fn scan_spill<R: SpillReader>(
     reader: &R,
     handle: &str,
     query: &Query,
-) -> Result<(u64, Scan), PageError> {
+) -> Result<(u64, Page), PageError> {
     let version = reader.head(handle).await?;
     let first = stream_lines(reader, handle, &version, 0, Scan::first_pass(query)).await?;
     let total = first.matches;
@@ -437,11 +416,11 @@ pub(crate) async fn scan_spill<R: SpillReader>(
         None => first,
         Some((from, second)) => stream_lines(reader, handle, &version, from, second).await?,
     };
-    Ok((total, scan))
+    Ok((total, scan.page))
 }
 
 /// [`scan_spill`] over a payload in memory.
-pub(crate) fn scan_memory(data: &[u8], query: &Query) -> (u64, Scan) {
+pub(crate) fn scan_memory(data: &[u8], query: &Query) -> (u64, Page) {
     let feed = |mut scan: Scan, from: u64| {
         let from = usize::try_from(from).unwrap_or(data.len()).min(data.len());
         let chunk = LineChunk {
@@ -459,7 +438,7 @@ pub(crate) fn scan_memory(data: &[u8], query: &Query) -> (u64, Scan) {
         None => first,
         Some((from, second)) => feed(second, from),
     };
-    (total, scan)
+    (total, scan.page)
 }
 
 /// Why a line is on the page.

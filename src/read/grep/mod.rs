@@ -37,7 +37,7 @@ use regex::bytes::RegexBuilder;
 use serde::{Deserialize, Serialize};
 
 use super::request::{MAX_READ_LINES, ReadError};
-use super::scan::{Matcher, Query, Scan, scan_memory, scan_spill};
+use super::scan::{Matcher, Page, Query, scan_memory, scan_spill};
 use super::source::SpillReader;
 use super::{ReadOutcomeError, outcome};
 
@@ -148,7 +148,8 @@ fn matcher(pattern: &str, is_regex: bool, ignore_case: bool) -> Result<Matcher, 
         .dfa_size_limit(REGEX_DFA_SIZE_LIMIT)
         .build()
         .map_err(|e| ReadError::BadArgument(bad_regex(&e)))?;
-    Ok(Matcher::regex(regex, is_regex && anchors_to_lines(&source)))
+    let per_line = is_regex && anchors_to_lines(&source);
+    Ok(Matcher::Regex { regex, per_line })
 }
 
 /// The model's retry message for a pattern the `regex` crate refuses.
@@ -189,20 +190,17 @@ pub async fn grep_tool_result<R: SpillReader>(
 ) -> Result<String, ReadOutcomeError> {
     let query = request.check()?;
     let scanned = scan_spill(reader, &request.handle, &query).await;
-    let page = scanned.map(|(total, scan)| render(request, &query, total, scan));
+    let page = scanned.map(|found| render(request, &query, found));
     outcome(&request.handle, page)
 }
 
 /// Serve one call from a payload in memory: the pure form of [`grep_tool_result`].
 pub fn grep_page(data: &[u8], request: &GrepRequest) -> Result<String, ReadError> {
     let query = request.check()?;
-    let (total, scan) = scan_memory(data, &query);
-    Ok(render(request, &query, total, scan))
+    Ok(render(request, &query, scan_memory(data, &query)))
 }
 
-/// The page of `total` matches, from the scan that kept its lines.
-fn render(request: &GrepRequest, query: &Query, total: u64, scan: Scan) -> String {
-    let shown = query.window(total);
-    scan.into_page()
-        .render(request, query.context > 0, total, shown)
+/// The page of `total` matches, from the lines the scan kept.
+fn render(request: &GrepRequest, query: &Query, (total, page): (u64, Page)) -> String {
+    page.render(request, query.context > 0, total, query.window(total))
 }
