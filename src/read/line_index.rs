@@ -333,44 +333,35 @@ impl Header {
         let (payload_len, lines) = (fields.u64()?, fields.u64()?);
         let (checkpoint_bytes, checkpoints) = (fields.u32()?, fields.u64()?);
         let tag_len = usize::from(u16::from_le_bytes(fields.take()?));
+        let inconsistent = |what| Err(IndexError::Inconsistent(what));
         if tag_len > MAX_TAG || len != FIXED_LEN + tag_len as u64 {
-            return Err(IndexError::Inconsistent("header length"));
+            return inconsistent("header length");
         }
         let tag = fields
             .0
             .get(..tag_len)
             .and_then(|t| std::str::from_utf8(t).ok())
             .ok_or(IndexError::Inconsistent("tag"))?;
-        let header = Self {
+        if !(1..=MAX_CHECKPOINT_BYTES).contains(&checkpoint_bytes) {
+            return inconsistent("spacing");
+        }
+        // Every line takes at least one byte; checkpoints are at least B bytes apart.
+        if lines > payload_len || checkpoints > payload_len / u64::from(checkpoint_bytes) {
+            return inconsistent("counts");
+        }
+        // Checked: a crafted header's counts may be near `u64::MAX`.
+        let size = (checkpoints.checked_mul(ENTRY as u64)).and_then(|n| n.checked_add(len));
+        if size != Some(object_size) {
+            return inconsistent("object size");
+        }
+        Ok(Self {
             len,
             payload_len,
             lines,
             checkpoint_bytes,
             checkpoints,
             tag: tag.to_owned(),
-        };
-        header.check(object_size)?;
-        Ok(header)
-    }
-
-    fn check(&self, object_size: u64) -> Result<(), IndexError> {
-        let inconsistent = |what| Err(IndexError::Inconsistent(what));
-        if !(1..=MAX_CHECKPOINT_BYTES).contains(&self.checkpoint_bytes) {
-            return inconsistent("spacing");
-        }
-        // Every line takes at least one byte; checkpoints are at least B bytes apart.
-        if self.lines > self.payload_len
-            || self.checkpoints > self.payload_len / u64::from(self.checkpoint_bytes)
-        {
-            return inconsistent("counts");
-        }
-        // Checked: a crafted header's counts may be near `u64::MAX`.
-        let size = (self.checkpoints.checked_mul(ENTRY as u64))
-            .and_then(|entries| entries.checked_add(self.len));
-        if size != Some(object_size) {
-            return inconsistent("object size");
-        }
-        Ok(())
+        })
     }
 
     /// Whether this index describes `payload`: same length, same tag.
@@ -411,18 +402,11 @@ impl Header {
         let entries = &entries[..entries.len().min(count)];
         let line_of = |entry: &[u8; ENTRY]| LineStart::decode(entry).line;
         let before = entries.partition_point(|e| line_of(e) <= lines.start);
-        let start = match before.checked_sub(1) {
-            Some(i) => LineStart::decode(&entries[i]),
-            None => LineStart::default(),
-        };
+        let start = (entries[..before].last()).map_or_else(LineStart::default, LineStart::decode);
         let after = entries.partition_point(|e| line_of(e) < lines.end);
-        let end = entries.get(after).map(|e| LineStart::decode(e).offset);
-        let clamp = |offset: u64| offset.min(self.payload_len);
-        let start = LineStart {
-            offset: clamp(start.offset),
-            ..start
-        };
-        (start, clamp(end.unwrap_or(self.payload_len)))
+        let end = (entries.get(after)).map_or(self.payload_len, |e| LineStart::decode(e).offset);
+        let offset = start.offset.min(self.payload_len);
+        (LineStart { offset, ..start }, end.min(self.payload_len))
     }
 }
 

@@ -129,20 +129,10 @@ fn break_candidates(block: &[u8; BLOCK]) -> u64 {
 pub fn split_lines(data: &[u8]) -> impl Iterator<Item = Range<usize>> + '_ {
     let mut pos = 0;
     std::iter::from_fn(move || {
-        if pos >= data.len() {
-            return None;
-        }
-        let start = pos;
-        match next_break(data, pos) {
-            Some((at, len)) => {
-                pos = at + len;
-                Some(start..at)
-            }
-            None => {
-                pos = data.len();
-                Some(start..data.len())
-            }
-        }
+        let start = (pos < data.len()).then_some(pos)?;
+        let (end, len) = next_break(data, pos).unwrap_or((data.len(), 0));
+        pos = end + len;
+        Some(start..end)
     })
 }
 

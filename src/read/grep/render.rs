@@ -2,7 +2,6 @@
 //! `N:match` and `N-context` lines (groups separated by `--`), cut at 50,000 chars, and a note
 //! saying how to get the next page.
 
-use std::fmt::Write as _;
 use std::ops::Range;
 
 use super::GrepRequest;
@@ -60,17 +59,12 @@ fn header(request: &GrepRequest, total: u64, shown: &Range<u64>, capped: bool) -
     if request.ignore_case {
         out.push_str(", ignoring case");
     }
-    match shown.is_empty() {
-        true => out.push_str("; showing none"),
-        false => {
-            let _ = write!(out, "; showing matches {}-{}", shown.start + 1, shown.end);
-        }
-    }
-    if capped {
-        out.push_str(", output capped");
-    }
-    out.push(']');
-    out
+    let showing = match shown.is_empty() {
+        true => "none".to_owned(),
+        false => format!("matches {}-{}", shown.start + 1, shown.end),
+    };
+    let capped = if capped { ", output capped" } else { "" };
+    out + &format!("; showing {showing}{capped}]")
 }
 
 /// What the model can call next, if the page did not show every match.
@@ -82,9 +76,7 @@ fn next_page_note(
     last_match: Option<u64>,
 ) -> Option<String> {
     if capped {
-        let next = last_match
-            .map_or(shown.start, |m| m + 1)
-            .max(shown.start + 1);
+        let next = last_match.map_or(0, |m| m + 1).max(shown.start + 1);
         let from_end = if request.from_end {
             "from_end=false, "
         } else {
