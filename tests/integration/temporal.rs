@@ -742,7 +742,8 @@ impl CancelProbe {
 
         let options =
             temporalio_sdk::ActivityOptions::with_start_to_close_timeout(Duration::from_secs(120))
-                .heartbeat_timeout(Duration::from_secs(2))
+                // 4 s: with 2 s, a beat came late once while the whole suite loaded both cores.
+                .heartbeat_timeout(Duration::from_secs(4))
                 // One attempt: a missed heartbeat fails the probe instead of being retried.
                 .retry_policy(
                     temporalio_common::RetryPolicy::builder()
@@ -762,9 +763,9 @@ impl CancelProbe {
         ));
         // Cancel after 2.5 heartbeat timeouts: an activity that did not heartbeat would have
         // timed out by then, and the result would be a timeout, not a cancellation.
-        let timer = Box::pin(ctx.timer(Duration::from_secs(5)));
+        let timer = Box::pin(ctx.timer(Duration::from_secs(10)));
         let activity = match select(activity, timer).await {
-            Either::Left((done, _)) => return Ok(format!("finished first: {:?}", done.is_ok())),
+            Either::Left((done, _)) => return Ok(format!("finished first: {:?}", done.err())),
             Either::Right((_, activity)) => activity,
         };
         activity.cancel();
@@ -795,7 +796,7 @@ async fn long_activity_heartbeats_and_honours_cancellation() {
     assert_eq!(out, "cancelled");
     // Loose enough that only a hang fails it: generating the lines would take minutes.
     assert!(
-        started.elapsed() < Duration::from_secs(20),
+        started.elapsed() < Duration::from_secs(30),
         "{:?}",
         started.elapsed()
     );
