@@ -225,8 +225,9 @@ impl Store {
         let len = data.len() as u64;
         // A local file is written whole, its facts in an extended attribute (object_store's
         // filesystem keeps no attributes); a large upload to a bucket goes in parts.
-        let (options, size) = (&self.inner.options, data.len());
-        let large = size >= options.multipart_threshold && size > options.part_size.max(1);
+        let options = &self.inner.options;
+        let large =
+            data.len() >= options.multipart_threshold && data.len() > options.part_size.max(1);
         let (attributes, multipart) = match &self.inner.backend {
             Backend::Object(_) => (facts.to_attributes(), large),
             Backend::Local(_) => (Attributes::new(), false),

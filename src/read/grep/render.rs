@@ -76,7 +76,9 @@ fn next_page_note(
     last_match: Option<u64>,
 ) -> Option<String> {
     if capped {
-        let next = last_match.map_or(0, |m| m + 1).max(shown.start + 1);
+        let next = last_match
+            .map_or(shown.start, |m| m + 1)
+            .max(shown.start + 1);
         let from_end = if request.from_end {
             "from_end=false, "
         } else {
