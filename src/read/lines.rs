@@ -8,6 +8,8 @@
 
 use std::ops::{ControlFlow, Range};
 
+use wide::u8x64;
+
 /// The length of the line break starting at `data[i]`, or 0 if none does.
 #[inline]
 pub(crate) fn break_len(data: &[u8], i: usize) -> usize {
@@ -25,21 +27,9 @@ pub(crate) fn break_len(data: &[u8], i: usize) -> usize {
 /// The bytes are tested 64 at a time ([`break_candidates`]), in one pass.
 pub(crate) fn next_break(data: &[u8], from: usize) -> Option<(usize, usize)> {
     (from..data.len()).step_by(BLOCK).find_map(|at| {
-        let mut candidates = match data.get(at..).and_then(<[u8]>::first_chunk) {
-            Some(block) => break_candidates(block),
-            None => (data[at..].iter().enumerate()).fold(0, |mask, (i, &b)| {
-                mask | (u64::from(break_candidate(b)) << i)
-            }),
-        };
-        while candidates != 0 {
-            let i = at + candidates.trailing_zeros() as usize;
-            candidates &= candidates - 1;
-            let len = break_len(data, i);
-            if len > 0 {
-                return Some((i, len));
-            }
-        }
-        None
+        let candidates = break_candidates(&block_at(data, at)) & within(data, at);
+        let mut found = bits(candidates).map(|i| (at + i, break_len(data, at + i)));
+        found.find(|&(_, len)| len > 0)
     })
 }
 
@@ -88,7 +78,7 @@ fn next_rare_start(hay: &[u8]) -> Option<usize> {
 }
 
 /// Bytes per block of the scans: the width of a mask.
-const BLOCK: usize = 64;
+pub(crate) const BLOCK: usize = 64;
 
 /// Whether `b` can start a line break other than `\n`: `\x0b`–`\r`, `\x1c`–`\x1e`, or the
 /// first byte of U+0085 or U+2028/U+2029 (written without branches, so that it vectorizes).
@@ -97,24 +87,57 @@ fn rare_break_byte(b: u8) -> bool {
     (b.wrapping_sub(0x0b) < 3) | (b.wrapping_sub(0x1c) < 3) | (b == 0xc2) | (b == 0xe2)
 }
 
-/// Whether `b` may start a line break: any byte up to `\x1e` (which holds `\n` and every other
-/// break of one byte, and some that are none, such as `\t`), or the first byte of U+0085 or
-/// U+2028/U+2029. A wide net is one comparison cheaper; [`break_len`] decides.
+/// The bytes of `block` that may start a line break, one bit each: any byte up to `\x1e` (which
+/// holds `\n` and every other break of one byte, and some that are none, such as `\t`), or the
+/// first byte of U+0085 or U+2028/U+2029. A wide net is one comparison cheaper; [`break_len`]
+/// decides. 64 bytes are compared at once ([`wide`]'s SIMD).
 #[inline(always)]
-fn break_candidate(b: u8) -> bool {
-    (b <= 0x1e) | (b == 0xc2) | (b == 0xe2)
+pub(crate) fn break_candidates(block: &[u8; BLOCK]) -> u64 {
+    let bytes = u8x64::from(*block);
+    let controls = bytes.min(u8x64::splat(0x1e)).simd_eq(bytes);
+    let leads = bytes.simd_eq(u8x64::splat(0xc2)) | bytes.simd_eq(u8x64::splat(0xe2));
+    (controls | leads).to_bitmask()
 }
 
-/// The bytes of `block` that may start a line break, one bit each: eight at a time, one
-/// multiplication gathers their bits.
+/// The bytes of `block` equal to `byte`, one bit each, compared as [`break_candidates`] does.
 #[inline(always)]
-fn break_candidates(block: &[u8; BLOCK]) -> u64 {
-    let hits = block.map(|b| u8::from(break_candidate(b)));
-    let (eights, _) = hits.as_chunks::<8>();
-    eights.iter().enumerate().fold(0, |mask, (i, eight)| {
-        let bits = u64::from_le_bytes(*eight).wrapping_mul(0x0102_0408_1020_4080) >> 56;
-        mask | (bits << (8 * i))
+pub(crate) fn eq_mask(block: &[u8; BLOCK], byte: u8) -> u64 {
+    u8x64::from(*block).simd_eq(u8x64::splat(byte)).to_bitmask()
+}
+
+/// The block of `data` at `at`: its next 64 bytes, zeros past its end ([`within`] masks them).
+#[inline(always)]
+pub(crate) fn block_at(data: &[u8], at: usize) -> [u8; BLOCK] {
+    let rest = data.get(at..).unwrap_or_default();
+    rest.first_chunk().copied().unwrap_or_else(|| {
+        let mut block = [0; BLOCK];
+        block[..rest.len()].copy_from_slice(rest);
+        block
     })
+}
+
+/// The bits of the block at `at` (`at < data.len()`) that are bytes of `data`.
+#[inline(always)]
+pub(crate) fn within(data: &[u8], at: usize) -> u64 {
+    u64::MAX >> (BLOCK - BLOCK.min(data.len() - at))
+}
+
+/// The positions of the set bits of `mask`, in order.
+#[inline(always)]
+pub(crate) fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        let i = (mask != 0).then(|| mask.trailing_zeros() as usize)?;
+        mask &= mask - 1;
+        Some(i)
+    })
+}
+
+/// The set bits `i` of `mask` for which `keep(i)` holds.
+#[inline(always)]
+pub(crate) fn only(mask: u64, keep: impl Fn(usize) -> bool) -> u64 {
+    bits(mask)
+        .filter(|&i| keep(i))
+        .fold(0, |kept, i| kept | 1 << i)
 }
 
 /// The content ranges of `data`'s lines, as `str.splitlines()` would split its lossy decoding.
@@ -313,12 +336,16 @@ pub(super) mod tests {
 
     proptest! {
         #[test]
-        fn the_candidate_mask_has_a_bit_for_each_candidate(
+        fn the_masks_have_a_bit_for_each_byte_they_mark(
             block in proptest::collection::vec(any::<u8>(), BLOCK),
+            byte in any::<u8>(),
         ) {
             let block: [u8; BLOCK] = block.try_into().unwrap();
-            let expected = (0..BLOCK).fold(0, |m, i| m | (u64::from(break_candidate(block[i])) << i));
-            prop_assert_eq!(break_candidates(&block), expected);
+            let mask = |test: &dyn Fn(u8) -> bool| (0..BLOCK).fold(0, |m, i| m | (u64::from(test(block[i])) << i));
+            let candidate = |b: u8| b <= 0x1e || b == 0xc2 || b == 0xe2;
+            prop_assert_eq!(break_candidates(&block), mask(&candidate));
+            prop_assert_eq!(eq_mask(&block, byte), mask(&|b| b == byte));
+            prop_assert_eq!(eq_mask(&block, block[byte as usize % BLOCK]), mask(&|b| b == block[byte as usize % BLOCK]));
         }
     }
 

@@ -17,6 +17,7 @@
 //! ```
 
 mod cache;
+mod count;
 mod grep;
 pub mod line_index;
 pub mod lines;

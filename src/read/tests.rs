@@ -483,8 +483,8 @@ fn large_spills_page_alike_through_every_path() {
     }
 }
 
-/// Dense matches across chunks and every kind of break: pages from the start, from the end and
-/// from the middle are the reference's.
+/// Matches dense enough that whole spans are counted, not searched, across chunks and every kind
+/// of break: pages from the start, from the end and from the middle are the reference's.
 #[test]
 fn dense_matches_page_alike() {
     let breaks: [&[u8]; 4] = [b"\n", b"\r\n", "\u{2028}".as_bytes(), b"\x0b"];

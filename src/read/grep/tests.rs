@@ -21,7 +21,7 @@ fn obvious_page(data: &[u8], request: &GrepRequest) -> Result<String, ReadError>
     let c = checked.context as usize;
     let mut page = Page::new(PAGE_BYTES_CAP);
     for (i, line) in lines.iter().enumerate() {
-        let nth = matching.iter().position(|&m| m == i).map(|n| n as u64);
+        let nth = matching.binary_search(&i).ok().map(|n| n as u64);
         let in_window = nth.filter(|n| shown.contains(n));
         let near = shown.clone().any(|n| {
             let m = matching[n as usize];
@@ -293,4 +293,29 @@ fn lines_longer_than_a_chunk_are_tested_whole() {
         "[handle 'h': 1 matching line(s) for 'needle'; showing matches 1-1]\n1-before\n2:{long}\n3-after"
     );
     assert_eq!(streamed(data.as_bytes(), &request, 8), expected);
+}
+
+/// Matches dense enough that whole spans are counted, not searched: the line numbers after them
+/// are still right, from the start, from the end, in one chunk and in many.
+#[test]
+fn dense_matches_keep_their_line_numbers() {
+    let breaks: [&[u8]; 4] = [b"\n", b"\r\n", "\u{2028}".as_bytes(), b"\x0b"];
+    let lines = ["x", "ax", "b", "", "xx x"];
+    let data: Vec<u8> = (0..100_000)
+        .flat_map(|i| [lines[i % 5].as_bytes(), breaks[i % 4]].concat())
+        .collect();
+    for offset in (0..60_000).step_by(7_001) {
+        for from_end in [false, true] {
+            let request = GrepRequest {
+                offset,
+                from_end,
+                limit: 3,
+                context: 1,
+                ..grep("x")
+            };
+            let expected = obvious_page(&data, &request).unwrap();
+            assert_eq!(grep_page(&data, &request).unwrap(), expected);
+            assert_eq!(streamed(&data, &request, 100_003), expected);
+        }
+    }
 }
