@@ -35,56 +35,35 @@ pub(crate) fn next_break(data: &[u8], from: usize) -> Option<(usize, usize)> {
 
 /// The line breaks other than `\n` that start in `data[from..to]`, in order: `(position,
 /// length)` (a break may run past `to`).
+///
+/// Text rarely has one, so the bytes are tested 64 at a time ([`rare_starts`]).
 pub(crate) fn rare_breaks(
     data: &[u8],
     from: usize,
     to: usize,
 ) -> impl Iterator<Item = (usize, usize)> + '_ {
-    let mut at = from;
-    std::iter::from_fn(move || {
-        while at < to {
-            let Some(found) = next_rare_start(&data[at..to]).map(|i| at + i) else {
-                at = to;
-                break;
-            };
-            at = found + 1;
-            let len = break_len(data, found);
-            if len > 0 {
-                return Some((found, len));
-            }
-        }
-        None
+    (from..to).step_by(BLOCK).flat_map(move |at| {
+        let starts = rare_starts(&block_at(&data[..to], at)) & within(&data[..to], at);
+        let found = bits(starts).map(move |i| (at + i, break_len(data, at + i)));
+        found.filter(|&(_, len)| len > 0)
     })
-}
-
-/// Where in `hay` the first byte that may start a break other than `\n` is.
-///
-/// Text rarely has one, so the scan tests 64 bytes at a time with no early exit inside a block,
-/// which the compiler turns into SIMD comparisons: one pass over the bytes, where a `memchr` per
-/// byte value would take three.
-fn next_rare_start(hay: &[u8]) -> Option<usize> {
-    let first = |bytes: &[u8]| bytes.iter().position(|&b| rare_break_byte(b));
-    let (blocks, rest) = hay.as_chunks::<BLOCK>();
-    // OR-ing bytes (not bools) is what vectorizes.
-    let rare = |block: &&[u8; BLOCK]| {
-        block
-            .iter()
-            .fold(0, |any, &b| any | u8::from(rare_break_byte(b)))
-    };
-    match blocks.iter().position(|block| rare(&block) != 0) {
-        Some(n) => first(&blocks[n]).map(|i| n * BLOCK + i),
-        None => first(rest).map(|i| blocks.len() * BLOCK + i),
-    }
 }
 
 /// Bytes per block of the scans: the width of a mask.
 pub(crate) const BLOCK: usize = 64;
 
-/// Whether `b` can start a line break other than `\n`: `\x0b`–`\r`, `\x1c`–`\x1e`, or the
-/// first byte of U+0085 or U+2028/U+2029 (written without branches, so that it vectorizes).
+/// The bytes of `block` that may start a line break other than `\n`, one bit each: `\x0b`–`\r`,
+/// `\x1c`–`\x1e`, or the first byte of U+0085 or U+2028/U+2029.
 #[inline(always)]
-fn rare_break_byte(b: u8) -> bool {
-    (b.wrapping_sub(0x0b) < 3) | (b.wrapping_sub(0x1c) < 3) | (b == 0xc2) | (b == 0xe2)
+fn rare_starts(block: &[u8; BLOCK]) -> u64 {
+    let bytes = u8x64::from(*block);
+    // `low <= b <= low + 2`: `b - low`, wrapping, is at most 2.
+    let within_three = |low| {
+        let above = bytes - u8x64::splat(low);
+        above.min(u8x64::splat(2)).simd_eq(above)
+    };
+    let leads = bytes.simd_eq(u8x64::splat(0xc2)) | bytes.simd_eq(u8x64::splat(0xe2));
+    (within_three(0x0b) | within_three(0x1c) | leads).to_bitmask()
 }
 
 /// The bytes of `block` that may start a line break, one bit each: any byte up to `\x1e` (which
@@ -263,7 +242,7 @@ pub(super) mod tests {
     use super::*;
 
     /// Bytes around every break, its parts alone, and text, so that breaks fall on and across
-    /// the 64-byte blocks `next_rare_start` tests.
+    /// the 64-byte blocks the scans test.
     fn text_with_breaks() -> impl Strategy<Value = Vec<u8>> {
         text_of(BREAKS.to_vec(), 120)
     }
@@ -344,6 +323,8 @@ pub(super) mod tests {
             let mask = |test: &dyn Fn(u8) -> bool| (0..BLOCK).fold(0, |m, i| m | (u64::from(test(block[i])) << i));
             let candidate = |b: u8| b <= 0x1e || b == 0xc2 || b == 0xe2;
             prop_assert_eq!(break_candidates(&block), mask(&candidate));
+            let rare = |b: u8| matches!(b, 0x0b..=0x0d | 0x1c..=0x1e | 0xc2 | 0xe2);
+            prop_assert_eq!(rare_starts(&block), mask(&rare));
             prop_assert_eq!(eq_mask(&block, byte), mask(&|b| b == byte));
             prop_assert_eq!(eq_mask(&block, block[byte as usize % BLOCK]), mask(&|b| b == block[byte as usize % BLOCK]));
         }
