@@ -483,15 +483,21 @@ fn large_spills_page_alike_through_every_path() {
     }
 }
 
-/// Matches dense enough that whole spans are counted, not searched, across chunks and every kind
-/// of break: pages from the start, from the end and from the middle are the reference's.
-#[test]
-fn dense_matches_page_alike() {
+/// 100,000 short lines, 60 % of them holding `x`, ended by every kind of break: matches dense
+/// enough that whole spans are counted, not searched.
+pub(in crate::read) fn dense_payload() -> Vec<u8> {
     let breaks: [&[u8]; 4] = [b"\n", b"\r\n", "\u{2028}".as_bytes(), b"\x0b"];
     let lines = ["x", "ax", "b", "", "xx x"];
-    let data: Vec<u8> = (0..100_000)
+    (0..100_000)
         .flat_map(|i| [lines[i % 5].as_bytes(), breaks[i % 4]].concat())
-        .collect();
+        .collect()
+}
+
+/// Dense matches across chunks: pages from the start, from the end and from the middle are the
+/// reference's.
+#[test]
+fn dense_matches_page_alike() {
+    let data = dense_payload();
     let chunked = MemoryReader::new(data.clone()).chunked(100_003);
     // Windows of 1,000 matches every 900: one of them holds each span's end.
     let requests = (0..24_000).step_by(900).flat_map(|offset| {

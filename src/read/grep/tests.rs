@@ -6,7 +6,7 @@ use super::*;
 use crate::read::lines::split_lines;
 use crate::read::request::PAGE_BYTES_CAP;
 use crate::read::scan::{Kept, Page};
-use crate::read::tests::{MemoryReader, payload, runtime};
+use crate::read::tests::{MemoryReader, dense_payload, payload, runtime};
 
 /// The page, found the obvious way: every line tested alone, then the window's matches and the
 /// lines within `context` of them kept.
@@ -299,11 +299,7 @@ fn lines_longer_than_a_chunk_are_tested_whole() {
 /// are still right, from the start, from the end, in one chunk and in many.
 #[test]
 fn dense_matches_keep_their_line_numbers() {
-    let breaks: [&[u8]; 4] = [b"\n", b"\r\n", "\u{2028}".as_bytes(), b"\x0b"];
-    let lines = ["x", "ax", "b", "", "xx x"];
-    let data: Vec<u8> = (0..100_000)
-        .flat_map(|i| [lines[i % 5].as_bytes(), breaks[i % 4]].concat())
-        .collect();
+    let data = dense_payload();
     for offset in (0..60_000).step_by(7_001) {
         for from_end in [false, true] {
             let request = GrepRequest {
