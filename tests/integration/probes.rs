@@ -5,6 +5,9 @@ use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
 use crate::temporal::{temporal_address, unique};
 
 /// A SeaweedFS started by `deploy/seaweedfs.sh` in a temporary directory; stopped when dropped.
@@ -42,16 +45,15 @@ impl OwnSeaweedFs {
             .unwrap_or_else(|e| panic!("pid {text:?}: {e}"))
     }
 
-    fn signal(&self, signal: libc::c_int) {
-        // SAFETY: sends a signal to the SeaweedFS process this test started.
-        let sent = unsafe { libc::kill(self.pid(), signal) };
-        assert_eq!(sent, 0, "kill({signal})");
+    fn signal(&self, signal: Signal) {
+        let sent = kill(Pid::from_raw(self.pid()), signal);
+        sent.unwrap_or_else(|e| panic!("kill({signal}): {e}"));
     }
 }
 
 impl Drop for OwnSeaweedFs {
     fn drop(&mut self) {
-        self.signal(libc::SIGCONT);
+        self.signal(Signal::SIGCONT);
         let _ = self.script("stop");
     }
 }
@@ -166,7 +168,7 @@ fn readyz_turns_unready_while_the_store_is_frozen_and_ready_after() {
     until_body(worker, &metrics, "/metrics", 200, "temporal_");
     assert_eq!(get(&metrics, "/nope").0, 404);
 
-    weed.signal(libc::SIGSTOP);
+    weed.signal(Signal::SIGSTOP);
     let unready = until(worker, &metrics, "/readyz", 503);
     assert!(
         unready.starts_with("not ready: store: "),
@@ -175,7 +177,7 @@ fn readyz_turns_unready_while_the_store_is_frozen_and_ready_after() {
     // Alive all the while: liveness does not depend on the store.
     assert_eq!(get(&metrics, "/healthz"), (200, "ok\n".to_owned()));
 
-    weed.signal(libc::SIGCONT);
+    weed.signal(Signal::SIGCONT);
     assert_eq!(until(worker, &metrics, "/readyz", 200), "ready\n");
 }
 
