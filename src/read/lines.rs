@@ -42,8 +42,9 @@ pub(crate) fn rare_breaks(
     from: usize,
     to: usize,
 ) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let head = &data[..to];
     (from..to).step_by(BLOCK).flat_map(move |at| {
-        let starts = rare_starts(&block_at(&data[..to], at)) & within(&data[..to], at);
+        let starts = rare_starts(&block_at(head, at)) & within(head, at);
         let found = bits(starts).map(move |i| (at + i, break_len(data, at + i)));
         found.filter(|&(_, len)| len > 0)
     })
