@@ -27,10 +27,7 @@ struct Bytesize;
 
 impl Weighter<String, Arc<Opened>> for Bytesize {
     fn weight(&self, _handle: &String, opened: &Arc<Opened>) -> u64 {
-        64 + opened
-            .index
-            .as_ref()
-            .map_or(0, |(_, bytes)| bytes.len() as u64)
+        64 + (opened.index.as_ref()).map_or(0, |(_, bytes)| bytes.len() as u64)
     }
 }
 

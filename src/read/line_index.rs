@@ -224,15 +224,8 @@ impl IndexBuilder {
     pub fn feed(&mut self, data: &[u8]) {
         let base = self.index.payload_len;
         let mut at = 0;
-        let end = std::iter::once((data.len(), 0));
-        for (position, len) in rare_breaks(data, 0, data.len()).chain(end) {
-            if position < at {
-                continue;
-            }
-            self.newline_run(base, &data[at..position], at);
-            if len == 0 {
-                break;
-            }
+        for (position, len) in rare_breaks(data, 0, data.len()) {
+            self.newline_run(base + at as u64, &data[at..position]);
             // A rare break ends a line (an empty one if a line starts right here).
             if self.at_line_start {
                 self.start_line(base + position as u64);
@@ -240,15 +233,15 @@ impl IndexBuilder {
             self.at_line_start = true;
             at = position + len;
         }
+        self.newline_run(base + at as u64, &data[at..]);
         self.index.payload_len += data.len() as u64;
     }
 
-    /// Index `run`, found at `at` in the data fed at `base`, whose only breaks are `\n`.
-    fn newline_run(&mut self, base: u64, run: &[u8], at: usize) {
+    /// Index `run`, which starts at `start` and whose only breaks are `\n`.
+    fn newline_run(&mut self, start: u64, run: &[u8]) {
         let Some(&last) = run.last() else {
             return;
         };
-        let start = base + at as u64;
         if self.at_line_start {
             self.start_line(start);
         }
@@ -394,10 +387,8 @@ impl Header {
     /// that line), to the first checkpoint at or after line `lines.end` (the payload's end when
     /// there is none). Offsets past the payload are clamped to its end.
     pub fn locate(&self, index: &[u8], lines: Range<u64>) -> (LineStart, u64) {
-        let entries = usize::try_from(self.len)
-            .ok()
-            .and_then(|len| index.get(len..));
-        let (entries, _) = entries.unwrap_or_default().as_chunks::<ENTRY>();
+        let entries = index.get(self.len as usize..).unwrap_or_default();
+        let (entries, _) = entries.as_chunks::<ENTRY>();
         let count = usize::try_from(self.checkpoints).unwrap_or(usize::MAX);
         let entries = &entries[..entries.len().min(count)];
         let line_of = |entry: &[u8; ENTRY]| LineStart::decode(entry).line;

@@ -152,16 +152,20 @@ pub(crate) fn line_start(data: &[u8], at: usize) -> usize {
     after_break.unwrap_or(0)
 }
 
+/// The lines of `data` that end before `end` (a line start), from the last back.
+pub(crate) fn lines_before(data: &[u8], mut end: usize) -> impl Iterator<Item = &[u8]> {
+    std::iter::from_fn(move || {
+        let line_end = (end > 0).then(|| end - break_ending_at(data, end))?;
+        end = line_start(data, line_end);
+        Some(&data[end..line_end])
+    })
+}
+
 /// The length of the line break that ends exactly at `end` (`end > 0`), or 0 if none does.
 pub(crate) fn break_ending_at(data: &[u8], end: usize) -> usize {
-    let before = |n: usize| end.checked_sub(n).map(|at| data[at]);
-    match data[end - 1] {
-        b'\n' if before(2) == Some(b'\r') => 2,
-        b'\n' | b'\r' | 0x0b | 0x0c | 0x1c..=0x1e => 1,
-        0x85 if before(2) == Some(0xc2) => 2,
-        0xa8 | 0xa9 if end >= 3 && data[end - 3..end - 1] == [0xe2, 0x80] => 3,
-        _ => 0,
-    }
+    let start = break_start(data, end - 1);
+    let len = break_len(data, start);
+    if start + len == end { len } else { 0 }
 }
 
 /// The start of the line break that `data[at]` is part of, or `at` when it is part of none but
@@ -200,19 +204,13 @@ pub(crate) fn safe_piece_end(data: &[u8]) -> usize {
     if data.last() == Some(&b'\r') {
         return len - 1;
     }
-    // A lead byte among the last three whose sequence would run past the end.
-    for back in 1..=len.min(3) {
-        let b = data[len - back];
-        let needs = match b {
-            0xc0..=0xdf => 2,
-            0xe0..=0xef => 3,
-            0xf0..=0xf7 => 4,
-            0x80..=0xbf => continue,
-            _ => return len,
-        };
-        return if needs > back { len - back } else { len };
+    // A lead byte among the last three whose sequence (of as many bytes as its leading ones)
+    // would run past the end.
+    let lead = (1..=len.min(3)).find(|&back| data[len - back] & 0xc0 != 0x80);
+    match lead.map(|back| (back, data[len - back].leading_ones() as usize)) {
+        Some((back, needs @ 2..=4)) if needs > back => len - back,
+        _ => len,
     }
-    len
 }
 
 /// A chunk of a payload, cut so that it never splits a line break or a UTF-8 sequence.

@@ -53,16 +53,13 @@ pub async fn read_tool_result<R: SpillReader>(
     let limit = request.checked_limit()?;
     let page = match query(request, limit) {
         None => offset::offset_page(reader, request, limit).await,
-        Some(query) => {
-            let scanned = scan::scan_spill(reader, &request.handle, &query).await;
-            scanned.map(|found| pattern_page(request, &query, found))
-        }
+        Some(query) => (scan::scan_spill(reader, &request.handle, &query).await)
+            .map(|found| pattern_page(request, &query, found)),
     };
     outcome(&request.handle, page)
 }
 
-/// A page, or what the caller sees instead: the "No stored tool result" text for an unknown or
-/// refused `handle`, a store error to retry otherwise.
+/// A page, or what the caller sees instead (see [`read_tool_result`]).
 fn outcome(handle: &str, page: Result<String, PageError>) -> Result<String, ReadOutcomeError> {
     match page {
         Err(PageError::Store(e)) if e.is_unknown_handle() => Ok(no_stored_result(handle)),
@@ -101,11 +98,10 @@ pub fn read_page(data: &[u8], request: &ReadRequest) -> Result<String, ReadError
     })
 }
 
-/// A page by pattern, as the scan sees it (`None`: a page by offset): a literal, no context, no
-/// line numbers; a pattern with U+FFFD matches the lines' lossy decoding (as the reference's
-/// `pattern in line` does).
+/// A page by pattern, as the scan sees it (`None` or `""`: a page by offset); a pattern with
+/// U+FFFD matches the lines' lossy decoding (as the reference's `pattern in line` does).
 fn query(request: &ReadRequest, limit: u64) -> Option<Query> {
-    let pattern = request.filter()?;
+    let pattern = request.pattern.as_deref().filter(|p| !p.is_empty())?;
     Some(Query {
         matcher: scan::Matcher::literal(pattern),
         context: 0,
@@ -120,7 +116,7 @@ fn query(request: &ReadRequest, limit: u64) -> Option<Query> {
 /// The page of `total` matching lines, from the lines the scan kept.
 fn pattern_page(request: &ReadRequest, query: &Query, (total, page): (u64, Page)) -> String {
     let shown = query.window(total);
-    let lines = page.entries().map(|(.., line)| line);
+    let lines = page.lines.iter().map(|(.., line)| line.as_slice());
     request::render(&request.handle, total, shown.end - shown.start, lines)
 }
 

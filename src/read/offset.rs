@@ -1,6 +1,4 @@
-//! Pages by offset: the spill's line index, read whole (or cached), leads to the nearest line
-//! start before the page and bounds where the page ends; one ranged read of the payload between
-//! the two serves it ([`super::line_index`] describes the reads).
+//! Pages by offset, through the spill's line index ([`super::line_index`] describes the reads).
 
 use std::sync::Arc;
 
@@ -72,13 +70,11 @@ async fn open<R: SpillReader>(reader: &R, handle: &str) -> Result<Opened, PageEr
         Err(StoreError::Timeout(after)) => return Err(StoreError::Timeout(after).into()),
         Err(e) => e.to_string(),
     };
-    let index = match payload.size < MIN_INDEXED_BYTES {
-        true => None,
-        false => {
-            tracing::debug!(target: "overspill::read", "rebuilding the line index of {handle:?}: {unusable}");
-            Some(rebuild(reader, handle, &payload).await?)
-        }
-    };
+    let mut index = None;
+    if payload.size >= MIN_INDEXED_BYTES {
+        tracing::debug!(target: "overspill::read", "rebuilding the line index of {handle:?}: {unusable}");
+        index = Some(rebuild(reader, handle, &payload).await?);
+    }
     Ok(Opened { payload, index })
 }
 
@@ -115,8 +111,7 @@ async fn page<R: SpillReader>(
 ) -> Result<String, PageError> {
     let (handle, payload) = (&request.handle, &opened.payload);
     let Some((header, index)) = &opened.index else {
-        let range = 0..payload.size;
-        let data = fetch_checked(reader, handle, Part::Payload, payload, range).await?;
+        let data = fetch_checked(reader, handle, Part::Payload, payload, 0..payload.size).await?;
         return Ok(offset_page_in_memory(&data, request, limit));
     };
     let total = header.lines();

@@ -81,11 +81,6 @@ impl ReadRequest {
         }
         Ok(self.limit.min(MAX_READ_LINES) as u64)
     }
-
-    /// The pattern, unless it keeps every line (`None` or `""`): `None` is a page by offset.
-    pub fn filter(&self) -> Option<&str> {
-        self.pattern.as_deref().filter(|p| !p.is_empty())
-    }
 }
 
 /// Items `[start, end)` of `total` that `offset`, `limit` and `from_end` select: from the start,
@@ -118,31 +113,25 @@ pub(crate) fn render<'a>(
     lines: impl Iterator<Item = &'a [u8]>,
 ) -> String {
     let mut body = Body::default();
-    // A page shows at most MAX_READ_CHARS chars, and every char takes at least one byte.
-    let _ = lines
-        .take_while(|line| {
-            body.line(&String::from_utf8_lossy(
-                &line[..line.len().min(PAGE_BYTES_CAP)],
-            ))
-        })
-        .count();
-    let mut out = format!(
+    for line in lines {
+        let line = &line[..line.len().min(PAGE_BYTES_CAP)];
+        if !body.line(&String::from_utf8_lossy(line)) {
+            break;
+        }
+    }
+    let header = format!(
         "[handle {}: {} matching line(s); showing {shown}{}]",
         repr(handle),
         thousands(total),
         if body.capped { ", output capped" } else { "" }
     );
-    if !body.text.is_empty() {
-        out.push('\n');
-        out.push_str(&body.text);
-    }
-    out
+    body.below(header)
 }
 
 /// A body of lines joined by `\n`, cut at [`MAX_READ_CHARS`] chars.
 #[derive(Default)]
 pub(crate) struct Body {
-    pub(crate) text: String,
+    text: String,
     chars: usize,
     lines: usize,
     pub(crate) capped: bool,
@@ -162,5 +151,13 @@ impl Body {
             self.chars += 1;
         }
         true
+    }
+
+    /// `header`, then the body on the lines below it, if it has any.
+    pub(crate) fn below(self, header: String) -> String {
+        match self.text.is_empty() {
+            true => header,
+            false => header + "\n" + &self.text,
+        }
     }
 }

@@ -24,7 +24,7 @@ use regex::bytes::Regex;
 
 use super::count::LineCounter;
 use super::lines::{
-    ChunkSink, LineChunk, break_ending_at, break_start, count_lines, line_start, next_break,
+    ChunkSink, LineChunk, break_start, count_lines, line_start, lines_before, next_break,
 };
 use super::request::{PAGE_BYTES_CAP, window};
 use super::source::{PageError, SpillReader, stream_lines};
@@ -74,14 +74,6 @@ impl Matcher {
                 .find(&data[at..])
                 .map(|i| at + i..at + i + finder.needle().len()),
             Self::Regex { regex, .. } => regex.find_at(data, at).map(|m| m.range()),
-        }
-    }
-
-    /// For a literal: the bytes a match could straddle between two pieces of a line.
-    fn overlap(&self) -> Option<usize> {
-        match self {
-            Self::Literal(finder) => Some(finder.needle().len().saturating_sub(1)),
-            Self::Regex { .. } => None,
         }
     }
 }
@@ -200,16 +192,14 @@ impl Scan {
         if window.is_empty() {
             return None;
         }
-        let first = points.partition_point(|p| p.matches <= window.start);
-        let first = points.get(first.checked_sub(1)?)?;
-        // Line numbers are counted only when the page has context (or shows them).
-        let earliest = first.line.saturating_sub(self.query.context);
-        let from = match self.query.context {
-            0 => first,
-            _ => points[..points.partition_point(|p| p.line <= earliest)]
-                .last()
-                .unwrap_or(first),
-        };
+        // The last point before the page's first match, then the last one up to it before the
+        // match's context (the first point, at offset 0, is before both).
+        let first = points
+            .partition_point(|p| p.matches <= window.start)
+            .checked_sub(1)?;
+        let earliest = points[first].line.saturating_sub(self.query.context);
+        let from = points[..=first].partition_point(|p| p.line <= earliest);
+        let from = points[from.saturating_sub(1)];
         let scan = Self {
             matches: from.matches,
             line: from.line,
@@ -229,21 +219,15 @@ impl Scan {
     /// Take line `range` of `data` (numbered `self.line`), a match when `hit`: count it, keep
     /// it (with its context before) when the window holds it, or as context after a kept match.
     fn take_line(&mut self, data: &[u8], range: Range<usize>, hit: bool) {
-        let number = self.line;
-        let line = &data[range.clone()];
-        if hit {
-            let nth = self.matches;
-            self.matches += 1;
-            if self.window.contains(&nth) {
-                self.keep_context_before(data, range.start, number);
-                self.page.keep(number, Kept::Match(nth), line);
-                self.after = self.query.context;
-            } else if self.after > 0 {
-                self.page.keep(number, Kept::OtherMatch, line);
-                self.after -= 1;
-            }
+        let (line, nth) = (&data[range.clone()], self.matches);
+        self.matches += u64::from(hit);
+        if hit && self.window.contains(&nth) {
+            self.keep_context_before(data, range.start, self.line);
+            self.page.keep(self.line, Kept::Match(nth), line);
+            self.after = self.query.context;
         } else if self.after > 0 {
-            self.page.keep(number, Kept::Context, line);
+            let kind = if hit { Kept::OtherMatch } else { Kept::Context };
+            self.page.keep(self.line, kind, line);
             self.after -= 1;
         }
         self.line += 1;
@@ -252,22 +236,10 @@ impl Scan {
     /// Keep the `context` lines before line `number`, which starts at `data[start]`: from
     /// `data`, then from the lines carried over from the previous chunk.
     fn keep_context_before(&mut self, data: &[u8], start: usize, number: u64) {
-        let wanted = self.query.context.min(number);
-        let mut before: Vec<(u64, &[u8])> = Vec::new();
-        let mut end = start;
-        while (before.len() as u64) < wanted && end > 0 {
-            let line_end = end - break_ending_at(data, end);
-            end = line_start(data, line_end);
-            before.push((number - 1 - before.len() as u64, &data[end..line_end]));
-        }
-        let from_carry = wanted - before.len() as u64;
-        let carried = self.carry.iter().rev().take(from_carry as usize);
-        let mut lines: Vec<(u64, &[u8])> = before
-            .into_iter()
-            .chain(carried.map(|(n, l)| (*n, l.as_slice())))
-            .collect();
-        lines.reverse();
-        for (n, line) in lines {
+        let in_data = (0..number).rev().zip(lines_before(data, start));
+        let carried = self.carry.iter().rev().map(|(n, l)| (*n, &l[..]));
+        let before = in_data.chain(carried).take(self.query.context as usize);
+        for (n, line) in before.collect::<Vec<_>>().into_iter().rev() {
             let kind = match self.query.matcher.matches(line) {
                 true => Kept::OtherMatch,
                 false => Kept::Context,
@@ -276,29 +248,19 @@ impl Scan {
         }
     }
 
-    /// Carry the last `context` lines of `data` (ending at line `self.line`) into the next
-    /// chunk, while a match of the window may still need them.
-    fn remember_last_lines(&mut self, data: &[u8]) {
-        if self.query.context == 0 || self.matches >= self.window.end {
+    /// Carry the last `context` lines before the next chunk (`newest`, from the last back, ending
+    /// at line `self.line`) into it, while a match of the window may still need them.
+    fn carry_lines<'a>(&mut self, newest: impl Iterator<Item = &'a [u8]>) {
+        let context = self.query.context as usize;
+        if context == 0 || self.matches >= self.window.end {
             self.carry.clear();
             return;
         }
-        let (mut end, mut number) = (data.len(), self.line);
-        let mut newest = Vec::new();
-        while (newest.len() as u64) < self.query.context && end > 0 {
-            let line_end = end - break_ending_at(data, end);
-            end = line_start(data, line_end);
-            number -= 1;
-            let line = &data[end..line_end];
-            newest.push((number, line[..line.len().min(PAGE_BYTES_CAP)].to_vec()));
-        }
+        let newest = (0..self.line).rev().zip(newest).take(context);
+        let capped = |(n, line): (u64, &[u8])| (n, line[..line.len().min(PAGE_BYTES_CAP)].to_vec());
+        let newest: Vec<_> = newest.map(capped).collect();
         self.carry.extend(newest.into_iter().rev());
-        self.trim_carry();
-    }
-
-    fn trim_carry(&mut self) {
-        let excess = self.carry.len().saturating_sub(self.query.context as usize);
-        self.carry.drain(..excess);
+        self.carry.drain(..self.carry.len().saturating_sub(context));
     }
 
     /// The next piece of a line longer than a chunk; `ends` when the line ends with it.
@@ -311,11 +273,14 @@ impl Scan {
                 open.hit = self.query.matcher.matches(&open.text);
                 // A literal goes on past the bytes gathered: keep the line's head, and the bytes
                 // a match could straddle.
-                if let Some(overlap) = self.query.matcher.overlap().filter(|_| !open.hit && !ends) {
+                if let Matcher::Literal(finder) = &self.query.matcher
+                    && !open.hit
+                    && !ends
+                {
                     let head = &open.text[..PAGE_BYTES_CAP.min(open.text.len())];
                     open.head.get_or_insert_with(|| head.to_vec());
-                    open.text
-                        .drain(..open.text.len() - overlap.min(open.text.len()));
+                    let overlap = finder.needle().len().saturating_sub(1);
+                    open.text.drain(..open.text.len().saturating_sub(overlap));
                 }
             }
         }
@@ -326,10 +291,7 @@ impl Scan {
         let mut line = open.head.unwrap_or(open.text);
         line.truncate(PAGE_BYTES_CAP);
         self.take_line(&line, 0..line.len(), open.hit);
-        if self.query.context > 0 {
-            self.carry.push_back((self.line - 1, line));
-            self.trim_carry();
-        }
+        self.carry_lines(std::iter::once(&line[..]));
     }
 
     /// Scan whole lines (`data` starts at a line start and ends at a line end) a span at a time.
@@ -354,7 +316,7 @@ impl Scan {
             self.dense = (self.matches - before) * DENSE >= span.len() as u64;
             pos = end;
         }
-        self.remember_last_lines(data);
+        self.carry_lines(lines_before(data, data.len()));
     }
 
     /// The matching lines of `span`, when the last span's matches were dense and this one holds
@@ -423,27 +385,16 @@ impl ChunkSink for Scan {
                 matches: self.matches,
             });
         }
-        let decoded;
-        let data = match self.query.lossy {
-            true => {
-                decoded = String::from_utf8_lossy(chunk.bytes);
-                decoded.as_bytes()
-            }
-            false => chunk.bytes,
-        };
+        let decoded = (self.query.lossy).then(|| String::from_utf8_lossy(chunk.bytes));
+        let data = decoded.as_ref().map_or(chunk.bytes, |d| d.as_bytes());
         // The piece that goes on with a line begun in an earlier chunk (or begins one longer
         // than the chunk), then the whole lines after it.
-        let lines = match (chunk.starts_line, chunk.ends_line) {
-            (false, _) => {
-                let (end, len) = next_break(data, 0).unwrap_or((data.len(), 0));
-                self.continue_open(&data[..end], len > 0 || chunk.ends_line);
-                &data[end + len..]
-            }
-            (true, false) => {
-                self.continue_open(data, false);
-                &[]
-            }
-            (true, true) => data,
+        let lines = if chunk.starts_line && chunk.ends_line {
+            data
+        } else {
+            let (end, len) = next_break(data, 0).unwrap_or((data.len(), 0));
+            self.continue_open(&data[..end], len > 0 || chunk.ends_line);
+            &data[end + len..]
         };
         self.scan_lines(lines);
         match self.stopped() {
@@ -460,34 +411,29 @@ pub(crate) async fn scan_spill<R: SpillReader>(
     query: &Query,
 ) -> Result<(u64, Page), PageError> {
     let version = reader.head(handle).await?;
-    let first = stream_lines(reader, handle, &version, 0, Scan::first_pass(query)).await?;
-    let total = first.matches;
-    let scan = match first.second_pass() {
-        None => first,
-        Some((from, second)) => stream_lines(reader, handle, &version, from, second).await?,
-    };
+    let mut scan = stream_lines(reader, handle, &version, 0, Scan::first_pass(query)).await?;
+    let total = scan.matches;
+    if let Some((from, second)) = scan.second_pass() {
+        scan = stream_lines(reader, handle, &version, from, second).await?;
+    }
     Ok((total, scan.page))
 }
 
-/// [`scan_spill`] over a payload in memory.
+/// [`scan_spill`] over a payload in memory: one chunk, so a second pass starts at its start.
 pub(crate) fn scan_memory(data: &[u8], query: &Query) -> (u64, Page) {
-    let feed = |mut scan: Scan, from: u64| {
-        let from = usize::try_from(from).unwrap_or(data.len()).min(data.len());
-        let chunk = LineChunk {
-            offset: from as u64,
-            bytes: &data[from..],
-            starts_line: true,
-            ends_line: true,
-        };
-        let _ = scan.feed(chunk);
-        scan
+    let chunk = LineChunk {
+        offset: 0,
+        bytes: data,
+        starts_line: true,
+        ends_line: true,
     };
-    let first = feed(Scan::first_pass(query), 0);
-    let total = first.matches;
-    let scan = match first.second_pass() {
-        None => first,
-        Some((from, second)) => feed(second, from),
-    };
+    let mut scan = Scan::first_pass(query);
+    let _ = scan.feed(chunk);
+    let total = scan.matches;
+    if let Some((_, mut second)) = scan.second_pass() {
+        let _ = second.feed(chunk);
+        scan = second;
+    }
     (total, scan.page)
 }
 
@@ -504,7 +450,8 @@ pub(crate) enum Kept {
 
 /// The kept lines, in order, at most `budget` bytes of them in all.
 pub(crate) struct Page {
-    lines: Vec<(u64, Kept, Vec<u8>)>,
+    /// Each kept line's number (from 0), why it is kept, and its bytes.
+    pub(crate) lines: Vec<(u64, Kept, Vec<u8>)>,
     budget: usize,
 }
 
@@ -524,12 +471,5 @@ impl Page {
         let take = line.len().min(self.budget);
         self.budget -= take;
         self.lines.push((number, kind, line[..take].to_vec()));
-    }
-
-    /// The kept lines, in order: each one's number (from 0), why it is kept, and its bytes.
-    pub(crate) fn entries(&self) -> impl Iterator<Item = (u64, Kept, &[u8])> {
-        self.lines
-            .iter()
-            .map(|(n, kind, line)| (*n, *kind, line.as_slice()))
     }
 }

@@ -4,6 +4,7 @@
 use std::ops::{ControlFlow, Range};
 
 use bytes::Bytes;
+use futures::future::OptionFuture;
 
 use super::cache::IndexCache;
 use super::line_index::Version;
@@ -104,12 +105,9 @@ pub(crate) async fn stream_lines<R: SpillReader, S: ChunkSink>(
             });
             (sink, flow)
         });
-        let (fed, prefetched) = futures::join!(fed, async {
-            match next < version.size {
-                true => Some(read_chunk(reader, handle, version, next, want).await),
-                false => None,
-            }
-        });
+        let prefetch =
+            (next < version.size).then(|| read_chunk(reader, handle, version, next, want));
+        let (fed, prefetched) = futures::join!(fed, OptionFuture::from(prefetch));
         let flow;
         (sink, flow) = fed.map_err(|e| PageError::Store(StoreError::Backend(Box::new(e))))?;
         match (flow, prefetched) {

@@ -7,18 +7,14 @@
 //! - A matching line is `N:text`, a context line `N-text`; with `context` > 0, groups of lines
 //!   that are not adjacent are separated by a `--` line. Matching is on the raw (UTF-8) bytes of
 //!   one line at a time; lines show their lossy decoding.
-//! - `offset` / `limit` page through the *matches* (`limit` 50 by default, clamped to 1,000);
-//!   `from_end` takes the `limit` matches ending `offset` matches before the last. `context` is
-//!   clamped to [`MAX_CONTEXT`].
+//! - `offset` / `limit` / `from_end` page through the *matches* ([`GrepRequest`]).
 //! - The header counts every matching line; the body is cut at 50,000 chars, and a closing note
 //!   says how to get the next page (`offset=…`).
 //! - Regexes are the `regex` crate's (linear time: no input makes a search backtrack), with
 //!   compiled-size limits. A bad or too large pattern is a ModelRetry-style [`ReadError`].
 //!
-//! The payload is streamed in bounded chunks by the scan that also serves pages by pattern
-//! (`read::scan`): one pass counts every match and keeps the page's lines; a `from_end` page takes
-//! a second pass from the last chunk that still holds the page's first lines and their context.
-//! Memory is two chunks and the page.
+//! The payload is streamed, in two chunks of memory and the page, by the scan that also serves
+//! pages by pattern (`read::scan`, which describes its passes).
 //!
 //! ```
 //! use overspill::read::{grep_page, GrepRequest};

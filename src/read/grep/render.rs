@@ -21,7 +21,7 @@ impl Page {
         let mut body = Body::default();
         let mut previous: Option<u64> = None;
         let mut last_match = None;
-        for (number, kind, line) in self.entries() {
+        for &(number, kind, ref line) in &self.lines {
             if separators && previous.is_some_and(|p| number > p + 1) && !body.line("--") {
                 break;
             }
@@ -35,16 +35,12 @@ impl Page {
                 break;
             }
         }
-        let mut out = header(request, total, &shown, body.capped);
-        if !body.text.is_empty() {
-            out.push('\n');
-            out.push_str(&body.text);
+        let header = header(request, total, &shown, body.capped);
+        let note = next_page_note(request, total, &shown, body.capped, last_match);
+        match (body.below(header), note) {
+            (page, Some(note)) => page + "\n" + &note,
+            (page, None) => page,
         }
-        if let Some(note) = next_page_note(request, total, &shown, body.capped, last_match) {
-            out.push('\n');
-            out.push_str(&note);
-        }
-        out
     }
 }
 
@@ -91,20 +87,18 @@ fn next_page_note(
             thousands(MAX_READ_CHARS as u64),
         ));
     }
-    if !request.from_end && shown.end < total {
-        return Some(format!(
+    match request.from_end {
+        false if shown.end < total => Some(format!(
             "[{} more matching line(s): call grep_tool_result again with offset={}]",
             thousands(total - shown.end),
             shown.end
-        ));
-    }
-    if request.from_end && shown.start > 0 {
-        return Some(format!(
+        )),
+        true if shown.start > 0 => Some(format!(
             "[{} earlier matching line(s): call grep_tool_result again with from_end=true, \
              offset={}]",
             thousands(shown.start),
             total - shown.start
-        ));
+        )),
+        _ => None,
     }
-    None
 }
