@@ -267,9 +267,11 @@ impl Scan {
     fn continue_open(&mut self, piece: &[u8], ends: bool) {
         let mut open = self.open.take().unwrap_or_default();
         if !open.hit {
+            // A regex's text stops growing once full, and was tested then.
+            let full = open.text.len() == MAX_LINE_BYTES;
             let room = MAX_LINE_BYTES.saturating_sub(open.text.len());
             open.text.extend_from_slice(&piece[..piece.len().min(room)]);
-            if ends || open.text.len() == MAX_LINE_BYTES {
+            if !full && (ends || open.text.len() == MAX_LINE_BYTES) {
                 open.hit = self.query.matcher.matches(&open.text);
                 // A literal goes on past the bytes gathered: keep the line's head, and the bytes
                 // a match could straddle.
