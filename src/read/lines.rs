@@ -146,10 +146,25 @@ pub(crate) fn window_lines(data: &[u8], window: Range<u64>) -> impl Iterator<Ite
     split_lines(data).skip(skip).take(take).map(|r| &data[r])
 }
 
-/// The start of the line holding `data[at]`: just after the last line break before `at`.
+/// The start of the line holding `data[at]`: just after the last line break that ends at or
+/// before `at`.
+///
+/// The bytes are tested 64 at a time from `at` back ([`break_candidates`]): a chunk of one long
+/// line is walked back whole to find where it can be cut.
 pub(crate) fn line_start(data: &[u8], at: usize) -> usize {
-    let after_break = (1..=at).rev().find(|&i| break_ending_at(data, i) > 0);
-    after_break.unwrap_or(0)
+    let head = &data[..at];
+    let blocks = (0..at).step_by(BLOCK).rev();
+    let found = blocks.flat_map(|from| {
+        let mut starts = break_candidates(&block_at(head, from)) & within(head, from);
+        std::iter::from_fn(move || {
+            let i = (starts != 0).then(|| BLOCK - 1 - starts.leading_zeros() as usize)?;
+            starts ^= 1 << i;
+            Some(from + i)
+        })
+    });
+    let mut breaks = found.map(|start| (start, break_len(data, start)));
+    let last = breaks.find(|&(start, len)| len > 0 && start + len <= at);
+    last.map_or(0, |(start, len)| start + len)
 }
 
 /// The lines of `data` that end before `end` (a line start), from the last back.
@@ -295,6 +310,18 @@ pub(super) mod tests {
                 .collect();
             let found: Vec<(usize, usize)> = rare_breaks(&data, from, to).collect();
             prop_assert_eq!(found, expected);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn a_line_starts_after_the_last_break_that_ends_before_it(
+            data in text_with_breaks(),
+            at in 0usize..400,
+        ) {
+            let at = break_start(&data, at.min(data.len()));
+            let after_break = (1..=at).rev().find(|&i| break_ending_at(&data, i) > 0);
+            prop_assert_eq!(line_start(&data, at), after_break.unwrap_or(0));
         }
     }
 
