@@ -146,8 +146,8 @@ pub(crate) fn window_lines(data: &[u8], window: Range<u64>) -> impl Iterator<Ite
     split_lines(data).skip(skip).take(take).map(|r| &data[r])
 }
 
-/// The start of the line holding `data[at]`: just after the last line break that ends at or
-/// before `at`.
+/// The start of the line holding `data[at]` (`at` is not inside a line break): just after the
+/// last line break that ends at or before `at`.
 ///
 /// The bytes are tested 64 at a time from `at` back ([`break_candidates`]): a chunk of one long
 /// line is walked back whole to find where it can be cut.
@@ -155,10 +155,10 @@ pub(crate) fn line_start(data: &[u8], at: usize) -> usize {
     let head = &data[..at];
     let blocks = (0..at).step_by(BLOCK).rev();
     let found = blocks.flat_map(|from| {
-        let mut starts = break_candidates(&block_at(head, from)) & within(head, from);
+        let mut candidates = break_candidates(&block_at(data, from)) & within(head, from);
         std::iter::from_fn(move || {
-            let i = (starts != 0).then(|| BLOCK - 1 - starts.leading_zeros() as usize)?;
-            starts ^= 1 << i;
+            let i = (candidates != 0).then(|| BLOCK - 1 - candidates.leading_zeros() as usize)?;
+            candidates ^= 1 << i;
             Some(from + i)
         })
     });
@@ -167,7 +167,8 @@ pub(crate) fn line_start(data: &[u8], at: usize) -> usize {
     last.map_or(0, |(start, len)| start + len)
 }
 
-/// The lines of `data` that end before `end` (a line start), from the last back.
+/// The lines of `data` that end before `end` (a line start, or the end of `data`), from the last
+/// back.
 pub(crate) fn lines_before(data: &[u8], mut end: usize) -> impl Iterator<Item = &[u8]> {
     std::iter::from_fn(move || {
         let line_end = (end > 0).then(|| end - break_ending_at(data, end))?;
@@ -317,9 +318,9 @@ pub(super) mod tests {
         #[test]
         fn a_line_starts_after_the_last_break_that_ends_before_it(
             data in text_with_breaks(),
-            at in 0usize..400,
+            at in any::<prop::sample::Index>(),
         ) {
-            let at = break_start(&data, at.min(data.len()));
+            let at = break_start(&data, at.index(data.len() + 1));
             let after_break = (1..=at).rev().find(|&i| break_ending_at(&data, i) > 0);
             prop_assert_eq!(line_start(&data, at), after_break.unwrap_or(0));
         }

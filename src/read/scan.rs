@@ -198,8 +198,8 @@ impl Scan {
             .partition_point(|p| p.matches <= window.start)
             .checked_sub(1)?;
         let earliest = points[first].line.saturating_sub(self.query.context);
-        let from = points[..=first].partition_point(|p| p.line <= earliest);
-        let from = points[from.saturating_sub(1)];
+        let before = points[..=first].partition_point(|p| p.line <= earliest);
+        let from = points[before.saturating_sub(1)];
         let scan = Self {
             matches: from.matches,
             line: from.line,
@@ -248,8 +248,9 @@ impl Scan {
         }
     }
 
-    /// Carry the last `context` lines before the next chunk (`newest`, from the last back, ending
-    /// at line `self.line`) into it, while a match of the window may still need them.
+    /// Carry the last `context` lines before the next chunk (`newest`, from the last back: lines
+    /// `self.line - 1`, `self.line - 2`, …) into it, while a match of the window may still need
+    /// them.
     fn carry_lines<'a>(&mut self, newest: impl Iterator<Item = &'a [u8]>) {
         let context = self.query.context as usize;
         if context == 0 || self.matches >= self.window.end {
