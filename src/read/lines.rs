@@ -153,17 +153,14 @@ pub(crate) fn window_lines(data: &[u8], window: Range<u64>) -> impl Iterator<Ite
 /// line is walked back whole to find where it can be cut.
 pub(crate) fn line_start(data: &[u8], at: usize) -> usize {
     let head = &data[..at];
-    let blocks = (0..at).step_by(BLOCK).rev();
-    let found = blocks.flat_map(|from| {
-        let mut candidates = break_candidates(&block_at(data, from)) & within(head, from);
-        std::iter::from_fn(move || {
-            let i = (candidates != 0).then(|| BLOCK - 1 - candidates.leading_zeros() as usize)?;
-            candidates ^= 1 << i;
-            Some(from + i)
-        })
-    });
-    let mut breaks = found.map(|start| (start, break_len(data, start)));
-    let last = breaks.find(|&(start, len)| len > 0 && start + len <= at);
+    let last_in_block = |from: usize| {
+        let candidates = break_candidates(&block_at(data, from)) & within(head, from);
+        let breaks = bits(candidates).map(|i| (from + i, break_len(data, from + i)));
+        breaks
+            .filter(|&(start, len)| len > 0 && start + len <= at)
+            .last()
+    };
+    let last = (0..at).step_by(BLOCK).rev().find_map(last_in_block);
     last.map_or(0, |(start, len)| start + len)
 }
 
