@@ -5,7 +5,7 @@ page by offset through S3, measured without Overspill.
     .deploy/venv/bin/python benches/seaweedfs_floor.py --sizes 1000 --chunk-mb 1,16
 
 Run `deploy/seaweedfs.sh start` once first (it installs `weed`). For each chunk size this starts
-a `weed mini` of its own (S3 on port 28333, a scratch directory, the flags of
+a `weed mini` of its own (S3 on port 28333, a scratch directory, the S3 flags of
 `deploy/seaweedfs.sh` but `-filer.maxMB`), uploads each size of ~1,000-byte lines in 8 MiB parts
 as the store does (multipart, no Content-Type), and times ranged GETs of 1 KiB, 64 KiB and
 330 KiB (a 200-line page of long lines with its checkpoints) at random offsets over one

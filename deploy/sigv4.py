@@ -1,10 +1,10 @@
 """AWS Signature V4 for plain-HTTP S3 requests, standard library only.
 
-`deploy/seaweedfs.sh` checks that its server is ready with it, and `benches/seaweedfs_floor.py`
-signs its requests with it.
+`deploy/seaweedfs.sh` creates its bucket and checks that its server is ready with it, and
+`benches/seaweedfs_floor.py` signs its requests with it.
 
     python deploy/sigv4.py ready ENDPOINT BUCKET ACCESS_KEY SECRET_KEY
-    # exit 0 when a signed `GET /BUCKET?list-type=2` answers 200
+    # creates BUCKET unless it exists; exit 0 when a signed `GET /BUCKET?list-type=2` answers 200
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import datetime
 import hashlib
 import hmac
 import sys
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -49,16 +50,27 @@ def signed(method: str, host: str, path: str, query: str, headers: dict[str, str
     return headers
 
 
-def ready(endpoint: str, bucket: str, access_key: str, secret_key: str) -> bool:
-    """Whether a signed ListObjectsV2 of `bucket` at `endpoint` answers 200 within 2 s."""
+def answers(method: str, endpoint: str, bucket: str, query: str, access_key: str, secret_key: str,
+            ok: tuple[int, ...] = (200,)) -> bool:
+    """Whether a signed `method /bucket?query` at `endpoint` answers one of `ok` within 2 s."""
     host = endpoint.split('://', 1)[1]
-    headers = signed('GET', host, f'/{bucket}', 'list-type=2', {}, access_key, secret_key)
-    request = urllib.request.Request(f'{endpoint}/{bucket}?list-type=2', headers=headers)
+    headers = signed(method, host, f'/{bucket}', query, {}, access_key, secret_key)
+    url = f'{endpoint}/{bucket}' + (f'?{query}' if query else '')
+    request = urllib.request.Request(url, method=method, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=2) as response:
-            return response.status == 200
+            return response.status in ok
+    except urllib.error.HTTPError as error:
+        return error.code in ok
     except OSError:
         return False
+
+
+def ready(endpoint: str, bucket: str, access_key: str, secret_key: str) -> bool:
+    """Create `bucket` unless it exists (409 says it does), then whether a signed ListObjectsV2
+    of it answers 200."""
+    return (answers('PUT', endpoint, bucket, '', access_key, secret_key, ok=(200, 409))
+            and answers('GET', endpoint, bucket, 'list-type=2', access_key, secret_key))
 
 
 if __name__ == '__main__':

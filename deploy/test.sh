@@ -10,10 +10,27 @@ cd "$OVERSPILL_ROOT"
 
 started=()
 cleanup() {
+  local status=$?
+  if [ "$status" -ne 0 ]; then report_servers; fi
   if [ -n "${model_tests:-}" ]; then kill "$model_tests" 2>/dev/null || true; fi
   for svc in "${started[@]}"; do "$OVERSPILL_ROOT/deploy/$svc.sh" stop || true; done
 }
 trap cleanup EXIT
+
+# After a failure, what the disk and the stores said last: one store refusing writes (SeaweedFS
+# makes its volumes read-only on a full disk) fails a score of tests at once, and the test
+# report alone does not say why.
+report_servers() {
+  echo "--- free disk where the stores keep their data ---"
+  df -h "$DEPLOY_DIR" | tail -n 1
+  local log
+  for log in "$DEPLOY_DIR"/seaweedfs*/weed.log; do
+    if [ -f "$log" ]; then
+      echo "--- the last errors in $log ---"
+      grep -E '^E[0-9]{4} ' "$log" | tail -n 3 | cut -c1-400 || true
+    fi
+  done
+}
 
 ensure_venv
 ensure_wheel_venv

@@ -38,7 +38,8 @@ const BAND: usize = 1_000;
 const BUCKET: &str = "chaos";
 
 /// A `weed mini` of this test's own, on ports the kernel handed out, with its data in a temp dir
-/// that outlives restarts.
+/// that outlives restarts. `weed mini` stops in ~4 s on SIGTERM, where the shared `weed server`
+/// (`deploy/seaweedfs.sh` says why it is one) waits ~15 s for its filer's streams to close.
 struct Seaweed {
     child: Child,
     args: Vec<String>,

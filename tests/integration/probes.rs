@@ -63,7 +63,7 @@ fn free(port: u16) -> bool {
     TcpListener::bind(("127.0.0.1", port)).is_ok()
 }
 
-/// An S3 port whose derived SeaweedFS ports (master, volume, filer, admin and their gRPC ports,
+/// An S3 port whose derived SeaweedFS ports (master, volume, filer and their gRPC ports,
 /// each +10000) are all free.
 fn free_weed_port() -> u16 {
     let start = 30_000 + (std::process::id() % 500) as u16 * 17;
@@ -71,7 +71,7 @@ fn free_weed_port() -> u16 {
         .map(|i| 30_000 + (start - 30_000 + i * 19) % 9_000)
         .find(|&port| {
             let off = port - 8_333;
-            [port, 9_333 + off, 8_080 + off, 8_888 + off, 23_646 + off]
+            [port, 9_333 + off, 8_080 + off, 8_888 + off]
                 .iter()
                 .all(|&p| free(p) && free(p + 10_000))
         })
