@@ -45,7 +45,7 @@ PIP=("$LLAMA_VENV/bin/pip" --quiet --disable-pip-version-check)
 install() {
   mkdir -p "$LLAMA_DIR"
   if [ ! -x "$LLAMA_VENV/bin/python" ]; then python3 -m venv "$LLAMA_VENV"; fi
-  if ! "$LLAMA_VENV/bin/pip" show xllamacpp 2>/dev/null | grep -qx "Version: $XLLAMACPP_VERSION"; then
+  if ! "$LLAMA_VENV/bin/pip" show xllamacpp 2>/dev/null | grep -x "Version: $XLLAMACPP_VERSION" >/dev/null; then
     "${PIP[@]}" install --only-binary :all: "xllamacpp==$XLLAMACPP_VERSION"
   fi
   if [ ! -f "$MODEL" ]; then

@@ -32,7 +32,7 @@ CONF
 export CONTAINERS_CONF=$PODMAN_DIR/containers.conf
 export PODMAN_FLAGS="--runtime runc"
 ENV
-  echo "podman: $(podman --version), runc $(runc --version | head -n1 | awk '{print $3}'); env in $ENV_FILE"
+  echo "podman: $(podman --version), runc $(runc --version | awk 'NR == 1 {print $3}'); env in $ENV_FILE"
 }
 
 case "${1:-install}" in

@@ -61,8 +61,15 @@ if [ "$#" -gt 0 ]; then
 fi
 # The real model's tests (tests/integration/model.rs) wait on the model server's one slot, not
 # on the CPU: they run in a process of their own beside the rest, their output kept for the end.
-integration=$(cargo test --test integration --no-run --message-format=json \
-  | python3 -c 'import json, sys; print(next(m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable") and m["target"]["name"] == "integration"))')
+# cargo's messages go to a file, read whole afterwards: a reader that stopped at the first match
+# would leave cargo writing into a closed pipe (EPIPE, exit 101), which pipefail turns into a
+# failed run whenever cargo's last messages come late.
+messages="$DEPLOY_DIR/integration-build.json"
+cargo test --test integration --no-run --message-format=json >"$messages"
+integration=$(python3 -c 'import json, sys
+found = [m["executable"] for m in map(json.loads, open(sys.argv[1]))
+         if m.get("executable") and m["target"]["name"] == "integration"]
+print(found[-1])' "$messages")
 MODEL_LOG="$DEPLOY_DIR/model-tests.log"
 "$integration" model:: --nocapture >"$MODEL_LOG" 2>&1 &
 model_tests=$!

@@ -12,7 +12,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 K8S_VENV="$DEPLOY_DIR/kubernetes-venv"
 VERSION=1.37.0
-if [ ! -x "$K8S_VENV/bin/kubernetes-validate" ] || ! "$K8S_VENV/bin/kubernetes-validate" --version | grep -q "$VERSION"; then
+if [ ! -x "$K8S_VENV/bin/kubernetes-validate" ] || ! "$K8S_VENV/bin/kubernetes-validate" --version | grep "$VERSION" >/dev/null; then
   python3 -m venv "$K8S_VENV"
   "$K8S_VENV/bin/pip" install --quiet --disable-pip-version-check "kubernetes-validate==$VERSION"
 fi
