@@ -411,7 +411,7 @@ mod local {
         let err = store.read("r/evil.0").await.unwrap_err();
         assert_eq!(
             err.to_string(),
-            "Handle 'r/evil.0' resolves outside the store root."
+            "handle \"r/evil.0\" resolves outside the store"
         );
         let page = read_tool_result(
             &store,
@@ -443,7 +443,7 @@ mod local {
         let err = store.write("run/c.0", text(2)).await.unwrap_err();
         assert_eq!(
             err.to_string(),
-            "Handle 'run/c.0' resolves outside the store root."
+            "handle \"run/c.0\" resolves outside the store"
         );
         assert!(!outside.join("c.0").exists(), "written outside the root");
         assert!(outside.join("c.0.idx").exists(), "deleted outside the root");
@@ -496,7 +496,40 @@ mod local {
             err.to_string()
                 .ends_with("is a symbolic link; refusing to use it.")
         );
-        assert!(store.read("r/c.0").await.unwrap_err().is_unknown_handle());
+        // A store that refuses to be read is the store's failure, not a missing spill: the model
+        // is never told a spill is gone when the store could not be asked.
+        let err = store.read("r/c.0").await.unwrap_err();
+        assert!(matches!(err, StoreError::PermissionDenied(_)), "{err}");
+        assert!(!err.is_unknown_handle() && !err.is_retryable());
+        let read = read_tool_result(&store, &page("r/c.0", 0, 10)).await;
+        assert!(
+            matches!(
+                read,
+                Err(crate::read::ReadOutcomeError::Store(
+                    StoreError::PermissionDenied(_)
+                ))
+            ),
+            "{read:?}"
+        );
+    }
+
+    /// A file the worker may not read is the store refusing (final, not an unknown handle): the
+    /// error object_store's local filesystem gives for it.
+    #[test]
+    fn an_unreadable_file_is_the_store_refusing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir.path().join("spills"));
+        let unreadable = object_store::Error::Generic {
+            store: "LocalFileSystem",
+            source: Box::new(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                "Unable to open file /spills/r/c.0: Permission denied (os error 13)",
+            )),
+        };
+        let err = store.map_error(unreadable, "r/c.0", Call::Read);
+        assert!(matches!(err, StoreError::PermissionDenied(_)), "{err:?}");
+        assert!(!err.is_unknown_handle() && !err.is_retryable());
+        assert!(err.to_string().contains("Permission denied"), "{err}");
     }
 
     /// A run's listing shows the newest spill first, whatever its handle: `a.0` is dated after
