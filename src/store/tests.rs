@@ -830,3 +830,113 @@ async fn a_listing_that_never_ends_stops_at_the_scan_deadline() {
         "{collected:?}"
     );
 }
+
+/// An in-memory bucket whose HEAD requests fail as a server error would.
+#[derive(Debug, Default)]
+struct HeadFails(object_store::memory::InMemory);
+
+impl std::fmt::Display for HeadFails {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HeadFails")
+    }
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for HeadFails {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: object_store::PutPayload,
+        options: PutOptions,
+    ) -> object_store::Result<object_store::PutResult> {
+        self.0.put_opts(location, payload, options).await
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        options: object_store::PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
+        self.0.put_multipart_opts(location, options).await
+    }
+
+    async fn get_opts(
+        &self,
+        location: &Path,
+        options: GetOptions,
+    ) -> object_store::Result<object_store::GetResult> {
+        if options.head {
+            return Err(object_store::Error::Generic {
+                store: "S3",
+                source: "Server returned non-2xx status code: 500 Internal Server Error: down"
+                    .into(),
+            });
+        }
+        self.0.get_opts(location, options).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: futures::stream::BoxStream<'static, object_store::Result<Path>>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<Path>> {
+        self.0.delete_stream(locations)
+    }
+
+    fn list(
+        &self,
+        prefix: Option<&Path>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
+        self.0.list(prefix)
+    }
+
+    async fn list_with_delimiter(
+        &self,
+        prefix: Option<&Path>,
+    ) -> object_store::Result<object_store::ListResult> {
+        self.0.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(
+        &self,
+        from: &Path,
+        to: &Path,
+        options: object_store::CopyOptions,
+    ) -> object_store::Result<()> {
+        self.0.copy_opts(from, to, options).await
+    }
+}
+
+/// A spill whose metadata cannot be read is listed with its facts unknown, and the failure is a
+/// WARN with its cause, not silence.
+#[tokio::test]
+async fn a_listing_reports_metadata_it_cannot_read() {
+    let store = Store {
+        inner: Arc::new(Inner {
+            url: "s3://head-fails".into(),
+            backend: Backend::Object(Arc::new(HeadFails::default())),
+            base: Path::from(NAMESPACE),
+            options: StoreOptions::default(),
+            cache: IndexCache::new(0),
+        }),
+    };
+    store
+        .for_tool("cat")
+        .write("run-h/call-1.0", text(3))
+        .await
+        .unwrap();
+    let logs = crate::test_logs::Logs::default();
+    let _guard = logs.capture();
+    let request = ListRequest {
+        run_id: "run-h".into(),
+        ..ListRequest::default()
+    };
+    let listing = store.list_run(&request).await.unwrap();
+    assert_eq!(listing.spills.len(), 1);
+    assert_eq!(listing.spills[0].facts.tool, None);
+    let text = logs.text();
+    assert!(
+        text.contains("WARN") && text.contains("could not read the metadata of spill"),
+        "{text}"
+    );
+    assert!(text.contains("500 Internal Server Error"), "{text}");
+}
