@@ -940,3 +940,27 @@ async fn a_listing_reports_metadata_it_cannot_read() {
     );
     assert!(text.contains("500 Internal Server Error"), "{text}");
 }
+
+/// A handle too long for the spill's metadata is left out of it: a listing of every spill shows
+/// the stored key, which reads the same spill, and a run's listing rebuilds the handle from the
+/// run id it was asked for.
+#[tokio::test]
+async fn a_handle_left_out_of_the_metadata_still_reads_its_spill() {
+    let store = Store::open(Some("memory://")).unwrap();
+    let run_id = format!("wf:{}", "運行".repeat(200));
+    let handle = format!("{run_id}/call-1.0");
+    store.for_tool("cat").write(&handle, text(2)).await.unwrap();
+    let all = store.list_spills().await.unwrap();
+    let [spill] = all.as_slice() else {
+        panic!("one spill: {all:?}")
+    };
+    assert_eq!(spill.handle, "wf_/call-1.0");
+    assert_eq!(store.read(&spill.handle).await.unwrap(), text(2));
+    let request = ListRequest {
+        run_id,
+        ..ListRequest::default()
+    };
+    let listing = store.list_run(&request).await.unwrap();
+    assert_eq!(listing.spills[0].info.handle, handle);
+    assert_eq!(listing.spills[0].facts.tool.as_deref(), Some("cat"));
+}
