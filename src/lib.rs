@@ -19,6 +19,8 @@ pub mod read;
 mod redact;
 pub mod store;
 pub mod summarize;
+#[cfg(test)]
+mod test_logs;
 pub mod worker;
 #[path = "../workflows/src/workflows.rs"]
 pub mod workflows;

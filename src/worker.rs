@@ -518,6 +518,8 @@ pub fn init_logging(format: LogFormat, default_filter: &str) {
     let filter = std::env::var("RUST_LOG").ok().filter(|f| !f.is_empty());
     let ansi = stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let subscriber = log_subscriber(format, filter.as_deref(), default_filter, ansi, stderr);
+    // Fails only when a subscriber is already set (a test, a program embedding the worker):
+    // theirs stays.
     let _ = subscriber.try_init();
 }
 

@@ -7,7 +7,9 @@
 //! | `ModelRetry`    | no        | read_tool_result's bad `offset` / `limit` (reference message) |
 //! | `StoreUnavailable` | yes    | the store is down or slow and the action has no `then`      |
 //! | `StoreMisconfigured` | no   | a missing bucket, refused or missing credentials (says what to fix) |
-//! | `StoreRefused`  | no        | a handle outside the store, or a key the store cannot hold  |
+//! | `StoreRefused`  | no        | a handle outside the store, a key the store cannot hold, or a store that refuses to be used (a local root or file this user may not use, no store configured) |
+//! | `StoreRejected` | no        | the store answered a deterministic 4xx (not 408 or 429); the message names the status and the store's error code |
+//! | `WorkerBug`     | no        | a task of the worker panicked (a bug, logged at ERROR with the panic's message) |
 //! | `ModelUnavailable` | yes    | the model is unavailable (429, 5xx, 408, 409, no connection) and the action has no `then`; waits the server's `Retry-After` |
 //! | `ModelRejected` | no        | the model timed out, refused the request or replied malformed, or no model is configured |
 //! | `ExternalStorage…` | see below | an External Storage reference could not be resolved, or a reply offloaded |
@@ -77,6 +79,8 @@ impl Failure {
     pub fn store(error: &StoreError) -> Self {
         let type_name = match error {
             StoreError::Misconfigured(_) => "StoreMisconfigured",
+            StoreError::Rejected { .. } => "StoreRejected",
+            StoreError::Bug { .. } => "WorkerBug",
             e if e.is_retryable() => "StoreUnavailable",
             _ => "StoreRefused",
         };
@@ -124,6 +128,42 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    /// A store's deterministic answer and a bug are final and say what happened; an outage is
+    /// retried.
+    #[test]
+    fn store_failures_are_final_unless_the_store_may_answer_later() {
+        let rejected = Failure::store(&StoreError::Rejected {
+            status: "400 Bad Request".into(),
+            code: Some("MetadataTooLarge".into()),
+            message: "Your metadata headers exceed the maximum allowed metadata size.".into(),
+        });
+        assert_eq!(
+            (rejected.type_name, rejected.retryable),
+            ("StoreRejected", false)
+        );
+        assert_eq!(
+            rejected.message,
+            "spill store failed (Rejected): the store refused the request (400 Bad Request, \
+             MetadataTooLarge): Your metadata headers exceed the maximum allowed metadata size."
+        );
+        let bug = Failure::store(&StoreError::panicked(
+            "the grep scan",
+            &"index out of bounds",
+        ));
+        assert_eq!((bug.type_name, bug.retryable), ("WorkerBug", false));
+        assert!(
+            bug.message
+                .contains("the grep scan panicked (index out of bounds)")
+        );
+        let denied = Failure::store(&StoreError::PermissionDenied("root unreadable".into()));
+        assert_eq!(
+            (denied.type_name, denied.retryable),
+            ("StoreRefused", false)
+        );
+        let down = Failure::store(&StoreError::Backend("connection reset".into()));
+        assert_eq!((down.type_name, down.retryable), ("StoreUnavailable", true));
+    }
 
     /// One retry rule: only an unavailable model is retried, after the server's delay; a timeout,
     /// a refusal and a malformed reply go to the action's `then` at once.

@@ -62,11 +62,7 @@ registered! {
     |this, ctx, input| {
         // A retry resumes a chunked summary from the last chunk the previous attempt reported;
         // heartbeats keep reporting it until this attempt gets further.
-        let resume = ctx
-            .heartbeat_details()
-            .deserialize::<crate::summarize::ChunkProgress>()
-            .ok()
-            .flatten();
+        let resume = resume_from(ctx.heartbeat_details().deserialize::<serde_json::Value>());
         let latest = Progress::default();
         if let Some(resume) = &resume {
             latest.set(resume.clone());
@@ -77,7 +73,13 @@ registered! {
                 let (ctx, progress) = (beat.clone(), progress.clone());
                 slot.set(progress.clone());
                 async move {
-                    let _ = ctx.record_heartbeat(progress).await;
+                    if let Err(e) = ctx.record_heartbeat(progress).await {
+                        tracing::warn!(
+                            target: "overspill::activities",
+                            "could not record a chunked summary's progress ({e}): a retry of \
+                             this attempt starts the summary over"
+                        );
+                    }
                 }
             })
         })
@@ -103,5 +105,76 @@ registered! {
     list_tool_results(LIST_TOOL_RESULTS, ListRequest => ListResponse) |this, ctx, input| {
         let work = |request| this.list_request(request, ctx.info().workflow_run_id.as_deref());
         this.serve(&ctx, input, &Progress::none(), work).await
+    }
+}
+
+/// The chunk progress an earlier attempt of a summary heartbeated, to resume from: none when it
+/// heartbeated nothing, or only its beat count (before its first chunk finished).
+///
+/// Details that do not decode (another version's record, a codec failure) are logged at WARN
+/// with the cause, and the summary starts over: failing instead would lose the summary for good
+/// (every retry would meet the same details), while starting over only pays the model calls
+/// again.
+fn resume_from(
+    details: Result<Option<serde_json::Value>, impl std::fmt::Display>,
+) -> Option<crate::summarize::ChunkProgress> {
+    let failed = |cause: &dyn std::fmt::Display| {
+        tracing::warn!(
+            target: "overspill::activities",
+            "the previous attempt's summary progress does not decode ({cause}): the chunked \
+             summary starts over, and its model calls are made again"
+        );
+    };
+    match details {
+        Ok(None | Some(serde_json::Value::Number(_))) => None,
+        Ok(Some(value)) => serde_json::from_value(value)
+            .inspect_err(|e| failed(e))
+            .ok(),
+        Err(e) => {
+            failed(&e);
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::summarize::ChunkProgress;
+
+    /// Progress resumes; a beat count or nothing starts afresh quietly; a record that does not
+    /// decode starts afresh with a WARN that names the cause.
+    #[test]
+    fn undecodable_progress_is_reported() {
+        let logs = crate::test_logs::Logs::default();
+        let _guard = logs.capture();
+        let progress = ChunkProgress {
+            level: 1,
+            chunks: 4,
+            done: vec!["a".into()],
+            ..ChunkProgress::default()
+        };
+        let value = serde_json::to_value(&progress).expect("encodes");
+        assert_eq!(resume_from(Ok::<_, String>(Some(value))), Some(progress));
+        assert_eq!(
+            resume_from(Ok::<_, String>(Some(serde_json::json!(7)))),
+            None
+        );
+        assert_eq!(resume_from(Ok::<_, String>(None)), None);
+        assert_eq!(logs.text(), "");
+        let bad = serde_json::json!({"level": "one"});
+        assert_eq!(resume_from(Ok::<_, String>(Some(bad))), None);
+        let text = logs.text();
+        assert!(
+            text.contains("WARN") && text.contains("starts over"),
+            "{text}"
+        );
+        assert!(text.contains("invalid type: string \"one\""), "{text}");
+        assert_eq!(resume_from(Err("no payload converter")), None);
+        assert!(
+            logs.text().contains("(no payload converter)"),
+            "{}",
+            logs.text()
+        );
     }
 }

@@ -35,8 +35,8 @@ pub use lines::{ChunkSink, LineChunk, split_lines};
 pub use request::{
     DEFAULT_LIMIT, MAX_READ_CHARS, MAX_READ_LINES, ReadError, ReadRequest, no_stored_result,
 };
-pub(crate) use source::fetch_checked;
 pub use source::{CHUNK_BYTES, Fetched, Part, SpillReader};
+pub(crate) use source::{fetch_checked, joined};
 
 use crate::limits::StoreError;
 use scan::{Page, Query};

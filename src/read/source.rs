@@ -109,7 +109,7 @@ pub(crate) async fn stream_lines<R: SpillReader, S: ChunkSink>(
             (next < version.size).then(|| read_chunk(reader, handle, version, next, want));
         let (fed, prefetched) = futures::join!(fed, OptionFuture::from(prefetch));
         let flow;
-        (sink, flow) = fed.map_err(|e| PageError::Store(StoreError::Backend(Box::new(e))))?;
+        (sink, flow) = fed.map_err(|e| joined("a scan of the spill", e))?;
         match (flow, prefetched) {
             (ControlFlow::Continue(()), Some(read)) => {
                 (offset, starts_line) = (next, ends_line);
@@ -117,6 +117,16 @@ pub(crate) async fn stream_lines<R: SpillReader, S: ChunkSink>(
             }
             _ => return Ok(sink),
         }
+    }
+}
+
+/// The store's error for a blocking task doing `task` that did not finish: a panic is a bug
+/// ([`StoreError::Bug`], final, logged at ERROR with its message); a cancelled task (the runtime
+/// shutting down) may succeed on another worker.
+pub(crate) fn joined(task: &'static str, error: tokio::task::JoinError) -> StoreError {
+    match error.try_into_panic() {
+        Ok(payload) => StoreError::panicked(task, payload.as_ref()),
+        Err(error) => StoreError::Backend(Box::new(error)),
     }
 }
 
@@ -164,4 +174,52 @@ pub(crate) async fn fetch_checked<R: SpillReader>(
         return Err(PageError::Stale);
     }
     Ok(fetched.bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::SpillStore as _;
+
+    /// A scanner that panics.
+    struct Panics;
+
+    impl ChunkSink for Panics {
+        fn feed(&mut self, _chunk: LineChunk<'_>) -> ControlFlow<()> {
+            panic!("the scanner broke")
+        }
+    }
+
+    /// A panic inside a scan is a bug: a final error that says so, logged at ERROR with the
+    /// panic's message, never a retryable store failure.
+    #[tokio::test]
+    async fn a_panicking_scan_is_a_bug() {
+        let store = crate::store::Store::open(Some("memory://")).expect("store");
+        store
+            .write("r/c.0", Bytes::from("a\nb\n"))
+            .await
+            .expect("written");
+        let version = store.head("r/c.0").await.expect("stored");
+        let logs = crate::test_logs::Logs::default();
+        let _guard = logs.capture();
+        let failed = stream_lines(&store, "r/c.0", &version, 0, Panics).await;
+        let Err(PageError::Store(error)) = failed else {
+            panic!("a store error")
+        };
+        assert!(
+            matches!(&error, StoreError::Bug { message, .. } if message == "the scanner broke"),
+            "{error:?}"
+        );
+        assert!(!error.is_retryable() && !error.is_unknown_handle());
+        assert_eq!(
+            error.to_string(),
+            "a bug in Overspill: a scan of the spill panicked (the scanner broke); the call \
+             cannot succeed, please report it"
+        );
+        let text = logs.text();
+        assert!(
+            text.contains("ERROR") && text.contains("the scanner broke"),
+            "{text}"
+        );
+    }
 }

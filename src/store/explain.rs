@@ -77,6 +77,69 @@ pub(crate) fn explain(
     }
 }
 
+/// A deterministic client error a server answered: the same request gets the same answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Rejection {
+    /// The status, as the server sent it (`400 Bad Request`).
+    pub(crate) status: String,
+    /// The error code its answer names (`KeyTooLongError`; GCS's `reason`).
+    pub(crate) code: Option<String>,
+    /// Its message (or the start of its answer).
+    pub(crate) message: String,
+}
+
+/// The deterministic client error `error` carries: a 4xx other than 401, 403 and 404 (which
+/// [`explain`] and the `NotFound` mapping read as credentials, a missing bucket or a missing
+/// object), 408 Request Timeout and 429 Too Many Requests (the server asks to come back), and
+/// 409 Conflict (S3's `OperationAborted`: a conflicting operation is still in progress).
+///
+/// object_store 0.14 keeps a response's status in its `RetryError`, whose module is private:
+/// only 304, 401, 403, 404, 409 and 412 reach a caller typed (as [`object_store::Error`]'s
+/// variants); every other status is in the error's text alone (`… Server returned non-2xx
+/// status code: 400 Bad Request: <body>`), so that is where it is read.
+pub(crate) fn rejection(error: &object_store::Error) -> Option<Rejection> {
+    use object_store::Error as E;
+    if matches!(
+        error,
+        E::NotFound { .. } | E::PermissionDenied { .. } | E::Unauthenticated { .. }
+    ) {
+        return None;
+    }
+    let text = error.to_string();
+    let (_, rest) = text.split_once("status code: ")?;
+    let (status, body) = rest.split_once(": ").unwrap_or((rest, ""));
+    let code: u16 = status.get(..3)?.parse().ok()?;
+    if !(400..500).contains(&code) || matches!(code, 401 | 403 | 404 | 408 | 409 | 429) {
+        return None;
+    }
+    let (code, message) = error_body(body.trim());
+    Some(Rejection {
+        status: status.trim().to_owned(),
+        code,
+        message,
+    })
+}
+
+/// The code and message of an error answer: S3's and Azure's XML (`<Code>`, `<Message>`), GCS's
+/// JSON (`error.errors[0].reason`, `error.message`), else no code and the body's start.
+fn error_body(body: &str) -> (Option<String>, String) {
+    let tag = |name: &str| {
+        let (_, after) = body.split_once(&format!("<{name}>"))?;
+        (after.split_once(&format!("</{name}>"))).map(|(value, _)| value.trim().to_owned())
+    };
+    let start = || body.chars().take(200).collect::<String>();
+    if let Some(code) = tag("Code") {
+        return (Some(code), tag("Message").unwrap_or_else(start));
+    }
+    let json = serde_json::from_str::<serde_json::Value>(body).ok();
+    let error = json.as_ref().and_then(|j| j.get("error"));
+    let field = |value: Option<&serde_json::Value>| value?.as_str().map(str::to_owned);
+    let reason = error.and_then(|e| field(e.pointer("/errors/0/reason")));
+    let reason = reason.or_else(|| error.and_then(|e| field(e.get("status"))));
+    let message = error.and_then(|e| field(e.get("message")));
+    (reason, message.unwrap_or_else(start))
+}
+
 /// The `host:port` a request went to, from object_store's `Error performing PUT https://… in`.
 fn host(text: &str) -> Option<String> {
     let (_, rest) = text.split_once("Error performing ")?;
@@ -182,6 +245,68 @@ mod tests {
             said(&plain).as_deref(),
             Some("500 Internal Server Error: oops")
         );
+    }
+
+    #[test]
+    fn deterministic_client_errors_are_rejections_with_their_code() {
+        let status = |status: &str, body: &str| {
+            generic(&format!(
+                "Error performing PUT http://127.0.0.1:8333/b/k in 2ms - Server returned non-2xx \
+                 status code: {status}: {body}"
+            ))
+        };
+        let xml = |code: &str| {
+            format!(
+                "<?xml version=\"1.0\"?><Error><Code>{code}</Code><Message>Your {code}.</Message></Error>"
+            )
+        };
+        for code in [
+            "InvalidArgument",
+            "MetadataTooLarge",
+            "KeyTooLongError",
+            "EntityTooLarge",
+        ] {
+            let found = rejection(&status("400 Bad Request", &xml(code)));
+            assert_eq!(
+                found,
+                Some(Rejection {
+                    status: "400 Bad Request".into(),
+                    code: Some(code.into()),
+                    message: format!("Your {code}."),
+                }),
+            );
+        }
+        let gcs = r#"{"error":{"code":400,"message":"Invalid object name.","errors":[{"reason":"invalid"}]}}"#;
+        let found = rejection(&status("400 Bad Request", gcs)).expect("a rejection");
+        assert_eq!(
+            (found.code.as_deref(), found.message.as_str()),
+            (Some("invalid"), "Invalid object name.")
+        );
+        let bare = rejection(&status("413 Payload Too Large", "too big")).expect("a rejection");
+        assert_eq!((bare.code, bare.message.as_str()), (None, "too big"));
+        // The server asks to come back, or the failure is transient or read elsewhere.
+        for retryable in [
+            "408 Request Timeout",
+            "429 Too Many Requests",
+            "409 Conflict",
+            "500 Internal Server Error",
+            "503 Service Unavailable",
+            "404 Not Found",
+            "403 Forbidden",
+            "401 Unauthorized",
+        ] {
+            assert_eq!(
+                rejection(&status(retryable, &xml("X"))),
+                None,
+                "{retryable}"
+            );
+        }
+        assert_eq!(rejection(&generic("connection reset")), None);
+        let denied = object_store::Error::PermissionDenied {
+            path: "p".into(),
+            source: "Server returned non-2xx status code: 400 Bad Request: x".into(),
+        };
+        assert_eq!(rejection(&denied), None);
     }
 
     #[test]

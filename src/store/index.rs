@@ -15,13 +15,15 @@ use crate::read::line_index::{Index, MIN_INDEXED_BYTES};
 use crate::read::{Fetched, IndexCache, Part, SpillReader, Version};
 
 /// The index of a payload about to be written, built on a blocking thread; `None` for a spill
-/// too small to need one.
+/// too small to need one, or when building it failed (a panic, logged at ERROR: the spill is
+/// written without an index, and the first page by offset builds one).
 pub(super) async fn build(data: Bytes) -> Option<Index> {
     if (data.len() as u64) < MIN_INDEXED_BYTES {
         return None;
     }
-    tokio::task::spawn_blocking(move || Index::build(&data))
-        .await
+    let built = tokio::task::spawn_blocking(move || Index::build(&data)).await;
+    built
+        .map_err(|e| crate::read::joined("building a line index", e))
         .ok()
 }
 

@@ -4,6 +4,17 @@
 //! A handle is the engine's key (`{run_id}/{tool_call_id}.{retry}[.content]`), unsanitized, as
 //! the reference's LocalFileStore returns it. Its object lives at
 //! `{prefix}/tool_output_limits/{sanitized segments}`; the line index beside it at `… .idx`.
+//!
+//! # Length
+//!
+//! S3, GCS and Azure hold keys of at most 1,024 bytes of UTF-8, a local filesystem file names of
+//! at most 255 bytes. A key whose object path (its line index's suffix included) is longer is
+//! refused before any request as `StoreError::KeyTooLong`, which is final: the band's `then`
+//! runs at once. It is not shortened: a shortened key (a digest in place of the tail) would have
+//! to be derived the same way by every reader of the store, the Python package's direct reads and
+//! its listings by run prefix included, and two handles could share an object; a run id and tool
+//! call id of a kilobyte are a caller's bug worth seeing. Sanitizing only shortens a key (a run
+//! of unsafe chars becomes one `_`), so a handle within the limit stays within it.
 
 use std::borrow::Cow;
 use std::sync::LazyLock;

@@ -153,7 +153,9 @@ impl Store {
         facts
     }
 
-    /// The facts `handle`'s metadata keeps (all unknown where it keeps none, or cannot be read).
+    /// The facts `handle`'s metadata keeps (all unknown where it keeps none, or cannot be read:
+    /// a failure other than the spill's deletion since the listing is logged at WARN with its
+    /// cause, and the listing shows the rest).
     async fn stored_facts(&self, handle: &str) -> SpillFacts {
         let Ok(path) = self.locate(handle) else {
             return SpillFacts::default();
@@ -161,10 +163,19 @@ impl Store {
         match &self.inner.backend {
             Backend::Object(fs) => {
                 let head = fs.get_opts(&path, GetOptions::new().with_head(true));
-                match tokio::time::timeout(self.inner.options.deadline(0), head).await {
-                    Ok(Ok(result)) => SpillFacts::from_attributes(&result.attributes),
-                    _ => SpillFacts::default(),
-                }
+                let deadline = self.inner.options.deadline(0);
+                let failure = match tokio::time::timeout(deadline, head).await {
+                    Ok(Ok(result)) => return SpillFacts::from_attributes(&result.attributes),
+                    Ok(Err(object_store::Error::NotFound { .. })) => return SpillFacts::default(),
+                    Ok(Err(e)) => self.map_error(e, handle, super::Call::Read).to_string(),
+                    Err(_) => StoreError::Timeout(deadline).to_string(),
+                };
+                tracing::warn!(
+                    target: "overspill::store",
+                    "could not read the metadata of spill {handle:?} ({failure}): it is listed \
+                     without its tool, sizes and first line"
+                );
+                SpillFacts::default()
             }
             Backend::Local(local) => local
                 .facts(&path)
@@ -174,11 +185,24 @@ impl Store {
 
     /// The line count in the header of `handle`'s index, if it has one that describes a payload
     /// of `size` bytes.
+    ///
+    /// A missing index (a spill written without one) or one for another payload leaves the count
+    /// unknown; a store that fails to answer is logged at WARN with its cause.
     async fn indexed_lines(&self, handle: &str, size: u64) -> Option<u64> {
-        let fetched = self
-            .fetch(handle, Part::Index, 0..Header::MAX_LEN)
-            .await
-            .ok()?;
+        let fetched = match self.fetch(handle, Part::Index, 0..Header::MAX_LEN).await {
+            Ok(fetched) => fetched,
+            Err(StoreError::NotFound { .. }) => return None,
+            Err(e) => {
+                tracing::warn!(
+                    target: "overspill::store",
+                    error_type = e.type_name(),
+                    "could not read the line index of spill {handle:?} ({e}): it is listed \
+                     without its line count"
+                );
+                return None;
+            }
+        };
+        // An index for an older payload, or damaged: the count is unknown, as without one.
         let header = Header::decode(&fetched.bytes, fetched.version.size).ok()?;
         (header.payload_len() == size).then(|| header.lines())
     }

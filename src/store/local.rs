@@ -8,6 +8,7 @@
 use std::io;
 use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
 
 use object_store::ObjectStore;
@@ -40,6 +41,8 @@ const XATTR_SIZE_MAX: usize = 64 << 10;
 pub(crate) struct LocalBackend {
     root: PathBuf,
     fs: OnceLock<Arc<LocalFileSystem>>,
+    /// Whether a call found that the root's filesystem keeps no extended attributes (said once).
+    no_xattrs: AtomicBool,
 }
 
 impl LocalBackend {
@@ -49,6 +52,7 @@ impl LocalBackend {
             // Without a trailing `/`, which would make lstat follow a symlinked root.
             root: root.components().collect(),
             fs: OnceLock::new(),
+            no_xattrs: AtomicBool::new(false),
         }
     }
 
@@ -115,20 +119,60 @@ impl LocalBackend {
     }
 
     /// Keep `facts` (URL query form) in the `user.overspill` extended attribute of the file at
-    /// `location`; a filesystem without them keeps none, and listings show the facts as unknown.
+    /// `location`; a filesystem without them keeps none (said once, at INFO), and listings show
+    /// the facts as unknown. Any other failure is logged at WARN with its cause: the spill
+    /// stands, only its listing loses the facts.
     pub(crate) fn set_facts(&self, location: &object_store::path::Path, facts: &str) {
         let path = self.root.join(location.as_ref());
         let flags = rustix::fs::XattrFlags::empty();
-        let _ = rustix::fs::setxattr(path, FACTS_XATTR, facts.as_bytes(), flags);
+        if let Err(e) = rustix::fs::setxattr(&path, FACTS_XATTR, facts.as_bytes(), flags) {
+            self.xattr_failed("keep", &path, e);
+        }
     }
 
-    /// The facts (URL query form) the file at `location` keeps, if any.
+    /// The facts (URL query form) the file at `location` keeps, if any: none on a file written
+    /// without them or a filesystem without extended attributes; another failure is logged at
+    /// WARN with its cause.
     pub(crate) fn facts(&self, location: &object_store::path::Path) -> Option<Vec<u8>> {
         let mut buf = vec![0; XATTR_SIZE_MAX];
         let path = self.root.join(location.as_ref());
-        let len = rustix::fs::getxattr(path, FACTS_XATTR, &mut buf[..]).ok()?;
-        buf.truncate(len);
-        Some(buf)
+        match rustix::fs::getxattr(&path, FACTS_XATTR, &mut buf[..]) {
+            Ok(len) => {
+                buf.truncate(len);
+                Some(buf)
+            }
+            // No such attribute (ENODATA), or the file went away since it was listed.
+            Err(rustix::io::Errno::NODATA | rustix::io::Errno::NOENT) => None,
+            Err(e) => {
+                self.xattr_failed("read", &path, e);
+                None
+            }
+        }
+    }
+
+    /// Report a failed extended-attribute call on `path`: once at INFO for a filesystem without
+    /// them, at WARN with the cause otherwise.
+    fn xattr_failed(&self, verb: &str, path: &Path, e: rustix::io::Errno) {
+        if e == rustix::io::Errno::NOTSUP {
+            if !self
+                .no_xattrs
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+            {
+                tracing::info!(
+                    target: "overspill::store",
+                    "the filesystem of store root {} keeps no extended attributes: \
+                     list_tool_results shows local spills without their tool, sizes and first line",
+                    self.root.display()
+                );
+            }
+        } else {
+            tracing::warn!(
+                target: "overspill::store",
+                "could not {verb} the facts ({FACTS_XATTR} attribute) of {}: {e}; its listing \
+                 shows them as unknown",
+                path.display()
+            );
+        }
     }
 
     fn fs(&self) -> Result<Arc<LocalFileSystem>, StoreError> {
@@ -190,7 +234,7 @@ impl LocalBackend {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Err(StoreError::NotFound {
                 handle: handle.to_owned(),
             }),
-            Err(e) => Err(StoreError::Backend(Box::new(e))),
+            Err(e) => Err(io_error(e, &self.root.join(relative))),
         }
     }
 
@@ -213,20 +257,25 @@ impl LocalBackend {
     }
 }
 
-/// The reference's refusal of a handle that resolves outside the root.
+/// The refusal of a handle that resolves outside the root: to a reader, the same as a missing
+/// handle.
 fn outside(handle: &str) -> StoreError {
-    StoreError::PermissionDenied(format!(
-        "Handle {} resolves outside the store root.",
-        repr(handle)
-    ))
+    StoreError::OutsideStore {
+        handle: handle.to_owned(),
+    }
 }
 
+/// The store's error for `e`, met on `path`: a missing path is `NotFound`, a path this user may
+/// not read is the store refusing ([`StoreError::PermissionDenied`], never an unknown handle).
 fn io_error(e: io::Error, path: &Path) -> StoreError {
     match e.kind() {
         io::ErrorKind::NotFound => StoreError::NotFound {
             handle: path.to_string_lossy().into_owned(),
         },
-        io::ErrorKind::PermissionDenied => StoreError::PermissionDenied(e.to_string()),
+        io::ErrorKind::PermissionDenied => StoreError::PermissionDenied(format!(
+            "the store cannot use {}: {e}",
+            repr(&path.to_string_lossy())
+        )),
         _ => StoreError::Backend(Box::new(e)),
     }
 }
@@ -274,7 +323,10 @@ mod tests {
                 dir.path().join("link").display()
             )
         );
-        assert!(err.is_unknown_handle());
+        assert!(
+            !err.is_unknown_handle(),
+            "the store's failure, not a missing spill"
+        );
     }
 
     #[test]
@@ -305,12 +357,49 @@ mod tests {
         let err = root.confine("escape", "run/escape").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "Handle 'run/escape' resolves outside the store root."
+            "handle \"run/escape\" resolves outside the store"
         );
+        assert!(err.is_unknown_handle());
         assert!(matches!(
             root.confine("missing", "missing"),
             Err(StoreError::NotFound { .. })
         ));
+    }
+
+    /// A filesystem without extended attributes is said once, at INFO; any other failure to keep
+    /// or read the facts is a WARN with its cause.
+    #[test]
+    fn xattr_failures_are_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = LocalBackend::new(dir.path().to_path_buf());
+        let logs = crate::test_logs::Logs::default();
+        let _guard = logs.capture();
+        let file = dir.path().join("spill");
+        backend.xattr_failed("keep", &file, rustix::io::Errno::NOTSUP);
+        backend.xattr_failed("keep", &file, rustix::io::Errno::NOTSUP);
+        let text = logs.text();
+        assert_eq!(
+            text.matches("keeps no extended attributes").count(),
+            1,
+            "{text}"
+        );
+        assert!(text.contains("INFO"), "{text}");
+        let missing = object_store::path::Path::from("gone/spill");
+        backend.set_facts(&missing, "chars=1");
+        let text = logs.text();
+        assert!(
+            text.contains("WARN") && text.contains("could not keep the facts"),
+            "{text}"
+        );
+        assert!(text.contains("No such file or directory"), "{text}");
+        // A file without the attribute has no facts, and nothing to report.
+        std::fs::write(&file, "x").unwrap();
+        let before = logs.text().len();
+        assert_eq!(
+            backend.facts(&object_store::path::Path::from("spill")),
+            None
+        );
+        assert_eq!(logs.text().len(), before, "{}", logs.text());
     }
 
     /// Facts longer than a page read back whole (a long percent-encoded handle), where the

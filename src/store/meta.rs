@@ -10,6 +10,18 @@
 //! since a larger spill's index header holds it (and counting 100 MB of lines would delay the
 //! upload). A local file keeps the same query in its `user.overspill` extended attribute (none on a
 //! filesystem without them: listings there fall back to the index).
+//!
+//! # Size
+//!
+//! AWS S3 refuses user metadata over 2 KB (the UTF-8 bytes of every `x-amz-meta-*` key and value
+//! together; GCS and Azure allow 8 KiB), and percent-encoding triples a non-ASCII byte. The entry,
+//! key included, stays within [`FACTS_BUDGET`] bytes whatever the names, which leaves
+//! [`SCOPE_RESERVE`] bytes for the writer's scope and a margin below the limit: the tool name is
+//! cut to [`TOOL_BYTES`] encoded bytes and the first line to 120 chars and [`FIRST_LINE_BYTES`]
+//! encoded bytes (each on a char boundary); the numbers always fit. The handle is kept whole or
+//! not at all (a cut handle names no spill): a handle too long for what is left is left out, and
+//! readers then show the stored key, which reads the same spill (a listing of a run rebuilds the
+//! handle from the run id it was asked for).
 
 use bytes::Bytes;
 use object_store::{Attribute, Attributes};
@@ -21,8 +33,18 @@ use crate::read::lines::{count_lines, next_break};
 const KEY: &str = "overspill";
 /// The most chars of the first line kept.
 const FIRST_LINE_CHARS: usize = 120;
-/// The most bytes of tool name kept.
-const TOOL_BYTES: usize = 128;
+/// AWS S3's limit on a request's user metadata: the UTF-8 bytes of every key and value.
+const S3_METADATA_BYTES: usize = 2048;
+/// The bytes kept free for the writer's scope (`&scope=` and up to 210 bytes of ASCII).
+pub(crate) const SCOPE_RESERVE: usize = 224;
+/// The bytes kept free below S3's limit, beyond the scope.
+const MARGIN: usize = 224;
+/// The most bytes the entry (key and URL-query value) takes, the scope aside.
+pub(crate) const FACTS_BUDGET: usize = S3_METADATA_BYTES - SCOPE_RESERVE - MARGIN;
+/// The most bytes of the tool name, percent-encoded.
+const TOOL_BYTES: usize = 192;
+/// The most bytes of the first line, percent-encoded.
+const FIRST_LINE_BYTES: usize = 480;
 
 /// What is known about a spill without reading it; `None` where it is not known (spills written
 /// before this metadata existed, or by writers that set none).
@@ -36,21 +58,42 @@ pub struct SpillFacts {
     pub chars: Option<u64>,
     /// Lines, as `str.splitlines()` counts them.
     pub lines: Option<u64>,
-    /// Its first line, cut to 120 chars.
+    /// Its first line, cut to 120 chars (and fewer where percent-encoding would take over 480
+    /// bytes).
     pub first_line: Option<String>,
 }
 
 impl SpillFacts {
     /// Measure `data` (on a blocking thread), the output of `tool` (if known) spilled under
     /// `handle`.
+    ///
+    /// The facts fit [`FACTS_BUDGET`] (see the module's doc). A measurement that panics (a bug)
+    /// is logged at ERROR and leaves the counts and first line unknown: the spill itself stands.
     pub(crate) async fn measure(data: &Bytes, tool: Option<&str>, handle: &str) -> Self {
+        Self::measure_with(data, tool, handle, Self::of).await
+    }
+
+    /// [`Self::measure`] with `of` measuring the data.
+    async fn measure_with(
+        data: &Bytes,
+        tool: Option<&str>,
+        handle: &str,
+        of: fn(&[u8]) -> Self,
+    ) -> Self {
         let data = data.clone();
-        let measured = tokio::task::spawn_blocking(move || Self::of(&data)).await;
-        let mut facts = measured.unwrap_or_default();
-        facts.tool = tool
-            .filter(|t| !t.is_empty())
-            .map(|t| cut_chars(t.as_bytes(), TOOL_BYTES));
+        let measured = tokio::task::spawn_blocking(move || of(&data)).await;
+        let mut facts = measured.unwrap_or_else(|e| {
+            tracing::error!(
+                target: "overspill::bug",
+                "measuring spill {handle:?} failed ({e}); it is stored without its sizes and \
+                 first line"
+            );
+            Self::default()
+        });
+        facts.tool =
+            (tool.filter(|t| !t.is_empty())).map(|t| cut_encoded(t, usize::MAX, TOOL_BYTES));
         facts.handle = Some(handle.to_owned());
+        facts.fit();
         facts
     }
 
@@ -59,12 +102,26 @@ impl SpillFacts {
         let small = (data.len() as u64) < MIN_INDEXED_BYTES;
         let head = &data[..data.len().min(4 * FIRST_LINE_CHARS)];
         let first_end = next_break(head, 0).map_or(head.len(), |(at, _)| at);
+        let first = String::from_utf8_lossy(&head[..first_end]);
         Self {
             handle: None,
             tool: None,
             chars: Some(chars),
             lines: small.then(|| count_lines(data)),
-            first_line: Some(cut_chars(&head[..first_end], FIRST_LINE_CHARS)),
+            first_line: Some(cut_encoded(&first, FIRST_LINE_CHARS, FIRST_LINE_BYTES)),
+        }
+    }
+
+    /// Leave the handle out when the entry would take more than [`FACTS_BUDGET`] bytes with it
+    /// (the other fields are cut when measured).
+    fn fit(&mut self) {
+        if KEY.len() + self.to_query().len() > FACTS_BUDGET {
+            tracing::debug!(
+                target: "overspill::store",
+                "the handle of spill {:?} is too long for its metadata: listings show its key",
+                self.handle
+            );
+            self.handle = None;
         }
     }
 
@@ -112,9 +169,19 @@ impl SpillFacts {
     }
 }
 
-/// The lossy decoding of `bytes`, cut to `max` chars.
-fn cut_chars(bytes: &[u8], max: usize) -> String {
-    String::from_utf8_lossy(bytes).chars().take(max).collect()
+/// `text` cut to at most `chars` chars taking at most `bytes` bytes in URL query form.
+fn cut_encoded(text: &str, chars: usize, bytes: usize) -> String {
+    let mut left = bytes;
+    let mut buf = [0; 4];
+    (text.chars().take(chars))
+        .take_while(|c| {
+            let encoded = url::form_urlencoded::byte_serialize(c.encode_utf8(&mut buf).as_bytes());
+            let len = encoded.map(str::len).sum::<usize>();
+            let fits = len <= left;
+            left = left.saturating_sub(len);
+            fits
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -145,6 +212,76 @@ mod tests {
             SpillFacts::from_attributes(&Attributes::new()),
             SpillFacts::default()
         );
+    }
+
+    /// The bytes S3 counts for these facts' metadata: its key and value.
+    fn header_bytes(facts: &SpillFacts) -> usize {
+        let attributes = facts.to_attributes();
+        (attributes.iter())
+            .map(|(key, value)| match key {
+                Attribute::Metadata(name) => name.len() + value.as_ref().len(),
+                other => panic!("only user metadata: {other:?}"),
+            })
+            .sum()
+    }
+
+    /// Long non-ASCII names, run ids and first lines: the entry stays within the budget, with
+    /// room for the scope and a margin below S3's 2 KB; the handle is kept whole or left out.
+    #[tokio::test]
+    async fn metadata_stays_within_s3s_limit_whatever_the_names() {
+        let emoji = "🦀".repeat(400);
+        let chinese = "工具输出".repeat(200);
+        let data = Bytes::from(format!("{}\nsecond line\n", "é€🦀".repeat(500)));
+        for (tool, handle) in [
+            (emoji.as_str(), format!("{chinese}/{emoji}.0")),
+            (chinese.as_str(), format!("wf:{}/call-1.0", "ü".repeat(120))),
+            ("run_command", "wf:run-1/call-1.0".to_owned()),
+        ] {
+            let facts = SpillFacts::measure(&data, Some(tool), &handle).await;
+            let bytes = header_bytes(&facts);
+            assert!(bytes <= FACTS_BUDGET, "{bytes} bytes");
+            assert!(bytes + SCOPE_RESERVE < S3_METADATA_BYTES, "{bytes} bytes");
+            // What is kept reads back as it was measured.
+            assert_eq!(SpillFacts::from_attributes(&facts.to_attributes()), facts);
+            assert!(facts.handle.as_ref().is_none_or(|h| *h == handle));
+            let tool_kept = facts.tool.as_deref().expect("a tool");
+            assert!(tool.starts_with(tool_kept) && !tool_kept.is_empty());
+            let first = facts.first_line.as_deref().expect("a first line");
+            assert!("é€🦀".repeat(500).starts_with(first) && !first.is_empty());
+        }
+        // Short names keep everything, the handle included.
+        let facts = SpillFacts::measure(&data, Some("run_command"), "wf:run-1/call-1.0").await;
+        assert_eq!(facts.handle.as_deref(), Some("wf:run-1/call-1.0"));
+        assert_eq!(facts.tool.as_deref(), Some("run_command"));
+        // Cut where its encoding reaches 480 bytes, before its 120th char.
+        let first = facts.first_line.expect("a first line");
+        let encoded = url::form_urlencoded::byte_serialize(first.as_bytes()).collect::<String>();
+        assert_eq!((first.chars().count(), encoded.len()), (53, 474));
+        // A handle of 300 ASCII chars fits; one of 300 non-ASCII chars does not.
+        let ascii = format!("run/{}.0", "c".repeat(300));
+        let facts = SpillFacts::measure(&data, Some("t"), &ascii).await;
+        assert_eq!(facts.handle.as_deref(), Some(ascii.as_str()));
+        let wide = format!("run/{}.0", "工".repeat(300));
+        let facts = SpillFacts::measure(&data, Some("t"), &wide).await;
+        assert_eq!(facts.handle, None);
+        assert!(header_bytes(&facts) <= FACTS_BUDGET);
+    }
+
+    /// A measurement that panics is reported at ERROR, with the panic's message; the facts it
+    /// could not measure stay unknown.
+    #[tokio::test]
+    async fn a_panicking_measurement_is_reported() {
+        let logs = crate::test_logs::Logs::default();
+        let _guard = logs.capture();
+        let facts = SpillFacts::measure_with(&Bytes::from("x"), Some("t"), "r/c.0", |_| {
+            panic!("measuring went wrong")
+        })
+        .await;
+        assert_eq!((facts.chars, facts.first_line), (None, None));
+        assert_eq!(facts.handle.as_deref(), Some("r/c.0"));
+        let text = logs.text();
+        assert!(text.contains("ERROR"), "{text}");
+        assert!(text.contains("measuring went wrong"), "{text}");
     }
 
     #[tokio::test]

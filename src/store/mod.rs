@@ -66,7 +66,7 @@ mod upload;
 mod url;
 
 pub use backend::Bucket;
-pub(crate) use explain::{Cause, explain};
+pub(crate) use explain::{Cause, explain, rejection};
 pub use gc::{GcReport, SpillInfo};
 pub use key::{INDEX_SUFFIX, NAMESPACE, Refusal, check_handle, sanitize_key, sanitize_segment};
 pub use listing::{DEFAULT_LIST_LIMIT, ListRequest, ListedSpill, MAX_LIST_LIMIT, RunListing};
@@ -347,8 +347,10 @@ impl Store {
 
     /// The store's error for a failed `call`, in the server's words with the setting to fix: a
     /// missing bucket, refused credentials and a refused TLS handshake are
-    /// [`StoreError::Misconfigured`] (final), only a missing object on a read is `NotFound`, and
-    /// a timeout, an unreachable endpoint or any other failure is retryable.
+    /// [`StoreError::Misconfigured`] (final), a local file the worker may not read is
+    /// [`StoreError::PermissionDenied`] (final), only a missing object on a read is `NotFound`, a
+    /// deterministic 4xx is [`StoreError::Rejected`] (final, with the server's status and code),
+    /// and a timeout, an unreachable endpoint or any other failure is retryable.
     fn map_error(&self, error: object_store::Error, handle: &str, call: Call) -> StoreError {
         let remote = matches!(self.inner.backend, Backend::Object(_));
         let (cause, text) = explain::explain(&error, self.url(), remote && call != Call::Read);
@@ -356,6 +358,7 @@ impl Store {
             e.downcast_ref::<object_store::client::HttpError>()
                 .is_some_and(|h| h.kind() == object_store::client::HttpErrorKind::Timeout)
         });
+        let denied = diagnose::io_kind(&error) == Some(std::io::ErrorKind::PermissionDenied);
         match cause {
             Cause::NoBucket if remote => StoreError::Misconfigured(text),
             _ if matches!(error, object_store::Error::NotFound { .. }) => StoreError::NotFound {
@@ -363,8 +366,19 @@ impl Store {
             },
             Cause::Credentials | Cause::Tls(_) => StoreError::Misconfigured(text),
             _ if timeout => StoreError::Timeout(self.inner.options.timeout),
+            _ if !remote && denied => StoreError::PermissionDenied(format!(
+                "store {} refused access: {error}",
+                self.url()
+            )),
             Cause::Unreachable => StoreError::Backend(text.into()),
-            _ => StoreError::Backend(Box::new(error)),
+            _ => match explain::rejection(&error) {
+                Some(r) => StoreError::Rejected {
+                    status: r.status,
+                    code: r.code,
+                    message: r.message,
+                },
+                None => StoreError::Backend(Box::new(error)),
+            },
         }
     }
 
@@ -380,7 +394,7 @@ impl Store {
         self.bounded(bytes, async move {
             tokio::task::spawn_blocking(move || work(&local))
                 .await
-                .map_err(|e| StoreError::Backend(Box::new(e)))?
+                .map_err(|e| crate::read::joined("a local store call", e))?
         })
         .await
     }

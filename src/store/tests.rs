@@ -411,7 +411,7 @@ mod local {
         let err = store.read("r/evil.0").await.unwrap_err();
         assert_eq!(
             err.to_string(),
-            "Handle 'r/evil.0' resolves outside the store root."
+            "handle \"r/evil.0\" resolves outside the store"
         );
         let page = read_tool_result(
             &store,
@@ -443,7 +443,7 @@ mod local {
         let err = store.write("run/c.0", text(2)).await.unwrap_err();
         assert_eq!(
             err.to_string(),
-            "Handle 'run/c.0' resolves outside the store root."
+            "handle \"run/c.0\" resolves outside the store"
         );
         assert!(!outside.join("c.0").exists(), "written outside the root");
         assert!(outside.join("c.0.idx").exists(), "deleted outside the root");
@@ -496,7 +496,40 @@ mod local {
             err.to_string()
                 .ends_with("is a symbolic link; refusing to use it.")
         );
-        assert!(store.read("r/c.0").await.unwrap_err().is_unknown_handle());
+        // A store that refuses to be read is the store's failure, not a missing spill: the model
+        // is never told a spill is gone when the store could not be asked.
+        let err = store.read("r/c.0").await.unwrap_err();
+        assert!(matches!(err, StoreError::PermissionDenied(_)), "{err}");
+        assert!(!err.is_unknown_handle() && !err.is_retryable());
+        let read = read_tool_result(&store, &page("r/c.0", 0, 10)).await;
+        assert!(
+            matches!(
+                read,
+                Err(crate::read::ReadOutcomeError::Store(
+                    StoreError::PermissionDenied(_)
+                ))
+            ),
+            "{read:?}"
+        );
+    }
+
+    /// A file the worker may not read is the store refusing (final, not an unknown handle): the
+    /// error object_store's local filesystem gives for it.
+    #[test]
+    fn an_unreadable_file_is_the_store_refusing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir.path().join("spills"));
+        let unreadable = object_store::Error::Generic {
+            store: "LocalFileSystem",
+            source: Box::new(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                "Unable to open file /spills/r/c.0: Permission denied (os error 13)",
+            )),
+        };
+        let err = store.map_error(unreadable, "r/c.0", Call::Read);
+        assert!(matches!(err, StoreError::PermissionDenied(_)), "{err:?}");
+        assert!(!err.is_unknown_handle() && !err.is_retryable());
+        assert!(err.to_string().contains("Permission denied"), "{err}");
     }
 
     /// A run's listing shows the newest spill first, whatever its handle: `a.0` is dated after
@@ -796,4 +829,138 @@ async fn a_listing_that_never_ends_stops_at_the_scan_deadline() {
         matches!(collected, Err(StoreError::Timeout(_))),
         "{collected:?}"
     );
+}
+
+/// An in-memory bucket whose HEAD requests fail as a server error would.
+#[derive(Debug, Default)]
+struct HeadFails(object_store::memory::InMemory);
+
+impl std::fmt::Display for HeadFails {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HeadFails")
+    }
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for HeadFails {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: object_store::PutPayload,
+        options: PutOptions,
+    ) -> object_store::Result<object_store::PutResult> {
+        self.0.put_opts(location, payload, options).await
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        options: object_store::PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
+        self.0.put_multipart_opts(location, options).await
+    }
+
+    async fn get_opts(
+        &self,
+        location: &Path,
+        options: GetOptions,
+    ) -> object_store::Result<object_store::GetResult> {
+        if options.head {
+            return Err(object_store::Error::Generic {
+                store: "S3",
+                source: "Server returned non-2xx status code: 500 Internal Server Error: down"
+                    .into(),
+            });
+        }
+        self.0.get_opts(location, options).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: futures::stream::BoxStream<'static, object_store::Result<Path>>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<Path>> {
+        self.0.delete_stream(locations)
+    }
+
+    fn list(
+        &self,
+        prefix: Option<&Path>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
+        self.0.list(prefix)
+    }
+
+    async fn list_with_delimiter(
+        &self,
+        prefix: Option<&Path>,
+    ) -> object_store::Result<object_store::ListResult> {
+        self.0.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(
+        &self,
+        from: &Path,
+        to: &Path,
+        options: object_store::CopyOptions,
+    ) -> object_store::Result<()> {
+        self.0.copy_opts(from, to, options).await
+    }
+}
+
+/// A spill whose metadata cannot be read is listed with its facts unknown, and the failure is a
+/// WARN with its cause, not silence.
+#[tokio::test]
+async fn a_listing_reports_metadata_it_cannot_read() {
+    let store = Store {
+        inner: Arc::new(Inner {
+            url: "s3://head-fails".into(),
+            backend: Backend::Object(Arc::new(HeadFails::default())),
+            base: Path::from(NAMESPACE),
+            options: StoreOptions::default(),
+            cache: IndexCache::new(0),
+        }),
+    };
+    store
+        .for_tool("cat")
+        .write("run-h/call-1.0", text(3))
+        .await
+        .unwrap();
+    let logs = crate::test_logs::Logs::default();
+    let _guard = logs.capture();
+    let request = ListRequest {
+        run_id: "run-h".into(),
+        ..ListRequest::default()
+    };
+    let listing = store.list_run(&request).await.unwrap();
+    assert_eq!(listing.spills.len(), 1);
+    assert_eq!(listing.spills[0].facts.tool, None);
+    let text = logs.text();
+    assert!(
+        text.contains("WARN") && text.contains("could not read the metadata of spill"),
+        "{text}"
+    );
+    assert!(text.contains("500 Internal Server Error"), "{text}");
+}
+
+/// A handle too long for the spill's metadata is left out of it: a listing of every spill shows
+/// the stored key, which reads the same spill, and a run's listing rebuilds the handle from the
+/// run id it was asked for.
+#[tokio::test]
+async fn a_handle_left_out_of_the_metadata_still_reads_its_spill() {
+    let store = Store::open(Some("memory://")).unwrap();
+    let run_id = format!("wf:{}", "運行".repeat(200));
+    let handle = format!("{run_id}/call-1.0");
+    store.for_tool("cat").write(&handle, text(2)).await.unwrap();
+    let all = store.list_spills().await.unwrap();
+    let [spill] = all.as_slice() else {
+        panic!("one spill: {all:?}")
+    };
+    assert_eq!(spill.handle, "wf_/call-1.0");
+    assert_eq!(store.read(&spill.handle).await.unwrap(), text(2));
+    let request = ListRequest {
+        run_id,
+        ..ListRequest::default()
+    };
+    let listing = store.list_run(&request).await.unwrap();
+    assert_eq!(listing.spills[0].info.handle, handle);
+    assert_eq!(listing.spills[0].facts.tool.as_deref(), Some("cat"));
 }

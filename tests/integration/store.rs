@@ -23,7 +23,7 @@ use overspill::limits::{
 use overspill::read::{
     Fetched, Part, ReadRequest, SpillReader, Version, no_stored_result, read_tool_result,
 };
-use overspill::store::{Store, StoreOptions};
+use overspill::store::{ListRequest, Store, StoreOptions};
 
 /// The test bucket URL, or a loud failure naming the script that provides it.
 pub(crate) fn base_url() -> String {
@@ -676,4 +676,134 @@ async fn gc_on_s3_removes_spills_with_their_indexes() {
         .await
         .unwrap();
     assert_eq!(left, Vec::<String>::new());
+}
+
+/// The bytes S3 counts against its 2 KB of user metadata on the object at `path`: every
+/// `x-amz-meta-*` key and value.
+async fn metadata_bytes(path: &str) -> usize {
+    let head = object_store::GetOptions::new().with_head(true);
+    let got = raw_bucket()
+        .get_opts(&Path::from(path), head)
+        .await
+        .expect("the spill's metadata");
+    (got.attributes.iter())
+        .filter_map(|(key, value)| match key {
+            object_store::Attribute::Metadata(name) => Some(name.len() + value.as_ref().len()),
+            _ => None,
+        })
+        .sum()
+}
+
+/// A spill whose tool name, run id and first line are long and non-ASCII carries user metadata
+/// AWS accepts (within 2 KB, with room for the writer's scope), and a listing reads its facts
+/// back: the tool and first line cut on char boundaries, the sizes exact, the handle as the
+/// marker shows it.
+#[tokio::test]
+async fn long_non_ascii_names_keep_the_metadata_within_s3s_limit() {
+    let url = unique_url("meta");
+    let store = Store::open(Some(&url)).unwrap();
+    let tool = "ツール出力🦀".repeat(60);
+    let run_id = format!("wf:{}", "運行-ü".repeat(150));
+    let handle = format!("{run_id}/call-1.0");
+    let first = "Ошибка сборки: 🦀 ".repeat(40);
+    let body = format!("{first}\nsecond line\n");
+    let data = Bytes::from(body.clone());
+    let returned = store.for_tool(&tool).write(&handle, data.clone()).await;
+    assert_eq!(returned.expect("stored"), handle);
+
+    let prefix = url.trim_start_matches("s3://").split_once('/').unwrap().1;
+    let key = format!(
+        "{prefix}/tool_output_limits/{}",
+        overspill::store::sanitize_key(&handle)
+    );
+    let bytes = metadata_bytes(&key).await;
+    assert!(bytes <= 1_600, "{bytes} bytes of user metadata");
+
+    let request = ListRequest {
+        run_id: run_id.clone(),
+        ..ListRequest::default()
+    };
+    let listing = store.list_run(&request).await.expect("a listing");
+    let [spill] = listing.spills.as_slice() else {
+        panic!("one spill: {listing:?}")
+    };
+    assert_eq!(spill.info.handle, handle, "the handle the marker shows");
+    let facts = &spill.facts;
+    assert_eq!(facts.chars, Some(body.chars().count() as u64));
+    assert_eq!(facts.lines, Some(2));
+    let (kept_tool, kept_first) = (
+        facts.tool.as_deref().unwrap(),
+        facts.first_line.as_deref().unwrap(),
+    );
+    assert!(
+        !kept_tool.is_empty() && tool.starts_with(kept_tool),
+        "{kept_tool}"
+    );
+    assert!(
+        !kept_first.is_empty() && first.starts_with(kept_first),
+        "{kept_first}"
+    );
+    // The spill reads back whole under its handle.
+    assert_eq!(store.read(&handle).await.unwrap(), data);
+}
+
+/// A key S3 would refuse (over 1,024 bytes) is refused before any request, for good; SeaweedFS
+/// refuses the same key with a 400 `KeyTooLongError`.
+#[tokio::test]
+async fn a_key_over_s3s_limit_never_reaches_the_store() {
+    let url = unique_url("longkey");
+    let store = Store::open(Some(&url)).unwrap();
+    let handle = format!("run-k/{}.0", "c".repeat(1_024));
+    let error = store.write(&handle, text(1, "k")).await.unwrap_err();
+    assert!(
+        matches!(error, StoreError::KeyTooLong { max: 1024, .. }),
+        "{error}"
+    );
+    let failure = overspill::activities::Failure::store(&error);
+    assert_eq!(
+        (failure.type_name, failure.retryable),
+        ("StoreRefused", false)
+    );
+    let refused = raw_bucket()
+        .put(
+            &Path::from(format!("it-longkey/{}", "c".repeat(1_100))),
+            Bytes::new().into(),
+        )
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("KeyTooLongError"), "{refused}");
+}
+
+/// A deterministic 4xx (SeaweedFS's 400 `InvalidBucketName` for a bucket name S3 does not
+/// allow) is a final `StoreRejected` naming the status and the code: the spill falls back with
+/// a WARN that says so, and an activity without `then` fails without a retry.
+#[tokio::test]
+async fn a_deterministic_4xx_falls_back_at_once() {
+    base_url();
+    let store = Store::open(Some("s3://ab/it-rejected")).unwrap();
+    let (reduced, elapsed, log) = reduce_with(&store).await;
+    assert_fell_back(&reduced, elapsed, &log, &["Rejected"]);
+    assert!(log.contains("400 Bad Request, InvalidBucketName"), "{log}");
+    let error = store
+        .write("run-r/call-r.0", text(1, "r"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, StoreError::Rejected { status, code: Some(code), .. }
+            if status == "400 Bad Request" && code == "InvalidBucketName"),
+        "{error:?}"
+    );
+    assert!(!error.is_retryable());
+    let failure = overspill::activities::Failure::store(&error);
+    assert_eq!(
+        (failure.type_name, failure.retryable),
+        ("StoreRejected", false)
+    );
+    assert!(
+        failure
+            .message
+            .contains("(400 Bad Request, InvalidBucketName)"),
+        "{}",
+        failure.message
+    );
 }
