@@ -10,7 +10,7 @@ use bytesize::ByteSize;
 use overspill::activities::{DEFAULT_TASK_QUEUE, InflightBudget, OverspillActivities};
 use overspill::external_storage::{ExternalStorage, ExternalStorageSettings};
 use overspill::limits::Limits;
-use overspill::store::{Store, StoreOptions};
+use overspill::store::{ReadScope, Store, StoreOptions};
 use overspill::summarize::ModelArgs;
 use overspill::worker::{self, Connect, LogFormat, Pollers, WorkerSettings};
 
@@ -98,6 +98,18 @@ pub(crate) struct Args {
     external_storage: ExternalStorageArgs,
     #[command(flatten)]
     external_storage_gc: super::external_storage::ScheduleArgs,
+    /// Which spills the read-back activities (`read_tool_result`, `grep_tool_result`,
+    /// `query_tool_result`, `list_tool_results`) let a workflow see: `workflow`, those its own
+    /// workflow id wrote; `namespace`, those of its namespace; `any`, every spill. A spill not
+    /// seen reads exactly as a missing one; a spill written outside a workflow (or before its
+    /// writer was recorded) is seen only with `any`.
+    #[arg(
+        long,
+        env = "OVERSPILL_READ_SCOPE",
+        value_name = "workflow|namespace|any",
+        default_value_t = ReadScope::Workflow
+    )]
+    read_scope: ReadScope,
     /// Start even when the store (or the External Storage bucket) does not answer at start.
     #[arg(long, env = "OVERSPILL_SKIP_STORE_CHECK")]
     skip_store_check: bool,
@@ -164,6 +176,7 @@ pub(crate) async fn run(args: Args) -> CliResult {
     let mut activities = OverspillActivities::new(store.clone())
         .with_limits(limits)
         .with_inflight_budget(budget.clone())
+        .with_read_scope(args.read_scope)
         .with_metrics(runtime.metrics.clone());
     if let Some(storage) = external_storage.clone() {
         activities = activities.with_external_storage(storage);
@@ -195,6 +208,7 @@ pub(crate) async fn run(args: Args) -> CliResult {
         store = %store.url(),
         external_storage = external_storage.as_ref().map_or("off", |s| s.bucket_name()),
         max_inflight_bytes = %ByteSize(budget.bytes()),
+        read_scope = %args.read_scope,
         "overspill worker started"
     );
     worker::run_until(&mut worker, shutdown).await?;

@@ -122,13 +122,23 @@ impl LocalBackend {
         let _ = rustix::fs::setxattr(path, FACTS_XATTR, facts.as_bytes(), flags);
     }
 
-    /// The facts (URL query form) the file at `location` keeps, if any.
+    /// The facts (URL query form) the file at `location` keeps, if any: read into a page, and
+    /// again into the largest buffer an attribute needs only when they are longer (every read
+    /// checks a writer here).
     pub(crate) fn facts(&self, location: &object_store::path::Path) -> Option<Vec<u8>> {
-        let mut buf = vec![0; XATTR_SIZE_MAX];
         let path = self.root.join(location.as_ref());
-        let len = rustix::fs::getxattr(path, FACTS_XATTR, &mut buf[..]).ok()?;
-        buf.truncate(len);
-        Some(buf)
+        for size in [4 << 10, XATTR_SIZE_MAX] {
+            let mut buf = vec![0; size];
+            match rustix::fs::getxattr(&path, FACTS_XATTR, &mut buf[..]) {
+                Ok(len) => {
+                    buf.truncate(len);
+                    return Some(buf);
+                }
+                Err(rustix::io::Errno::RANGE) => {}
+                Err(_) => return None,
+            }
+        }
+        None
     }
 
     fn fs(&self) -> Result<Arc<LocalFileSystem>, StoreError> {

@@ -1,7 +1,8 @@
-//! What a spill says about itself without a payload read: the handle its marker shows, the tool
-//! that produced it, its size in chars and lines, and its first line, kept as one object metadata entry (`overspill`, an
-//! `x-amz-meta-overspill` header on S3) in URL query form:
-//! `handle=wf%3Arun%2Fcall-1.0&tool=run_command&chars=123456&lines=2048&first=Building%20...`.
+//! What a spill says about itself without a payload read: the handle its marker shows, who wrote
+//! it (its [`Scope`]), the tool that produced it, its size in chars and lines, and its first line,
+//! kept as one object metadata entry (`overspill`, an `x-amz-meta-overspill` header on S3) in URL
+//! query form:
+//! `handle=wf%3Arun%2Fcall-1.0&scope=default%2Fagent-1&tool=run_command&chars=123456&lines=2048&first=Building%20...`.
 //! The handle is kept because the object's key cannot give it back: sanitizing turns the `:` of
 //! a TemporalDurability run id into `_`.
 //!
@@ -14,6 +15,7 @@
 use bytes::Bytes;
 use object_store::{Attribute, Attributes};
 
+use super::scope::Scope;
 use crate::read::line_index::MIN_INDEXED_BYTES;
 use crate::read::lines::{count_lines, next_break};
 
@@ -30,6 +32,9 @@ const TOOL_BYTES: usize = 128;
 pub struct SpillFacts {
     /// The handle its marker shows: the key it was written under, unsanitized.
     pub handle: Option<String>,
+    /// The workflow that wrote it; `None` where unknown (written outside a workflow, or before
+    /// scopes were kept), which only a reader of every spill may read.
+    pub scope: Option<Scope>,
     /// The tool whose output it is.
     pub tool: Option<String>,
     /// Chars of its text (UTF-8 code points).
@@ -42,8 +47,13 @@ pub struct SpillFacts {
 
 impl SpillFacts {
     /// Measure `data` (on a blocking thread), the output of `tool` (if known) spilled under
-    /// `handle`.
-    pub(crate) async fn measure(data: &Bytes, tool: Option<&str>, handle: &str) -> Self {
+    /// `handle` by the workflow of `scope` (if any).
+    pub(crate) async fn measure(
+        data: &Bytes,
+        tool: Option<&str>,
+        handle: &str,
+        scope: Option<&Scope>,
+    ) -> Self {
         let data = data.clone();
         let measured = tokio::task::spawn_blocking(move || Self::of(&data)).await;
         let mut facts = measured.unwrap_or_default();
@@ -51,6 +61,7 @@ impl SpillFacts {
             .filter(|t| !t.is_empty())
             .map(|t| cut_chars(t.as_bytes(), TOOL_BYTES));
         facts.handle = Some(handle.to_owned());
+        facts.scope = scope.cloned();
         facts
     }
 
@@ -61,6 +72,7 @@ impl SpillFacts {
         let first_end = next_break(head, 0).map_or(head.len(), |(at, _)| at);
         Self {
             handle: None,
+            scope: None,
             tool: None,
             chars: Some(chars),
             lines: small.then(|| count_lines(data)),
@@ -82,6 +94,7 @@ impl SpillFacts {
             }
         };
         put("handle", self.handle.clone());
+        put("scope", self.scope.as_ref().map(Scope::to_string));
         put("tool", self.tool.clone());
         put("chars", self.chars.map(|n| n.to_string()));
         put("lines", self.lines.map(|n| n.to_string()));
@@ -101,6 +114,7 @@ impl SpillFacts {
         for (name, value) in url::form_urlencoded::parse(query) {
             match name.as_ref() {
                 "handle" => facts.handle = Some(value.into_owned()),
+                "scope" => facts.scope = Scope::parse(&value),
                 "tool" => facts.tool = Some(value.into_owned()),
                 "chars" => facts.chars = value.parse().ok(),
                 "lines" => facts.lines = value.parse().ok(),
@@ -124,11 +138,14 @@ mod tests {
     #[tokio::test]
     async fn facts_round_trip_through_attributes() {
         let data = Bytes::from("ünïcode & more\r\nsecond\nthird");
-        let facts = SpillFacts::measure(&data, Some("run command"), "wf:run/c.0").await;
+        let scope = Scope::new("default", "wf");
+        let facts =
+            SpillFacts::measure(&data, Some("run command"), "wf:run/c.0", Some(&scope)).await;
         assert_eq!(
             facts,
             SpillFacts {
                 handle: Some("wf:run/c.0".into()),
+                scope: Some(scope),
                 tool: Some("run command".into()),
                 chars: Some(28),
                 lines: Some(3),
@@ -150,9 +167,42 @@ mod tests {
     #[tokio::test]
     async fn large_spills_leave_their_line_count_to_the_index() {
         let data = Bytes::from("x\n".repeat(MIN_INDEXED_BYTES as usize));
-        let facts = SpillFacts::measure(&data, None, "r/c.0").await;
+        let facts = SpillFacts::measure(&data, None, "r/c.0", None).await;
         assert_eq!(facts.lines, None);
         assert_eq!(facts.chars, Some(data.len() as u64));
         assert_eq!(facts.first_line.as_deref(), Some("x"));
+    }
+
+    /// A long non-ASCII workflow id is kept as its digest, within the scope's bound, and reads
+    /// back equal to the scope computed again from the same names.
+    #[tokio::test]
+    async fn a_long_scope_round_trips_as_its_digest() {
+        let workflow = "ワークフロー".repeat(100);
+        let scope = Scope::new("tenant-ü", &workflow);
+        let facts = SpillFacts::measure(&Bytes::from("x"), None, "r/c.0", Some(&scope)).await;
+        let query = facts.to_query();
+        let entry = query
+            .split('&')
+            .find_map(|p| p.strip_prefix("scope="))
+            .expect("a scope entry");
+        assert!(
+            entry.len() <= super::super::scope::MAX_SCOPE_BYTES,
+            "{entry}"
+        );
+        assert!(entry.contains("sha256%3A"), "{entry}");
+        let back = SpillFacts::from_query(query.as_bytes());
+        assert_eq!(back.scope, Some(Scope::new("tenant-ü", &workflow)));
+        assert_eq!(back, facts);
+    }
+
+    /// A spill without a scope entry, or with one that names no writer, has an unknown writer.
+    #[test]
+    fn a_missing_or_broken_scope_is_unknown() {
+        assert_eq!(
+            SpillFacts::from_query(b"handle=r%2Fc.0&chars=1").scope,
+            None
+        );
+        assert_eq!(SpillFacts::from_query(b"scope=nobody").scope, None);
+        assert_eq!(SpillFacts::from_query(b"scope=n%2Fsha256%3Ab").scope, None);
     }
 }
