@@ -163,6 +163,7 @@ pub(crate) async fn run(args: Args) -> CliResult {
         });
     if !args.skip_store_check {
         check_stores(&store, external_storage.as_deref()).await?;
+        check_scope(&store, args.read_scope).await?;
     }
     let runtime = worker::runtime(args.metrics)?;
     if let Some(addr) = runtime.metrics_addr {
@@ -236,6 +237,28 @@ async fn check_stores(
         })?;
     }
     Ok(())
+}
+
+/// Refuse a local store that cannot record who wrote a spill when reads are scoped: no workflow
+/// would read even its own spills.
+async fn check_scope(store: &Store, scope: ReadScope) -> Result<(), String> {
+    if scope == ReadScope::Any {
+        return Ok(());
+    }
+    let recorded = store
+        .records_writers()
+        .await
+        .map_err(|e| format!("the store {} cannot be used: {e}", store.url()))?;
+    if recorded {
+        return Ok(());
+    }
+    Err(format!(
+        "the store {} is on a filesystem without user extended attributes, where a spill records \
+         the workflow that wrote it: with --read-scope {scope} no workflow could read its own \
+         spills. Put the store on a filesystem that keeps them (ext4, xfs, btrfs, tmpfs on Linux \
+         6.6+), or pass --read-scope any (OVERSPILL_READ_SCOPE)",
+        store.url()
+    ))
 }
 
 /// Parse `--limits`, failing fast (before connecting) on an invalid file.

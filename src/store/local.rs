@@ -141,6 +141,21 @@ impl LocalBackend {
         None
     }
 
+    /// Whether the root's filesystem keeps user extended attributes, where a spill's facts (and
+    /// its writer) are kept: one is set on the root and removed again.
+    pub(crate) fn keeps_facts(&self) -> Result<bool, StoreError> {
+        self.ensure()?;
+        let probe = "user.overspill-probe";
+        match rustix::fs::setxattr(&self.root, probe, b"", rustix::fs::XattrFlags::empty()) {
+            Ok(()) => {
+                let _ = rustix::fs::removexattr(&self.root, probe);
+                Ok(true)
+            }
+            Err(rustix::io::Errno::NOTSUP) => Ok(false),
+            Err(e) => Err(StoreError::Backend(Box::new(io::Error::from(e)))),
+        }
+    }
+
     fn fs(&self) -> Result<Arc<LocalFileSystem>, StoreError> {
         if let Some(fs) = self.fs.get() {
             return Ok(fs.clone());

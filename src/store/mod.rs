@@ -175,6 +175,16 @@ impl Store {
         listed.await.map(drop)
     }
 
+    /// Whether a spill here records its writer: always on an object store (its metadata), on a
+    /// local root only where the filesystem keeps user extended attributes. Where it does not,
+    /// every spill's writer is unknown, and only a reader of every spill reads any.
+    pub async fn records_writers(&self) -> Result<bool, StoreError> {
+        match &self.inner.backend {
+            Backend::Object(_) => Ok(true),
+            Backend::Local(local) => self.on_disk(local, 0, LocalBackend::keeps_facts).await,
+        }
+    }
+
     /// The whole payload stored under `handle`.
     pub async fn read(&self, handle: &str) -> Result<Bytes, StoreError> {
         let (fs, path) = self.for_read(handle, Part::Payload).await?;
