@@ -71,11 +71,11 @@ fn part(value: &str, budget: usize, namespace: bool) -> String {
     let encoded: usize = url::form_urlencoded::byte_serialize(value.as_bytes())
         .map(str::len)
         .sum();
-    let raw = encoded <= budget
-        && !value.is_empty()
-        && !value.starts_with(DIGEST)
-        && !(namespace && value.contains('/'));
-    if raw {
+    let digested = encoded > budget
+        || value.is_empty()
+        || value.starts_with(DIGEST)
+        || (namespace && value.contains('/'));
+    if !digested {
         return value.to_owned();
     }
     let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, value.as_bytes());
@@ -214,6 +214,20 @@ mod tests {
         assert!(encoded_len(&widest) <= MAX_SCOPE_BYTES);
         // A namespace with `/` in it is digested, so the first `/` always ends the namespace.
         assert!(Scope::new("a/b", "w").to_string().starts_with("sha256:"));
+    }
+
+    /// The forms the Python package computes too (`tests/python/test_read_scope.py` holds the
+    /// same strings): a spill one writes, the other reads.
+    #[test]
+    fn forms_match_the_python_package() {
+        assert_eq!(
+            Scope::new("tenant-ü", &"ワ".repeat(100)).to_string(),
+            "tenant-ü/sha256:71902d2bedc44fcacf438a1d3506538c543789394f792ccb7bd7d08f9f0cf8a6"
+        );
+        assert_eq!(
+            Scope::new("a/b", "w").to_string(),
+            "sha256:c14cddc033f64b9dea80ea675cf280a015e672516090a5626781153dc68fea11/w"
+        );
     }
 
     #[test]

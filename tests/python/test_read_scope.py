@@ -20,7 +20,6 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -70,14 +69,14 @@ def scoped(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
 
 @activity.defn(name='scope_test.reads')
-async def reads(url: str, handle: str, json_handle: str, run_id: str) -> dict[str, Any]:
+async def reads(url: str, handle: str, json_handle: str, run_id: str, read_scope: str) -> dict[str, Any]:
     """Every read-back of the package, from inside this activity (as the harness runs them)."""
     from overspill_pydantic_ai import OverspillStore, OverspillToolset
     from overspill_pydantic_ai._listing import list_page
     from pydantic_ai import ModelRetry
     from pydantic_ai_harness.tool_output_limits._capability import _read_slice  # pyright: ignore[reportPrivateUsage]
 
-    store = OverspillStore(url)
+    store = OverspillStore(url, read_scope=read_scope)
     toolset = OverspillToolset(store)
     out: dict[str, Any] = {}
     try:
@@ -88,7 +87,8 @@ async def reads(url: str, handle: str, json_handle: str, run_id: str) -> dict[st
     out['page_pattern'] = await _read_slice(store.read, handle, 0, 5, False, 'line 0001')
     out['grep'] = await toolset.grep_tool_result(None, handle, 'line 000[12]', regex=True)  # type: ignore[arg-type]
     try:
-        out['query'] = await toolset.query_tool_result(None, json_handle, '.n | select(. < 2)')  # type: ignore[arg-type]
+        query = toolset.query_tool_result(None, json_handle, '.n | select(. < 2)')  # type: ignore[arg-type]
+        out['query'] = await query
     except ModelRetry as error:
         out['query'] = f'ModelRetry: {error}'
     out['list'] = list_page(store, run_id, 10, {})
@@ -115,6 +115,7 @@ class Plan:
     json_handle: str
     run_id: str
     continue_as_new: bool = False
+    read_scope: str = 'workflow'
 
 
 @workflow.defn(sandboxed=False, name='ScopeTestWorkflow')
@@ -135,7 +136,9 @@ class ScopeWorkflow:
             plan.writes, plan.direct_writes, plan.continue_as_new = [], [], False
             workflow.continue_as_new(plan)
         return await workflow.execute_activity(
-            reads, args=[plan.url, plan.handle, plan.json_handle, plan.run_id], start_to_close_timeout=TIMEOUT
+            reads,
+            args=[plan.url, plan.handle, plan.json_handle, plan.run_id, plan.read_scope],
+            start_to_close_timeout=TIMEOUT,
         )
 
 
@@ -150,7 +153,8 @@ def _json_lines(n: int) -> str:
 async def _client() -> Any:
     from temporalio.client import Client
 
-    return await Client.connect(os.environ['TEMPORAL_ADDRESS'], namespace=os.environ.get('TEMPORAL_NAMESPACE', 'default'))
+    namespace = os.environ.get('TEMPORAL_NAMESPACE', 'default')
+    return await Client.connect(os.environ['TEMPORAL_ADDRESS'], namespace=namespace)
 
 
 def _run(scoped: Scoped, plans: list[tuple[str, Plan]]) -> tuple[list[dict[str, Any]], list[Any]]:
@@ -201,7 +205,13 @@ def test_reads_are_scoped_to_the_writing_workflow(scoped: Scoped) -> None:
     results, histories = _run(
         scoped,
         [
-            (writer, plan(writes=[(handle, _lines(300)), (json_handle, _json_lines(10))], direct_writes=[(direct, _lines(3))])),
+            (
+                writer,
+                plan(
+                    writes=[(handle, _lines(300)), (json_handle, _json_lines(10))],
+                    direct_writes=[(direct, _lines(3))],
+                ),
+            ),
             # Another workflow reads the writer's spills, then handles and a run never written.
             (reader, plan()),
             (f'{reader}-missing', plan(handle=f'{none}/text.0', json_handle=f'{none}/json.0', run_id=none)),
@@ -212,9 +222,11 @@ def test_reads_are_scoped_to_the_writing_workflow(scoped: Scoped) -> None:
                 f'scope-relay-{run}',
                 plan(writes=[(f'{run}/relay.0', _lines(5))], handle=f'{run}/relay.0', continue_as_new=True),
             ),
+            # Another workflow whose store reads with `any`.
+            (f'{reader}-any', plan(read_scope='any')),
         ],
     )
-    own, foreign, missing, foreign_direct, own_direct, relay = results
+    own, foreign, missing, foreign_direct, own_direct, relay, any_scope = results
     assert own['read'] == _lines(300)
     assert own['page'] == f"[handle '{handle}': 300 matching line(s); showing 2]\nline 0000\nline 0001"
     assert '2:line 0001\n3:line 0002' in own['grep'], own['grep']
@@ -232,15 +244,17 @@ def test_reads_are_scoped_to_the_writing_workflow(scoped: Scoped) -> None:
     assert foreign_direct['page'] == foreign['page'].replace(handle, direct)
     # The next run of a continue-as-new reads its predecessor's spill.
     assert relay['read'] == _lines(5)
+    assert any_scope['read'] == _lines(300)
+    assert any_scope['page'] == own['page']
     _replay(histories)
 
 
-def test_read_scope_any_reads_every_spill_and_unknown_values_are_refused(scoped: Scoped) -> None:
+def test_unknown_read_scopes_are_refused() -> None:
     from overspill_pydantic_ai import OverspillStore
 
-    assert OverspillStore(scoped.store_url, read_scope='any').read_scope == 'any'
+    assert OverspillStore('s3://spills', read_scope='namespace').read_scope == 'namespace'
     with pytest.raises(ValueError, match='read_scope'):
-        OverspillStore(scoped.store_url, read_scope='run')
+        OverspillStore('s3://spills', read_scope='run')
 
 
 def test_scopes_are_stored_as_the_worker_stores_them() -> None:
@@ -255,9 +269,12 @@ def test_scopes_are_stored_as_the_worker_stores_them() -> None:
     assert writer_of('handle=r%2Fc.0') is None
     assert writer_of('scope=nobody') is None
     assert form_encode('a b/~*') == 'a+b%2F%7E*'
+    # The forms the worker computes (`src/store/scope.rs` holds the same strings).
+    assert stored == 'tenant-ü/sha256:71902d2bedc44fcacf438a1d3506538c543789394f792ccb7bd7d08f9f0cf8a6'
+    assert scope_of('a/b', 'w') == 'sha256:c14cddc033f64b9dea80ea675cf280a015e672516090a5626781153dc68fea11/w'
 
 
-def test_outside_an_activity_every_spill_is_read(tmp_path: Path) -> None:
+def test_outside_an_activity_every_spill_is_read() -> None:
     """A plain program (no Temporal) reads as `overspill read` does: every spill."""
     from overspill_pydantic_ai._scope import admits
 

@@ -283,7 +283,9 @@ class OverspillStore:
             response = getattr(error, 'response', {})
             if response.get('ResponseMetadata', {}).get('HTTPStatusCode') == 404:
                 return False
-            raise SpillReadError(f'could not read {handle!r} from {self.url}: {type(error).__name__}: {error}') from error
+            raise SpillReadError(
+                f'could not read {handle!r} from {self.url}: {type(error).__name__}: {error}'
+            ) from error
         return admits(self.read_scope, head.get('Metadata', {}).get(FACTS_KEY))
 
     def _s3_put(self, key: str, data: bytes, facts: str | None = None) -> None:
