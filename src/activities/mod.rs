@@ -12,6 +12,9 @@
 //!
 //! Keys come from the request's `run_id` (default: the calling workflow's) / `tool_call_id` /
 //! `retry`, never from the activity attempt, so a retry or replay returns the same handle.
+//! Who calls ([`Caller`]) comes from the activity's own info, never from its request: a spill
+//! records its workflow, and the read-backs see only the spills the worker's [`ReadScope`]
+//! admits for the caller (see [`crate::store::Reader`]); any other reads as a missing one.
 //! Failures are typed ([`errors`]) and logged at WARN ([`LogFailures`]). An input may be an
 //! External Storage reference, fetched inside the activity after charging the
 //! [`InflightBudget`]; a reply over the threshold is offloaded ([`crate::external_storage`]).
@@ -47,7 +50,7 @@ pub use crate::names::{
     REDUCE, SPILL, SUMMARIZE,
 };
 use crate::read::{self, ReadOutcomeError};
-use crate::store::Store;
+use crate::store::{ReadScope, Reader, Scope, Store};
 use crate::summarize::{ChunkProgress, Chunked, OpenAiSummarizer};
 pub use errors::Failure;
 pub use failure_log::LogFailures;
@@ -64,6 +67,47 @@ pub struct OverspillActivities {
     metrics: Metrics,
     external_storage: Option<Arc<ExternalStorage>>,
     budget: InflightBudget,
+    read_scope: ReadScope,
+}
+
+/// Who calls an activity body: the workflow an activity runs for, from the activity's own info
+/// (never from its request), or an operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caller {
+    /// An operator, or a program outside Temporal: writes spills of no workflow and reads every
+    /// spill.
+    Operator,
+    /// An activity of the workflow its info names.
+    Activity {
+        /// The namespace it runs in.
+        namespace: String,
+        /// Its workflow's id; `None` for a standalone activity, whose spills belong to no
+        /// workflow.
+        workflow_id: Option<String>,
+        /// Its workflow's run id, which stands in for a request's missing `run_id`.
+        workflow_run_id: Option<String>,
+    },
+}
+
+impl Caller {
+    /// The caller an activity's info names.
+    pub fn of(info: &temporalio_sdk::activities::ActivityInfo) -> Self {
+        Self::Activity {
+            namespace: info.namespace.clone(),
+            workflow_id: info.workflow_id.clone(),
+            workflow_run_id: info.workflow_run_id.clone(),
+        }
+    }
+
+    /// The workflow run id that fills a request's missing `run_id`.
+    pub fn workflow_run_id(&self) -> Option<&str> {
+        match self {
+            Self::Operator => None,
+            Self::Activity {
+                workflow_run_id, ..
+            } => workflow_run_id.as_deref(),
+        }
+    }
 }
 
 impl OverspillActivities {
@@ -77,6 +121,28 @@ impl OverspillActivities {
             metrics: Metrics::default(),
             external_storage: None,
             budget: InflightBudget::default(),
+            read_scope: ReadScope::default(),
+        }
+    }
+
+    /// Let activities read the spills `scope` admits (default [`ReadScope::Workflow`]).
+    pub fn with_read_scope(mut self, scope: ReadScope) -> Self {
+        self.read_scope = scope;
+        self
+    }
+
+    /// How `caller` reads and writes spills.
+    fn reader(&self, caller: &Caller) -> Reader {
+        match caller {
+            Caller::Operator => Reader::operator(),
+            Caller::Activity {
+                namespace,
+                workflow_id,
+                ..
+            } => {
+                let scope = workflow_id.as_deref().map(|id| Scope::new(namespace, id));
+                Reader::new(self.read_scope, scope)
+            }
         }
     }
 
@@ -116,12 +182,12 @@ impl OverspillActivities {
         self
     }
 
-    /// Reduce one tool result (the body of [`REDUCE`]); `workflow_run_id` fills a missing
-    /// `run_id`.
+    /// Reduce one tool result (the body of [`REDUCE`]) for `caller`, whose workflow run id fills
+    /// a missing `run_id`.
     pub async fn reduce_request(
         &self,
         request: ReduceRequest,
-        workflow_run_id: Option<&str>,
+        caller: &Caller,
     ) -> Result<ReduceResponse, Failure> {
         let limits = request
             .limits(&self.limits)
@@ -129,9 +195,10 @@ impl OverspillActivities {
         if request.call.tool_name.is_empty() {
             return Err(Failure::invalid_input("tool_name", "must not be empty"));
         }
-        let call = request.call(workflow_run_id);
+        let call = request.call(caller.workflow_run_id());
         let result = request.into_result();
-        let spills = self.store.for_tool(&call.tool_name);
+        let writer = self.reader(caller);
+        let spills = self.store.for_tool(&call.tool_name, &writer);
         let store = Watched::new(&spills);
         let summarizer = Watched::new(&self.summarizer);
         let mut reduced = limits::reduce(&limits, &call, result, &store, &summarizer).await;
@@ -155,11 +222,11 @@ impl OverspillActivities {
         Ok(reduced)
     }
 
-    /// Spill one payload (the body of [`SPILL`], without Temporal).
+    /// Spill one payload for `caller` (the body of [`SPILL`], without Temporal).
     pub async fn spill_request(
         &self,
         mut request: SpillRequest,
-        workflow_run_id: Option<&str>,
+        caller: &Caller,
     ) -> Result<SpillResponse, Failure> {
         let limits = match request.config.take() {
             Some(config) => Limits::from_value(config).map_err(|e| Failure::invalid_config(&e))?,
@@ -175,15 +242,18 @@ impl OverspillActivities {
         }
         let key = match request.key.take().filter(|k| !k.is_empty()) {
             Some(key) => key,
-            None => request.call(workflow_run_id).spill_key(&request.suffix),
+            None => request
+                .call(caller.workflow_run_id())
+                .spill_key(&request.suffix),
         };
         // The unit shares the output, so the store gets the request's own buffer.
         let unit = Unit::new(&request.output, &limits);
         let data = unit.data();
         let bytes = data.len() as u64;
+        let writer = self.reader(caller);
         let handle = self
             .store
-            .for_tool(&request.call.tool_name)
+            .for_tool(&request.call.tool_name, &writer)
             .write(&key, data)
             .await
             .map_err(|e| Failure::store(&e))?;
@@ -242,35 +312,52 @@ impl OverspillActivities {
         })
     }
 
-    /// Read a page back (the body of [`READ_TOOL_RESULT`], without Temporal).
-    pub async fn read_request(&self, request: ReadRequest) -> Result<ReadResponse, Failure> {
-        let page = read::read_tool_result(self.store.as_ref(), &request).await;
+    /// Read a page back for `caller` (the body of [`READ_TOOL_RESULT`], without Temporal).
+    pub async fn read_request(
+        &self,
+        request: ReadRequest,
+        caller: &Caller,
+    ) -> Result<ReadResponse, Failure> {
+        let reader = self.reader(caller);
+        let page = read::read_tool_result(&self.store.read_as(&reader), &request).await;
         page.map(ReadResponse).map_err(|e| read_failure(&e))
     }
 
-    /// Grep a spill (the body of [`GREP_TOOL_RESULT`], without Temporal).
-    pub async fn grep_request(&self, request: GrepRequest) -> Result<GrepResponse, Failure> {
-        let page = read::grep_tool_result(self.store.as_ref(), &request).await;
+    /// Grep a spill for `caller` (the body of [`GREP_TOOL_RESULT`], without Temporal).
+    pub async fn grep_request(
+        &self,
+        request: GrepRequest,
+        caller: &Caller,
+    ) -> Result<GrepResponse, Failure> {
+        let reader = self.reader(caller);
+        let page = read::grep_tool_result(&self.store.read_as(&reader), &request).await;
         page.map(GrepResponse).map_err(|e| read_failure(&e))
     }
 
-    /// Run a jq filter over a spill (the body of [`QUERY_TOOL_RESULT`], without Temporal).
-    pub async fn query_request(&self, request: QueryRequest) -> Result<QueryResponse, Failure> {
-        let page = crate::query::query_tool_result(self.store.as_ref(), &request).await;
+    /// Run a jq filter over a spill for `caller` (the body of [`QUERY_TOOL_RESULT`], without
+    /// Temporal).
+    pub async fn query_request(
+        &self,
+        request: QueryRequest,
+        caller: &Caller,
+    ) -> Result<QueryResponse, Failure> {
+        let reader = self.reader(caller);
+        let store = self.store.read_as(&reader);
+        let page = crate::query::query_tool_result(&store, &request).await;
         page.map(QueryResponse).map_err(|e| read_failure(&e))
     }
 
-    /// List a run's spills, newest first (the body of [`LIST_TOOL_RESULTS`]);
-    /// `workflow_run_id` fills a missing `run_id`.
+    /// List a run's spills that `caller` may see, newest first (the body of
+    /// [`LIST_TOOL_RESULTS`]); its workflow run id fills a missing `run_id`.
     pub async fn list_request(
         &self,
         mut request: ListRequest,
-        workflow_run_id: Option<&str>,
+        caller: &Caller,
     ) -> Result<ListResponse, Failure> {
         if request.run_id.is_empty() {
-            request.run_id = workflow_run_id.unwrap_or_default().to_owned();
+            request.run_id = caller.workflow_run_id().unwrap_or_default().to_owned();
         }
-        let listing = self.store.list_run(&request).await;
+        let listing = self.store.list_run(&request, &self.reader(caller)).await;
         let listing = listing.map_err(|e| read_failure(&e))?;
         Ok(ListResponse(listing.render(SystemTime::now())))
     }
@@ -361,7 +448,7 @@ mod tests {
         let acts = OverspillActivities::new(down_store());
         let no_then = json_band(serde_json::json!({"type": "spill"}));
         let failure = acts
-            .reduce_request(request(no_then), None)
+            .reduce_request(request(no_then), &Caller::Operator)
             .await
             .expect_err("no then: the activity fails");
         assert_eq!(failure.type_name, "StoreUnavailable");
@@ -371,7 +458,7 @@ mod tests {
             serde_json::json!({"type": "spill", "then": {"type": "truncate", "max_chars": 100}}),
         );
         let reduced = acts
-            .reduce_request(request(with_then), None)
+            .reduce_request(request(with_then), &Caller::Operator)
             .await
             .expect("then runs");
         assert_eq!(reduced.kind, ReductionKind::Truncated);
@@ -379,7 +466,7 @@ mod tests {
         let explicit =
             json_band(serde_json::json!({"type": "spill", "then": {"type": "passthrough"}}));
         let reduced = acts
-            .reduce_request(request(explicit), None)
+            .reduce_request(request(explicit), &Caller::Operator)
             .await
             .expect("an explicit passthrough is honoured");
         assert_eq!(reduced.kind, ReductionKind::Passthrough);
@@ -418,7 +505,10 @@ mod tests {
         let text = "x".repeat(50_000);
         let buffer = text.as_ptr();
         request.output = ToolOutput::Text(text.into());
-        let spilled = acts.spill_request(request, None).await.expect("spilled");
+        let spilled = acts
+            .spill_request(request, &Caller::Operator)
+            .await
+            .expect("spilled");
         let stored = store.read(&spilled.handle).await.expect("stored");
         assert_eq!(stored.len(), 50_000);
         assert_eq!(

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
-use super::{Incoming, Outgoing, OverspillActivities, Progress};
+use super::{Caller, Incoming, Outgoing, OverspillActivities, Progress};
 use crate::api::{
     GrepRequest, GrepResponse, ListRequest, ListResponse, QueryRequest, QueryResponse, ReadRequest,
     ReadResponse, ReduceRequest, ReduceResponse, SpillRequest, SpillResponse, SummarizeRequest,
@@ -47,13 +47,15 @@ macro_rules! registered {
 registered! {
     /// [`REDUCE`]: measure, pick the band, truncate / spill / summarize.
     reduce(REDUCE, ReduceRequest => ReduceResponse) |this, ctx, input| {
-        let work = |request| this.reduce_request(request, ctx.info().workflow_run_id.as_deref());
+        let caller = Caller::of(ctx.info());
+        let work = |request| this.reduce_request(request, &caller);
         this.serve(&ctx, input, &Progress::none(), work).await
     }
 
     /// [`SPILL`]: persist a payload under its key; handle, preview and shape.
     spill(SPILL, SpillRequest => SpillResponse) |this, ctx, input| {
-        let work = |request| this.spill_request(request, ctx.info().workflow_run_id.as_deref());
+        let caller = Caller::of(ctx.info());
+        let work = |request| this.spill_request(request, &caller);
         this.serve(&ctx, input, &Progress::none(), work).await
     }
 
@@ -86,24 +88,29 @@ registered! {
         .await
     }
 
-    /// [`READ_TOOL_RESULT`]: the bounded read-back, from any worker.
+    /// [`READ_TOOL_RESULT`]: the bounded read-back, from any worker, of a spill the caller's
+    /// workflow may see.
     read_tool_result(READ_TOOL_RESULT, ReadRequest => ReadResponse) |this, ctx, input| {
-        this.serve(&ctx, input, &Progress::none(), |r| this.read_request(r)).await
+        let caller = Caller::of(ctx.info());
+        this.serve(&ctx, input, &Progress::none(), |r| this.read_request(r, &caller)).await
     }
 
     /// [`GREP_TOOL_RESULT`]: a spill's matching lines with context, from any worker.
     grep_tool_result(GREP_TOOL_RESULT, GrepRequest => GrepResponse) |this, ctx, input| {
-        this.serve(&ctx, input, &Progress::none(), |r| this.grep_request(r)).await
+        let caller = Caller::of(ctx.info());
+        this.serve(&ctx, input, &Progress::none(), |r| this.grep_request(r, &caller)).await
     }
 
     /// [`QUERY_TOOL_RESULT`]: a jq filter over a spill of JSON, from any worker.
     query_tool_result(QUERY_TOOL_RESULT, QueryRequest => QueryResponse) |this, ctx, input| {
-        this.serve(&ctx, input, &Progress::none(), |r| this.query_request(r)).await
+        let caller = Caller::of(ctx.info());
+        this.serve(&ctx, input, &Progress::none(), |r| this.query_request(r, &caller)).await
     }
 
     /// [`LIST_TOOL_RESULTS`]: a run's spills, newest first.
     list_tool_results(LIST_TOOL_RESULTS, ListRequest => ListResponse) |this, ctx, input| {
-        let work = |request| this.list_request(request, ctx.info().workflow_run_id.as_deref());
+        let caller = Caller::of(ctx.info());
+        let work = |request| this.list_request(request, &caller);
         this.serve(&ctx, input, &Progress::none(), work).await
     }
 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use overspill::activities::{DEFAULT_TASK_QUEUE, OverspillActivities};
-use overspill::store::Store;
+use overspill::store::{ReadScope, Store};
 use overspill::summarize::ModelArgs;
 use overspill::worker::{self, Connect, LogFormat, WorkerError, WorkerSettings};
 use overspill::workflows::{AgentLoop, AgentLoopInput, AgentLoopOutput};
@@ -96,7 +96,19 @@ async fn serve(args: &Args) -> CliResult {
     let store_url = store.url().to_owned();
     let runtime = worker::runtime(args.metrics)?;
     let client = Connect::new(args.address.clone()).client().await?;
-    let mut activities = OverspillActivities::new(store).with_metrics(runtime.metrics.clone());
+    // Reads are scoped to the writing workflow, unless this machine's store cannot record
+    // writers: then this single-user playground reads every spill, and says so.
+    let mut read_scope = ReadScope::Workflow;
+    if !store.records_writers().await? {
+        tracing::warn!(
+            "the store {store_url} is on a filesystem without user extended attributes, where a \
+             spill records its workflow: reads are not scoped (--read-scope any)"
+        );
+        read_scope = ReadScope::Any;
+    }
+    let mut activities = OverspillActivities::new(store)
+        .with_read_scope(read_scope)
+        .with_metrics(runtime.metrics.clone());
     let summarizer = args.model.summarizer()?;
     let summarizes = summarizer.is_some();
     if let Some(summarizer) = summarizer {

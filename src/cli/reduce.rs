@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use bytes::Bytes;
 use overspill::api::ReduceRequest;
 use overspill::limits::{self, Limits, ToolCall, ToolOutput, ToolResult};
-use overspill::store::Store;
+use overspill::store::{Reader, Store};
 use overspill::summarize::ModelArgs;
 use overspill::worker::{LogFormat, init_logging};
 
@@ -65,7 +65,8 @@ pub(crate) async fn run(args: Args) -> CliResult {
         let request: ReduceRequest = serde_json::from_slice(&input)?;
         let limits = request.limits(&defaults)?;
         let call = request.call(None);
-        let spills = store.for_tool(&call.tool_name);
+        let operator = Reader::operator();
+        let spills = store.for_tool(&call.tool_name, &operator);
         let reduced =
             limits::reduce(&limits, &call, request.into_result(), &spills, &summarizer).await;
         serde_json::to_writer(&mut stdout, &reduced)?;
@@ -80,7 +81,8 @@ pub(crate) async fn run(args: Args) -> CliResult {
         ..ToolCall::default()
     };
     let result = ToolResult::bare(ToolOutput::from_raw(read_stdin()?));
-    let spills = store.for_tool(&call.tool_name);
+    let operator = Reader::operator();
+    let spills = store.for_tool(&call.tool_name, &operator);
     let reduced = limits::reduce(&defaults, &call, result, &spills, &summarizer).await;
     match &reduced.return_value {
         ToolOutput::Text(text) => stdout.write_all(text.as_bytes())?,

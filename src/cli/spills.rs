@@ -8,7 +8,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
-use overspill::store::{ListRequest, SpillInfo, Store, StoreOptions};
+use overspill::store::{ListRequest, Reader, SpillInfo, Store, StoreOptions};
 
 use super::CliResult;
 use super::read::print_page;
@@ -92,7 +92,7 @@ pub(crate) async fn run(cmd: Command) -> CliResult {
                 ..ListRequest::default()
             };
             let store = store.open()?;
-            let listing = store.list_run(&request).await;
+            let listing = store.list_run(&request, &Reader::operator()).await;
             drop(out);
             return print_page(listing.map(|l| l.render(now)), store.url());
         }

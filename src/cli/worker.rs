@@ -10,7 +10,7 @@ use bytesize::ByteSize;
 use overspill::activities::{DEFAULT_TASK_QUEUE, InflightBudget, OverspillActivities};
 use overspill::external_storage::{ExternalStorage, ExternalStorageSettings};
 use overspill::limits::Limits;
-use overspill::store::{Store, StoreOptions};
+use overspill::store::{ReadScope, Store, StoreOptions};
 use overspill::summarize::ModelArgs;
 use overspill::worker::{self, Connect, LogFormat, Pollers, WorkerSettings};
 
@@ -98,6 +98,18 @@ pub(crate) struct Args {
     external_storage: ExternalStorageArgs,
     #[command(flatten)]
     external_storage_gc: super::external_storage::ScheduleArgs,
+    /// Which spills the read-back activities (`read_tool_result`, `grep_tool_result`,
+    /// `query_tool_result`, `list_tool_results`) let a workflow see: `workflow`, those its own
+    /// workflow id wrote; `namespace`, those of its namespace; `any`, every spill. A spill not
+    /// seen reads exactly as a missing one; a spill written outside a workflow (or before its
+    /// writer was recorded) is seen only with `any`.
+    #[arg(
+        long,
+        env = "OVERSPILL_READ_SCOPE",
+        value_name = "workflow|namespace|any",
+        default_value_t = ReadScope::Workflow
+    )]
+    read_scope: ReadScope,
     /// Start even when the store (or the External Storage bucket) does not answer at start.
     #[arg(long, env = "OVERSPILL_SKIP_STORE_CHECK")]
     skip_store_check: bool,
@@ -151,6 +163,7 @@ pub(crate) async fn run(args: Args) -> CliResult {
         });
     if !args.skip_store_check {
         check_stores(&store, external_storage.as_deref()).await?;
+        check_scope(&store, args.read_scope).await?;
     }
     let runtime = worker::runtime(args.metrics)?;
     if let Some(addr) = runtime.metrics_addr {
@@ -164,6 +177,7 @@ pub(crate) async fn run(args: Args) -> CliResult {
     let mut activities = OverspillActivities::new(store.clone())
         .with_limits(limits)
         .with_inflight_budget(budget.clone())
+        .with_read_scope(args.read_scope)
         .with_metrics(runtime.metrics.clone());
     if let Some(storage) = external_storage.clone() {
         activities = activities.with_external_storage(storage);
@@ -195,6 +209,7 @@ pub(crate) async fn run(args: Args) -> CliResult {
         store = %store.url(),
         external_storage = external_storage.as_ref().map_or("off", |s| s.bucket_name()),
         max_inflight_bytes = %ByteSize(budget.bytes()),
+        read_scope = %args.read_scope,
         "overspill worker started"
     );
     worker::run_until(&mut worker, shutdown).await?;
@@ -222,6 +237,28 @@ async fn check_stores(
         })?;
     }
     Ok(())
+}
+
+/// Refuse a local store that cannot record who wrote a spill when reads are scoped: no workflow
+/// would read even its own spills.
+async fn check_scope(store: &Store, scope: ReadScope) -> Result<(), String> {
+    if scope == ReadScope::Any {
+        return Ok(());
+    }
+    let recorded = store
+        .records_writers()
+        .await
+        .map_err(|e| format!("the store {} cannot be used: {e}", store.url()))?;
+    if recorded {
+        return Ok(());
+    }
+    Err(format!(
+        "the store {} is on a filesystem without user extended attributes, where a spill records \
+         the workflow that wrote it: with --read-scope {scope} no workflow could read its own \
+         spills. Put the store on a filesystem that keeps them (ext4, xfs, btrfs, tmpfs on Linux \
+         6.6+), or pass --read-scope any (OVERSPILL_READ_SCOPE)",
+        store.url()
+    ))
 }
 
 /// Parse `--limits`, failing fast (before connecting) on an invalid file.

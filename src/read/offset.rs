@@ -27,17 +27,18 @@ pub(crate) async fn offset_page<R: SpillReader>(
 ) -> Result<String, PageError> {
     let handle = &request.handle;
     let cache = reader.index_cache();
+    let key = reader.cache_key(handle);
     for _ in 0..ATTEMPTS {
-        let opened = match cache.and_then(|c| c.get(handle)) {
+        let opened = match cache.and_then(|c| c.get(&key)) {
             Some(opened) => opened,
             None => {
                 let opened = Arc::new(open(reader, handle).await?);
-                cache.inspect(|c| c.put(handle, opened.clone()));
+                cache.inspect(|c| c.put(&key, opened.clone()));
                 opened
             }
         };
         match page(reader, request, limit, &opened).await {
-            Err(PageError::Stale) => cache.into_iter().for_each(|c| c.remove(handle)),
+            Err(PageError::Stale) => cache.into_iter().for_each(|c| c.remove(&key)),
             done => return done,
         }
     }

@@ -1,6 +1,7 @@
 //! Where pages come from: the [`SpillReader`] a store implements, and [`stream_lines`], which
 //! walks a payload in bounded, line-aligned chunks over ranged reads.
 
+use std::borrow::Cow;
 use std::ops::{ControlFlow, Range};
 
 use bytes::Bytes;
@@ -56,6 +57,12 @@ pub trait SpillReader {
     /// The opened indexes this reader keeps between pages, if any.
     fn index_cache(&self) -> Option<&IndexCache> {
         None
+    }
+
+    /// The key `handle`'s opened index is cached under: readers that may see different spills
+    /// through one cache must key their entries apart (an entry answers some pages alone).
+    fn cache_key<'h>(&self, handle: &'h str) -> Cow<'h, str> {
+        Cow::Borrowed(handle)
     }
 
     /// Bytes per ranged read when streaming a payload.

@@ -1,6 +1,7 @@
 //! A spill's line index beside its payload, at `<object>.idx`: built while the spill is written
 //! and bound to the payload's new tag, and the ranged reads paging makes ([`SpillReader`]).
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use bytes::Bytes;
@@ -9,7 +10,7 @@ use object_store::path::Path;
 use object_store::{GetOptions, ObjectStoreExt as _};
 
 use super::local::Access;
-use super::{Call, INDEX_SUFFIX, Store};
+use super::{Call, INDEX_SUFFIX, ReadAs, Reader, Store};
 use crate::limits::StoreError;
 use crate::read::line_index::{Index, MIN_INDEXED_BYTES};
 use crate::read::{Fetched, IndexCache, Part, SpillReader, Version};
@@ -33,7 +34,8 @@ pub(super) fn index_path(path: &Path) -> Path {
 }
 
 impl Store {
-    /// Store `index` of the payload just written to `path` at `payload` beside it, and cache it.
+    /// Store `index` of the payload just written to `path` at `payload` beside it, and cache it
+    /// under `cached` (the writer's [`Reader::cache_key`]).
     ///
     /// A failure only costs speed: the spill stands, any older index describes an older payload
     /// version and is not trusted, and the first page rebuilds the index.
@@ -41,6 +43,7 @@ impl Store {
         &self,
         path: &Path,
         handle: &str,
+        cached: &str,
         index: Index,
         payload: &Version,
     ) {
@@ -57,7 +60,7 @@ impl Store {
             Ok::<_, StoreError>(encoded)
         };
         match stored.await {
-            Ok(encoded) => self.inner.cache.insert_stored(handle, &encoded, payload),
+            Ok(encoded) => self.inner.cache.insert_stored(cached, &encoded, payload),
             Err(e) => tracing::warn!(
                 target: "overspill::store",
                 error_type = e.type_name(),
@@ -67,16 +70,43 @@ impl Store {
     }
 }
 
-impl SpillReader for Store {
-    async fn head(&self, handle: &str) -> Result<Version, StoreError> {
+impl Store {
+    /// The payload's version, if `reader` admits its writer (one `HEAD`, whose reply carries
+    /// the writer).
+    async fn head_as(&self, handle: &str, reader: &Reader) -> Result<Version, StoreError> {
         let (fs, path) = self.for_read(handle, Part::Payload).await?;
         let failed = |e| self.map_error(e, handle, Call::Read);
-        let meta = self.bounded(0, fs.head(&path).map(|r| r.map_err(failed)));
-        let meta = meta.await?;
+        let head = fs.get_opts(&path, GetOptions::new().with_head(true));
+        let head = self.bounded(0, head.map(|r| r.map_err(failed))).await?;
+        self.admit(reader, handle, &path, &head.attributes).await?;
         Ok(Version {
-            size: meta.size,
-            tag: meta.e_tag,
+            size: head.meta.size,
+            tag: head.meta.e_tag,
         })
+    }
+
+    /// Bytes `range` of `part`; of the payload only if `reader` admits its writer. An index is
+    /// read unchecked: every read of a page reads the payload's version (or the payload) for its
+    /// reader too, and shows nothing of an index alone.
+    async fn fetch_as(
+        &self,
+        handle: &str,
+        part: Part,
+        range: Range<u64>,
+        reader: &Reader,
+    ) -> Result<Fetched, StoreError> {
+        let (fs, path) = self.for_read(handle, part).await?;
+        let options = GetOptions::new().with_range(Some(range));
+        let reader = (part == Part::Payload).then_some(reader);
+        let (bytes, version) = self.get(&fs, &path, options, handle, reader).await?;
+        Ok(Fetched { bytes, version })
+    }
+}
+
+/// The operator's reads: every spill.
+impl SpillReader for Store {
+    async fn head(&self, handle: &str) -> Result<Version, StoreError> {
+        self.head_as(handle, &Reader::operator()).await
     }
 
     async fn fetch(
@@ -85,10 +115,7 @@ impl SpillReader for Store {
         part: Part,
         range: Range<u64>,
     ) -> Result<Fetched, StoreError> {
-        let (fs, path) = self.for_read(handle, part).await?;
-        let options = GetOptions::new().with_range(Some(range));
-        let (bytes, version) = self.get(&fs, &path, options, handle).await?;
-        Ok(Fetched { bytes, version })
+        (self.fetch_as(handle, part, range, &Reader::operator())).await
     }
 
     async fn put_index(&self, handle: &str, index: Bytes) -> Result<(), StoreError> {
@@ -104,5 +131,34 @@ impl SpillReader for Store {
 
     fn index_cache(&self) -> Option<&IndexCache> {
         Some(&self.inner.cache)
+    }
+}
+
+/// One reader's reads: the spills it does not admit read as missing ones, and its opened indexes
+/// are cached apart from those of readers that see other spills.
+impl SpillReader for ReadAs<'_> {
+    async fn head(&self, handle: &str) -> Result<Version, StoreError> {
+        self.store.head_as(handle, self.reader).await
+    }
+
+    async fn fetch(
+        &self,
+        handle: &str,
+        part: Part,
+        range: Range<u64>,
+    ) -> Result<Fetched, StoreError> {
+        (self.store.fetch_as(handle, part, range, self.reader)).await
+    }
+
+    async fn put_index(&self, handle: &str, index: Bytes) -> Result<(), StoreError> {
+        self.store.put_index(handle, index).await
+    }
+
+    fn index_cache(&self) -> Option<&IndexCache> {
+        self.store.index_cache()
+    }
+
+    fn cache_key<'h>(&self, handle: &'h str) -> Cow<'h, str> {
+        self.reader.cache_key(handle)
     }
 }

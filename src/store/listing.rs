@@ -2,6 +2,11 @@
 //! ([`SpillFacts`]), from a listing and one small request per spill shown: its metadata (a
 //! `HEAD` on S3, an extended attribute on a local file), or, where there is none or it has no
 //! line count (spills of 64 KiB or more), its line index's header. Never a payload read.
+//!
+//! A reader that does not see every spill ([`Reader`]) sees only the spills it admits, counted
+//! and shown as if no others existed: their writer is in their metadata, so its listing reads
+//! the metadata of every spill of the run (one `HEAD` each, shown or not), not only of those
+//! shown.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
@@ -11,7 +16,7 @@ use object_store::GetOptions;
 use serde::{Deserialize, Serialize};
 
 use super::meta::SpillFacts;
-use super::{Backend, SpillInfo, Store, sanitize_key, sanitize_segment};
+use super::{Backend, Reader, SpillInfo, Store, sanitize_key, sanitize_segment};
 use crate::limits::pyfmt::{repr, thousands};
 use crate::limits::{CONTENT_SUFFIX, StoreError};
 use crate::read::line_index::Header;
@@ -86,8 +91,13 @@ impl Store {
         Ok(spills)
     }
 
-    /// The `limit` newest spills of `run_id` with their facts, within the scan deadline.
-    pub async fn list_run(&self, request: &ListRequest) -> Result<RunListing, ReadOutcomeError> {
+    /// The `limit` newest spills of `run_id` that `reader` admits, with their facts, within the
+    /// scan deadline.
+    pub async fn list_run(
+        &self,
+        request: &ListRequest,
+        reader: &Reader,
+    ) -> Result<RunListing, ReadOutcomeError> {
         if request.run_id.is_empty() {
             return Err(ReadError::BadArgument("`run_id` must not be empty.".into()).into());
         }
@@ -100,10 +110,27 @@ impl Store {
             .await
             .map_err(ReadOutcomeError::Store)?;
         spills.sort_by(|a, b| (b.last_modified, &b.handle).cmp(&(a.last_modified, &a.handle)));
+        // The metadata of every spill the reader might not see, the rest of those shown.
+        let checked = if reader.sees_all() { 0 } else { spills.len() };
+        let stored: Vec<_> = (spills.iter().take(checked))
+            .map(|s| self.stored_facts(&s.handle).boxed())
+            .collect();
+        let stored = futures::stream::iter(stored)
+            .buffered(CONCURRENCY)
+            .collect();
+        let stored: Vec<_> = (self.scan(stored.map(Ok)).await).map_err(ReadOutcomeError::Store)?;
+        let (mut spills, mut stored): (Vec<_>, Vec<_>) = match checked {
+            0 => spills.into_iter().map(|s| (s, None)).unzip(),
+            _ => (spills.into_iter().zip(stored))
+                .filter(|(_, facts)| reader.admits(facts.scope.as_ref()))
+                .map(|(s, facts)| (s, Some(facts)))
+                .unzip(),
+        };
         let total = spills.len();
         spills.truncate(limit);
-        let facts: Vec<_> = (spills.iter())
-            .map(|s| self.facts(&s.handle, s.size).boxed())
+        stored.truncate(limit);
+        let facts: Vec<_> = (spills.iter().zip(stored))
+            .map(|(s, stored)| self.facts(&s.handle, s.size, stored).boxed())
             .collect();
         let facts = futures::stream::iter(facts).buffered(CONCURRENCY).collect();
         let facts: Vec<_> = (self.scan(facts.map(Ok)).await).map_err(ReadOutcomeError::Store)?;
@@ -140,10 +167,14 @@ impl Store {
         })
     }
 
-    /// What `handle` (of `size` bytes) says about itself: its metadata, with the line count from
-    /// its index where the metadata lacks it. Unknown where neither answers.
-    async fn facts(&self, handle: &str, size: u64) -> SpillFacts {
-        let mut facts = self.stored_facts(handle).await;
+    /// What `handle` (of `size` bytes) says about itself: its metadata (`stored`, if already
+    /// read), with the line count from its index where the metadata lacks it. Unknown where
+    /// neither answers.
+    async fn facts(&self, handle: &str, size: u64, stored: Option<SpillFacts>) -> SpillFacts {
+        let mut facts = match stored {
+            Some(stored) => stored,
+            None => self.stored_facts(handle).await,
+        };
         if size == 0 {
             facts.chars = Some(0);
             facts.lines = Some(0);

@@ -132,21 +132,41 @@ impl LocalBackend {
 
     /// The facts (URL query form) the file at `location` keeps, if any: none on a file written
     /// without them or a filesystem without extended attributes; another failure is logged at
-    /// WARN with its cause.
+    /// WARN with its cause. Read into a page, and again into the largest buffer an attribute
+    /// needs only when they are longer (every read checks a writer here).
     pub(crate) fn facts(&self, location: &object_store::path::Path) -> Option<Vec<u8>> {
-        let mut buf = vec![0; XATTR_SIZE_MAX];
         let path = self.root.join(location.as_ref());
-        match rustix::fs::getxattr(&path, FACTS_XATTR, &mut buf[..]) {
-            Ok(len) => {
-                buf.truncate(len);
-                Some(buf)
+        for size in [4 << 10, XATTR_SIZE_MAX] {
+            let mut buf = vec![0; size];
+            match rustix::fs::getxattr(&path, FACTS_XATTR, &mut buf[..]) {
+                Ok(len) => {
+                    buf.truncate(len);
+                    return Some(buf);
+                }
+                Err(rustix::io::Errno::RANGE) => {}
+                // No such attribute (ENODATA), or the file went away since it was listed.
+                Err(rustix::io::Errno::NODATA | rustix::io::Errno::NOENT) => return None,
+                Err(e) => {
+                    self.xattr_failed("read", &path, e);
+                    return None;
+                }
             }
-            // No such attribute (ENODATA), or the file went away since it was listed.
-            Err(rustix::io::Errno::NODATA | rustix::io::Errno::NOENT) => None,
-            Err(e) => {
-                self.xattr_failed("read", &path, e);
-                None
+        }
+        None
+    }
+
+    /// Whether the root's filesystem keeps user extended attributes, where a spill's facts (and
+    /// its writer) are kept: one is set on the root and removed again.
+    pub(crate) fn keeps_facts(&self) -> Result<bool, StoreError> {
+        self.ensure()?;
+        let probe = "user.overspill-probe";
+        match rustix::fs::setxattr(&self.root, probe, b"", rustix::fs::XattrFlags::empty()) {
+            Ok(()) => {
+                let _ = rustix::fs::removexattr(&self.root, probe);
+                Ok(true)
             }
+            Err(rustix::io::Errno::NOTSUP) => Ok(false),
+            Err(e) => Err(StoreError::Backend(Box::new(io::Error::from(e)))),
         }
     }
 
@@ -169,7 +189,7 @@ impl LocalBackend {
             tracing::warn!(
                 target: "overspill::store",
                 "could not {verb} the facts ({FACTS_XATTR} attribute) of {}: {e}; its listing \
-                 shows them as unknown",
+                 shows them as unknown, and a read scoped to its writer refuses it",
                 path.display()
             );
         }

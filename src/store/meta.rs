@@ -1,7 +1,8 @@
-//! What a spill says about itself without a payload read: the handle its marker shows, the tool
-//! that produced it, its size in chars and lines, and its first line, kept as one object metadata entry (`overspill`, an
-//! `x-amz-meta-overspill` header on S3) in URL query form:
-//! `handle=wf%3Arun%2Fcall-1.0&tool=run_command&chars=123456&lines=2048&first=Building%20...`.
+//! What a spill says about itself without a payload read: the handle its marker shows, who wrote
+//! it (its [`Scope`]), the tool that produced it, its size in chars and lines, and its first line,
+//! kept as one object metadata entry (`overspill`, an `x-amz-meta-overspill` header on S3) in URL
+//! query form:
+//! `handle=wf%3Arun%2Fcall-1.0&scope=default%2Fagent-1&tool=run_command&chars=123456&lines=2048&first=Building%20...`.
 //! The handle is kept because the object's key cannot give it back: sanitizing turns the `:` of
 //! a TemporalDurability run id into `_`.
 //!
@@ -26,6 +27,7 @@
 use bytes::Bytes;
 use object_store::{Attribute, Attributes};
 
+use super::scope::Scope;
 use crate::read::line_index::MIN_INDEXED_BYTES;
 use crate::read::lines::{count_lines, next_break};
 
@@ -52,6 +54,9 @@ const FIRST_LINE_BYTES: usize = 480;
 pub struct SpillFacts {
     /// The handle its marker shows: the key it was written under, unsanitized.
     pub handle: Option<String>,
+    /// The workflow that wrote it; `None` where unknown (written outside a workflow, or before
+    /// scopes were kept), which only a reader of every spill may read.
+    pub scope: Option<Scope>,
     /// The tool whose output it is.
     pub tool: Option<String>,
     /// Chars of its text (UTF-8 code points).
@@ -65,12 +70,18 @@ pub struct SpillFacts {
 
 impl SpillFacts {
     /// Measure `data` (on a blocking thread), the output of `tool` (if known) spilled under
-    /// `handle`.
+    /// `handle` by the workflow of `scope` (if any).
     ///
-    /// The facts fit [`FACTS_BUDGET`] (see the module's doc). A measurement that panics (a bug)
-    /// is logged at ERROR and leaves the counts and first line unknown: the spill itself stands.
-    pub(crate) async fn measure(data: &Bytes, tool: Option<&str>, handle: &str) -> Self {
-        Self::measure_with(data, tool, handle, Self::of).await
+    /// The facts fit [`FACTS_BUDGET`] (see the module's doc), the scope aside. A measurement that
+    /// panics (a bug) is logged at ERROR and leaves the counts and first line unknown: the spill
+    /// itself stands.
+    pub(crate) async fn measure(
+        data: &Bytes,
+        tool: Option<&str>,
+        handle: &str,
+        scope: Option<&Scope>,
+    ) -> Self {
+        Self::measure_with(data, tool, handle, scope, Self::of).await
     }
 
     /// [`Self::measure`] with `of` measuring the data.
@@ -78,6 +89,7 @@ impl SpillFacts {
         data: &Bytes,
         tool: Option<&str>,
         handle: &str,
+        scope: Option<&Scope>,
         of: fn(&[u8]) -> Self,
     ) -> Self {
         let data = data.clone();
@@ -94,6 +106,8 @@ impl SpillFacts {
             (tool.filter(|t| !t.is_empty())).map(|t| cut_encoded(t, usize::MAX, TOOL_BYTES));
         facts.handle = Some(handle.to_owned());
         facts.fit();
+        // After the fit: the scope has a reserve of its own, and is never cut.
+        facts.scope = scope.cloned();
         facts
     }
 
@@ -105,6 +119,7 @@ impl SpillFacts {
         let first = String::from_utf8_lossy(&head[..first_end]);
         Self {
             handle: None,
+            scope: None,
             tool: None,
             chars: Some(chars),
             lines: small.then(|| count_lines(data)),
@@ -139,6 +154,7 @@ impl SpillFacts {
             }
         };
         put("handle", self.handle.clone());
+        put("scope", self.scope.as_ref().map(Scope::to_string));
         put("tool", self.tool.clone());
         put("chars", self.chars.map(|n| n.to_string()));
         put("lines", self.lines.map(|n| n.to_string()));
@@ -158,6 +174,7 @@ impl SpillFacts {
         for (name, value) in url::form_urlencoded::parse(query) {
             match name.as_ref() {
                 "handle" => facts.handle = Some(value.into_owned()),
+                "scope" => facts.scope = Scope::parse(&value),
                 "tool" => facts.tool = Some(value.into_owned()),
                 "chars" => facts.chars = value.parse().ok(),
                 "lines" => facts.lines = value.parse().ok(),
@@ -191,11 +208,14 @@ mod tests {
     #[tokio::test]
     async fn facts_round_trip_through_attributes() {
         let data = Bytes::from("ünïcode & more\r\nsecond\nthird");
-        let facts = SpillFacts::measure(&data, Some("run command"), "wf:run/c.0").await;
+        let scope = Scope::new("default", "wf");
+        let facts =
+            SpillFacts::measure(&data, Some("run command"), "wf:run/c.0", Some(&scope)).await;
         assert_eq!(
             facts,
             SpillFacts {
                 handle: Some("wf:run/c.0".into()),
+                scope: Some(scope),
                 tool: Some("run command".into()),
                 chars: Some(28),
                 lines: Some(3),
@@ -237,10 +257,13 @@ mod tests {
             (chinese.as_str(), format!("wf:{}/call-1.0", "ü".repeat(120))),
             ("run_command", "wf:run-1/call-1.0".to_owned()),
         ] {
-            let facts = SpillFacts::measure(&data, Some(tool), &handle).await;
+            // The longest scope there is: both parts digested.
+            let scope = Scope::new(&"ñ".repeat(300), &emoji);
+            let facts = SpillFacts::measure(&data, Some(tool), &handle, Some(&scope)).await;
             let bytes = header_bytes(&facts);
-            assert!(bytes <= FACTS_BUDGET, "{bytes} bytes");
-            assert!(bytes + SCOPE_RESERVE < S3_METADATA_BYTES, "{bytes} bytes");
+            assert!(bytes <= FACTS_BUDGET + SCOPE_RESERVE, "{bytes} bytes");
+            assert!(bytes < S3_METADATA_BYTES, "{bytes} bytes");
+            assert_eq!(facts.scope.as_ref(), Some(&scope), "the scope is never cut");
             // What is kept reads back as it was measured.
             assert_eq!(SpillFacts::from_attributes(&facts.to_attributes()), facts);
             assert!(facts.handle.as_ref().is_none_or(|h| *h == handle));
@@ -250,7 +273,8 @@ mod tests {
             assert!("é€🦀".repeat(500).starts_with(first) && !first.is_empty());
         }
         // Short names keep everything, the handle included.
-        let facts = SpillFacts::measure(&data, Some("run_command"), "wf:run-1/call-1.0").await;
+        let facts =
+            SpillFacts::measure(&data, Some("run_command"), "wf:run-1/call-1.0", None).await;
         assert_eq!(facts.handle.as_deref(), Some("wf:run-1/call-1.0"));
         assert_eq!(facts.tool.as_deref(), Some("run_command"));
         // Cut where its encoding reaches 480 bytes, before its 120th char.
@@ -259,10 +283,10 @@ mod tests {
         assert_eq!((first.chars().count(), encoded.len()), (53, 474));
         // A handle of 300 ASCII chars fits; one of 300 non-ASCII chars does not.
         let ascii = format!("run/{}.0", "c".repeat(300));
-        let facts = SpillFacts::measure(&data, Some("t"), &ascii).await;
+        let facts = SpillFacts::measure(&data, Some("t"), &ascii, None).await;
         assert_eq!(facts.handle.as_deref(), Some(ascii.as_str()));
         let wide = format!("run/{}.0", "工".repeat(300));
-        let facts = SpillFacts::measure(&data, Some("t"), &wide).await;
+        let facts = SpillFacts::measure(&data, Some("t"), &wide, None).await;
         assert_eq!(facts.handle, None);
         assert!(header_bytes(&facts) <= FACTS_BUDGET);
     }
@@ -273,7 +297,7 @@ mod tests {
     async fn a_panicking_measurement_is_reported() {
         let logs = crate::test_logs::Logs::default();
         let _guard = logs.capture();
-        let facts = SpillFacts::measure_with(&Bytes::from("x"), Some("t"), "r/c.0", |_| {
+        let facts = SpillFacts::measure_with(&Bytes::from("x"), Some("t"), "r/c.0", None, |_| {
             panic!("measuring went wrong")
         })
         .await;
@@ -287,9 +311,42 @@ mod tests {
     #[tokio::test]
     async fn large_spills_leave_their_line_count_to_the_index() {
         let data = Bytes::from("x\n".repeat(MIN_INDEXED_BYTES as usize));
-        let facts = SpillFacts::measure(&data, None, "r/c.0").await;
+        let facts = SpillFacts::measure(&data, None, "r/c.0", None).await;
         assert_eq!(facts.lines, None);
         assert_eq!(facts.chars, Some(data.len() as u64));
         assert_eq!(facts.first_line.as_deref(), Some("x"));
+    }
+
+    /// A long non-ASCII workflow id is kept as its digest, within the scope's bound, and reads
+    /// back equal to the scope computed again from the same names.
+    #[tokio::test]
+    async fn a_long_scope_round_trips_as_its_digest() {
+        let workflow = "ワークフロー".repeat(100);
+        let scope = Scope::new("tenant-ü", &workflow);
+        let facts = SpillFacts::measure(&Bytes::from("x"), None, "r/c.0", Some(&scope)).await;
+        let query = facts.to_query();
+        let entry = query
+            .split('&')
+            .find_map(|p| p.strip_prefix("scope="))
+            .expect("a scope entry");
+        assert!(
+            entry.len() <= super::super::scope::MAX_SCOPE_BYTES,
+            "{entry}"
+        );
+        assert!(entry.contains("sha256%3A"), "{entry}");
+        let back = SpillFacts::from_query(query.as_bytes());
+        assert_eq!(back.scope, Some(Scope::new("tenant-ü", &workflow)));
+        assert_eq!(back, facts);
+    }
+
+    /// A spill without a scope entry, or with one that names no writer, has an unknown writer.
+    #[test]
+    fn a_missing_or_broken_scope_is_unknown() {
+        assert_eq!(
+            SpillFacts::from_query(b"handle=r%2Fc.0&chars=1").scope,
+            None
+        );
+        assert_eq!(SpillFacts::from_query(b"scope=nobody").scope, None);
+        assert_eq!(SpillFacts::from_query(b"scope=n%2Fsha256%3Ab").scope, None);
     }
 }

@@ -62,6 +62,7 @@ mod listing;
 mod local;
 mod meta;
 mod options;
+mod scope;
 mod upload;
 mod url;
 
@@ -72,6 +73,7 @@ pub use key::{INDEX_SUFFIX, NAMESPACE, Refusal, check_handle, sanitize_key, sani
 pub use listing::{DEFAULT_LIST_LIMIT, ListRequest, ListedSpill, MAX_LIST_LIMIT, RunListing};
 pub use meta::SpillFacts;
 pub use options::StoreOptions;
+pub use scope::{MAX_SCOPE_BYTES, ReadScope, Reader, Scope};
 pub use url::UrlError;
 
 use local::{Access, LocalBackend};
@@ -173,55 +175,84 @@ impl Store {
         listed.await.map(drop)
     }
 
+    /// Whether a spill here records its writer: always on an object store (its metadata), on a
+    /// local root only where the filesystem keeps user extended attributes. Where it does not,
+    /// every spill's writer is unknown, and only a reader of every spill reads any.
+    pub async fn records_writers(&self) -> Result<bool, StoreError> {
+        match &self.inner.backend {
+            Backend::Object(_) => Ok(true),
+            Backend::Local(local) => self.on_disk(local, 0, LocalBackend::keeps_facts).await,
+        }
+    }
+
     /// The whole payload stored under `handle`.
     pub async fn read(&self, handle: &str) -> Result<Bytes, StoreError> {
         let (fs, path) = self.for_read(handle, Part::Payload).await?;
-        let (bytes, _) = self.get(&fs, &path, GetOptions::default(), handle).await?;
+        let (bytes, _) = (self.get(&fs, &path, GetOptions::default(), handle, None)).await?;
         Ok(bytes)
     }
 
-    /// The spill store for outputs of `tool`: its spills carry the tool's name (see
-    /// [`SpillFacts`]).
-    pub fn for_tool<'a>(&'a self, tool: &'a str) -> ToolSpills<'a> {
-        ToolSpills { store: self, tool }
+    /// The spill store for outputs of `tool` written for `writer`: its spills carry the tool's
+    /// name and the writer's [`Scope`] (see [`SpillFacts`]).
+    pub fn for_tool<'a>(&'a self, tool: &'a str, writer: &'a Reader) -> ToolSpills<'a> {
+        ToolSpills {
+            store: self,
+            tool,
+            writer,
+        }
     }
 
-    /// Write the output of `tool` (if known) under `key`, with its [`SpillFacts`] as metadata
-    /// where the backend keeps any.
+    /// This store's spills as `reader` may see them: a spill it does not admit reads exactly as
+    /// a missing one (see [`Reader`]).
+    pub fn read_as<'a>(&'a self, reader: &'a Reader) -> ReadAs<'a> {
+        ReadAs {
+            store: self,
+            reader,
+        }
+    }
+
+    /// Write the output of `tool` (if known) under `key` for `writer`, with its [`SpillFacts`]
+    /// as metadata where the backend keeps any.
     async fn write_output(
         &self,
         key: &str,
         data: Bytes,
         tool: Option<&str>,
+        writer: &Reader,
     ) -> Result<String, StoreError> {
         let path = self.locate(key)?;
         self.too_long(&path, key)?;
         let len = data.len() as u64;
         // The payload is measured for its metadata and uploaded while its line index is built;
         // the index is stored once the payload's new tag, which binds it, is known.
+        let cached = writer.cache_key(key);
         self.inner.cache.remove(key);
+        self.inner.cache.remove(&cached);
         // A refused or failed write returns at once, without waiting for the index.
         let built = index::build(data.clone()).map(Ok);
-        let (tag, built) = futures::try_join!(self.put(&path, data, tool, key), built)?;
+        let put = self.put(&path, data, tool, key, writer.scope());
+        let (tag, built) = futures::try_join!(put, built)?;
         if let Some(built) = built {
             let payload = Version { size: len, tag };
-            self.store_index(&path, key, built, &payload).await;
+            self.store_index(&path, key, &cached, built, &payload).await;
         }
         tracing::debug!(target: "overspill::store", bytes = len, "spilled {key:?} to {path}");
         Ok(key.to_owned())
     }
 
-    /// Upload `data`, the output of `tool` (if known), to `path` (spill `key`'s) within the
-    /// deadline for its size (in parts when large), with its facts; returns the new object's tag.
+    /// Upload `data`, the output of `tool` (if known) written by the workflow of `scope` (if
+    /// any), to `path` (spill `key`'s) within the deadline for its size (in parts when large),
+    /// with its facts; returns the new object's tag.
     async fn put(
         &self,
         path: &Path,
         data: Bytes,
         tool: Option<&str>,
         key: &str,
+        scope: Option<&Scope>,
     ) -> Result<Option<String>, StoreError> {
         let fs = self.backend_for(path, key, Access::Write).await?;
-        let facts = SpillFacts::measure(&data, tool, key).await;
+        let facts = SpillFacts::measure(&data, tool, key, scope).await;
         let len = data.len() as u64;
         // A local file is written whole, its facts in an extended attribute (object_store's
         // filesystem keeps no attributes); a large upload to a bucket goes in parts.
@@ -252,17 +283,22 @@ impl Store {
         Ok(tag)
     }
 
-    /// The object at `path` (or the part `options` asks for), with its version.
+    /// The object at `path` (or the part `options` asks for), with its version; with a
+    /// `reader`, only a spill it admits (see [`Self::admit`]).
     async fn get(
         &self,
         fs: &Arc<dyn ObjectStore>,
         path: &Path,
         options: GetOptions,
         handle: &str,
+        reader: Option<&Reader>,
     ) -> Result<(Bytes, Version), StoreError> {
         let failed = |e| self.map_error(e, handle, Call::Read);
         let result = self.bounded(0, fs.get_opts(path, options).map(|r| r.map_err(failed)));
         let result = result.await?;
+        if let Some(reader) = reader {
+            self.admit(reader, handle, path, &result.attributes).await?;
+        }
         let version = Version {
             size: result.meta.size,
             tag: result.meta.e_tag.clone(),
@@ -270,6 +306,38 @@ impl Store {
         let size = result.range.end - result.range.start;
         let bytes = self.bounded(size, result.bytes().map(|r| r.map_err(failed)));
         Ok((bytes.await?, version))
+    }
+
+    /// The one check of who reads what: [`StoreError::NotFound`], exactly as for a missing spill,
+    /// unless `reader` admits the writer of the spill `handle` at `path`. Its scope comes with
+    /// the response a read already made (`attributes`: an object store's user metadata arrives
+    /// with every GET and HEAD); a local file's is its extended attribute, read after the file was
+    /// opened (a file replaced since has another version, which the read's checks refuse). A
+    /// spill whose writer is unknown is admitted only by a reader of every spill.
+    async fn admit(
+        &self,
+        reader: &Reader,
+        handle: &str,
+        path: &Path,
+        attributes: &Attributes,
+    ) -> Result<(), StoreError> {
+        if reader.sees_all() {
+            return Ok(());
+        }
+        let facts = match &self.inner.backend {
+            Backend::Object(_) => SpillFacts::from_attributes(attributes),
+            Backend::Local(local) => {
+                let path = path.clone();
+                let kept = self.on_disk(local, 0, move |l| Ok(l.facts(&path))).await?;
+                kept.map_or_else(SpillFacts::default, |q| SpillFacts::from_query(&q))
+            }
+        };
+        if reader.admits(facts.scope.as_ref()) {
+            return Ok(());
+        }
+        Err(StoreError::NotFound {
+            handle: handle.to_owned(),
+        })
     }
 
     /// The sanitized object path of `key` (no checks).
@@ -427,23 +495,34 @@ async fn within<T>(
         .unwrap_or(Err(StoreError::Timeout(deadline)))
 }
 
+/// The operator's writes: spills of no workflow, which only a reader of every spill reads.
 impl SpillStore for Store {
     async fn write(&self, key: &str, data: Bytes) -> Result<String, StoreError> {
-        self.write_output(key, data, None).await
+        (self.write_output(key, data, None, &Reader::operator())).await
     }
 }
 
-/// A [`Store`] writing the outputs of one tool ([`Store::for_tool`]).
+/// A [`Store`] writing the outputs of one tool for one writer ([`Store::for_tool`]).
 #[derive(Debug, Clone, Copy)]
 pub struct ToolSpills<'a> {
     store: &'a Store,
     tool: &'a str,
+    writer: &'a Reader,
 }
 
 impl SpillStore for ToolSpills<'_> {
     async fn write(&self, key: &str, data: Bytes) -> Result<String, StoreError> {
-        self.store.write_output(key, data, Some(self.tool)).await
+        let (tool, writer) = (Some(self.tool), self.writer);
+        self.store.write_output(key, data, tool, writer).await
     }
+}
+
+/// A [`Store`]'s spills as one [`Reader`] may see them ([`Store::read_as`]); the store itself
+/// reads as the operator, who sees every spill.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadAs<'a> {
+    store: &'a Store,
+    reader: &'a Reader,
 }
 
 #[cfg(test)]

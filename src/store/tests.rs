@@ -548,7 +548,7 @@ mod local {
             run_id: "r".into(),
             ..Default::default()
         };
-        let listing = store.list_run(&request).await.unwrap();
+        let listing = store.list_run(&request, &Reader::operator()).await.unwrap();
         let handles: Vec<_> = (listing.spills.iter())
             .map(|s| s.info.handle.as_str())
             .collect();
@@ -920,7 +920,7 @@ async fn a_listing_reports_metadata_it_cannot_read() {
         }),
     };
     store
-        .for_tool("cat")
+        .for_tool("cat", &Reader::operator())
         .write("run-h/call-1.0", text(3))
         .await
         .unwrap();
@@ -930,7 +930,7 @@ async fn a_listing_reports_metadata_it_cannot_read() {
         run_id: "run-h".into(),
         ..ListRequest::default()
     };
-    let listing = store.list_run(&request).await.unwrap();
+    let listing = store.list_run(&request, &Reader::operator()).await.unwrap();
     assert_eq!(listing.spills.len(), 1);
     assert_eq!(listing.spills[0].facts.tool, None);
     let text = logs.text();
@@ -949,7 +949,11 @@ async fn a_handle_left_out_of_the_metadata_still_reads_its_spill() {
     let store = Store::open(Some("memory://")).unwrap();
     let run_id = format!("wf:{}", "運行".repeat(200));
     let handle = format!("{run_id}/call-1.0");
-    store.for_tool("cat").write(&handle, text(2)).await.unwrap();
+    store
+        .for_tool("cat", &Reader::operator())
+        .write(&handle, text(2))
+        .await
+        .unwrap();
     let all = store.list_spills().await.unwrap();
     let [spill] = all.as_slice() else {
         panic!("one spill: {all:?}")
@@ -960,7 +964,165 @@ async fn a_handle_left_out_of_the_metadata_still_reads_its_spill() {
         run_id,
         ..ListRequest::default()
     };
-    let listing = store.list_run(&request).await.unwrap();
+    let listing = store.list_run(&request, &Reader::operator()).await.unwrap();
     assert_eq!(listing.spills[0].info.handle, handle);
     assert_eq!(listing.spills[0].facts.tool.as_deref(), Some("cat"));
+}
+
+/// Reads scoped to the workflow that wrote the spill, on the memory and local backends.
+mod scoped {
+    use super::*;
+    use crate::read::{GrepRequest, grep_tool_result, no_stored_result};
+
+    fn workflow(id: &str) -> Reader {
+        Reader::new(ReadScope::Workflow, Some(Scope::new("default", id)))
+    }
+
+    /// The stores to check: memory, and a local directory where its filesystem keeps extended
+    /// attributes (tmpfs and ext4 do).
+    fn stores(dir: &std::path::Path) -> Vec<Store> {
+        let mut stores = vec![Store::open(Some("memory://")).unwrap()];
+        let probe = dir.join("probe");
+        std::fs::write(&probe, "").unwrap();
+        let kept =
+            rustix::fs::setxattr(&probe, "user.probe", b"1", rustix::fs::XattrFlags::empty());
+        if kept.is_ok() {
+            let url = ::url::Url::from_directory_path(dir.join("root")).unwrap();
+            stores.push(Store::open(Some(url.as_str())).unwrap());
+        }
+        stores
+    }
+
+    async fn spill(store: &Store, handle: &str, data: Bytes, writer: &Reader) {
+        let written = store.for_tool("cat", writer).write(handle, data).await;
+        assert_eq!(written.unwrap(), handle);
+    }
+
+    /// What `reader` sees of `handle`: a page by offset, a page past the end, and a grep.
+    async fn seen(store: &Store, reader: &Reader, handle: &str) -> [String; 3] {
+        let store = store.read_as(reader);
+        let grep = GrepRequest {
+            handle: handle.into(),
+            pattern: "line 1".into(),
+            ..Default::default()
+        };
+        [
+            read_tool_result(&store, &page(handle, 0, 2)).await.unwrap(),
+            read_tool_result(&store, &page(handle, 1 << 30, 2))
+                .await
+                .unwrap(),
+            grep_tool_result(&store, &grep).await.unwrap(),
+        ]
+    }
+
+    #[tokio::test]
+    async fn a_foreign_spill_reads_as_a_missing_one() {
+        let dir = tempfile::tempdir().unwrap();
+        for store in stores(dir.path()) {
+            let (a, b) = (workflow("wf-a"), workflow("wf-b"));
+            // A small spill (read whole) and one with a line index, which its writer caches.
+            for (handle, lines) in [("run-a/small.0", 3), ("run-a/big.0", INDEXED)] {
+                spill(&store, handle, text(lines), &a).await;
+                let own = seen(&store, &a, handle).await;
+                assert!(
+                    own[0].contains("line 0\nline 1"),
+                    "{}: {own:?}",
+                    store.url()
+                );
+                let total = crate::limits::pyfmt::thousands(lines as u64);
+                assert!(
+                    own[1].contains(&format!("{total} matching line(s); showing 0]")),
+                    "{own:?}"
+                );
+                let missing = seen(&store, &b, "run-a/never-written.0").await;
+                let foreign = seen(&store, &b, handle).await;
+                let missing = missing.map(|t| t.replace("run-a/never-written.0", handle));
+                assert_eq!(foreign, missing, "{}: {handle}", store.url());
+                assert_eq!(foreign[0], no_stored_result(handle));
+                // Twice: the first foreign read cached nothing the second could answer from.
+                assert_eq!(seen(&store, &b, handle).await, missing);
+                // The namespace, an operator and `any` see it.
+                let namespace =
+                    Reader::new(ReadScope::Namespace, Some(Scope::new("default", "wf-b")));
+                let any = Reader::new(ReadScope::Any, Some(Scope::new("other", "wf-b")));
+                for reader in [namespace, any, Reader::operator()] {
+                    assert_eq!(seen(&store, &reader, handle).await, own, "{reader:?}");
+                }
+                let other_namespace =
+                    Reader::new(ReadScope::Namespace, Some(Scope::new("other", "wf-a")));
+                assert_eq!(seen(&store, &other_namespace, handle).await, missing);
+            }
+        }
+    }
+
+    /// A spill of no workflow (the CLI's, a script's, or one written before scopes were kept) is
+    /// read only by a reader of every spill; a reader outside any workflow sees nothing else.
+    #[tokio::test]
+    async fn an_unknown_writer_is_read_only_with_any() {
+        let dir = tempfile::tempdir().unwrap();
+        for store in stores(dir.path()) {
+            store.write("run/cli.0", text(3)).await.unwrap();
+            spill(&store, "run/wf.0", text(3), &workflow("wf-a")).await;
+            let missing = no_stored_result("run/cli.0");
+            let unknown = seen(&store, &workflow("wf-a"), "run/cli.0").await;
+            assert_eq!(unknown[0], missing, "{}", store.url());
+            let outside = Reader::new(ReadScope::Workflow, None);
+            assert_eq!(seen(&store, &outside, "run/cli.0").await[0], missing);
+            assert_eq!(
+                seen(&store, &outside, "run/wf.0").await[0],
+                no_stored_result("run/wf.0")
+            );
+            let any = Reader::new(ReadScope::Any, None);
+            assert!(seen(&store, &any, "run/cli.0").await[0].contains("line 0"));
+        }
+    }
+
+    /// A listing holds only the spills its reader sees, counted as if no others existed; a run
+    /// of another workflow lists as an empty one.
+    #[tokio::test]
+    async fn a_listing_leaves_foreign_spills_out() {
+        let dir = tempfile::tempdir().unwrap();
+        for store in stores(dir.path()) {
+            let (a, b) = (workflow("wf-a"), workflow("wf-b"));
+            spill(&store, "shared/a1.0", text(3), &a).await;
+            spill(&store, "shared/b1.0", text(4), &b).await;
+            spill(&store, "shared/a2.0", text(INDEXED), &a).await;
+            spill(&store, "only-b/b2.0", text(2), &b).await;
+            let list = |run: &str, limit| ListRequest {
+                run_id: run.into(),
+                limit,
+                ..Default::default()
+            };
+            let listing = store.list_run(&list("shared", 1), &a).await.unwrap();
+            assert_eq!(listing.total, 2, "{}", store.url());
+            let handles = |l: &RunListing| -> Vec<String> {
+                l.spills.iter().map(|s| s.info.handle.clone()).collect()
+            };
+            let all = store.list_run(&list("shared", 50), &a).await.unwrap();
+            let mut shown = handles(&all);
+            shown.sort();
+            assert_eq!(shown, ["shared/a1.0", "shared/a2.0"]);
+            let big = all
+                .spills
+                .iter()
+                .find(|s| s.info.handle == "shared/a2.0")
+                .unwrap();
+            assert_eq!(
+                big.facts.lines,
+                Some(INDEXED as u64),
+                "from the index header"
+            );
+            let now = SystemTime::now();
+            let foreign = store.list_run(&list("only-b", 50), &a).await.unwrap();
+            let missing = store.list_run(&list("no-such-run", 50), &a).await.unwrap();
+            assert_eq!(
+                foreign.render(now),
+                missing.render(now).replace("no-such-run", "only-b")
+            );
+            let operator = store
+                .list_run(&list("shared", 50), &Reader::operator())
+                .await;
+            assert_eq!(operator.unwrap().total, 3);
+        }
+    }
 }

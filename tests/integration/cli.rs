@@ -260,7 +260,7 @@ fn reduce_request_json_round_trip() {
 /// `then` runs and a WARN on stderr says why.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reduce_summarizes_through_the_model_as_the_worker_does() {
-    use overspill::activities::OverspillActivities;
+    use overspill::activities::{Caller, OverspillActivities};
     use overspill::store::Store;
     use overspill::summarize::{ChunkBudget, Chunked, OpenAiSummarizer};
 
@@ -312,7 +312,7 @@ async fn reduce_summarizes_through_the_model_as_the_worker_does() {
     }))
     .expect("a reduce request");
     let reduced = worker
-        .reduce_request(request, None)
+        .reduce_request(request, &Caller::Operator)
         .await
         .expect("the worker reduces");
     assert_eq!(

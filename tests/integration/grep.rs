@@ -7,7 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use object_store::ObjectStoreExt as _;
 use object_store::path::Path;
-use overspill::activities::{GrepResponse, ListResponse, OverspillActivities};
+use overspill::activities::{Caller, GrepResponse, ListResponse, OverspillActivities};
 use overspill::api::ReduceRequest;
 use overspill::limits::SpillStore;
 use overspill::read::{CHUNK_BYTES, GrepRequest, grep_page, grep_tool_result};
@@ -205,7 +205,10 @@ async fn grep_activity_and_cli_serve_the_same_page() {
         context: 1,
         ..grep(&handle, "beta")
     };
-    let GrepResponse(text) = activities.grep_request(request).await.expect("a page");
+    let GrepResponse(text) = activities
+        .grep_request(request, &Caller::Operator)
+        .await
+        .expect("a page");
     assert_eq!(
         text,
         "[handle 'run-c/call-1.0': 2 matching line(s) for 'beta'; showing matches 1-2]\n\
@@ -223,10 +226,13 @@ async fn grep_activity_and_cli_serve_the_same_page() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("not a valid regex"));
     let failure = activities
-        .grep_request(GrepRequest {
-            regex: true,
-            ..grep(&handle, "(unclosed")
-        })
+        .grep_request(
+            GrepRequest {
+                regex: true,
+                ..grep(&handle, "(unclosed")
+            },
+            &Caller::Operator,
+        )
         .await
         .expect_err("a retry");
     assert_eq!(
@@ -271,7 +277,7 @@ async fn list_shows_a_runs_spills_newest_first_from_metadata_and_indexes() {
     // first. That newer timestamps come first is tested on dated files (`store::tests`).
     for (tool, call, text) in spills {
         let reduced = activities
-            .reduce_request(reduce_request(tool, call, text), None)
+            .reduce_request(reduce_request(tool, call, text), &Caller::Operator)
             .await
             .expect("reduced");
         assert_eq!(reduced.kind, overspill::limits::ReductionKind::Spilled);
@@ -300,7 +306,7 @@ async fn list_shows_a_runs_spills_newest_first_from_metadata_and_indexes() {
         tool_names: [("legacy".to_owned(), "old_tool".to_owned())].into(),
     };
     let ListResponse(text) = activities
-        .list_request(request, None)
+        .list_request(request, &Caller::Operator)
         .await
         .expect("a listing");
     assert_eq!(

@@ -16,6 +16,7 @@ mod processes;
 mod pydantic_ai;
 mod query;
 mod replay;
+mod scope;
 mod store;
 mod summarize;
 mod temporal;

@@ -3,7 +3,7 @@
 //! serving the same page, and a runaway filter stopped with a message.
 
 use bytes::Bytes;
-use overspill::activities::{OverspillActivities, QueryResponse};
+use overspill::activities::{Caller, OverspillActivities, QueryResponse};
 use overspill::limits::SpillStore;
 use overspill::query::{QueryRequest, query_tool_result};
 use overspill::read::CHUNK_BYTES;
@@ -92,7 +92,10 @@ async fn query_activity_and_cli_serve_the_same_page_and_stop_runaways() {
         .expect("spill");
     let activities = OverspillActivities::new(store.into());
     let QueryResponse(text) = activities
-        .query_request(query(&handle, "select(.tags | length > 0) | .n"))
+        .query_request(
+            query(&handle, "select(.tags | length > 0) | .n"),
+            &Caller::Operator,
+        )
         .await
         .expect("a page");
     assert_eq!(
@@ -129,7 +132,7 @@ async fn query_activity_and_cli_serve_the_same_page_and_stop_runaways() {
     );
     assert!(stderr.contains(" at char 10:"), "{stderr}");
     let failure = activities
-        .query_request(query(&handle, ".n | map("))
+        .query_request(query(&handle, ".n | map("), &Caller::Operator)
         .await
         .expect_err("a retry");
     assert_eq!(

@@ -23,7 +23,7 @@ use overspill::limits::{
 use overspill::read::{
     Fetched, Part, ReadRequest, SpillReader, Version, no_stored_result, read_tool_result,
 };
-use overspill::store::{ListRequest, Store, StoreOptions};
+use overspill::store::{ListRequest, Reader, Store, StoreOptions};
 
 /// The test bucket URL, or a loud failure naming the script that provides it.
 pub(crate) fn base_url() -> String {
@@ -708,7 +708,10 @@ async fn long_non_ascii_names_keep_the_metadata_within_s3s_limit() {
     let first = "Ошибка сборки: 🦀 ".repeat(40);
     let body = format!("{first}\nsecond line\n");
     let data = Bytes::from(body.clone());
-    let returned = store.for_tool(&tool).write(&handle, data.clone()).await;
+    let returned = store
+        .for_tool(&tool, &Reader::operator())
+        .write(&handle, data.clone())
+        .await;
     assert_eq!(returned.expect("stored"), handle);
 
     let prefix = url.trim_start_matches("s3://").split_once('/').unwrap().1;
@@ -723,7 +726,10 @@ async fn long_non_ascii_names_keep_the_metadata_within_s3s_limit() {
         run_id: run_id.clone(),
         ..ListRequest::default()
     };
-    let listing = store.list_run(&request).await.expect("a listing");
+    let listing = store
+        .list_run(&request, &Reader::operator())
+        .await
+        .expect("a listing");
     let [spill] = listing.spills.as_slice() else {
         panic!("one spill: {listing:?}")
     };

@@ -12,7 +12,7 @@ use serde_json::Value;
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
-use crate::activities::{Failure, OverspillActivities};
+use crate::activities::{Caller, Failure, OverspillActivities};
 use crate::api::{ReduceRequest, ReduceResponse};
 use crate::limits::{ToolCall, ToolOutput};
 
@@ -87,7 +87,7 @@ impl ExampleTools {
         ctx: ActivityContext,
         request: ToolRequest,
     ) -> Result<ReduceResponse, ActivityError> {
-        let run_id = ctx.info().workflow_run_id.clone();
+        let caller = Caller::of(ctx.info());
         let overspill = &self.overspill;
         // Generation and reduction both run under heartbeats, and stop on cancellation.
         let work = async move {
@@ -103,7 +103,7 @@ impl ExampleTools {
                 config: request.config,
                 ..ReduceRequest::new(call, ToolOutput::Text(text.into()))
             };
-            overspill.reduce_request(reduce, run_id.as_deref()).await
+            overspill.reduce_request(reduce, &caller).await
         };
         crate::activities::guarded(&ctx, work)
             .await?

@@ -6,6 +6,10 @@ URL query form), which Overspill sets; the line count of a spill of 64 KiB or
 more comes from the header of its line index (`….idx`). Nothing else is read: unknown facts
 show as such (spills written by `OverspillStore` outside a workflow). In a `file://` store the
 facts are the file's `user.overspill` extended attribute.
+
+Inside a Temporal activity the listing holds only the spills the store's `read_scope` lets the
+activity's workflow see, counted as if no others existed (as the worker lists them): every
+spill's metadata is then read (one `HEAD` each on S3), not only that of the spills shown.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from urllib.parse import parse_qs
 from pydantic_ai import ModelRetry
 
 from overspill_pydantic_ai._keys import INDEX_SUFFIX, NAMESPACE, sanitize_key, sanitize_segment
+from overspill_pydantic_ai._scope import admits, current_scope
 
 if TYPE_CHECKING:
     from overspill_pydantic_ai._store import OverspillStore
@@ -42,6 +47,8 @@ class ListedSpill:
     chars: int | None = None
     lines: int | None = None
     first_line: str | None = None
+    facts: str | None = None
+    """Its metadata (URL query form), once read."""
 
 
 def list_page(store: OverspillStore, run_id: str, limit: int, tool_names: dict[str, str]) -> str:
@@ -53,6 +60,11 @@ def list_page(store: OverspillStore, run_id: str, limit: int, tool_names: dict[s
         raise ModelRetry('`limit` must be >= 1.')
     spills = _local_spills(store, run_id) if store._location.root is not None else _s3_spills(store, run_id)
     spills.sort(key=lambda s: (s.modified, s.handle), reverse=True)
+    caller = current_scope()
+    if caller[0] and store.read_scope != 'any':
+        for spill in spills:
+            spill.facts = _facts(store, spill)
+        spills = [s for s in spills if admits(store.read_scope, s.facts, caller)]
     shown = spills[: min(limit, MAX_LIMIT)]
     named = {sanitize_segment(call): (call, tool) for call, tool in tool_names.items()}
     run_key = sanitize_key(run_id) + '/'
@@ -137,16 +149,20 @@ def _local_spills(store: OverspillStore, run_id: str) -> list[ListedSpill]:
     return spills
 
 
-def _fill(store: OverspillStore, spill: ListedSpill) -> None:
-    """Fill in what `spill`'s metadata and index header say."""
+def _facts(store: OverspillStore, spill: ListedSpill) -> str:
+    """`spill`'s metadata (URL query form; empty if it keeps none)."""
     if store._location.root is None:
         key = store.object_key(spill.handle)
-        query = store._client().head_object(Bucket=store.bucket, Key=key).get('Metadata', {}).get('overspill', '')
-    else:
-        try:  # Overspill keeps a local spill's facts in the file's `user.overspill` attribute.
-            query = os.getxattr(Path(store._location.root) / NAMESPACE / spill.handle, 'user.overspill').decode()
-        except (OSError, AttributeError):  # none kept, or no xattrs here
-            query = ''
+        return str(store._client().head_object(Bucket=store.bucket, Key=key).get('Metadata', {}).get('overspill', ''))
+    try:  # Overspill keeps a local spill's facts in the file's `user.overspill` attribute.
+        return os.getxattr(Path(store._location.root) / NAMESPACE / spill.handle, 'user.overspill').decode()
+    except (OSError, AttributeError):  # none kept, or no xattrs here
+        return ''
+
+
+def _fill(store: OverspillStore, spill: ListedSpill) -> None:
+    """Fill in what `spill`'s metadata and index header say."""
+    query = spill.facts if spill.facts is not None else _facts(store, spill)
     if query:
         facts = parse_qs(query, keep_blank_values=True)
         first = {name: values[0] for name, values in facts.items()}

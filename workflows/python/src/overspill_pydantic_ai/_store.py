@@ -15,7 +15,11 @@ from temporalio import activity, workflow
 from temporalio.exceptions import ApplicationError
 
 from overspill_pydantic_ai._activity import execute_activity
-from overspill_pydantic_ai._keys import NAMESPACE, StoreLocation, default_store_url, refusal
+from overspill_pydantic_ai._keys import NAMESPACE, StoreLocation, default_store_url, refusal, sanitize_key
+from overspill_pydantic_ai._scope import READ_SCOPES, admits, current_scope, facts_entry
+
+FACTS_KEY = 'overspill'
+"""The object metadata entry (a local file's `user.overspill` attribute) a spill's facts are in."""
 
 SPILL_ACTIVITY = 'tool_output_limits.spill'
 """The Overspill activity that persists a payload under its key."""
@@ -74,6 +78,10 @@ class OverspillStore:
       activity `read_activity()` returns, which the agent's worker must register; the whole
       payload then enters the workflow history on every read.
 
+    Reads from the store are scoped as the Overspill worker's (see `read_scope`): inside a
+    Temporal activity, which includes the harness's `read_tool_result` and `read_activity()`, a
+    spill another workflow wrote reads exactly as a missing one.
+
     Handles are the harness's keys, unchanged (`{run_id}/{tool_call_id}.{retry}[.content]`), so
     they are identical to the handles `LocalFileStore` produces. Objects live at
     `{prefix}/tool_output_limits/{sanitized handle}` in the bucket (`{path}/tool_output_limits/…`
@@ -108,6 +116,12 @@ class OverspillStore:
     read_task_queue: str | None = None
     """The task queue of the worker that registered `read_activity()` (default: the workflow's)."""
 
+    read_scope: str = 'workflow'
+    """Which spills a read inside a Temporal activity sees, as `overspill worker --read-scope`:
+    `'workflow'` those its own workflow id wrote (continue-as-new runs included), `'namespace'`
+    those of its namespace, `'any'` every spill. A spill written outside a workflow is seen only
+    with `'any'`; a read outside any activity (a plain `agent.run()`) sees every spill."""
+
     s3_client: Any = field(default=None, repr=False)
     """A boto3 S3 client to read and write with (default: one built from the URL and environment)."""
 
@@ -115,6 +129,8 @@ class OverspillStore:
 
     def __post_init__(self) -> None:
         self._location = StoreLocation.parse(self.url)
+        if self.read_scope not in READ_SCOPES:
+            raise ValueError(f'read_scope {self.read_scope!r} is not one of {", ".join(READ_SCOPES)}')
 
     @property
     def bucket(self) -> str:
@@ -212,31 +228,85 @@ class OverspillStore:
         assert self._location.root is not None
         return LocalFileStore(base_dir=Path(self._location.root) / NAMESPACE)
 
+    def _local_path(self, handle: str) -> Path:
+        assert self._location.root is not None
+        return Path(self._location.root) / NAMESPACE / sanitize_key(handle)
+
     async def _put(self, key: str, data: bytes) -> None:
+        # Inside an activity of a workflow, the spill records that workflow, as the worker's do.
+        facts = facts_entry()
         if self._location.root is not None:
             await self._local().write(key, data)
+            if facts is not None:
+                try:
+                    os.setxattr(self._local_path(key), f'user.{FACTS_KEY}', facts.encode())
+                except (OSError, AttributeError) as error:
+                    raise SpillError(
+                        f'could not record the writer of {key!r} (the file system keeps no extended '
+                        f'attributes?): {error}'
+                    ) from error
         else:
-            await anyio.to_thread.run_sync(self._s3_put, key, data)
+            await anyio.to_thread.run_sync(self._s3_put, key, data, facts)
 
     async def _get(self, handle: str) -> bytes:
         if (why := refusal(handle)) is not None:
             raise FileNotFoundError(f'handle refused ({why})')
         if self._location.root is not None:
-            return await self._local().read(handle)
-        return await anyio.to_thread.run_sync(self._s3_get, handle)
+            try:
+                data = await self._local().read(handle)
+            except FileNotFoundError:
+                # One message for a missing spill and one not seen, without the file's path.
+                raise FileNotFoundError(f'no stored tool result for {handle!r}') from None
+            # Checked after the read: a file replaced in between shows its new writer.
+            if not admits(self.read_scope, self._local_facts(handle)):
+                raise FileNotFoundError(f'no stored tool result for {handle!r}')
+            return data
+        # The caller is read here: the thread below may not see the activity's context.
+        return await anyio.to_thread.run_sync(self._s3_get, handle, current_scope())
 
-    def _s3_put(self, key: str, data: bytes) -> None:
+    def _local_facts(self, handle: str) -> str | None:
         try:
-            self._client().put_object(Bucket=self.bucket, Key=self.object_key(key), Body=data)
+            return os.getxattr(self._local_path(handle), f'user.{FACTS_KEY}').decode('utf-8', 'replace')
+        except (OSError, AttributeError):  # none kept, or no xattrs here: the writer is unknown
+            return None
+
+    def _sees(self, handle: str) -> bool:
+        """Whether a read here may see `handle` (one `HEAD` on S3); a missing spill is not seen."""
+        if (why := refusal(handle)) is not None:
+            return False
+        if self._location.root is not None:
+            return self._local_path(handle).is_file() and admits(self.read_scope, self._local_facts(handle))
+        client = self._client()
+        try:
+            head = client.head_object(Bucket=self.bucket, Key=self.object_key(handle))
+        except Exception as error:
+            response = getattr(error, 'response', {})
+            if response.get('ResponseMetadata', {}).get('HTTPStatusCode') == 404:
+                return False
+            raise SpillReadError(
+                f'could not read {handle!r} from {self.url}: {type(error).__name__}: {error}'
+            ) from error
+        return admits(self.read_scope, head.get('Metadata', {}).get(FACTS_KEY))
+
+    def _s3_put(self, key: str, data: bytes, facts: str | None = None) -> None:
+        metadata = {} if facts is None else {'Metadata': {FACTS_KEY: facts}}
+        try:
+            self._client().put_object(Bucket=self.bucket, Key=self.object_key(key), Body=data, **metadata)
         except Exception as error:  # botocore errors are not OSErrors
             raise SpillError(f'could not store {key!r} in s3://{self.bucket}: {type(error).__name__}') from error
 
-    def _s3_get(self, handle: str) -> bytes:
+    def _s3_get(self, handle: str, caller: tuple[bool, str | None]) -> bytes:
         client = self._client()
         try:
             response = client.get_object(Bucket=self.bucket, Key=self.object_key(handle))
+            # The writer comes with the object's metadata: no request more.
+            if not admits(self.read_scope, response.get('Metadata', {}).get(FACTS_KEY), caller):
+                response['Body'].close()
+                raise FileNotFoundError(f'no stored tool result for {handle!r}')
             body: bytes = response['Body'].read()
             return body
+        except FileNotFoundError:
+            raise
         except client.exceptions.NoSuchKey:
             raise FileNotFoundError(f'no stored tool result for {handle!r}') from None
         except Exception as error:

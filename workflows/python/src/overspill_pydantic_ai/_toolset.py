@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic_ai import FunctionToolset, ModelRetry, RunContext, Tool
 from pydantic_ai.messages import ModelResponse, ToolCallPart
-from temporalio import workflow
+from temporalio import activity, workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from overspill_pydantic_ai._activity import execute_activity
@@ -104,11 +104,7 @@ class OverspillToolset(FunctionToolset[Any]):
         try:
             data = await self.store.read(handle)
         except FileNotFoundError:
-            return (
-                f'[No stored tool result for handle {handle!r}. Use the exact handle string from a '
-                '"[Tool output too large ... stored to handle ...]" marker; if the result is no longer '
-                'available, re-run the original tool.]'
-            )
+            return _no_stored_result(handle)
         return grep_page(data, args)
 
     async def query_tool_result(
@@ -132,6 +128,10 @@ class OverspillToolset(FunctionToolset[Any]):
         request = {'handle': handle, 'filter': filter, 'offset': offset, 'limit': limit}
         if workflow.in_workflow():
             return await self._run(QUERY_ACTIVITY, request, f'query {handle}')
+        # `overspill query` reads as an operator, every spill: inside an activity, a spill the
+        # store's `read_scope` does not let this workflow see is answered as a missing one here.
+        if activity.in_activity() and self.store.read_scope != 'any' and not self.store._sees(handle):
+            return _no_stored_result(handle)
         return await _query_cli(self.store.url, request)
 
     async def list_tool_results(self, ctx: RunContext[Any], limit: int = 50) -> str:
@@ -179,6 +179,15 @@ class OverspillToolset(FunctionToolset[Any]):
         if not isinstance(text, str):
             raise TypeError(f'{name} returned {type(text).__name__}, not the page text')
         return text
+
+
+def _no_stored_result(handle: str) -> str:
+    """What every read-back tool answers for a handle with no spill (the worker's text)."""
+    return (
+        f'[No stored tool result for handle {handle!r}. Use the exact handle string from a '
+        '"[Tool output too large ... stored to handle ...]" marker; if the result is no longer '
+        'available, re-run the original tool.]'
+    )
 
 
 async def _query_cli(store_url: str, request: dict[str, Any]) -> str:
