@@ -46,6 +46,7 @@ pub use crate::names::{
     DEFAULT_TASK_QUEUE, GREP_TOOL_RESULT, LIST_TOOL_RESULTS, QUERY_TOOL_RESULT, READ_TOOL_RESULT,
     REDUCE, SPILL, SUMMARIZE,
 };
+use crate::query::QueryRunner;
 use crate::read::{self, ReadOutcomeError};
 use crate::store::Store;
 use crate::summarize::{ChunkProgress, Chunked, OpenAiSummarizer};
@@ -64,6 +65,7 @@ pub struct OverspillActivities {
     metrics: Metrics,
     external_storage: Option<Arc<ExternalStorage>>,
     budget: InflightBudget,
+    query_runner: QueryRunner,
 }
 
 impl OverspillActivities {
@@ -77,7 +79,15 @@ impl OverspillActivities {
             metrics: Metrics::default(),
             external_storage: None,
             budget: InflightBudget::default(),
+            query_runner: QueryRunner::InProcess,
         }
+    }
+
+    /// Run queries as `runner` says (the worker runs each in a child process bounded in memory;
+    /// the default, [`QueryRunner::InProcess`], bounds time only).
+    pub fn with_query_runner(mut self, runner: QueryRunner) -> Self {
+        self.query_runner = runner;
+        self
     }
 
     /// Resolve input references from `storage`, and offload replies over its threshold to it.
@@ -256,7 +266,8 @@ impl OverspillActivities {
 
     /// Run a jq filter over a spill (the body of [`QUERY_TOOL_RESULT`], without Temporal).
     pub async fn query_request(&self, request: QueryRequest) -> Result<QueryResponse, Failure> {
-        let page = crate::query::query_tool_result(self.store.as_ref(), &request).await;
+        let store = self.store.as_ref();
+        let page = crate::query::query_tool_result_with(store, &request, &self.query_runner).await;
         page.map(QueryResponse).map_err(|e| read_failure(&e))
     }
 
@@ -281,6 +292,7 @@ fn read_failure(error: &ReadOutcomeError) -> Failure {
     match error {
         ReadOutcomeError::Retry(retry) => Failure::model_retry(retry.to_string()),
         ReadOutcomeError::Store(e) => Failure::store(e),
+        ReadOutcomeError::Sandbox(e) => Failure::query_sandbox(e),
     }
 }
 

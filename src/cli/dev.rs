@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use overspill::activities::{DEFAULT_TASK_QUEUE, OverspillActivities};
+use overspill::query::{DEFAULT_QUERY_MEMORY, QueryRunner};
 use overspill::store::Store;
 use overspill::summarize::ModelArgs;
 use overspill::worker::{self, Connect, LogFormat, WorkerError, WorkerSettings};
@@ -96,7 +97,11 @@ async fn serve(args: &Args) -> CliResult {
     let store_url = store.url().to_owned();
     let runtime = worker::runtime(args.metrics)?;
     let client = Connect::new(args.address.clone()).client().await?;
-    let mut activities = OverspillActivities::new(store).with_metrics(runtime.metrics.clone());
+    let query_runner = QueryRunner::sandboxed_self(DEFAULT_QUERY_MEMORY)
+        .map_err(|e| format!("cannot find this executable to run queries in: {e}"))?;
+    let mut activities = OverspillActivities::new(store)
+        .with_query_runner(query_runner)
+        .with_metrics(runtime.metrics.clone());
     let summarizer = args.model.summarizer()?;
     let summarizes = summarizer.is_some();
     if let Some(summarizer) = summarizer {
