@@ -40,10 +40,12 @@ use crate::read::{Part, ReadError, ReadOutcomeError, SpillReader, Version, fetch
 /// The hidden subcommand the child runs: `overspill query-sandbox`.
 pub const SANDBOX_COMMAND: &str = "query-sandbox";
 
-/// The memory a query may take when nobody says (`--query-memory`): a JSON document of
-/// [`MAX_DOCUMENT_BYTES`](super::MAX_DOCUMENT_BYTES) parsed whole takes up to about 7 times its
-/// size as jq values (an array of small objects); `.` and `length` over one still run.
-pub const DEFAULT_QUERY_MEMORY: u64 = 1 << 30;
+/// The memory a query may take when nobody says (`--query-memory`): 2 GiB, so that `.` and
+/// `length` run over a JSON document of [`MAX_DOCUMENT_BYTES`](super::MAX_DOCUMENT_BYTES)
+/// parsed whole. Measured at 64 MiB: an array of 3.1 million small objects peaks at 1.6 GiB of
+/// RSS, one of 22 million empty arrays at 1.5 GiB, of 33 million one-digit numbers at 0.6 GiB;
+/// 1 GiB is too little for the first two. (22 million empty objects take 2.5 GiB, past it.)
+pub const DEFAULT_QUERY_MEMORY: u64 = 2 << 30;
 
 /// How long past its deadline a child may take to stop by itself before it is killed.
 pub const GRACE: Duration = Duration::from_secs(2);
@@ -347,7 +349,9 @@ fn bound_memory(memory: u64) -> Result<(), SandboxError> {
 
 /// The `VmSize` of a `/proc/<pid>/status` text, in bytes.
 fn vm_size(status: &str) -> Option<u64> {
-    let kib = status.lines().find_map(|line| line.strip_prefix("VmSize:"))?;
+    let kib = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmSize:"))?;
     let kib = kib.trim().strip_suffix("kB")?.trim().parse::<u64>().ok()?;
     kib.checked_mul(1024)
 }
@@ -457,7 +461,12 @@ mod tests {
         for signal in [6, 9, 11] {
             let killed = ExitStatus::from_raw(signal);
             assert_eq!(
-                judge(killed, b"", b"memory allocation of 10000000000 bytes failed").ok(),
+                judge(
+                    killed,
+                    b"",
+                    b"memory allocation of 10000000000 bytes failed"
+                )
+                .ok(),
                 Some(Ended::Runaway(Runaway::Memory)),
                 "signal {signal}"
             );
@@ -474,7 +483,10 @@ mod tests {
         let garbled = judge(ExitStatus::from_raw(0), b"{\"Ended\":", b"");
         match garbled {
             Err(ReadOutcomeError::Sandbox(e)) => {
-                assert!(matches!(*e, SandboxError::Undecodable { bytes: 9, .. }), "{e}")
+                assert!(
+                    matches!(*e, SandboxError::Undecodable { bytes: 9, .. }),
+                    "{e}"
+                )
             }
             other => panic!("a sandbox error, got {other:?}"),
         }
