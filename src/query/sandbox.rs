@@ -13,8 +13,8 @@
 //!   guard's 256 MiB) and the memory bound. Its allocator reserves no address space ahead
 //!   (`MIMALLOC_ARENA_RESERVE=0`), so what the bound counts is what the filter and the parsed
 //!   values take. An allocation past it aborts the child.
-//! - A child that ends by a signal (an aborted allocation, the kernel's OOM killer) is
-//!   [`Runaway::Memory`]; one still running at its deadline plus [`GRACE`] is killed and is
+//! - A child that ends by a signal of running out of memory (an aborted allocation, the
+//!   kernel's OOM killer) is [`Runaway::Memory`]; one still running at its deadline plus [`GRACE`] is killed and is
 //!   [`Runaway::Time`]. The child is killed too when the query's future is dropped (an activity
 //!   cancelled or timed out), and reaped by tokio.
 //! - A child that cannot start, exits with an error, or answers something undecodable is a
@@ -66,6 +66,11 @@ const MAX_STDERR_BYTES: u64 = 4 << 10;
 
 /// The bytes the child reads from stdin at a time and hands the engine.
 const CHILD_CHUNK_BYTES: u64 = 1 << 20;
+
+/// The signals a child that ran out of memory dies of: `SIGABRT` (a failed allocation aborts),
+/// `SIGKILL` (the kernel's OOM killer), `SIGSEGV` and `SIGBUS` (a mapping that could not be
+/// made). Any other signal was sent by someone, and is a [`SandboxError`].
+const MEMORY_SIGNALS: [i32; 4] = [6, 9, 11, 7];
 
 /// How a query runs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -185,6 +190,9 @@ pub(crate) async fn run<R: SpillReader>(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
+        // Its own process group: a Ctrl-C meant for the worker does not end the query as if it
+        // had run out of memory; the worker ends it (or its deadline does).
+        .process_group(0)
         .spawn()
         .map_err(|source| {
             sandbox(SandboxError::Start {
@@ -265,7 +273,10 @@ pub(crate) fn judge(
     stderr: &[u8],
 ) -> Result<Ended, ReadOutcomeError> {
     let sandbox = |e: SandboxError| ReadOutcomeError::Sandbox(Box::new(e));
-    if status.signal().is_some() {
+    if status
+        .signal()
+        .is_some_and(|signal| MEMORY_SIGNALS.contains(&signal))
+    {
         return Ok(Ended::Runaway(Runaway::Memory));
     }
     if !status.success() {
@@ -372,10 +383,10 @@ fn size_text(bytes: u64) -> String {
     const GIB: u64 = 1 << 30;
     const MIB: u64 = 1 << 20;
     match bytes {
-        b if b >= GIB && b % (GIB / 10) == 0 && b % GIB != 0 => {
+        b if b >= GIB && b % GIB == 0 => format!("{} GiB", b / GIB),
+        b if b >= GIB && b.saturating_mul(10) % GIB == 0 => {
             format!("{:.1} GiB", b as f64 / GIB as f64)
         }
-        b if b >= GIB && b % GIB == 0 => format!("{} GiB", b / GIB),
         b if b >= MIB => format!("{} MiB", b.div_ceil(MIB)),
         b => format!("{} KiB", b.div_ceil(1024).max(1)),
     }
@@ -454,8 +465,9 @@ mod tests {
         }
     }
 
-    /// A signal (an aborted allocation, the OOM killer) is the memory bound; an error exit and an
-    /// undecodable answer are typed errors that name what happened.
+    /// A signal of running out of memory (an aborted allocation, the OOM killer) is the memory
+    /// bound; another signal, an error exit and an undecodable answer are typed errors that name
+    /// what happened.
     #[test]
     fn exits_map_to_outcomes() {
         for signal in [6, 9, 11] {
@@ -470,6 +482,13 @@ mod tests {
                 Some(Ended::Runaway(Runaway::Memory)),
                 "signal {signal}"
             );
+        }
+        let interrupted = judge(ExitStatus::from_raw(2), b"", b"");
+        match interrupted {
+            Err(ReadOutcomeError::Sandbox(e)) => {
+                assert!(e.to_string().contains("signal: 2 (SIGINT)"), "{e}")
+            }
+            other => panic!("a SIGINT is no memory bound, got {other:?}"),
         }
         let failed = judge(ExitStatus::from_raw(3 << 8), b"", b"bad order\n");
         match failed {
