@@ -25,10 +25,12 @@ pub(crate) struct Args<R: clap::Args> {
     store: Option<String>,
 }
 
-/// How much memory one query may take (`512MiB`, `2GiB`): a filter that needs more is stopped
-/// with a message naming the bound. Each query runs in a child process bounded so.
+/// The memory bound of a query, `--query-memory`.
 #[derive(Debug, Clone, Copy, clap::Args)]
 pub(crate) struct QueryMemory {
+    /// How much memory one query may take (`512MiB`, `2GiB`): each query runs in a child
+    /// process bounded so, and a filter that needs more is stopped with a message naming the
+    /// bound. The worker charges it against `--max-inflight-bytes` while the query runs.
     #[arg(
         long,
         env = "OVERSPILL_QUERY_MEMORY",

@@ -429,7 +429,7 @@ async fn a_hostile_model_gets_answers_and_the_worker_survives() {
     );
 }
 
-/// Starts a query that would run for minutes, cancels it after two seconds, and reports how it
+/// Starts a query that would run for minutes, cancels it after four seconds, and reports how it
 /// ended.
 #[workflow]
 #[derive(Default)]
@@ -468,7 +468,7 @@ impl CancelQuery {
             RawValue::new(vec![payload]),
             options,
         ));
-        let timer = Box::pin(ctx.timer(Duration::from_secs(3)));
+        let timer = Box::pin(ctx.timer(Duration::from_secs(4)));
         let activity = match select(activity, timer).await {
             Either::Left((done, _)) => return Ok(format!("finished first: {:?}", done.err())),
             Either::Right((_, activity)) => activity,
@@ -502,6 +502,13 @@ async fn a_cancelled_query_leaves_no_process() {
     // A deadline of minutes: only the cancellation can end the query.
     let mut worker = hostile_worker(&queue, &url, "600");
     let pid = worker.0.id();
+    // An ordinary query first: the worker is polling before the timer below starts.
+    let ready = Probe {
+        task_queue: Some(queue.clone()),
+        ..probe(QUERY, json!({"handle": handle, "filter": ".id"}))
+    };
+    let ready = host.probe(vec![ready]).await;
+    assert!(ready[0].ok.is_some(), "{ready:?}");
     let watch = tokio::spawn(async move {
         // The child appears while the query runs; its pid, once seen.
         for _ in 0..600 {
