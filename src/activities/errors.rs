@@ -12,6 +12,7 @@
 //! | `WorkerBug`     | no        | a task of the worker panicked (a bug, logged at ERROR with the panic's message) |
 //! | `ModelUnavailable` | yes    | the model is unavailable (429, 5xx, 408, 409, no connection) and the action has no `then`; waits the server's `Retry-After` |
 //! | `ModelRejected` | no        | the model timed out, refused the request or replied malformed, or no model is configured |
+//! | `QuerySandboxFailed` | yes  | a query's child process could not start, failed or answered garbage (names which) |
 //! | `ExternalStorage…` | see below | an External Storage reference could not be resolved, or a reply offloaded |
 //!
 //! External Storage failures carry the error's own type: `ExternalStorageMissing` and
@@ -86,6 +87,12 @@ impl Failure {
         };
         let message = format!("spill store failed ({}): {error}", error.type_name());
         Self::new(type_name, message, error.is_retryable())
+    }
+
+    /// A query's child process that gave no answer: retryable (another attempt, perhaps on
+    /// another worker, may start one).
+    pub fn query_sandbox(error: &crate::query::SandboxError) -> Self {
+        Self::new("QuerySandboxFailed", error.to_string(), true)
     }
 
     /// A model failure: retryable when the model may answer later, after the server's

@@ -4,8 +4,11 @@
 //! Before it fetches or decodes anything, an activity is charged what its input costs in memory at
 //! its peak, four times the input's size (measured on a 20 MB spill: the payload, serde_json's
 //! buffer for a string with escapes, the decoded request and the bytes the spill uploads), and it
-//! gives the charge back when it finishes. An input larger than the whole budget waits for all of
-//! it and then runs alone.
+//! gives the charge back when it finishes. The read-back activities are charged their fixed
+//! working set on top (a query its memory bound, [`crate::query::QueryRunner::memory`]; a grep or
+//! a read its buffers, [`crate::read::GREP_WORKING_SET`] and [`crate::read::READ_WORKING_SET`]),
+//! so that concurrent queries queue rather than exhaust the container. A charge larger than the
+//! whole budget waits for all of it and then runs alone.
 //!
 //! ```
 //! use overspill::activities::InflightBudget;
@@ -80,8 +83,16 @@ impl InflightBudget {
     /// Wait until an input of `input_bytes` fits (charged four times its size, at most the whole
     /// budget), and hold the charge until the permit is dropped.
     pub async fn charge(&self, input_bytes: u64) -> InflightPermit {
+        self.charge_with(input_bytes, 0).await
+    }
+
+    /// [`Self::charge`] plus `working_set` bytes the activity holds whatever its input (a query's
+    /// memory bound, a grep's buffers), in one charge: an activity never holds one charge while
+    /// it waits for another.
+    pub async fn charge_with(&self, input_bytes: u64, working_set: u64) -> InflightPermit {
         let units = input_bytes
             .saturating_mul(WORKING_SET_FACTOR)
+            .saturating_add(working_set)
             .div_ceil(UNIT)
             .min(u64::from(self.units));
         let units = u32::try_from(units).unwrap_or(self.units);
@@ -139,6 +150,18 @@ mod tests {
         drop(first);
         let _second =
             (budget.charge(15 << 20).now_or_never()).expect("runs once the first is done");
+    }
+
+    #[tokio::test]
+    async fn a_working_set_is_charged_with_the_input_at_once() {
+        let budget = InflightBudget::new(1 << 30);
+        let query = budget.charge_with(1 << 20, 512 << 20).await;
+        assert_eq!(query.bytes(), (4 << 20) + (512 << 20));
+        let second = budget.charge_with(1 << 20, 512 << 20).now_or_never();
+        assert!(second.is_none(), "a second query waits for the first");
+        drop(query);
+        let _second = (budget.charge_with(1 << 20, 512 << 20).now_or_never())
+            .expect("runs once the first is done");
     }
 
     #[tokio::test]

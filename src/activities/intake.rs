@@ -33,6 +33,25 @@ impl OverspillActivities {
         W: Future<Output = Result<R, Failure>>,
         P: Serialize + Clone + Send + Sync + 'static,
     {
+        self.serve_charged(ctx, input, progress, 0, work).await
+    }
+
+    /// [`Self::serve`], charging `working_set` bytes beside the input's (see
+    /// [`InflightBudget::charge_with`](super::InflightBudget::charge_with)).
+    pub(crate) async fn serve_charged<T, R, W, P>(
+        &self,
+        ctx: &ActivityContext,
+        input: Incoming<T>,
+        progress: &Progress<P>,
+        working_set: u64,
+        work: impl FnOnce(T) -> W,
+    ) -> Result<Outgoing<R>, ActivityError>
+    where
+        T: ProtoRequest,
+        R: ProtoReply,
+        W: Future<Output = Result<R, Failure>>,
+        P: Serialize + Clone + Send + Sync + 'static,
+    {
         let storage = self.external_storage.as_deref();
         let reference = input.reference().map_err(Failure::into_activity_error)?;
         let size = match (reference, storage) {
@@ -45,7 +64,8 @@ impl OverspillActivities {
             // Resolving fails at once, saying what to configure.
             (Some(_), None) => 0,
         };
-        let _permit = guarded_with(ctx, self.budget.charge(size), progress).await?;
+        let charge = self.budget.charge_with(size, working_set);
+        let _permit = guarded_with(ctx, charge, progress).await?;
         let input = guarded_with(ctx, input.resolve(storage), progress)
             .await?
             .map_err(Failure::into_activity_error)?;

@@ -49,6 +49,7 @@ pub use crate::names::{
     DEFAULT_TASK_QUEUE, GREP_TOOL_RESULT, LIST_TOOL_RESULTS, QUERY_TOOL_RESULT, READ_TOOL_RESULT,
     REDUCE, SPILL, SUMMARIZE,
 };
+use crate::query::QueryRunner;
 use crate::read::{self, ReadOutcomeError};
 use crate::store::{ReadScope, Reader, Scope, Store};
 use crate::summarize::{ChunkProgress, Chunked, OpenAiSummarizer};
@@ -68,6 +69,7 @@ pub struct OverspillActivities {
     external_storage: Option<Arc<ExternalStorage>>,
     budget: InflightBudget,
     read_scope: ReadScope,
+    query_runner: QueryRunner,
 }
 
 /// Who calls an activity body: the workflow an activity runs for, from the activity's own info
@@ -122,6 +124,7 @@ impl OverspillActivities {
             external_storage: None,
             budget: InflightBudget::default(),
             read_scope: ReadScope::default(),
+            query_runner: QueryRunner::InProcess,
         }
     }
 
@@ -144,6 +147,13 @@ impl OverspillActivities {
                 Reader::new(self.read_scope, scope)
             }
         }
+    }
+
+    /// Run queries as `runner` says (the worker runs each in a child process bounded in memory;
+    /// the default, [`QueryRunner::InProcess`], bounds time only).
+    pub fn with_query_runner(mut self, runner: QueryRunner) -> Self {
+        self.query_runner = runner;
+        self
     }
 
     /// Resolve input references from `storage`, and offload replies over its threshold to it.
@@ -343,7 +353,7 @@ impl OverspillActivities {
     ) -> Result<QueryResponse, Failure> {
         let reader = self.reader(caller);
         let store = self.store.read_as(&reader);
-        let page = crate::query::query_tool_result(&store, &request).await;
+        let page = crate::query::query_tool_result_with(&store, &request, &self.query_runner).await;
         page.map(QueryResponse).map_err(|e| read_failure(&e))
     }
 
@@ -368,6 +378,7 @@ fn read_failure(error: &ReadOutcomeError) -> Failure {
     match error {
         ReadOutcomeError::Retry(retry) => Failure::model_retry(retry.to_string()),
         ReadOutcomeError::Store(e) => Failure::store(e),
+        ReadOutcomeError::Sandbox(e) => Failure::query_sandbox(e),
     }
 }
 

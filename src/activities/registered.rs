@@ -89,22 +89,30 @@ registered! {
     }
 
     /// [`READ_TOOL_RESULT`]: the bounded read-back, from any worker, of a spill the caller's
-    /// workflow may see.
+    /// workflow may see; charged its buffers.
     read_tool_result(READ_TOOL_RESULT, ReadRequest => ReadResponse) |this, ctx, input| {
         let caller = Caller::of(ctx.info());
-        this.serve(&ctx, input, &Progress::none(), |r| this.read_request(r, &caller)).await
+        let working_set = crate::read::READ_WORKING_SET;
+        let work = |r| this.read_request(r, &caller);
+        this.serve_charged(&ctx, input, &Progress::none(), working_set, work).await
     }
 
-    /// [`GREP_TOOL_RESULT`]: a spill's matching lines with context, from any worker.
+    /// [`GREP_TOOL_RESULT`]: a spill's matching lines with context, from any worker; charged its
+    /// buffers.
     grep_tool_result(GREP_TOOL_RESULT, GrepRequest => GrepResponse) |this, ctx, input| {
         let caller = Caller::of(ctx.info());
-        this.serve(&ctx, input, &Progress::none(), |r| this.grep_request(r, &caller)).await
+        let working_set = crate::read::GREP_WORKING_SET;
+        let work = |r| this.grep_request(r, &caller);
+        this.serve_charged(&ctx, input, &Progress::none(), working_set, work).await
     }
 
-    /// [`QUERY_TOOL_RESULT`]: a jq filter over a spill of JSON, from any worker.
+    /// [`QUERY_TOOL_RESULT`]: a jq filter over a spill of JSON, from any worker; charged the
+    /// query's memory bound while it runs.
     query_tool_result(QUERY_TOOL_RESULT, QueryRequest => QueryResponse) |this, ctx, input| {
         let caller = Caller::of(ctx.info());
-        this.serve(&ctx, input, &Progress::none(), |r| this.query_request(r, &caller)).await
+        let working_set = this.query_runner.memory();
+        let work = |r| this.query_request(r, &caller);
+        this.serve_charged(&ctx, input, &Progress::none(), working_set, work).await
     }
 
     /// [`LIST_TOOL_RESULTS`]: a run's spills, newest first.

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use overspill::activities::{DEFAULT_TASK_QUEUE, OverspillActivities};
+use overspill::query::{DEFAULT_QUERY_MEMORY, QueryRunner};
 use overspill::store::{ReadScope, Store};
 use overspill::summarize::ModelArgs;
 use overspill::worker::{self, Connect, LogFormat, WorkerError, WorkerSettings};
@@ -106,8 +107,11 @@ async fn serve(args: &Args) -> CliResult {
         );
         read_scope = ReadScope::Any;
     }
+    let query_runner = QueryRunner::sandboxed_self(DEFAULT_QUERY_MEMORY)
+        .map_err(|e| format!("cannot find this executable to run queries in: {e}"))?;
     let mut activities = OverspillActivities::new(store)
         .with_read_scope(read_scope)
+        .with_query_runner(query_runner)
         .with_metrics(runtime.metrics.clone());
     let summarizer = args.model.summarizer()?;
     let summarizes = summarizer.is_some();

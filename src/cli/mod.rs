@@ -28,7 +28,7 @@ enum Command {
     /// Search a spill, exactly as grep_tool_result returns it.
     Grep(read::Args<overspill::read::GrepRequest>),
     /// Run a jq filter over a spill, exactly as query_tool_result returns it.
-    Query(read::Args<overspill::query::QueryRequest>),
+    Query(read::QueryArgs),
     /// List or garbage-collect spills.
     #[command(subcommand)]
     Spills(spills::Command),
@@ -39,11 +39,25 @@ enum Command {
     Worker(Box<worker::Args>),
     /// Start a Temporal dev server, a local store and the worker, and run a demo.
     Dev(dev::Args),
+    /// Run one query sent on stdin in this process, bounded in memory (the worker and `query`
+    /// start it; not for people).
+    #[command(name = "query-sandbox", hide = true)]
+    QuerySandbox,
 }
 
 /// Parse the arguments and run the subcommand on a tokio runtime.
 pub(crate) fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::QuerySandbox = cli.command {
+        // No async runtime: the child reads, runs and answers on plain threads.
+        return match overspill::query::serve_sandbox() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("overspill: {e}");
+                ExitCode::from(3)
+            }
+        };
+    }
     let runtime = match runtime(&cli.command) {
         Ok(rt) => rt,
         Err(e) => {
@@ -56,11 +70,12 @@ pub(crate) fn main() -> ExitCode {
             Command::Reduce(args) => reduce::run(args).await,
             Command::Read(args) => read::run(args, overspill::read::read_tool_result).await,
             Command::Grep(args) => read::run(args, overspill::read::grep_tool_result).await,
-            Command::Query(args) => read::run(args, overspill::query::query_tool_result).await,
+            Command::Query(args) => read::query(args).await,
             Command::Spills(cmd) => spills::run(cmd).await,
             Command::ExternalStorage(cmd) => external_storage::run(cmd).await,
             Command::Worker(args) => worker::run(*args).await,
             Command::Dev(args) => dev::run(args).await,
+            Command::QuerySandbox => Ok(ExitCode::SUCCESS),
         }
     });
     match result {

@@ -8,6 +8,8 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
+use bytesize::ByteSize;
+use overspill::query::{QueryRequest, QueryRunner, query_tool_result_with};
 use overspill::read::ReadOutcomeError;
 use overspill::store::Store;
 
@@ -21,6 +23,55 @@ pub(crate) struct Args<R: clap::Args> {
     /// The store the spill lives in (see `overspill reduce --help`).
     #[arg(long, env = "OVERSPILL_STORE", value_name = "URL")]
     store: Option<String>,
+}
+
+/// The memory bound of a query, `--query-memory`.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub(crate) struct QueryMemory {
+    /// How much memory one query may take (`512MiB`, `2GiB`): each query runs in a child
+    /// process bounded so, and a filter that needs more is stopped with a message naming the
+    /// bound. The worker charges it against `--max-inflight-bytes` while the query runs.
+    #[arg(
+        long,
+        env = "OVERSPILL_QUERY_MEMORY",
+        value_name = "BYTES",
+        default_value_t = ByteSize(overspill::query::DEFAULT_QUERY_MEMORY)
+    )]
+    query_memory: ByteSize,
+}
+
+impl QueryMemory {
+    /// This executable as the sandbox, bounded by `--query-memory`.
+    pub(crate) fn runner(&self) -> std::io::Result<QueryRunner> {
+        QueryRunner::sandboxed_self(self.bytes())
+    }
+
+    /// The bound in bytes.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.query_memory.as_u64()
+    }
+}
+
+/// `overspill query`'s arguments: the request, the store, the memory bound.
+#[derive(Debug, clap::Args)]
+pub(crate) struct QueryArgs {
+    #[command(flatten)]
+    args: Args<QueryRequest>,
+    #[command(flatten)]
+    memory: QueryMemory,
+}
+
+/// `overspill query`: the query runs in a child process bounded by `--query-memory`, as in the
+/// worker.
+pub(crate) async fn query(args: QueryArgs) -> CliResult {
+    let runner = args
+        .memory
+        .runner()
+        .map_err(|e| format!("cannot find this executable to run the query in: {e}"))?;
+    run(args.args, async |store, request| {
+        query_tool_result_with(store, request, &runner).await
+    })
+    .await
 }
 
 /// `overspill read`, `grep` or `query`: open the store, answer the request with `answer`
@@ -54,5 +105,6 @@ pub(crate) fn print_page(page: Result<String, ReadOutcomeError>, store: &str) ->
             Ok(ExitCode::from(2))
         }
         Err(ReadOutcomeError::Store(e)) => Err(e.into()),
+        Err(ReadOutcomeError::Sandbox(e)) => Err(e),
     }
 }

@@ -90,10 +90,13 @@ pub(crate) struct Args {
     )]
     max_concurrent_activities: usize,
     /// Memory running activities may hold for their payloads (`256MiB`, `2GiB`); each activity is
-    /// charged four times its input's size, its peak, and waits while the budget is spent.
+    /// charged four times its input's size, its peak, and a query also its `--query-memory`, a
+    /// grep or read its buffers (about 34 and 16 MiB); it waits while the budget is spent.
     /// Default: half the available memory.
     #[arg(long, env = "OVERSPILL_MAX_INFLIGHT_BYTES", value_name = "BYTES")]
     max_inflight_bytes: Option<ByteSize>,
+    #[command(flatten)]
+    query_memory: super::read::QueryMemory,
     #[command(flatten)]
     external_storage: ExternalStorageArgs,
     #[command(flatten)]
@@ -174,7 +177,10 @@ pub(crate) async fn run(args: Args) -> CliResult {
     (args.external_storage_gc).spawn(external_storage.clone(), &client, runtime.meter.as_ref());
     let check = worker::readiness_check(connect.clone(), client.clone(), store.clone());
     runtime.readiness.set_check(check).await;
+    let query_runner = (args.query_memory.runner())
+        .map_err(|e| format!("cannot find this executable to run queries in: {e}"))?;
     let mut activities = OverspillActivities::new(store.clone())
+        .with_query_runner(query_runner)
         .with_limits(limits)
         .with_inflight_budget(budget.clone())
         .with_read_scope(args.read_scope)
@@ -210,6 +216,7 @@ pub(crate) async fn run(args: Args) -> CliResult {
         external_storage = external_storage.as_ref().map_or("off", |s| s.bucket_name()),
         max_inflight_bytes = %ByteSize(budget.bytes()),
         read_scope = %args.read_scope,
+        query_memory = %ByteSize(args.query_memory.bytes()),
         "overspill worker started"
     );
     worker::run_until(&mut worker, shutdown).await?;

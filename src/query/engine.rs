@@ -18,6 +18,7 @@ use jaq_core::load::{Arena, File, Loader, span};
 use jaq_core::native::{Fun, run as native};
 use jaq_core::{Ctx, Exn, Lut, Vars, box_iter::box_once};
 use jaq_json::Val;
+use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use super::render::Page;
@@ -26,7 +27,7 @@ use crate::read::ReadError;
 /// The thread a query runs on gets this much stack (address space: only what is used is
 /// memory); a filter recursing past [`STACK_GUARD`] of it stops, and the rest is left for
 /// dropping and printing deeply nested values, which recurse too.
-const STACK_BYTES: usize = 1 << 30;
+pub(crate) const STACK_BYTES: usize = 1 << 30;
 /// Stack a filter may use before it is stopped.
 const STACK_GUARD: usize = 256 << 20;
 /// The deepest nesting of arrays and objects an input value may have (jq's own limit).
@@ -35,12 +36,15 @@ pub(crate) const MAX_DEPTH: usize = 10_000;
 const CLOCK_EVERY: u64 = 1 << 10;
 
 /// Why a filter was stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum Runaway {
     /// It ran past its deadline.
     Time,
     /// It recursed deeper than the stack guard.
     Depth,
+    /// It needed more memory than its bound (only a query in a child process can tell: the
+    /// child's failed allocation aborts it).
+    Memory,
 }
 
 /// The running query's budget, per thread (a query owns its thread).
@@ -207,7 +211,7 @@ fn bad_filter<'s>(code: &str, mut found: impl Iterator<Item = (&'s str, String)>
 }
 
 /// How a run ended.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum Ended {
     /// Every value was filtered: the page, the results in all, and the inputs filtered.
     Done(Page),
@@ -224,7 +228,7 @@ pub(crate) enum Ended {
 }
 
 /// How the payload arrives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum Mode {
     /// One JSON value per line, filtered line by line.
     Lines,
@@ -233,7 +237,7 @@ pub(crate) enum Mode {
 }
 
 /// What a run needs: the filter's text, the page wanted, the caps.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Job {
     pub(crate) code: String,
     pub(crate) offset: u64,

@@ -13,7 +13,11 @@
 //! - A filter jaq refuses is a ModelRetry-style [`ReadError`] saying what and at which char;
 //!   a filter that runs past [`QUERY_DEADLINE`] (or recurses too deep) is stopped with a
 //!   message. An error raised on an input value ends that value's results, as in jq, and a note
-//!   gives the first.
+//!   gives the first (at most [`MAX_VALUE_CHARS`] of its message).
+//! - Where it runs is the caller's [`QueryRunner`]: the worker and `overspill query` run each
+//!   query in a child process bounded in memory ([`DEFAULT_QUERY_MEMORY`] unless configured;
+//!   see [`sandbox`](SANDBOX_COMMAND)), and a filter that needs more is stopped with a message
+//!   naming the bound.
 //!
 //! ```text
 //! [handle 'r/c.0': 3 result(s) of filter '.id' over 3 JSON value(s); showing results 1-2]
@@ -24,6 +28,7 @@
 
 mod engine;
 mod render;
+mod sandbox;
 #[cfg(test)]
 mod tests;
 
@@ -41,6 +46,9 @@ use crate::read::{
 };
 use engine::{Ended, Job, Mode, Runaway};
 pub use render::MAX_VALUE_CHARS;
+pub use sandbox::{
+    DEFAULT_QUERY_MEMORY, GRACE, QueryRunner, SANDBOX_COMMAND, SandboxError, serve_sandbox,
+};
 
 /// Results per page when the caller does not say.
 pub const DEFAULT_QUERY_LIMIT: i64 = 50;
@@ -133,7 +141,8 @@ impl QueryRequest {
     }
 }
 
-/// Serve one `query_tool_result` call from `reader`.
+/// Serve one `query_tool_result` call from `reader`, in this process
+/// ([`QueryRunner::InProcess`]: bounded in time, not in memory).
 ///
 /// An unknown or refused handle gets the "No stored tool result" text `read_tool_result` gives;
 /// other store failures are [`ReadOutcomeError::Store`], for an activity to retry.
@@ -141,13 +150,25 @@ pub async fn query_tool_result<R: SpillReader>(
     reader: &R,
     request: &QueryRequest,
 ) -> Result<String, ReadOutcomeError> {
-    query_with(reader, request, caps()).await
+    query_with(reader, request, caps(), &QueryRunner::InProcess).await
+}
+
+/// [`query_tool_result`], run as `runner` says: a sandboxed query that needs more memory than its
+/// bound is a ModelRetry naming the bound; a sandbox that gives no answer is
+/// [`ReadOutcomeError::Sandbox`].
+pub async fn query_tool_result_with<R: SpillReader>(
+    reader: &R,
+    request: &QueryRequest,
+    runner: &QueryRunner,
+) -> Result<String, ReadOutcomeError> {
+    query_with(reader, request, caps(), runner).await
 }
 
 pub(crate) async fn query_with<R: SpillReader>(
     reader: &R,
     request: &QueryRequest,
     caps: Caps,
+    runner: &QueryRunner,
 ) -> Result<String, ReadOutcomeError> {
     let mut job = request.check(caps)?;
     let handle = &request.handle;
@@ -155,12 +176,12 @@ pub(crate) async fn query_with<R: SpillReader>(
         Err(e) if e.is_unknown_handle() => return Ok(crate::read::no_stored_result(handle)),
         version => version.map_err(ReadOutcomeError::Store)?,
     };
-    let mut ended = run(reader, handle, &version, job.clone()).await?;
+    let mut ended = run(reader, handle, &version, job.clone(), runner).await?;
     if let Ended::NotLines { .. } = ended
         && version.size <= caps.document_bytes
     {
         job.mode = Mode::Document;
-        ended = run(reader, handle, &version, job).await?;
+        ended = run(reader, handle, &version, job, runner).await?;
     }
     let page = match ended {
         Ended::Done(page) => page,
@@ -188,10 +209,13 @@ pub(crate) async fn query_with<R: SpillReader>(
                 caps.document_bytes >> 20
             )));
         }
+        Ended::Runaway(Runaway::Memory) => {
+            return Err(retry(sandbox::memory_message(runner.memory())));
+        }
         Ended::Runaway(why) => {
             let why = match why {
                 Runaway::Time => format!("ran longer than {} s", caps.deadline.as_secs_f64()),
-                Runaway::Depth => "recursed too deep".to_owned(),
+                Runaway::Depth | Runaway::Memory => "recursed too deep".to_owned(),
             };
             return Err(retry(format!(
                 "The filter {why} and was stopped. Make it finite: bound generators with \
@@ -207,8 +231,23 @@ fn retry(message: String) -> ReadOutcomeError {
     ReadOutcomeError::Retry(ReadError::BadArgument(message))
 }
 
-/// One run of the engine over the payload, which is read in chunks as the engine takes them.
+/// One run of the engine over the payload, which is read in chunks as the engine takes them:
+/// on a thread here, or in a child process.
 async fn run<R: SpillReader>(
+    reader: &R,
+    handle: &str,
+    version: &Version,
+    job: Job,
+    runner: &QueryRunner,
+) -> Result<Ended, ReadOutcomeError> {
+    let QueryRunner::Sandboxed { exe, memory } = runner else {
+        return run_here(reader, handle, version, job).await;
+    };
+    sandbox::run(reader, handle, version, job, exe, *memory).await
+}
+
+/// One run of the engine on a thread of this process.
+async fn run_here<R: SpillReader>(
     reader: &R,
     handle: &str,
     version: &Version,

@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use serde::{Deserialize, Serialize};
+
 use crate::limits::pyfmt::{repr, thousands};
 use crate::read::MAX_READ_CHARS;
 
@@ -30,7 +32,7 @@ impl fmt::Write for Capped {
 }
 
 /// The page being collected, and the counts the header gives.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Page {
     offset: u64,
     limit: u64,
@@ -96,11 +98,22 @@ impl Page {
         self.lines.push(line);
     }
 
-    /// Count an input whose filtering failed; `message` is asked for the first only.
+    /// Count an input whose filtering failed; `message` is asked for the first only, and cut
+    /// at [`MAX_VALUE_CHARS`] like a result (jq's `error(v)` carries any value).
     pub(crate) fn error(&mut self, input: u64, message: impl FnOnce() -> String) {
         self.errors += 1;
         if self.first_error.is_none() {
-            self.first_error = Some((input, message()));
+            let mut message = message();
+            if let Some((cut, _)) = message.char_indices().nth(MAX_VALUE_CHARS) {
+                let chars = message.chars().count();
+                message.truncate(cut);
+                message.push_str(&format!(
+                    "…[message cut at {} of {} chars]",
+                    thousands(MAX_VALUE_CHARS as u64),
+                    thousands(chars as u64)
+                ));
+            }
+            self.first_error = Some((input, message));
         }
     }
 

@@ -80,9 +80,14 @@ const SHORT: Caps = Caps {
 };
 
 async fn query(data: &str, request: &QueryRequest) -> Result<String, String> {
-    query_with(&Counted::new(data.to_owned(), 7), request, CAPS)
-        .await
-        .map_err(|e| e.to_string())
+    query_with(
+        &Counted::new(data.to_owned(), 7),
+        request,
+        CAPS,
+        &QueryRunner::InProcess,
+    )
+    .await
+    .map_err(|e| e.to_string())
 }
 
 fn records(n: usize) -> String {
@@ -151,7 +156,13 @@ async fn json_lines_larger_than_the_document_cap_stream_in_chunks() {
     let data = records(2_000);
     assert!(data.len() as u64 > 40 * SMALL.document_bytes);
     let spill = Counted::new(data.clone(), 512);
-    let page = query_with(&spill, &request("select(.id == 1999) | .tag"), SMALL).await;
+    let page = query_with(
+        &spill,
+        &request("select(.id == 1999) | .tag"),
+        SMALL,
+        &QueryRunner::InProcess,
+    )
+    .await;
     assert_eq!(
         page.expect("a page"),
         "[handle 'r/c.0': 1 result(s) of filter 'select(.id == 1999) | .tag' over 2,000 JSON \
@@ -172,7 +183,13 @@ async fn json_lines_larger_than_the_document_cap_stream_in_chunks() {
 #[tokio::test]
 async fn a_document_over_the_cap_suggests_json_lines() {
     let doc = format!("[\n{}]", "1,\n".repeat(1_000) + "1\n");
-    let page = query_with(&Counted::new(doc, 64), &request(".[0]"), SMALL).await;
+    let page = query_with(
+        &Counted::new(doc, 64),
+        &request(".[0]"),
+        SMALL,
+        &QueryRunner::InProcess,
+    )
+    .await;
     let message = page.expect_err("too large").to_string();
     assert!(
         message
@@ -233,14 +250,26 @@ async fn a_runaway_filter_is_stopped_with_a_message() {
         "def f: f; f",
         "[limit(1e12; repeat(1))] | length",
     ] {
-        let page = query_with(&Counted::new("1\n", 64), &request(filter), SHORT).await;
+        let page = query_with(
+            &Counted::new("1\n", 64),
+            &request(filter),
+            SHORT,
+            &QueryRunner::InProcess,
+        )
+        .await;
         let message = page.expect_err(filter).to_string();
         assert!(
             message.starts_with("The filter ran longer than 0.3 s and was stopped."),
             "{filter}: {message}"
         );
     }
-    let page = query_with(&Counted::new("1\n", 64), &request("def f: 1 + f; f"), CAPS).await;
+    let page = query_with(
+        &Counted::new("1\n", 64),
+        &request("def f: 1 + f; f"),
+        CAPS,
+        &QueryRunner::InProcess,
+    )
+    .await;
     let message = page.expect_err("deep").to_string();
     assert!(
         message.starts_with("The filter recursed too deep and was stopped."),

@@ -38,6 +38,20 @@ pub use request::{
 pub use source::{CHUNK_BYTES, Fetched, Part, SpillReader};
 pub(crate) use source::{fetch_checked, joined};
 
+/// The most memory one `read_tool_result` holds whatever its arguments: two chunks of payload
+/// (one scanned, the next being read), the largest index read at once, and the page.
+pub const READ_WORKING_SET: u64 =
+    (2 * CHUNK_BYTES + request::PAGE_BYTES_CAP) as u64 + offset::INDEX_READ_BYTES;
+
+/// The most memory one `grep_tool_result` holds whatever its arguments: two chunks of payload, a
+/// long line gathered to test a regex ([`scan::MAX_LINE_BYTES`]), the compiled regex and its
+/// forward and reverse lazy DFAs at their size limits, and the page's lines with their context.
+pub const GREP_WORKING_SET: u64 = (2 * CHUNK_BYTES
+    + scan::MAX_LINE_BYTES
+    + grep::REGEX_SIZE_LIMIT
+    + 2 * grep::REGEX_DFA_SIZE_LIMIT
+    + 2 * request::PAGE_BYTES_CAP) as u64;
+
 use crate::limits::StoreError;
 use scan::{Page, Query};
 use source::PageError;
@@ -76,6 +90,9 @@ pub enum ReadOutcomeError {
     /// The store failed (not an unknown handle): worth retrying later.
     #[error(transparent)]
     Store(StoreError),
+    /// A query's child process failed (the worker's fault, not the request's): worth retrying.
+    #[error(transparent)]
+    Sandbox(Box<crate::query::SandboxError>),
 }
 
 impl From<PageError> for ReadOutcomeError {

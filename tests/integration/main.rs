@@ -9,6 +9,7 @@ mod external_storage;
 mod external_storage_gc;
 mod golden;
 mod grep;
+mod hostile;
 mod model;
 mod openai_server;
 mod probes;

@@ -44,9 +44,9 @@ pub const MAX_CONTEXT: i64 = 20;
 /// The longest pattern accepted, in bytes.
 pub const MAX_PATTERN_BYTES: usize = 4_096;
 /// The compiled regex's size limit (`RegexBuilder::size_limit`).
-const REGEX_SIZE_LIMIT: usize = 1 << 20;
+pub(crate) const REGEX_SIZE_LIMIT: usize = 1 << 20;
 /// The lazy DFA's cache limit (`RegexBuilder::dfa_size_limit`).
-const REGEX_DFA_SIZE_LIMIT: usize = 4 << 20;
+pub(crate) const REGEX_DFA_SIZE_LIMIT: usize = 4 << 20;
 
 /// One `grep_tool_result` call (also `overspill grep`'s arguments).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, clap::Args)]
