@@ -9,7 +9,7 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use bytesize::ByteSize;
-use overspill::query::{QueryRequest, QueryRunner, query_tool_result_with};
+use overspill::query::{DEFAULT_QUERY_MEMORY, QueryRequest, QueryRunner, query_tool_result_with};
 use overspill::read::ReadOutcomeError;
 use overspill::store::Store;
 
@@ -31,24 +31,31 @@ pub(crate) struct QueryMemory {
     /// How much memory one query may take (`512MiB`, `2GiB`): each query runs in a child
     /// process bounded so, and a filter that needs more is stopped with a message naming the
     /// bound. The worker charges it against `--max-inflight-bytes` while the query runs.
-    #[arg(
-        long,
-        env = "OVERSPILL_QUERY_MEMORY",
-        value_name = "BYTES",
-        default_value_t = ByteSize(overspill::query::DEFAULT_QUERY_MEMORY)
-    )]
-    query_memory: ByteSize,
+    /// Default: 2 GiB (what `.` and `length` take over a 64 MiB JSON document), and in the
+    /// worker at most a quarter of `--max-inflight-bytes` (at least 256 MiB), so that one
+    /// model's queries never hold the whole budget.
+    #[arg(long, env = "OVERSPILL_QUERY_MEMORY", value_name = "BYTES")]
+    query_memory: Option<ByteSize>,
 }
 
+/// The smallest bound a worker derives from its budget.
+const MIN_DERIVED_QUERY_MEMORY: u64 = 256 << 20;
+
 impl QueryMemory {
-    /// This executable as the sandbox, bounded by `--query-memory`.
-    pub(crate) fn runner(&self) -> std::io::Result<QueryRunner> {
-        QueryRunner::sandboxed_self(self.bytes())
+    /// This executable as the sandbox, bounded by [`Self::bytes`] of `budget`.
+    pub(crate) fn runner(&self, budget: Option<u64>) -> std::io::Result<QueryRunner> {
+        QueryRunner::sandboxed_self(self.bytes(budget))
     }
 
-    /// The bound in bytes.
-    pub(crate) fn bytes(&self) -> u64 {
-        self.query_memory.as_u64()
+    /// The bound in bytes: as given, else [`DEFAULT_QUERY_MEMORY`] within a quarter of the
+    /// in-flight `budget` (a worker's) but at least 256 MiB.
+    pub(crate) fn bytes(&self, budget: Option<u64>) -> u64 {
+        let derived = budget.map_or(DEFAULT_QUERY_MEMORY, |b| {
+            DEFAULT_QUERY_MEMORY
+                .min(b / 4)
+                .max(MIN_DERIVED_QUERY_MEMORY)
+        });
+        self.query_memory.map_or(derived, |b| b.as_u64())
     }
 }
 
@@ -66,7 +73,7 @@ pub(crate) struct QueryArgs {
 pub(crate) async fn query(args: QueryArgs) -> CliResult {
     let runner = args
         .memory
-        .runner()
+        .runner(None)
         .map_err(|e| format!("cannot find this executable to run the query in: {e}"))?;
     run(args.args, async |store, request| {
         query_tool_result_with(store, request, &runner).await

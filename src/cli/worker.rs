@@ -177,7 +177,7 @@ pub(crate) async fn run(args: Args) -> CliResult {
     (args.external_storage_gc).spawn(external_storage.clone(), &client, runtime.meter.as_ref());
     let check = worker::readiness_check(connect.clone(), client.clone(), store.clone());
     runtime.readiness.set_check(check).await;
-    let query_runner = (args.query_memory.runner())
+    let query_runner = (args.query_memory.runner(Some(budget.bytes())))
         .map_err(|e| format!("cannot find this executable to run queries in: {e}"))?;
     let mut activities = OverspillActivities::new(store.clone())
         .with_query_runner(query_runner)
@@ -216,7 +216,7 @@ pub(crate) async fn run(args: Args) -> CliResult {
         external_storage = external_storage.as_ref().map_or("off", |s| s.bucket_name()),
         max_inflight_bytes = %ByteSize(budget.bytes()),
         read_scope = %args.read_scope,
-        query_memory = %ByteSize(args.query_memory.bytes()),
+        query_memory = %ByteSize(args.query_memory.bytes(Some(budget.bytes()))),
         "overspill worker started"
     );
     worker::run_until(&mut worker, shutdown).await?;

@@ -14,13 +14,13 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use overspill::limits::SpillStore as _;
-use overspill::store::Store;
+use overspill::store::{ReadScope, Reader, Scope, Store};
 use serde_json::{Value, json};
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{WorkflowContext, WorkflowResult};
 
 use crate::processes::WorkerProcess;
-use crate::temporal::{Outcome, Probe, TestWorker, probe, temporal_address, unique};
+use crate::temporal::{Outcome, Probe, ProbeWorkflow, TestWorker, probe, temporal_address, unique};
 
 /// The worker's address-space limit: its own mapping at rest (about 1.3 GiB of it reserved, not
 /// used, by its allocator) and room for a query child (its 1 GiB stack reservation and the
@@ -40,14 +40,20 @@ const GREP: &str = "tool_output_limits.grep_tool_result";
 const QUERY: &str = "tool_output_limits.query_tool_result";
 
 /// An `overspill worker` process on its own task queue over a `file://` store, under
-/// `prlimit --as`, with `extra` environment.
-fn hostile_worker(task_queue: &str, store: &str, deadline_secs: &str) -> WorkerProcess {
+/// `prlimit --as`, reading spills as `read_scope` admits.
+fn hostile_worker(
+    task_queue: &str,
+    store: &str,
+    deadline_secs: &str,
+    read_scope: &str,
+) -> WorkerProcess {
     let child = Command::new("prlimit")
         .arg(format!("--as={}", bytes(WORKER_AS)))
         .arg("--")
         .arg(env!("CARGO_BIN_EXE_overspill"))
         .arg("worker")
         .args(["--task-queue", task_queue, "--store", store])
+        .args(["--read-scope", read_scope])
         .args([
             "--query-memory",
             QUERY_MEMORY,
@@ -147,7 +153,7 @@ const TIME: &str = "The filter ran longer than 2 s and was stopped.";
 const DEPTH: &str = "The filter recursed too deep and was stopped.";
 const MISSING: &str = "[No stored tool result for handle";
 
-fn rows(json: &str, text: &str, long: &str) -> Vec<Row> {
+fn rows(json: &str, text: &str, long: &str, foreign: &str) -> Vec<Row> {
     let q = |filter: &str| json!({"handle": json, "filter": filter});
     let huge_offset = i64::MAX;
     let mut rows = vec![
@@ -302,6 +308,7 @@ fn rows(json: &str, text: &str, long: &str) -> Vec<Row> {
         ("NUL", "hostile/a\0b.0".to_owned()),
         ("absolute", "/etc/passwd".to_owned()),
         ("10 KB", format!("hostile/{}.0", "h".repeat(10_000))),
+        ("another workflow's spill", foreign.to_owned()),
     ];
     for (what, handle) in hostile_handles {
         let name = |activity: &str| -> &'static str {
@@ -329,8 +336,9 @@ fn rows(json: &str, text: &str, long: &str) -> Vec<Row> {
     rows
 }
 
-/// Write the suite's spills: a small JSON Lines one, a text one, one long line.
-async fn spills(store: &Store) -> (String, String, String) {
+/// Write the suite's spills as `writer`'s: a small JSON Lines one, a text one, one long line.
+async fn spills(store: &Store, writer: &Reader) -> (String, String, String) {
+    let store = store.for_tool("hostile", writer);
     let json = store
         .write(
             "hostile/json.0",
@@ -355,10 +363,22 @@ async fn a_hostile_model_gets_answers_and_the_worker_survives() {
     let dir = tempfile::tempdir().expect("temp dir");
     let url = format!("file://{}", dir.path().display());
     let store = Store::open(Some(&url)).expect("store");
-    let (json, text, long) = spills(&store).await;
+    // Every call comes from runs of one workflow id, whose spills these are (a read is scoped
+    // to the workflow that wrote the spill); one more spill is another workflow's.
+    let workflow_id = unique("hostile-model");
+    let writer = |id: &str| Reader::new(ReadScope::Workflow, Some(Scope::new("default", id)));
+    let (json, text, long) = spills(&store, &writer(&workflow_id)).await;
+    let foreign = (store.for_tool("hostile", &writer("another-workflow")))
+        .write("hostile/foreign.0", Bytes::from_static(b"{\"secret\":1}\n"))
+        .await
+        .expect("spill");
     let host = TestWorker::start("hostile-host").await;
+    let ask = |probes: Vec<Probe>| {
+        let (host, workflow_id) = (&host, &workflow_id);
+        async move { (host.run(ProbeWorkflow::run, probes, workflow_id).await).expect("probe workflow") }
+    };
     let queue = unique("hostile");
-    let mut worker = hostile_worker(&queue, &url, QUERY_DEADLINE_SECS);
+    let mut worker = hostile_worker(&queue, &url, QUERY_DEADLINE_SECS, "workflow");
     let pid = worker.0.id();
     let on_worker = |activity: &str, input: Value| Probe {
         task_queue: Some(queue.clone()),
@@ -367,10 +387,10 @@ async fn a_hostile_model_gets_answers_and_the_worker_survives() {
 
     let mut failures = Vec::new();
     println!("{:<44} {:>9}  answer", "row", "peak RSS");
-    for row in rows(&json, &text, &long) {
+    for row in rows(&json, &text, &long, &foreign) {
         reset_peak(pid);
         let started = Instant::now();
-        let outcome = host.probe(vec![on_worker(row.activity, row.input)]).await;
+        let outcome = ask(vec![on_worker(row.activity, row.input)]).await;
         let took = started.elapsed();
         worker.assert_running();
         let peak = status_kib(pid, "VmHWM:").map_or("?".into(), |k| format!("{} MiB", k >> 10));
@@ -414,12 +434,11 @@ async fn a_hostile_model_gets_answers_and_the_worker_survives() {
     // The same process still serves an ordinary query.
     worker.assert_running();
     assert_eq!(worker.0.id(), pid);
-    let outcome = host
-        .probe(vec![on_worker(
-            QUERY,
-            json!({"handle": json, "filter": ".id"}),
-        )])
-        .await;
+    let outcome = ask(vec![on_worker(
+        QUERY,
+        json!({"handle": json, "filter": ".id"}),
+    )])
+    .await;
     assert_eq!(
         outcome[0].ok,
         Some(json!(
@@ -500,7 +519,7 @@ async fn a_cancelled_query_leaves_no_process() {
     .await;
     let queue = unique("cancel-query");
     // A deadline of minutes: only the cancellation can end the query.
-    let mut worker = hostile_worker(&queue, &url, "600");
+    let mut worker = hostile_worker(&queue, &url, "600", "any");
     let pid = worker.0.id();
     // An ordinary query first: the worker is polling before the timer below starts.
     let ready = Probe {
