@@ -268,9 +268,19 @@ pub(crate) fn spawn(
                 Ok(ended) => ended,
                 Err(payload) => match payload.downcast::<Runaway>() {
                     Ok(runaway) => Ok(Ended::Runaway(*runaway)),
-                    Err(_) => Err(ReadError::BadArgument(
-                        "The filter failed inside the jq engine; try a simpler filter.".into(),
-                    )),
+                    Err(panic) => {
+                        let what = (panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                            .or_else(|| panic.downcast_ref::<String>().cloned())
+                            .unwrap_or_default();
+                        tracing::error!(
+                            target: "overspill::bug",
+                            "the jq engine panicked on filter {:?}: {what}",
+                            job.code
+                        );
+                        Err(ReadError::BadArgument(
+                            "The filter failed inside the jq engine; try a simpler filter.".into(),
+                        ))
+                    }
                 },
             };
             let _ = tx.send(ended);

@@ -286,6 +286,15 @@ pub(crate) fn judge(
             stderr,
         }));
     }
+    if !stderr.is_empty() {
+        // A panic inside the jq engine is answered to the model as a failed filter; its message
+        // (the panic hook's, on the child's stderr) is a bug to report, not to drop.
+        tracing::warn!(
+            target: "overspill::query",
+            "the query sandbox wrote to its stderr: {}",
+            String::from_utf8_lossy(stderr).trim()
+        );
+    }
     match serde_json::from_slice::<Answer>(answer) {
         Ok(Answer::Ended(ended)) => Ok(ended),
         Ok(Answer::Refused(message)) => Err(ReadError::BadArgument(message).into()),
@@ -509,6 +518,28 @@ mod tests {
             }
             other => panic!("a sandbox error, got {other:?}"),
         }
+    }
+
+    /// A child that answered but wrote to its stderr (the panic hook's message of a panic the
+    /// engine caught) has it logged at WARN, beside its answer.
+    #[test]
+    fn what_a_child_says_on_stderr_is_logged() {
+        let logs = crate::test_logs::Logs::default();
+        let _guard = logs.capture();
+        let refused = Answer::Refused("The filter failed inside the jq engine".into());
+        let wire = serde_json::to_vec(&refused).expect("encodes");
+        let said = b"thread 'overspill-query' panicked at jaq: index out of bounds\n";
+        let judged = judge(ExitStatus::from_raw(0), &wire, said);
+        assert!(
+            matches!(judged, Err(ReadOutcomeError::Retry(_))),
+            "{judged:?}"
+        );
+        let text = logs.text();
+        assert!(text.contains("WARN"), "{text}");
+        assert!(
+            text.contains("panicked at jaq: index out of bounds"),
+            "{text}"
+        );
     }
 
     #[test]
