@@ -225,16 +225,22 @@ impl Store {
         let len = data.len() as u64;
         // The payload is measured for its metadata and uploaded while its line index is built;
         // the index is stored once the payload's new tag, which binds it, is known.
+        // Entries of the old payload are dropped here for speed only: any other reader's entry
+        // (another scope's, another process's) is checked against the payload on its next page
+        // (see `read::offset`), so none shows the old spill's text.
         let cached = writer.cache_key(key);
         self.inner.cache.remove(key);
-        self.inner.cache.remove(&cached);
+        if let Some(cached) = &cached {
+            self.inner.cache.remove(cached);
+        }
         // A refused or failed write returns at once, without waiting for the index.
         let built = index::build(data.clone()).map(Ok);
         let put = self.put(&path, data, tool, key, writer.scope());
         let (tag, built) = futures::try_join!(put, built)?;
         if let Some(built) = built {
             let payload = Version { size: len, tag };
-            self.store_index(&path, key, &cached, built, &payload).await;
+            self.store_index(&path, key, cached.as_deref(), built, &payload)
+                .await;
         }
         tracing::debug!(target: "overspill::store", bytes = len, "spilled {key:?} to {path}");
         Ok(key.to_owned())

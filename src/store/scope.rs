@@ -160,16 +160,26 @@ impl Reader {
         }
     }
 
-    /// The key `handle`'s opened index is cached under for this reader: readers that may see
-    /// different spills never share an entry (an entry answers some pages without a read).
-    pub(crate) fn cache_key<'h>(&self, handle: &'h str) -> Cow<'h, str> {
-        match (self.policy, &self.scope) {
-            (ReadScope::Any, _) => Cow::Borrowed(handle),
-            (ReadScope::Namespace, Some(me)) => Cow::Owned(format!("{}\n{handle}", me.namespace)),
-            (ReadScope::Workflow, Some(me)) => Cow::Owned(format!("{me}\n{handle}")),
-            // Admits nothing: its entries could only be of spills it cannot see.
-            (_, None) => Cow::Owned(format!("\n\n{handle}")),
-        }
+    /// The key `handle`'s opened index is cached under for this reader, or `None` when it keeps
+    /// none: for a handle the store refuses, and for a reader outside any workflow that does not
+    /// see every spill (it sees none, so an entry could only be of a spill it may not see).
+    ///
+    /// Readers that may see different spills never share an entry. A reader of every spill keys
+    /// by the handle itself; any other key starts with a NUL, which no handle holds, then names
+    /// the policy and the length-prefixed scope, so no two (scope, handle) pairs share a key
+    /// whatever bytes a workflow id holds.
+    pub(crate) fn cache_key<'h>(&self, handle: &'h str) -> Option<Cow<'h, str>> {
+        super::check_handle(handle).ok()?;
+        let (tag, scope) = match (self.policy, &self.scope) {
+            (ReadScope::Any, _) => return Some(Cow::Borrowed(handle)),
+            (_, None) => return None,
+            (ReadScope::Namespace, Some(me)) => ('n', me.namespace.clone()),
+            (ReadScope::Workflow, Some(me)) => ('w', me.to_string()),
+        };
+        Some(Cow::Owned(format!(
+            "\0{tag}{}:{scope}{handle}",
+            scope.len()
+        )))
     }
 }
 
@@ -284,11 +294,24 @@ mod tests {
         let a = Reader::new(ReadScope::Workflow, Some(Scope::new("default", "a")));
         let b = Reader::new(ReadScope::Workflow, Some(Scope::new("default", "b")));
         assert_ne!(a.cache_key("r/c.0"), b.cache_key("r/c.0"));
-        assert_eq!(Reader::operator().cache_key("r/c.0"), "r/c.0");
-        assert_ne!(
-            Reader::new(ReadScope::Workflow, None).cache_key("r/c.0"),
-            "r/c.0"
+        assert_eq!(
+            Reader::operator().cache_key("r/c.0").as_deref(),
+            Some("r/c.0")
         );
+        // Outside any workflow a reader that does not see every spill caches nothing.
+        for policy in [ReadScope::Workflow, ReadScope::Namespace] {
+            assert_eq!(Reader::new(policy, None).cache_key("r/c.0"), None);
+        }
+        // Nor for a handle the store refuses.
+        assert_eq!(a.cache_key("../etc/passwd"), None);
+        assert_eq!(Reader::operator().cache_key("r/\n.0"), None);
+        // A workflow id holding the separators cannot make one pair's key another's.
+        let tricky = Reader::new(ReadScope::Workflow, Some(Scope::new("default", "a\nr")));
+        let plain = Reader::new(ReadScope::Workflow, Some(Scope::new("default", "a")));
+        assert_ne!(tricky.cache_key("x/c.0"), plain.cache_key("r\nx/c.0"));
+        assert_ne!(tricky.cache_key("c.0"), plain.cache_key("rc.0"));
+        let namespace = Reader::new(ReadScope::Namespace, Some(Scope::new("default", "a")));
+        assert_ne!(namespace.cache_key("r/c.0"), plain.cache_key("r/c.0"));
     }
 
     #[test]

@@ -1055,6 +1055,48 @@ mod scoped {
         }
     }
 
+    /// A cached index never answers a page alone. A reader outside any workflow caches nothing
+    /// (its own write left no entry another such reader could page past the end from), and a
+    /// page past the end of a cached spill reads the payload's version again: a spill
+    /// overwritten by another workflow reads as missing to its earlier reader, and one
+    /// overwritten by its writer shows its new line count to a reader whose entry the overwrite
+    /// did not drop.
+    #[tokio::test]
+    async fn a_cached_index_never_answers_without_a_read() {
+        let dir = tempfile::tempdir().unwrap();
+        for store in stores(dir.path()) {
+            let past = |handle: &str| page(handle, 1 << 30, 2);
+            let outside = Reader::new(ReadScope::Workflow, None);
+            spill(&store, "run/out.0", text(INDEXED), &outside).await;
+            for reader in [&outside, &Reader::new(ReadScope::Namespace, None)] {
+                let shown = read_tool_result(&store.read_as(reader), &past("run/out.0")).await;
+                assert_eq!(
+                    shown.unwrap(),
+                    no_stored_result("run/out.0"),
+                    "{}",
+                    store.url()
+                );
+            }
+
+            let (a, b) = (workflow("wf-a"), workflow("wf-b"));
+            let handle = "run/shared.0";
+            spill(&store, handle, text(INDEXED), &a).await;
+            let namespace = Reader::new(ReadScope::Namespace, Some(Scope::new("default", "x")));
+            for reader in [&a, &namespace] {
+                let shown = read_tool_result(&store.read_as(reader), &past(handle)).await;
+                assert!(shown.unwrap().contains("40,000"), "{reader:?}");
+            }
+            // Rewritten by its writer: the namespace reader's entry was not dropped.
+            spill(&store, handle, text(INDEXED + 1), &a).await;
+            let shown = read_tool_result(&store.read_as(&namespace), &past(handle)).await;
+            assert!(shown.unwrap().contains("40,001"), "{}", store.url());
+            // Rewritten by another workflow: `wf-a`'s entry stays, and must not answer.
+            spill(&store, handle, text(INDEXED + 2), &b).await;
+            let shown = read_tool_result(&store.read_as(&a), &past(handle)).await;
+            assert_eq!(shown.unwrap(), no_stored_result(handle), "{}", store.url());
+        }
+    }
+
     /// A spill of no workflow (the CLI's, a script's, or one written before scopes were kept) is
     /// read only by a reader of every spill; a reader outside any workflow sees nothing else.
     #[tokio::test]
