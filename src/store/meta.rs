@@ -208,7 +208,7 @@ mod tests {
     #[tokio::test]
     async fn facts_round_trip_through_attributes() {
         let data = Bytes::from("ünïcode & more\r\nsecond\nthird");
-        let scope = Scope::new("default", "wf");
+        let scope = Scope::new("default", "wf").unwrap();
         let facts =
             SpillFacts::measure(&data, Some("run command"), "wf:run/c.0", Some(&scope)).await;
         assert_eq!(
@@ -258,7 +258,7 @@ mod tests {
             ("run_command", "wf:run-1/call-1.0".to_owned()),
         ] {
             // The longest scope there is: both parts digested.
-            let scope = Scope::new(&"ñ".repeat(300), &emoji);
+            let scope = Scope::new(&"ñ".repeat(300), &emoji).unwrap();
             let facts = SpillFacts::measure(&data, Some(tool), &handle, Some(&scope)).await;
             let bytes = header_bytes(&facts);
             assert!(bytes <= FACTS_BUDGET + SCOPE_RESERVE, "{bytes} bytes");
@@ -322,7 +322,7 @@ mod tests {
     #[tokio::test]
     async fn a_long_scope_round_trips_as_its_digest() {
         let workflow = "ワークフロー".repeat(100);
-        let scope = Scope::new("tenant-ü", &workflow);
+        let scope = Scope::new("tenant-ü", &workflow).unwrap();
         let facts = SpillFacts::measure(&Bytes::from("x"), None, "r/c.0", Some(&scope)).await;
         let query = facts.to_query();
         let entry = query
@@ -335,7 +335,7 @@ mod tests {
         );
         assert!(entry.contains("sha256%3A"), "{entry}");
         let back = SpillFacts::from_query(query.as_bytes());
-        assert_eq!(back.scope, Some(Scope::new("tenant-ü", &workflow)));
+        assert_eq!(back.scope, Some(Scope::new("tenant-ü", &workflow).unwrap()));
         assert_eq!(back, facts);
     }
 

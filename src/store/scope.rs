@@ -35,12 +35,16 @@ pub struct Scope {
 }
 
 impl Scope {
-    /// The scope of workflow `workflow_id` in `namespace`.
-    pub fn new(namespace: &str, workflow_id: &str) -> Self {
-        Self {
+    /// The scope of workflow `workflow_id` in `namespace`; `None` if either is empty, which
+    /// names no workflow (every caller without one would otherwise share it).
+    pub fn new(namespace: &str, workflow_id: &str) -> Option<Self> {
+        if namespace.is_empty() || workflow_id.is_empty() {
+            return None;
+        }
+        Some(Self {
             namespace: part(namespace, NAMESPACE_BYTES, true),
             workflow: part(workflow_id, WORKFLOW_BYTES, false),
-        }
+        })
     }
 
     /// The scope a stored entry value (`<namespace>/<workflow id>`) names; `None` if it names
@@ -195,12 +199,12 @@ mod tests {
 
     #[test]
     fn short_scopes_are_raw_and_long_ones_digested() {
-        let scope = Scope::new("default", "agent-run-1");
+        let scope = Scope::new("default", "agent-run-1").unwrap();
         assert_eq!(scope.to_string(), "default/agent-run-1");
         assert_eq!(Scope::parse("default/agent-run-1"), Some(scope));
 
         let long = "ü".repeat(1_000);
-        let scope = Scope::new(&format!("ns/{long}"), &long);
+        let scope = Scope::new(&format!("ns/{long}"), &long).unwrap();
         let shown = scope.to_string();
         let (namespace, workflow) = shown.split_once('/').expect("two parts");
         for part in [namespace, workflow] {
@@ -210,20 +214,27 @@ mod tests {
         assert_eq!(Scope::parse(&shown), Some(scope.clone()));
         assert_eq!(
             scope,
-            Scope::new(&format!("ns/{long}"), &long),
+            Scope::new(&format!("ns/{long}"), &long).unwrap(),
             "comparisons use the same form"
         );
         assert_ne!(
             scope,
-            Scope::new(&format!("ns/{long}"), &format!("{long}x"))
+            Scope::new(&format!("ns/{long}"), &format!("{long}x")).unwrap()
         );
         // The bound holds whatever the names.
         assert!(encoded_len(&shown) <= MAX_SCOPE_BYTES);
-        let widest = Scope::new(&"n".repeat(48), &"w".repeat(144)).to_string();
+        let widest = Scope::new(&"n".repeat(48), &"w".repeat(144))
+            .unwrap()
+            .to_string();
         assert!(!widest.contains("sha256:"), "{widest}");
         assert!(encoded_len(&widest) <= MAX_SCOPE_BYTES);
         // A namespace with `/` in it is digested, so the first `/` always ends the namespace.
-        assert!(Scope::new("a/b", "w").to_string().starts_with("sha256:"));
+        assert!(
+            Scope::new("a/b", "w")
+                .unwrap()
+                .to_string()
+                .starts_with("sha256:")
+        );
     }
 
     /// The forms the Python package computes too (`tests/python/test_read_scope.py` holds the
@@ -231,23 +242,31 @@ mod tests {
     #[test]
     fn forms_match_the_python_package() {
         assert_eq!(
-            Scope::new("tenant-ü", &"ワ".repeat(100)).to_string(),
+            Scope::new("tenant-ü", &"ワ".repeat(100))
+                .unwrap()
+                .to_string(),
             "tenant-ü/sha256:71902d2bedc44fcacf438a1d3506538c543789394f792ccb7bd7d08f9f0cf8a6"
         );
         assert_eq!(
-            Scope::new("a/b", "w").to_string(),
+            Scope::new("a/b", "w").unwrap().to_string(),
             "sha256:c14cddc033f64b9dea80ea675cf280a015e672516090a5626781153dc68fea11/w"
         );
     }
 
     #[test]
+    fn an_empty_id_names_no_workflow() {
+        assert_eq!(Scope::new("default", ""), None);
+        assert_eq!(Scope::new("", "wf"), None);
+    }
+
+    #[test]
     fn a_raw_id_cannot_pass_for_a_digest() {
         let long = "x".repeat(500);
-        let digested = Scope::new("default", &long).to_string();
+        let digested = Scope::new("default", &long).unwrap().to_string();
         let (_, workflow) = digested.split_once('/').expect("two parts");
         // A workflow named after another's digest is digested in turn.
-        let impostor = Scope::new("default", workflow);
-        assert_ne!(impostor, Scope::new("default", &long));
+        let impostor = Scope::new("default", workflow).unwrap();
+        assert_ne!(impostor, Scope::new("default", &long).unwrap());
         assert_ne!(impostor.to_string(), digested);
     }
 
@@ -267,9 +286,9 @@ mod tests {
 
     #[test]
     fn readers_admit_by_policy_and_unknown_writers_only_with_any() {
-        let mine = Scope::new("default", "wf-a");
-        let sibling = Scope::new("default", "wf-b");
-        let foreign = Scope::new("other", "wf-a");
+        let mine = Scope::new("default", "wf-a").unwrap();
+        let sibling = Scope::new("default", "wf-b").unwrap();
+        let foreign = Scope::new("other", "wf-a").unwrap();
         let workflow = Reader::new(ReadScope::Workflow, Some(mine.clone()));
         let namespace = Reader::new(ReadScope::Namespace, Some(mine.clone()));
         let any = Reader::new(ReadScope::Any, Some(mine.clone()));
@@ -291,8 +310,14 @@ mod tests {
 
     #[test]
     fn readers_that_see_different_spills_cache_apart() {
-        let a = Reader::new(ReadScope::Workflow, Some(Scope::new("default", "a")));
-        let b = Reader::new(ReadScope::Workflow, Some(Scope::new("default", "b")));
+        let a = Reader::new(
+            ReadScope::Workflow,
+            Some(Scope::new("default", "a").unwrap()),
+        );
+        let b = Reader::new(
+            ReadScope::Workflow,
+            Some(Scope::new("default", "b").unwrap()),
+        );
         assert_ne!(a.cache_key("r/c.0"), b.cache_key("r/c.0"));
         assert_eq!(
             Reader::operator().cache_key("r/c.0").as_deref(),
@@ -306,11 +331,20 @@ mod tests {
         assert_eq!(a.cache_key("../etc/passwd"), None);
         assert_eq!(Reader::operator().cache_key("r/\n.0"), None);
         // A workflow id holding the separators cannot make one pair's key another's.
-        let tricky = Reader::new(ReadScope::Workflow, Some(Scope::new("default", "a\nr")));
-        let plain = Reader::new(ReadScope::Workflow, Some(Scope::new("default", "a")));
+        let tricky = Reader::new(
+            ReadScope::Workflow,
+            Some(Scope::new("default", "a\nr").unwrap()),
+        );
+        let plain = Reader::new(
+            ReadScope::Workflow,
+            Some(Scope::new("default", "a").unwrap()),
+        );
         assert_ne!(tricky.cache_key("x/c.0"), plain.cache_key("r\nx/c.0"));
         assert_ne!(tricky.cache_key("c.0"), plain.cache_key("rc.0"));
-        let namespace = Reader::new(ReadScope::Namespace, Some(Scope::new("default", "a")));
+        let namespace = Reader::new(
+            ReadScope::Namespace,
+            Some(Scope::new("default", "a").unwrap()),
+        );
         assert_ne!(namespace.cache_key("r/c.0"), plain.cache_key("r/c.0"));
     }
 

@@ -975,7 +975,10 @@ mod scoped {
     use crate::read::{GrepRequest, grep_tool_result, no_stored_result};
 
     fn workflow(id: &str) -> Reader {
-        Reader::new(ReadScope::Workflow, Some(Scope::new("default", id)))
+        Reader::new(
+            ReadScope::Workflow,
+            Some(Scope::new("default", id).unwrap()),
+        )
     }
 
     /// The stores to check: memory, and a local directory where its filesystem keeps extended
@@ -1042,14 +1045,18 @@ mod scoped {
                 // Twice: the first foreign read cached nothing the second could answer from.
                 assert_eq!(seen(&store, &b, handle).await, missing);
                 // The namespace, an operator and `any` see it.
-                let namespace =
-                    Reader::new(ReadScope::Namespace, Some(Scope::new("default", "wf-b")));
-                let any = Reader::new(ReadScope::Any, Some(Scope::new("other", "wf-b")));
+                let namespace = Reader::new(
+                    ReadScope::Namespace,
+                    Some(Scope::new("default", "wf-b").unwrap()),
+                );
+                let any = Reader::new(ReadScope::Any, Some(Scope::new("other", "wf-b").unwrap()));
                 for reader in [namespace, any, Reader::operator()] {
                     assert_eq!(seen(&store, &reader, handle).await, own, "{reader:?}");
                 }
-                let other_namespace =
-                    Reader::new(ReadScope::Namespace, Some(Scope::new("other", "wf-a")));
+                let other_namespace = Reader::new(
+                    ReadScope::Namespace,
+                    Some(Scope::new("other", "wf-a").unwrap()),
+                );
                 assert_eq!(seen(&store, &other_namespace, handle).await, missing);
             }
         }
@@ -1081,7 +1088,10 @@ mod scoped {
             let (a, b) = (workflow("wf-a"), workflow("wf-b"));
             let handle = "run/shared.0";
             spill(&store, handle, text(INDEXED), &a).await;
-            let namespace = Reader::new(ReadScope::Namespace, Some(Scope::new("default", "x")));
+            let namespace = Reader::new(
+                ReadScope::Namespace,
+                Some(Scope::new("default", "x").unwrap()),
+            );
             for reader in [&a, &namespace] {
                 let shown = read_tool_result(&store.read_as(reader), &past(handle)).await;
                 assert!(shown.unwrap().contains("40,000"), "{reader:?}");
