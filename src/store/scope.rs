@@ -149,6 +149,13 @@ impl Reader {
         self.scope.as_ref()
     }
 
+    /// Whether this writer's own reads depend on its spills recording its scope: it writes for a
+    /// workflow, and reads with a policy other than `any`. A spill whose scope cannot be kept then
+    /// fails to be written, rather than be one its workflow never reads.
+    pub(crate) fn reads_need_its_scope(&self) -> bool {
+        self.scope.is_some() && !self.sees_all()
+    }
+
     /// Whether this reader sees every spill.
     pub(crate) fn sees_all(&self) -> bool {
         self.policy == ReadScope::Any
@@ -306,6 +313,10 @@ mod tests {
             assert_eq!(seen, expected, "{reader:?}");
         }
         assert!(!Reader::new(ReadScope::Namespace, None).admits(Some(&mine)));
+        // Only a writer whose own reads are scoped needs its spills to keep its scope.
+        assert!(workflow.reads_need_its_scope() && namespace.reads_need_its_scope());
+        assert!(!any.reads_need_its_scope() && !standalone.reads_need_its_scope());
+        assert!(!Reader::operator().reads_need_its_scope());
     }
 
     #[test]
