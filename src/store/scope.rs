@@ -17,14 +17,24 @@
 use std::borrow::Cow;
 use std::fmt;
 
-/// The most bytes the encoded scope entry's value takes (`scope=` excluded).
-pub const MAX_SCOPE_BYTES: usize = NAMESPACE_BYTES + 3 + WORKFLOW_BYTES;
+/// The most bytes the encoded scope entry's value takes (`scope=` excluded): each part raw or
+/// digested, whichever is longer encoded, and the `/` between them (`%2F`). A digested namespace
+/// beside a raw 144-byte workflow id takes 73 + 3 + 144 = 220.
+pub const MAX_SCOPE_BYTES: usize =
+    longer(NAMESPACE_BYTES, DIGEST_BYTES) + 3 + longer(WORKFLOW_BYTES, DIGEST_BYTES);
+/// The encoded bytes of a digested part: `sha256%3A` and 64 hex digits.
+const DIGEST_BYTES: usize = 9 + 64;
 /// The most encoded bytes of a namespace kept raw.
 const NAMESPACE_BYTES: usize = 48;
 /// The most encoded bytes of a workflow id kept raw.
 const WORKFLOW_BYTES: usize = 144;
 /// The prefix of a digested part.
 const DIGEST: &str = "sha256:";
+
+/// The larger of `a` and `b`.
+const fn longer(a: usize, b: usize) -> usize {
+    if a > b { a } else { b }
+}
 
 /// The writer of a spill, or the workflow a reader reads for, in stored form: a Temporal
 /// namespace and workflow id, each raw while short, else a `sha256:` digest of it.
@@ -235,6 +245,12 @@ mod tests {
             .to_string();
         assert!(!widest.contains("sha256:"), "{widest}");
         assert!(encoded_len(&widest) <= MAX_SCOPE_BYTES);
+        // The widest of all: a digested namespace beside a raw 144-byte workflow id.
+        let widest = Scope::new(&"ñ".repeat(300), &"w".repeat(144))
+            .unwrap()
+            .to_string();
+        assert_eq!(encoded_len(&widest), 220, "{widest}");
+        assert_eq!(MAX_SCOPE_BYTES, 220);
         // A namespace with `/` in it is digested, so the first `/` always ends the namespace.
         assert!(
             Scope::new("a/b", "w")
