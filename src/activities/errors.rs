@@ -8,7 +8,7 @@
 //! | `StoreUnavailable` | yes    | the store is down or slow and the action has no `then`      |
 //! | `StoreMisconfigured` | no   | a missing bucket, refused or missing credentials (says what to fix) |
 //! | `StoreRefused`  | no        | a handle outside the store, a key the store cannot hold, or a store that refuses to be used (a local root or file this user may not use, no store configured) |
-//! | `StoreRejected` | no        | the store answered a deterministic 4xx (not 408 or 429); the message names the status and the store's error code |
+//! | `StoreRejected` | no        | the store answered a deterministic 4xx (not 408, 409 or 429, nor S3's 400 `RequestTimeout`, `IncompleteBody`, `BadDigest` or `ExpiredToken`, which are `StoreUnavailable`); the message names the status and the store's error code |
 //! | `WorkerBug`     | no        | a task of the worker panicked (a bug, logged at ERROR with the panic's message) |
 //! | `ModelUnavailable` | yes    | the model is unavailable (429, 5xx, 408, 409, no connection) and the action has no `then`; waits the server's `Retry-After` |
 //! | `ModelRejected` | no        | the model timed out, refused the request or replied malformed, or no model is configured |
@@ -18,7 +18,8 @@
 //! External Storage failures carry the error's own type: `ExternalStorageMissing` and
 //! `ExternalStorageUnavailable` are retryable; `ExternalStorageNotConfigured`,
 //! `ExternalStorageMisconfigured` (refused credentials, a missing bucket, a refused TLS
-//! handshake), `ExternalStorageForeignBucket`, `ExternalStorageUnknownDriver`,
+//! handshake), `ExternalStorageRejected` (another deterministic 4xx; the message names the status
+//! and the store's error code), `ExternalStorageForeignBucket`, `ExternalStorageUnknownDriver`,
 //! `ExternalStorageIntegrity`, `ExternalStorageInvalidReference`, `ExternalStorageUndecodable`
 //! and `ExternalStorageTooLarge` are not, and say what to configure.
 

@@ -92,12 +92,21 @@ pub enum Caller {
 }
 
 impl Caller {
-    /// The caller an activity's info names.
+    /// The caller an activity's info names; an empty workflow id (or run id) is none, so that
+    /// callers without one never share a scope.
     pub fn of(info: &temporalio_sdk::activities::ActivityInfo) -> Self {
+        let (workflow_id, run_id) = (info.workflow_id.as_deref(), info.workflow_run_id.as_deref());
+        Self::activity(&info.namespace, workflow_id, run_id)
+    }
+
+    /// An activity in `namespace` of workflow `workflow_id` at run `run_id` (each `None` or empty:
+    /// none).
+    fn activity(namespace: &str, workflow_id: Option<&str>, run_id: Option<&str>) -> Self {
+        let given = |id: Option<&str>| id.filter(|id| !id.is_empty()).map(str::to_owned);
         Self::Activity {
-            namespace: info.namespace.clone(),
-            workflow_id: info.workflow_id.clone(),
-            workflow_run_id: info.workflow_run_id.clone(),
+            namespace: namespace.to_owned(),
+            workflow_id: given(workflow_id),
+            workflow_run_id: given(run_id),
         }
     }
 
@@ -143,7 +152,9 @@ impl OverspillActivities {
                 workflow_id,
                 ..
             } => {
-                let scope = workflow_id.as_deref().map(|id| Scope::new(namespace, id));
+                let scope = workflow_id
+                    .as_deref()
+                    .and_then(|id| Scope::new(namespace, id));
                 Reader::new(self.read_scope, scope)
             }
         }
@@ -452,6 +463,19 @@ mod tests {
             "output": {"text": "x".repeat(2_000)}, "config": config,
         }))
         .expect("request")
+    }
+
+    /// An empty workflow id names no workflow: its caller reads like a standalone activity's,
+    /// never sharing one scope with every other caller whose id is empty.
+    #[test]
+    fn an_empty_workflow_id_is_no_scope() {
+        let acts = OverspillActivities::new(Arc::new(Store::open(Some("memory://")).unwrap()));
+        let empty = Caller::activity("default", Some(""), Some(""));
+        assert_eq!(empty, Caller::activity("default", None, None));
+        assert_eq!(acts.reader(&empty).scope(), None);
+        let named = Caller::activity("default", Some("wf"), Some("run"));
+        assert!(acts.reader(&named).scope().is_some());
+        assert_eq!(named.workflow_run_id(), Some("run"));
     }
 
     #[tokio::test]

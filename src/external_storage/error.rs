@@ -2,7 +2,8 @@
 
 /// An External Storage failure. Each says what to configure or what went wrong; only a missing
 /// object and an unavailable store are worth retrying ([`Self::retryable`]): refused
-/// credentials, a missing bucket or a refused TLS handshake are [`Self::Misconfigured`].
+/// credentials, a missing bucket or a refused TLS handshake are [`Self::Misconfigured`], another
+/// deterministic 4xx is [`Self::Rejected`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ExternalStorageError {
@@ -100,6 +101,20 @@ pub enum ExternalStorageError {
         /// What the store said, and the setting that fixes it.
         reason: String,
     },
+    /// The store answered with a deterministic client error (a 4xx other than the credentials,
+    /// a missing bucket or object, 408, 409 and 429, and other than the 400s that clear on a
+    /// retry): the same request gets the same answer, so it is final.
+    #[error("External Storage at {object} refused the request ({status}{}): {message}", code.as_deref().map(|c| format!(", {c}")).unwrap_or_default())]
+    Rejected {
+        /// The object, `bucket/key`.
+        object: String,
+        /// The HTTP status (`400 Bad Request`).
+        status: String,
+        /// The store's error code (`InvalidArgument`, `MetadataTooLarge`), where it names one.
+        code: Option<String>,
+        /// The store's own words.
+        message: String,
+    },
     /// The store failed or did not answer in time: retryable.
     #[error("External Storage at {object} failed: {reason}")]
     Unavailable {
@@ -128,6 +143,7 @@ impl ExternalStorageError {
             Self::TooLarge { .. } => "ExternalStorageTooLarge",
             Self::Missing { .. } => "ExternalStorageMissing",
             Self::Misconfigured { .. } => "ExternalStorageMisconfigured",
+            Self::Rejected { .. } => "ExternalStorageRejected",
             Self::Unavailable { .. } => "ExternalStorageUnavailable",
             Self::Config(_) => "ExternalStorageConfig",
         }

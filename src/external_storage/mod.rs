@@ -332,8 +332,9 @@ impl ExternalStorage {
 
     /// The failure of a call about `object` (`bucket/key`), in the server's words with the
     /// setting that fixes it: a missing object is [`Missing`](ExternalStorageError::Missing);
-    /// refused credentials, a missing bucket, a refused TLS handshake or another deterministic 4xx
-    /// are final; anything else may pass.
+    /// refused credentials, a missing bucket or a refused TLS handshake are
+    /// [`Misconfigured`](ExternalStorageError::Misconfigured), another deterministic 4xx is
+    /// [`Rejected`](ExternalStorageError::Rejected) (both final); anything else may pass.
     fn failed(&self, object: String, error: object_store::Error) -> ExternalStorageError {
         use crate::store::Cause;
         let scheme = match self.driver {
@@ -349,12 +350,17 @@ impl ExternalStorage {
             _ if matches!(error, object_store::Error::NotFound { .. }) => {
                 ExternalStorageError::Missing { object }
             }
-            // A deterministic 4xx (an over-long key, metadata over the store's limit): the same
-            // request gets the same answer.
-            _ if crate::store::rejection(&error).is_some() => {
-                ExternalStorageError::Misconfigured { object, reason }
-            }
-            _ => ExternalStorageError::Unavailable { object, reason },
+            _ => match crate::store::rejection(&error) {
+                // A deterministic 4xx (an over-long key, metadata over the store's limit): the
+                // same request gets the same answer.
+                Some(r) => ExternalStorageError::Rejected {
+                    object,
+                    status: r.status,
+                    code: r.code,
+                    message: r.message,
+                },
+                None => ExternalStorageError::Unavailable { object, reason },
+            },
         }
     }
 

@@ -482,7 +482,8 @@ impl ObjectStore for Refusing {
 }
 
 /// Refused credentials and a missing bucket are final (a retry cannot fix them) and say what to
-/// fix; a store that fails otherwise may answer on a retry.
+/// fix; another deterministic 4xx is final and names its status and code; a store that fails
+/// otherwise (an expired session token included) may answer on a retry.
 #[tokio::test]
 async fn refused_credentials_and_a_missing_bucket_are_not_retried() {
     fn denied() -> object_store::Error {
@@ -503,11 +504,34 @@ async fn refused_credentials_and_a_missing_bucket_are_not_retried() {
             source: "Server error with status code: 503 Service Unavailable".into(),
         }
     }
+    fn status_400(code: &str) -> object_store::Error {
+        object_store::Error::Generic {
+            store: "S3",
+            source: format!(
+                "Error performing PUT http://127.0.0.1:8333/b/k in 2ms - Server returned non-2xx \
+                 status code: 400 Bad Request: <Error><Code>{code}</Code><Message>no</Message></Error>"
+            )
+            .into(),
+        }
+    }
+    fn invalid() -> object_store::Error {
+        status_400("InvalidArgument")
+    }
+    fn expired() -> object_store::Error {
+        status_400("ExpiredToken")
+    }
     let (_, _, reference, _) = python_case("temporal-payloads").await;
     let payload = json_payload(&"x".repeat(100));
     for (refuse, type_name, retryable, says) in [
         (
-            denied as fn() -> _,
+            invalid as fn() -> _,
+            "ExternalStorageRejected",
+            false,
+            "(400 Bad Request, InvalidArgument): no",
+        ),
+        (expired, "ExternalStorageUnavailable", true, "ExpiredToken"),
+        (
+            denied,
             "ExternalStorageMisconfigured",
             false,
             "AWS_ACCESS_KEY_ID",

@@ -52,7 +52,9 @@
 //!    bytes a char at most), in one ranged read checked against the payload's version.
 //!
 //! So a page of a cached spill is one ranged read, and a cold page two in a row: the index, then
-//! at most 266 KB of payload. A spill too small for an index is read whole after the opening
+//! at most 266 KB of payload. A page that shows no payload bytes (past the end) of a cached spill
+//! reads the payload's version instead: every page reads the payload, so a store that scopes its
+//! reads checks each one. A spill too small for an index is read whole after the opening
 //! round trip. A page by pattern streams the payload instead (`read::scan`).
 //!
 //! ```

@@ -20,29 +20,51 @@ const ATTEMPTS: usize = 3;
 pub(crate) const INDEX_READ_BYTES: u64 = 8 << 20;
 
 /// A page of `reader`'s payload by line offset.
+///
+/// The rule that keeps a cached entry from answering for a spill its reader may not see (or no
+/// longer holds): **every page reads the payload in this call**, through `reader`, which refuses
+/// a spill it does not admit as a missing one. The read is the ranged GET of the lines shown,
+/// checked against the entry's version; where a page shows no payload bytes (past the end, or an
+/// empty spill) it is the HEAD that opened the spill just now or, for a cached entry, one more
+/// HEAD, also checked against the entry's version. A mismatch drops the entry and opens again.
 pub(crate) async fn offset_page<R: SpillReader>(
     reader: &R,
     request: &ReadRequest,
     limit: u64,
 ) -> Result<String, PageError> {
     let handle = &request.handle;
-    let cache = reader.index_cache();
     let key = reader.cache_key(handle);
+    let cache = reader.index_cache().zip(key.as_deref());
     for _ in 0..ATTEMPTS {
-        let opened = match cache.and_then(|c| c.get(&key)) {
-            Some(opened) => opened,
+        let (opened, fresh) = match cache.and_then(|(c, key)| c.get(key)) {
+            Some(opened) => (opened, false),
             None => {
                 let opened = Arc::new(open(reader, handle).await?);
-                cache.inspect(|c| c.put(&key, opened.clone()));
-                opened
+                cache.inspect(|(c, key)| c.put(key, opened.clone()));
+                (opened, true)
             }
         };
-        match page(reader, request, limit, &opened).await {
-            Err(PageError::Stale) => cache.into_iter().for_each(|c| c.remove(&key)),
+        match page(reader, request, limit, &opened, fresh).await {
+            Err(PageError::Stale) => cache.into_iter().for_each(|(c, key)| c.remove(key)),
             done => return done,
         }
     }
     Err(PageError::Stale)
+}
+
+/// For a page that reads no payload bytes: unless the spill was `fresh`ly opened (by a HEAD in
+/// this call), one HEAD through `reader` (which admits the spill or reads it as missing),
+/// checked against the opened `payload` version.
+async fn confirm<R: SpillReader>(
+    reader: &R,
+    handle: &str,
+    payload: &Version,
+    fresh: bool,
+) -> Result<(), PageError> {
+    if !fresh && reader.head(handle).await? != *payload {
+        return Err(PageError::Stale);
+    }
+    Ok(())
 }
 
 /// Open `handle`: read the payload's version and the index at once; use the index if it
@@ -103,21 +125,27 @@ async fn rebuild<R: SpillReader>(
     Ok((header, encoded))
 }
 
-/// Serve the page from an opened spill; [`PageError::Stale`] if it changed since.
+/// Serve the page from an opened spill (`fresh`: opened by this call); [`PageError::Stale`] if
+/// it changed since.
 async fn page<R: SpillReader>(
     reader: &R,
     request: &ReadRequest,
     limit: u64,
     opened: &Opened,
+    fresh: bool,
 ) -> Result<String, PageError> {
     let (handle, payload) = (&request.handle, &opened.payload);
     let Some((header, index)) = &opened.index else {
+        if payload.size == 0 {
+            confirm(reader, handle, payload, fresh).await?;
+        }
         let data = fetch_checked(reader, handle, Part::Payload, payload, 0..payload.size).await?;
         return Ok(offset_page_in_memory(&data, request, limit));
     };
     let total = header.lines();
     let window = window(request.offset, request.from_end, total, limit);
     if window.is_empty() {
+        confirm(reader, handle, payload, fresh).await?;
         return Ok(render(handle, total, 0, std::iter::empty()));
     }
     let (start, end) = header.locate(index, window.clone());

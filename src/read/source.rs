@@ -59,10 +59,10 @@ pub trait SpillReader {
         None
     }
 
-    /// The key `handle`'s opened index is cached under: readers that may see different spills
-    /// through one cache must key their entries apart (an entry answers some pages alone).
-    fn cache_key<'h>(&self, handle: &'h str) -> Cow<'h, str> {
-        Cow::Borrowed(handle)
+    /// The key `handle`'s opened index is cached under, or `None` to cache nothing for it:
+    /// readers that may see different spills through one cache must key their entries apart.
+    fn cache_key<'h>(&self, handle: &'h str) -> Option<Cow<'h, str>> {
+        Some(Cow::Borrowed(handle))
     }
 
     /// Bytes per ranged read when streaming a payload.

@@ -88,10 +88,22 @@ pub(crate) struct Rejection {
     pub(crate) message: String,
 }
 
+/// The error codes S3 answers with a 400 for a condition a retry of the same request clears:
+/// the upload was too slow (`RequestTimeout`) or cut short (`IncompleteBody`), its body arrived
+/// damaged (`BadDigest`), or the session credentials expired and are refreshed before the next
+/// try (`ExpiredToken`).
+const TRANSIENT_CODES: [&str; 4] = [
+    "RequestTimeout",
+    "IncompleteBody",
+    "BadDigest",
+    "ExpiredToken",
+];
+
 /// The deterministic client error `error` carries: a 4xx other than 401, 403 and 404 (which
 /// [`explain`] and the `NotFound` mapping read as credentials, a missing bucket or a missing
 /// object), 408 Request Timeout and 429 Too Many Requests (the server asks to come back), and
-/// 409 Conflict (S3's `OperationAborted`: a conflicting operation is still in progress).
+/// 409 Conflict (S3's `OperationAborted`: a conflicting operation is still in progress), and
+/// the 400s S3 answers for conditions that clear by themselves ([`TRANSIENT_CODES`]).
 ///
 /// object_store 0.14 keeps a response's status in its `RetryError`, whose module is private:
 /// only 304, 401, 403, 404, 409 and 412 reach a caller typed (as [`object_store::Error`]'s
@@ -113,6 +125,12 @@ pub(crate) fn rejection(error: &object_store::Error) -> Option<Rejection> {
         return None;
     }
     let (code, message) = error_body(body.trim());
+    if code
+        .as_deref()
+        .is_some_and(|c| TRANSIENT_CODES.contains(&c))
+    {
+        return None;
+    }
     Some(Rejection {
         status: status.trim().to_owned(),
         code,
@@ -300,6 +318,16 @@ mod tests {
                 None,
                 "{retryable}"
             );
+        }
+        // S3's 400s for conditions that clear by themselves stay retryable.
+        for code in [
+            "RequestTimeout",
+            "IncompleteBody",
+            "BadDigest",
+            "ExpiredToken",
+        ] {
+            let found = rejection(&status("400 Bad Request", &xml(code)));
+            assert_eq!(found, None, "{code}");
         }
         assert_eq!(rejection(&generic("connection reset")), None);
         let denied = object_store::Error::PermissionDenied {

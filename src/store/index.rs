@@ -35,7 +35,7 @@ pub(super) fn index_path(path: &Path) -> Path {
 
 impl Store {
     /// Store `index` of the payload just written to `path` at `payload` beside it, and cache it
-    /// under `cached` (the writer's [`Reader::cache_key`]).
+    /// under `cached` (the writer's [`Reader::cache_key`], if it keeps one).
     ///
     /// A failure only costs speed: the spill stands, any older index describes an older payload
     /// version and is not trusted, and the first page rebuilds the index.
@@ -43,7 +43,7 @@ impl Store {
         &self,
         path: &Path,
         handle: &str,
-        cached: &str,
+        cached: Option<&str>,
         index: Index,
         payload: &Version,
     ) {
@@ -60,7 +60,11 @@ impl Store {
             Ok::<_, StoreError>(encoded)
         };
         match stored.await {
-            Ok(encoded) => self.inner.cache.insert_stored(cached, &encoded, payload),
+            Ok(encoded) => {
+                if let Some(cached) = cached {
+                    self.inner.cache.insert_stored(cached, &encoded, payload);
+                }
+            }
             Err(e) => tracing::warn!(
                 target: "overspill::store",
                 error_type = e.type_name(),
@@ -132,6 +136,10 @@ impl SpillReader for Store {
     fn index_cache(&self) -> Option<&IndexCache> {
         Some(&self.inner.cache)
     }
+
+    fn cache_key<'h>(&self, handle: &'h str) -> Option<Cow<'h, str>> {
+        Reader::operator().cache_key(handle)
+    }
 }
 
 /// One reader's reads: the spills it does not admit read as missing ones, and its opened indexes
@@ -158,7 +166,7 @@ impl SpillReader for ReadAs<'_> {
         self.store.index_cache()
     }
 
-    fn cache_key<'h>(&self, handle: &'h str) -> Cow<'h, str> {
+    fn cache_key<'h>(&self, handle: &'h str) -> Option<Cow<'h, str>> {
         self.reader.cache_key(handle)
     }
 }

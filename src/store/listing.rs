@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use futures::{FutureExt as _, StreamExt as _};
+use futures::{FutureExt as _, StreamExt as _, TryStreamExt as _};
 use object_store::GetOptions;
 use serde::{Deserialize, Serialize};
 
@@ -79,7 +79,14 @@ impl Store {
     pub async fn list_spills(&self) -> Result<Vec<SpillInfo>, StoreError> {
         let mut spills = self.list(None).await?;
         let kept: Vec<_> = (spills.iter())
-            .map(|s| self.stored_facts(&s.handle).boxed())
+            .map(|s| {
+                async {
+                    self.stored_facts(&s.handle, false)
+                        .await
+                        .unwrap_or_default()
+                }
+                .boxed()
+            })
             .collect();
         let kept = futures::stream::iter(kept).buffered(CONCURRENCY).collect();
         let kept: Vec<SpillFacts> = self.scan(kept.map(Ok)).await?;
@@ -113,12 +120,12 @@ impl Store {
         // The metadata of every spill the reader might not see, the rest of those shown.
         let checked = if reader.sees_all() { 0 } else { spills.len() };
         let stored: Vec<_> = (spills.iter().take(checked))
-            .map(|s| self.stored_facts(&s.handle).boxed())
+            .map(|s| self.stored_facts(&s.handle, true).boxed())
             .collect();
         let stored = futures::stream::iter(stored)
             .buffered(CONCURRENCY)
-            .collect();
-        let stored: Vec<_> = (self.scan(stored.map(Ok)).await).map_err(ReadOutcomeError::Store)?;
+            .try_collect();
+        let stored: Vec<_> = (self.scan(stored).await).map_err(ReadOutcomeError::Store)?;
         let (mut spills, mut stored): (Vec<_>, Vec<_>) = match checked {
             0 => spills.into_iter().map(|s| (s, None)).unzip(),
             _ => (spills.into_iter().zip(stored))
@@ -173,7 +180,8 @@ impl Store {
     async fn facts(&self, handle: &str, size: u64, stored: Option<SpillFacts>) -> SpillFacts {
         let mut facts = match stored {
             Some(stored) => stored,
-            None => self.stored_facts(handle).await,
+            // Shown whatever its facts: a failure only leaves them unknown (and is logged).
+            None => (self.stored_facts(handle, false).await).unwrap_or_default(),
         };
         if size == 0 {
             facts.chars = Some(0);
@@ -184,34 +192,49 @@ impl Store {
         facts
     }
 
-    /// The facts `handle`'s metadata keeps (all unknown where it keeps none, or cannot be read:
-    /// a failure other than the spill's deletion since the listing is logged at WARN with its
-    /// cause, and the listing shows the rest).
-    async fn stored_facts(&self, handle: &str) -> SpillFacts {
+    /// The facts `handle`'s metadata keeps (all unknown where it keeps none, or the spill was
+    /// deleted since the listing). When it cannot be read, a listing that shows every spill
+    /// logs the failure at WARN with its cause and shows the spill without its facts; a
+    /// `scoped` one, which could not tell whether its reader sees the spill, fails with the
+    /// store's error (a reader's own spill must not drop out of its listing unsaid).
+    async fn stored_facts(&self, handle: &str, scoped: bool) -> Result<SpillFacts, StoreError> {
         let Ok(path) = self.locate(handle) else {
-            return SpillFacts::default();
+            return Ok(SpillFacts::default());
         };
-        match &self.inner.backend {
+        let failure = match &self.inner.backend {
             Backend::Object(fs) => {
                 let head = fs.get_opts(&path, GetOptions::new().with_head(true));
                 let deadline = self.inner.options.deadline(0);
-                let failure = match tokio::time::timeout(deadline, head).await {
-                    Ok(Ok(result)) => return SpillFacts::from_attributes(&result.attributes),
-                    Ok(Err(object_store::Error::NotFound { .. })) => return SpillFacts::default(),
-                    Ok(Err(e)) => self.map_error(e, handle, super::Call::Read).to_string(),
-                    Err(_) => StoreError::Timeout(deadline).to_string(),
-                };
-                tracing::warn!(
-                    target: "overspill::store",
-                    "could not read the metadata of spill {handle:?} ({failure}): it is listed \
-                     without its tool, sizes and first line"
-                );
-                SpillFacts::default()
+                match tokio::time::timeout(deadline, head).await {
+                    Ok(Ok(result)) => return Ok(SpillFacts::from_attributes(&result.attributes)),
+                    Ok(Err(object_store::Error::NotFound { .. })) => {
+                        return Ok(SpillFacts::default());
+                    }
+                    Ok(Err(e)) => self.map_error(e, handle, super::Call::Read),
+                    Err(_) => StoreError::Timeout(deadline),
+                }
             }
-            Backend::Local(local) => local
-                .facts(&path)
-                .map_or_else(SpillFacts::default, |q| SpillFacts::from_query(&q)),
+            Backend::Local(local) => {
+                let path = path.clone();
+                match self.on_disk(local, 0, move |l| l.facts(&path)).await {
+                    Ok(kept) => {
+                        let facts = kept.map(|q| SpillFacts::from_query(&q));
+                        return Ok(facts.unwrap_or_default());
+                    }
+                    Err(e) => e,
+                }
+            }
+        };
+        if scoped {
+            return Err(failure);
         }
+        tracing::warn!(
+            target: "overspill::store",
+            error_type = failure.type_name(),
+            "could not read the metadata of spill {handle:?} ({failure}): it is listed without \
+             its tool, sizes and first line"
+        );
+        Ok(SpillFacts::default())
     }
 
     /// The line count in the header of `handle`'s index, if it has one that describes a payload

@@ -119,40 +119,57 @@ impl LocalBackend {
     }
 
     /// Keep `facts` (URL query form) in the `user.overspill` extended attribute of the file at
-    /// `location`; a filesystem without them keeps none (said once, at INFO), and listings show
-    /// the facts as unknown. Any other failure is logged at WARN with its cause: the spill
-    /// stands, only its listing loses the facts.
-    pub(crate) fn set_facts(&self, location: &object_store::path::Path, facts: &str) {
+    /// `location`. When the facts are `required` (they name a writer whose own reads are
+    /// scoped), a failure is the write's: a final store error saying why. Otherwise a filesystem
+    /// without extended attributes keeps none (said once, at INFO), any other failure is logged
+    /// at WARN with its cause, and the spill stands with its facts unknown.
+    pub(crate) fn set_facts(
+        &self,
+        location: &object_store::path::Path,
+        facts: &str,
+        required: bool,
+    ) -> Result<(), StoreError> {
         let path = self.root.join(location.as_ref());
         let flags = rustix::fs::XattrFlags::empty();
-        if let Err(e) = rustix::fs::setxattr(&path, FACTS_XATTR, facts.as_bytes(), flags) {
-            self.xattr_failed("keep", &path, e);
+        match rustix::fs::setxattr(&path, FACTS_XATTR, facts.as_bytes(), flags) {
+            Ok(()) => Ok(()),
+            Err(e) if required => Err(keep_failed(&path, e)),
+            Err(e) => {
+                self.xattr_failed("keep", &path, e);
+                Ok(())
+            }
         }
     }
 
     /// The facts (URL query form) the file at `location` keeps, if any: none on a file written
-    /// without them or a filesystem without extended attributes; another failure is logged at
-    /// WARN with its cause. Read into a page, and again into the largest buffer an attribute
-    /// needs only when they are longer (every read checks a writer here).
-    pub(crate) fn facts(&self, location: &object_store::path::Path) -> Option<Vec<u8>> {
+    /// without them, a file gone since, or a filesystem without extended attributes (said once,
+    /// at INFO). Any other failure is a store error ([`read_failed`]), never an unknown writer,
+    /// which would make a workflow's own spill read as missing. Read into a page, and again into
+    /// the largest buffer an attribute needs only when they are longer (every read checks a
+    /// writer here).
+    pub(crate) fn facts(
+        &self,
+        location: &object_store::path::Path,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
         let path = self.root.join(location.as_ref());
         for size in [4 << 10, XATTR_SIZE_MAX] {
             let mut buf = vec![0; size];
             match rustix::fs::getxattr(&path, FACTS_XATTR, &mut buf[..]) {
                 Ok(len) => {
                     buf.truncate(len);
-                    return Some(buf);
+                    return Ok(Some(buf));
                 }
                 Err(rustix::io::Errno::RANGE) => {}
                 // No such attribute (ENODATA), or the file went away since it was listed.
-                Err(rustix::io::Errno::NODATA | rustix::io::Errno::NOENT) => return None,
-                Err(e) => {
+                Err(rustix::io::Errno::NODATA | rustix::io::Errno::NOENT) => return Ok(None),
+                Err(e @ rustix::io::Errno::NOTSUP) => {
                     self.xattr_failed("read", &path, e);
-                    return None;
+                    return Ok(None);
                 }
+                Err(e) => return Err(read_failed(&path, e)),
             }
         }
-        None
+        Ok(None)
     }
 
     /// Whether the root's filesystem keeps user extended attributes, where a spill's facts (and
@@ -189,7 +206,7 @@ impl LocalBackend {
             tracing::warn!(
                 target: "overspill::store",
                 "could not {verb} the facts ({FACTS_XATTR} attribute) of {}: {e}; its listing \
-                 shows them as unknown, and a read scoped to its writer refuses it",
+                 shows them as unknown",
                 path.display()
             );
         }
@@ -310,11 +327,92 @@ pub(crate) fn euid() -> u32 {
     nix::unistd::geteuid().as_raw()
 }
 
+/// The store error for a failed read of the facts of the file at `path`: the file refusing to be
+/// read is [`StoreError::PermissionDenied`] (final), any other failure (an I/O error) is retryable.
+fn read_failed(path: &Path, e: rustix::io::Errno) -> StoreError {
+    let text = format!(
+        "could not read the writer ({FACTS_XATTR} attribute) of {}: {e}",
+        path.display()
+    );
+    match e {
+        rustix::io::Errno::ACCESS | rustix::io::Errno::PERM => StoreError::PermissionDenied(text),
+        _ => StoreError::Backend(text.into()),
+    }
+}
+
+/// The store error for a spill at `path` whose writer could not be kept: final, since its own
+/// workflow could never read it back ([`StoreError::PermissionDenied`] for a file that refuses
+/// it, else [`StoreError::Misconfigured`]: a filesystem without or out of room for extended
+/// attributes).
+fn keep_failed(path: &Path, e: rustix::io::Errno) -> StoreError {
+    let text = format!(
+        "could not record the writer ({FACTS_XATTR} attribute) of {}: {e}; without it the \
+         workflow that wrote the spill could not read it back under --read-scope workflow or \
+         namespace. Put the store on a filesystem that keeps user extended attributes, or run \
+         the worker with --read-scope any",
+        path.display()
+    );
+    match e {
+        rustix::io::Errno::ACCESS | rustix::io::Errno::PERM => StoreError::PermissionDenied(text),
+        _ => StoreError::Misconfigured(text),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::os::unix::fs::{PermissionsExt as _, symlink};
 
     use super::*;
+
+    /// A failed read of a spill's writer is the store failing, never an unknown writer (which
+    /// would read the workflow's own spill as missing); a missing attribute is an unknown writer.
+    #[test]
+    fn a_failed_read_of_the_writer_is_a_store_error() {
+        let path = Path::new("/root/tool_output_limits/r/c.0");
+        let denied = read_failed(path, rustix::io::Errno::ACCESS);
+        assert!(
+            matches!(denied, StoreError::PermissionDenied(_)),
+            "{denied}"
+        );
+        let io = read_failed(path, rustix::io::Errno::IO);
+        assert!(io.is_retryable() && !io.is_unknown_handle(), "{io}");
+        assert!(io.to_string().contains("user.overspill"), "{io}");
+
+        let dir = tempfile::tempdir().unwrap();
+        let local = LocalBackend::new(dir.path().join("root"));
+        local.ensure().unwrap();
+        std::fs::write(dir.path().join("root/plain"), "x").unwrap();
+        let plain = object_store::path::Path::from("plain");
+        assert_eq!(local.facts(&plain).unwrap(), None);
+        let gone = object_store::path::Path::from("gone");
+        assert_eq!(local.facts(&gone).unwrap(), None);
+    }
+
+    /// A writer that could not be kept fails the write with a final error saying why, when the
+    /// writer's own reads need it.
+    #[test]
+    fn a_writer_that_cannot_be_kept_fails_the_write() {
+        let path = Path::new("/root/tool_output_limits/r/c.0");
+        for e in [
+            rustix::io::Errno::NOTSUP,
+            rustix::io::Errno::NOSPC,
+            rustix::io::Errno::PERM,
+        ] {
+            let failed = keep_failed(path, e);
+            assert!(!failed.is_retryable(), "{failed}");
+            assert!(failed.to_string().contains("--read-scope any"), "{failed}");
+        }
+        // A file that cannot take the attribute (here: gone) fails a write that needs it.
+        let dir = tempfile::tempdir().unwrap();
+        let local = LocalBackend::new(dir.path().join("root"));
+        local.ensure().unwrap();
+        let gone = object_store::path::Path::from("gone");
+        let failed = local
+            .set_facts(&gone, "scope=default%2Fwf", true)
+            .unwrap_err();
+        assert!(matches!(failed, StoreError::Misconfigured(_)), "{failed}");
+        assert!(local.set_facts(&gone, "chars=1", false).is_ok());
+    }
 
     #[test]
     fn creates_a_private_root_and_tightens_it() {
@@ -405,7 +503,7 @@ mod tests {
         );
         assert!(text.contains("INFO"), "{text}");
         let missing = object_store::path::Path::from("gone/spill");
-        backend.set_facts(&missing, "chars=1");
+        backend.set_facts(&missing, "chars=1", false).unwrap();
         let text = logs.text();
         assert!(
             text.contains("WARN") && text.contains("could not keep the facts"),
@@ -416,7 +514,9 @@ mod tests {
         std::fs::write(&file, "x").unwrap();
         let before = logs.text().len();
         assert_eq!(
-            backend.facts(&object_store::path::Path::from("spill")),
+            backend
+                .facts(&object_store::path::Path::from("spill"))
+                .unwrap(),
             None
         );
         assert_eq!(logs.text().len(), before, "{}", logs.text());
@@ -433,7 +533,8 @@ mod tests {
         std::fs::write(dir.path().join("spill"), "").unwrap();
         let location = object_store::path::Path::from("spill");
         let facts = format!("handle={}&first=x", "%C3%BC".repeat(2_000));
-        backend.set_facts(&location, &facts);
-        assert_eq!(backend.facts(&location).as_deref(), Some(facts.as_bytes()));
+        backend.set_facts(&location, &facts, true).unwrap();
+        let kept = backend.facts(&location).unwrap();
+        assert_eq!(kept.as_deref(), Some(facts.as_bytes()));
     }
 }

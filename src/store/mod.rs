@@ -225,34 +225,42 @@ impl Store {
         let len = data.len() as u64;
         // The payload is measured for its metadata and uploaded while its line index is built;
         // the index is stored once the payload's new tag, which binds it, is known.
+        // Entries of the old payload are dropped here for speed only: any other reader's entry
+        // (another scope's, another process's) is checked against the payload on its next page
+        // (see `read::offset`), so none shows the old spill's text.
         let cached = writer.cache_key(key);
         self.inner.cache.remove(key);
-        self.inner.cache.remove(&cached);
+        if let Some(cached) = &cached {
+            self.inner.cache.remove(cached);
+        }
         // A refused or failed write returns at once, without waiting for the index.
         let built = index::build(data.clone()).map(Ok);
-        let put = self.put(&path, data, tool, key, writer.scope());
+        let put = self.put(&path, data, tool, key, writer);
         let (tag, built) = futures::try_join!(put, built)?;
         if let Some(built) = built {
             let payload = Version { size: len, tag };
-            self.store_index(&path, key, &cached, built, &payload).await;
+            self.store_index(&path, key, cached.as_deref(), built, &payload)
+                .await;
         }
         tracing::debug!(target: "overspill::store", bytes = len, "spilled {key:?} to {path}");
         Ok(key.to_owned())
     }
 
-    /// Upload `data`, the output of `tool` (if known) written by the workflow of `scope` (if
-    /// any), to `path` (spill `key`'s) within the deadline for its size (in parts when large),
-    /// with its facts; returns the new object's tag.
+    /// Upload `data`, the output of `tool` (if known) written by `writer` (recording its scope,
+    /// if any), to `path` (spill `key`'s) within the deadline for its size (in parts when large),
+    /// with its facts; returns the new object's tag. On a local root, a writer whose own reads
+    /// need its scope kept ([`Reader::reads_need_its_scope`]) fails the write when its extended
+    /// attribute cannot be set: the spill would otherwise be one its workflow can never read.
     async fn put(
         &self,
         path: &Path,
         data: Bytes,
         tool: Option<&str>,
         key: &str,
-        scope: Option<&Scope>,
+        writer: &Reader,
     ) -> Result<Option<String>, StoreError> {
         let fs = self.backend_for(path, key, Access::Write).await?;
-        let facts = SpillFacts::measure(&data, tool, key, scope).await;
+        let facts = SpillFacts::measure(&data, tool, key, writer.scope()).await;
         let len = data.len() as u64;
         // A local file is written whole, its facts in an extended attribute (object_store's
         // filesystem keeps no attributes); a large upload to a bucket goes in parts.
@@ -274,11 +282,8 @@ impl Store {
         let tag = put.await?.e_tag;
         if let Backend::Local(local) = &self.inner.backend {
             let (path, facts) = (path.clone(), facts.to_query());
-            self.on_disk(local, 0, move |l| {
-                l.set_facts(&path, &facts);
-                Ok(())
-            })
-            .await?;
+            let required = writer.reads_need_its_scope();
+            (self.on_disk(local, 0, move |l| l.set_facts(&path, &facts, required))).await?;
         }
         Ok(tag)
     }
@@ -328,7 +333,8 @@ impl Store {
             Backend::Object(_) => SpillFacts::from_attributes(attributes),
             Backend::Local(local) => {
                 let path = path.clone();
-                let kept = self.on_disk(local, 0, move |l| Ok(l.facts(&path))).await?;
+                // A failure to read the writer is the store's, never an unknown writer.
+                let kept = self.on_disk(local, 0, move |l| l.facts(&path)).await?;
                 kept.map_or_else(SpillFacts::default, |q| SpillFacts::from_query(&q))
             }
         };

@@ -17,14 +17,24 @@
 use std::borrow::Cow;
 use std::fmt;
 
-/// The most bytes the encoded scope entry's value takes (`scope=` excluded).
-pub const MAX_SCOPE_BYTES: usize = NAMESPACE_BYTES + 3 + WORKFLOW_BYTES;
+/// The most bytes the encoded scope entry's value takes (`scope=` excluded): each part raw or
+/// digested, whichever is longer encoded, and the `/` between them (`%2F`). A digested namespace
+/// beside a raw 144-byte workflow id takes 73 + 3 + 144 = 220.
+pub const MAX_SCOPE_BYTES: usize =
+    longer(NAMESPACE_BYTES, DIGEST_BYTES) + 3 + longer(WORKFLOW_BYTES, DIGEST_BYTES);
+/// The encoded bytes of a digested part: `sha256%3A` and 64 hex digits.
+const DIGEST_BYTES: usize = 9 + 64;
 /// The most encoded bytes of a namespace kept raw.
 const NAMESPACE_BYTES: usize = 48;
 /// The most encoded bytes of a workflow id kept raw.
 const WORKFLOW_BYTES: usize = 144;
 /// The prefix of a digested part.
 const DIGEST: &str = "sha256:";
+
+/// The larger of `a` and `b`.
+const fn longer(a: usize, b: usize) -> usize {
+    if a > b { a } else { b }
+}
 
 /// The writer of a spill, or the workflow a reader reads for, in stored form: a Temporal
 /// namespace and workflow id, each raw while short, else a `sha256:` digest of it.
@@ -35,12 +45,16 @@ pub struct Scope {
 }
 
 impl Scope {
-    /// The scope of workflow `workflow_id` in `namespace`.
-    pub fn new(namespace: &str, workflow_id: &str) -> Self {
-        Self {
+    /// The scope of workflow `workflow_id` in `namespace`; `None` if either is empty, which
+    /// names no workflow (every caller without one would otherwise share it).
+    pub fn new(namespace: &str, workflow_id: &str) -> Option<Self> {
+        if namespace.is_empty() || workflow_id.is_empty() {
+            return None;
+        }
+        Some(Self {
             namespace: part(namespace, NAMESPACE_BYTES, true),
             workflow: part(workflow_id, WORKFLOW_BYTES, false),
-        }
+        })
     }
 
     /// The scope a stored entry value (`<namespace>/<workflow id>`) names; `None` if it names
@@ -145,6 +159,13 @@ impl Reader {
         self.scope.as_ref()
     }
 
+    /// Whether this writer's own reads depend on its spills recording its scope: it writes for a
+    /// workflow, and reads with a policy other than `any`. A spill whose scope cannot be kept then
+    /// fails to be written, rather than be one its workflow never reads.
+    pub(crate) fn reads_need_its_scope(&self) -> bool {
+        self.scope.is_some() && !self.sees_all()
+    }
+
     /// Whether this reader sees every spill.
     pub(crate) fn sees_all(&self) -> bool {
         self.policy == ReadScope::Any
@@ -160,16 +181,26 @@ impl Reader {
         }
     }
 
-    /// The key `handle`'s opened index is cached under for this reader: readers that may see
-    /// different spills never share an entry (an entry answers some pages without a read).
-    pub(crate) fn cache_key<'h>(&self, handle: &'h str) -> Cow<'h, str> {
-        match (self.policy, &self.scope) {
-            (ReadScope::Any, _) => Cow::Borrowed(handle),
-            (ReadScope::Namespace, Some(me)) => Cow::Owned(format!("{}\n{handle}", me.namespace)),
-            (ReadScope::Workflow, Some(me)) => Cow::Owned(format!("{me}\n{handle}")),
-            // Admits nothing: its entries could only be of spills it cannot see.
-            (_, None) => Cow::Owned(format!("\n\n{handle}")),
-        }
+    /// The key `handle`'s opened index is cached under for this reader, or `None` when it keeps
+    /// none: for a handle the store refuses, and for a reader outside any workflow that does not
+    /// see every spill (it sees none, so an entry could only be of a spill it may not see).
+    ///
+    /// Readers that may see different spills never share an entry. A reader of every spill keys
+    /// by the handle itself; any other key starts with a NUL, which no handle holds, then names
+    /// the policy and the length-prefixed scope, so no two (scope, handle) pairs share a key
+    /// whatever bytes a workflow id holds.
+    pub(crate) fn cache_key<'h>(&self, handle: &'h str) -> Option<Cow<'h, str>> {
+        super::check_handle(handle).ok()?;
+        let (tag, scope) = match (self.policy, &self.scope) {
+            (ReadScope::Any, _) => return Some(Cow::Borrowed(handle)),
+            (_, None) => return None,
+            (ReadScope::Namespace, Some(me)) => ('n', me.namespace.clone()),
+            (ReadScope::Workflow, Some(me)) => ('w', me.to_string()),
+        };
+        Some(Cow::Owned(format!(
+            "\0{tag}{}:{scope}{handle}",
+            scope.len()
+        )))
     }
 }
 
@@ -185,12 +216,12 @@ mod tests {
 
     #[test]
     fn short_scopes_are_raw_and_long_ones_digested() {
-        let scope = Scope::new("default", "agent-run-1");
+        let scope = Scope::new("default", "agent-run-1").unwrap();
         assert_eq!(scope.to_string(), "default/agent-run-1");
         assert_eq!(Scope::parse("default/agent-run-1"), Some(scope));
 
         let long = "ü".repeat(1_000);
-        let scope = Scope::new(&format!("ns/{long}"), &long);
+        let scope = Scope::new(&format!("ns/{long}"), &long).unwrap();
         let shown = scope.to_string();
         let (namespace, workflow) = shown.split_once('/').expect("two parts");
         for part in [namespace, workflow] {
@@ -200,20 +231,33 @@ mod tests {
         assert_eq!(Scope::parse(&shown), Some(scope.clone()));
         assert_eq!(
             scope,
-            Scope::new(&format!("ns/{long}"), &long),
+            Scope::new(&format!("ns/{long}"), &long).unwrap(),
             "comparisons use the same form"
         );
         assert_ne!(
             scope,
-            Scope::new(&format!("ns/{long}"), &format!("{long}x"))
+            Scope::new(&format!("ns/{long}"), &format!("{long}x")).unwrap()
         );
         // The bound holds whatever the names.
         assert!(encoded_len(&shown) <= MAX_SCOPE_BYTES);
-        let widest = Scope::new(&"n".repeat(48), &"w".repeat(144)).to_string();
+        let widest = Scope::new(&"n".repeat(48), &"w".repeat(144))
+            .unwrap()
+            .to_string();
         assert!(!widest.contains("sha256:"), "{widest}");
         assert!(encoded_len(&widest) <= MAX_SCOPE_BYTES);
+        // The widest of all: a digested namespace beside a raw 144-byte workflow id.
+        let widest = Scope::new(&"ñ".repeat(300), &"w".repeat(144))
+            .unwrap()
+            .to_string();
+        assert_eq!(encoded_len(&widest), 220, "{widest}");
+        assert_eq!(MAX_SCOPE_BYTES, 220);
         // A namespace with `/` in it is digested, so the first `/` always ends the namespace.
-        assert!(Scope::new("a/b", "w").to_string().starts_with("sha256:"));
+        assert!(
+            Scope::new("a/b", "w")
+                .unwrap()
+                .to_string()
+                .starts_with("sha256:")
+        );
     }
 
     /// The forms the Python package computes too (`tests/python/test_read_scope.py` holds the
@@ -221,23 +265,31 @@ mod tests {
     #[test]
     fn forms_match_the_python_package() {
         assert_eq!(
-            Scope::new("tenant-ü", &"ワ".repeat(100)).to_string(),
+            Scope::new("tenant-ü", &"ワ".repeat(100))
+                .unwrap()
+                .to_string(),
             "tenant-ü/sha256:71902d2bedc44fcacf438a1d3506538c543789394f792ccb7bd7d08f9f0cf8a6"
         );
         assert_eq!(
-            Scope::new("a/b", "w").to_string(),
+            Scope::new("a/b", "w").unwrap().to_string(),
             "sha256:c14cddc033f64b9dea80ea675cf280a015e672516090a5626781153dc68fea11/w"
         );
     }
 
     #[test]
+    fn an_empty_id_names_no_workflow() {
+        assert_eq!(Scope::new("default", ""), None);
+        assert_eq!(Scope::new("", "wf"), None);
+    }
+
+    #[test]
     fn a_raw_id_cannot_pass_for_a_digest() {
         let long = "x".repeat(500);
-        let digested = Scope::new("default", &long).to_string();
+        let digested = Scope::new("default", &long).unwrap().to_string();
         let (_, workflow) = digested.split_once('/').expect("two parts");
         // A workflow named after another's digest is digested in turn.
-        let impostor = Scope::new("default", workflow);
-        assert_ne!(impostor, Scope::new("default", &long));
+        let impostor = Scope::new("default", workflow).unwrap();
+        assert_ne!(impostor, Scope::new("default", &long).unwrap());
         assert_ne!(impostor.to_string(), digested);
     }
 
@@ -257,9 +309,9 @@ mod tests {
 
     #[test]
     fn readers_admit_by_policy_and_unknown_writers_only_with_any() {
-        let mine = Scope::new("default", "wf-a");
-        let sibling = Scope::new("default", "wf-b");
-        let foreign = Scope::new("other", "wf-a");
+        let mine = Scope::new("default", "wf-a").unwrap();
+        let sibling = Scope::new("default", "wf-b").unwrap();
+        let foreign = Scope::new("other", "wf-a").unwrap();
         let workflow = Reader::new(ReadScope::Workflow, Some(mine.clone()));
         let namespace = Reader::new(ReadScope::Namespace, Some(mine.clone()));
         let any = Reader::new(ReadScope::Any, Some(mine.clone()));
@@ -277,18 +329,50 @@ mod tests {
             assert_eq!(seen, expected, "{reader:?}");
         }
         assert!(!Reader::new(ReadScope::Namespace, None).admits(Some(&mine)));
+        // Only a writer whose own reads are scoped needs its spills to keep its scope.
+        assert!(workflow.reads_need_its_scope() && namespace.reads_need_its_scope());
+        assert!(!any.reads_need_its_scope() && !standalone.reads_need_its_scope());
+        assert!(!Reader::operator().reads_need_its_scope());
     }
 
     #[test]
     fn readers_that_see_different_spills_cache_apart() {
-        let a = Reader::new(ReadScope::Workflow, Some(Scope::new("default", "a")));
-        let b = Reader::new(ReadScope::Workflow, Some(Scope::new("default", "b")));
-        assert_ne!(a.cache_key("r/c.0"), b.cache_key("r/c.0"));
-        assert_eq!(Reader::operator().cache_key("r/c.0"), "r/c.0");
-        assert_ne!(
-            Reader::new(ReadScope::Workflow, None).cache_key("r/c.0"),
-            "r/c.0"
+        let a = Reader::new(
+            ReadScope::Workflow,
+            Some(Scope::new("default", "a").unwrap()),
         );
+        let b = Reader::new(
+            ReadScope::Workflow,
+            Some(Scope::new("default", "b").unwrap()),
+        );
+        assert_ne!(a.cache_key("r/c.0"), b.cache_key("r/c.0"));
+        assert_eq!(
+            Reader::operator().cache_key("r/c.0").as_deref(),
+            Some("r/c.0")
+        );
+        // Outside any workflow a reader that does not see every spill caches nothing.
+        for policy in [ReadScope::Workflow, ReadScope::Namespace] {
+            assert_eq!(Reader::new(policy, None).cache_key("r/c.0"), None);
+        }
+        // Nor for a handle the store refuses.
+        assert_eq!(a.cache_key("../etc/passwd"), None);
+        assert_eq!(Reader::operator().cache_key("r/\n.0"), None);
+        // A workflow id holding the separators cannot make one pair's key another's.
+        let tricky = Reader::new(
+            ReadScope::Workflow,
+            Some(Scope::new("default", "a\nr").unwrap()),
+        );
+        let plain = Reader::new(
+            ReadScope::Workflow,
+            Some(Scope::new("default", "a").unwrap()),
+        );
+        assert_ne!(tricky.cache_key("x/c.0"), plain.cache_key("r\nx/c.0"));
+        assert_ne!(tricky.cache_key("c.0"), plain.cache_key("rc.0"));
+        let namespace = Reader::new(
+            ReadScope::Namespace,
+            Some(Scope::new("default", "a").unwrap()),
+        );
+        assert_ne!(namespace.cache_key("r/c.0"), plain.cache_key("r/c.0"));
     }
 
     #[test]

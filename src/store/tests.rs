@@ -969,13 +969,130 @@ async fn a_handle_left_out_of_the_metadata_still_reads_its_spill() {
     assert_eq!(listing.spills[0].facts.tool.as_deref(), Some("cat"));
 }
 
+/// An in-memory store whose `HEAD`s fail (as a store that times out or answers 500 would).
+#[derive(Debug, Default)]
+struct FailingHeads {
+    inner: object_store::memory::InMemory,
+}
+
+impl std::fmt::Display for FailingHeads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FailingHeads")
+    }
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for FailingHeads {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: object_store::PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<object_store::PutResult> {
+        self.inner.put_opts(location, payload, opts).await
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: object_store::PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(
+        &self,
+        location: &Path,
+        options: GetOptions,
+    ) -> object_store::Result<object_store::GetResult> {
+        if options.head {
+            return Err(object_store::Error::Generic {
+                store: "FailingHeads",
+                source: "HEAD failed".into(),
+            });
+        }
+        self.inner.get_opts(location, options).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: futures::stream::BoxStream<'static, object_store::Result<Path>>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<Path>> {
+        self.inner.delete_stream(locations)
+    }
+
+    fn list(
+        &self,
+        prefix: Option<&Path>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+
+    async fn list_with_delimiter(
+        &self,
+        prefix: Option<&Path>,
+    ) -> object_store::Result<object_store::ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(
+        &self,
+        from: &Path,
+        to: &Path,
+        options: object_store::CopyOptions,
+    ) -> object_store::Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
+}
+
+/// A scoped listing that cannot read a spill's writer fails with the store's error instead of
+/// leaving the reader's own spill out unsaid; a listing of every spill shows it without facts.
+#[tokio::test]
+async fn a_scoped_listing_fails_when_a_writer_cannot_be_read() {
+    let store = Store {
+        inner: Arc::new(Inner {
+            url: "failing-heads://".into(),
+            backend: Backend::Object(Arc::new(FailingHeads::default())),
+            base: Path::from(NAMESPACE),
+            cache: IndexCache::new(0),
+            options: StoreOptions::default(),
+        }),
+    };
+    let mine = Reader::new(
+        ReadScope::Workflow,
+        Some(Scope::new("default", "wf").unwrap()),
+    );
+    store
+        .for_tool("cat", &mine)
+        .write("run/c.0", text(2))
+        .await
+        .unwrap();
+    let request = ListRequest {
+        run_id: "run".into(),
+        ..ListRequest::default()
+    };
+    let failed = store.list_run(&request, &mine).await.unwrap_err();
+    let crate::read::ReadOutcomeError::Store(failed) = failed else {
+        panic!("a store error: {failed:?}")
+    };
+    assert!(
+        failed.is_retryable() && !failed.is_unknown_handle(),
+        "{failed}"
+    );
+    let all = store.list_run(&request, &Reader::operator()).await.unwrap();
+    assert_eq!(all.total, 1);
+}
+
 /// Reads scoped to the workflow that wrote the spill, on the memory and local backends.
 mod scoped {
     use super::*;
     use crate::read::{GrepRequest, grep_tool_result, no_stored_result};
 
     fn workflow(id: &str) -> Reader {
-        Reader::new(ReadScope::Workflow, Some(Scope::new("default", id)))
+        Reader::new(
+            ReadScope::Workflow,
+            Some(Scope::new("default", id).unwrap()),
+        )
     }
 
     /// The stores to check: memory, and a local directory where its filesystem keeps extended
@@ -1042,16 +1159,65 @@ mod scoped {
                 // Twice: the first foreign read cached nothing the second could answer from.
                 assert_eq!(seen(&store, &b, handle).await, missing);
                 // The namespace, an operator and `any` see it.
-                let namespace =
-                    Reader::new(ReadScope::Namespace, Some(Scope::new("default", "wf-b")));
-                let any = Reader::new(ReadScope::Any, Some(Scope::new("other", "wf-b")));
+                let namespace = Reader::new(
+                    ReadScope::Namespace,
+                    Some(Scope::new("default", "wf-b").unwrap()),
+                );
+                let any = Reader::new(ReadScope::Any, Some(Scope::new("other", "wf-b").unwrap()));
                 for reader in [namespace, any, Reader::operator()] {
                     assert_eq!(seen(&store, &reader, handle).await, own, "{reader:?}");
                 }
-                let other_namespace =
-                    Reader::new(ReadScope::Namespace, Some(Scope::new("other", "wf-a")));
+                let other_namespace = Reader::new(
+                    ReadScope::Namespace,
+                    Some(Scope::new("other", "wf-a").unwrap()),
+                );
                 assert_eq!(seen(&store, &other_namespace, handle).await, missing);
             }
+        }
+    }
+
+    /// A cached index never answers a page alone. A reader outside any workflow caches nothing
+    /// (its own write left no entry another such reader could page past the end from), and a
+    /// page past the end of a cached spill reads the payload's version again: a spill
+    /// overwritten by another workflow reads as missing to its earlier reader, and one
+    /// overwritten by its writer shows its new line count to a reader whose entry the overwrite
+    /// did not drop.
+    #[tokio::test]
+    async fn a_cached_index_never_answers_without_a_read() {
+        let dir = tempfile::tempdir().unwrap();
+        for store in stores(dir.path()) {
+            let past = |handle: &str| page(handle, 1 << 30, 2);
+            let outside = Reader::new(ReadScope::Workflow, None);
+            spill(&store, "run/out.0", text(INDEXED), &outside).await;
+            for reader in [&outside, &Reader::new(ReadScope::Namespace, None)] {
+                let shown = read_tool_result(&store.read_as(reader), &past("run/out.0")).await;
+                assert_eq!(
+                    shown.unwrap(),
+                    no_stored_result("run/out.0"),
+                    "{}",
+                    store.url()
+                );
+            }
+
+            let (a, b) = (workflow("wf-a"), workflow("wf-b"));
+            let handle = "run/shared.0";
+            spill(&store, handle, text(INDEXED), &a).await;
+            let namespace = Reader::new(
+                ReadScope::Namespace,
+                Some(Scope::new("default", "x").unwrap()),
+            );
+            for reader in [&a, &namespace] {
+                let shown = read_tool_result(&store.read_as(reader), &past(handle)).await;
+                assert!(shown.unwrap().contains("40,000"), "{reader:?}");
+            }
+            // Rewritten by its writer: the namespace reader's entry was not dropped.
+            spill(&store, handle, text(INDEXED + 1), &a).await;
+            let shown = read_tool_result(&store.read_as(&namespace), &past(handle)).await;
+            assert!(shown.unwrap().contains("40,001"), "{}", store.url());
+            // Rewritten by another workflow: `wf-a`'s entry stays, and must not answer.
+            spill(&store, handle, text(INDEXED + 2), &b).await;
+            let shown = read_tool_result(&store.read_as(&a), &past(handle)).await;
+            assert_eq!(shown.unwrap(), no_stored_result(handle), "{}", store.url());
         }
     }
 

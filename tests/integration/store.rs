@@ -23,7 +23,7 @@ use overspill::limits::{
 use overspill::read::{
     Fetched, Part, ReadRequest, SpillReader, Version, no_stored_result, read_tool_result,
 };
-use overspill::store::{ListRequest, Reader, Store, StoreOptions};
+use overspill::store::{ListRequest, ReadScope, Reader, Scope, Store, StoreOptions};
 
 /// The test bucket URL, or a loud failure naming the script that provides it.
 pub(crate) fn base_url() -> String {
@@ -694,10 +694,11 @@ async fn metadata_bytes(path: &str) -> usize {
         .sum()
 }
 
-/// A spill whose tool name, run id and first line are long and non-ASCII carries user metadata
-/// AWS accepts (within 2 KB, with room for the writer's scope), and a listing reads its facts
-/// back: the tool and first line cut on char boundaries, the sizes exact, the handle as the
-/// marker shows it.
+/// A spill whose tool name, run id and first line are long and non-ASCII, written for the widest
+/// writer's scope there is (a digested namespace beside a raw 144-byte workflow id), carries user
+/// metadata AWS accepts (within 2 KB, with a margin), and a listing reads its facts back: the
+/// tool and first line cut on char boundaries, the sizes exact, the handle as the marker shows
+/// it, the writer kept whole.
 #[tokio::test]
 async fn long_non_ascii_names_keep_the_metadata_within_s3s_limit() {
     let url = unique_url("meta");
@@ -708,8 +709,10 @@ async fn long_non_ascii_names_keep_the_metadata_within_s3s_limit() {
     let first = "Ошибка сборки: 🦀 ".repeat(40);
     let body = format!("{first}\nsecond line\n");
     let data = Bytes::from(body.clone());
+    let scope = Scope::new(&"ñ".repeat(300), &"w".repeat(144)).unwrap();
+    let writer = Reader::new(ReadScope::Workflow, Some(scope.clone()));
     let returned = store
-        .for_tool(&tool, &Reader::operator())
+        .for_tool(&tool, &writer)
         .write(&handle, data.clone())
         .await;
     assert_eq!(returned.expect("stored"), handle);
@@ -720,7 +723,7 @@ async fn long_non_ascii_names_keep_the_metadata_within_s3s_limit() {
         overspill::store::sanitize_key(&handle)
     );
     let bytes = metadata_bytes(&key).await;
-    assert!(bytes <= 1_600, "{bytes} bytes of user metadata");
+    assert!(bytes <= 2_048 - 224, "{bytes} bytes of user metadata");
 
     let request = ListRequest {
         run_id: run_id.clone(),
@@ -735,6 +738,7 @@ async fn long_non_ascii_names_keep_the_metadata_within_s3s_limit() {
     };
     assert_eq!(spill.info.handle, handle, "the handle the marker shows");
     let facts = &spill.facts;
+    assert_eq!(facts.scope.as_ref(), Some(&scope));
     assert_eq!(facts.chars, Some(body.chars().count() as u64));
     assert_eq!(facts.lines, Some(2));
     let (kept_tool, kept_first) = (

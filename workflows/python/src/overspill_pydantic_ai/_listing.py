@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import struct
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from overspill_pydantic_ai._store import OverspillStore
 
 MAX_LIMIT = 1_000
+_CONCURRENCY = 8
 _INDEX_MAGIC = b'OVSPLIDX'
 _INDEX_HEADER_MAX = 46 + 255
 
@@ -62,9 +64,14 @@ def list_page(store: OverspillStore, run_id: str, limit: int, tool_names: dict[s
     spills.sort(key=lambda s: (s.modified, s.handle), reverse=True)
     caller = current_scope()
     if caller[0] and store.read_scope != 'any':
-        for spill in spills:
-            spill.facts = _facts(store, spill)
-        spills = [s for s in spills if admits(store.read_scope, s.facts, caller)]
+        # Every spill's writer, 8 at a time as the worker reads them; a spill gone since the
+        # listing is left out, and a writer that cannot be read fails the listing
+        # (`SpillReadError`) rather than leave the workflow's own spill out unsaid.
+        with ThreadPoolExecutor(max_workers=_CONCURRENCY) as pool:
+            writers = list(pool.map(lambda spill: _writer_facts(store, spill), spills))
+        for spill, facts in zip(spills, writers):
+            spill.facts = facts
+        spills = [s for s in spills if s.facts is not None and admits(store.read_scope, s.facts, caller)]
     shown = spills[: min(limit, MAX_LIMIT)]
     named = {sanitize_segment(call): (call, tool) for call, tool in tool_names.items()}
     run_key = sanitize_key(run_id) + '/'
@@ -158,6 +165,28 @@ def _facts(store: OverspillStore, spill: ListedSpill) -> str:
         return os.getxattr(Path(store._location.root) / NAMESPACE / spill.handle, 'user.overspill').decode()
     except (OSError, AttributeError):  # none kept, or no xattrs here
         return ''
+
+
+def _writer_facts(store: OverspillStore, spill: ListedSpill) -> str | None:
+    """`spill`'s metadata (URL query form; empty if it keeps none), or `None` if it is gone.
+    Any other failure raises `SpillReadError`."""
+    from overspill_pydantic_ai._store import SpillReadError
+
+    if store._location.root is not None:
+        if not (Path(store._location.root) / NAMESPACE / spill.handle).is_file():
+            return None
+        return store._local_facts(spill.handle) or ''
+    key = store.object_key(spill.handle)
+    try:
+        head = store._client().head_object(Bucket=store.bucket, Key=key)
+    except Exception as error:  # botocore errors are not OSErrors
+        response = getattr(error, 'response', {})
+        if response.get('ResponseMetadata', {}).get('HTTPStatusCode') == 404:
+            return None
+        raise SpillReadError(
+            f'could not read the writer of {spill.handle!r} in {store.url}: {type(error).__name__}: {error}'
+        ) from error
+    return str(head.get('Metadata', {}).get('overspill', ''))
 
 
 def _fill(store: OverspillStore, spill: ListedSpill) -> None:

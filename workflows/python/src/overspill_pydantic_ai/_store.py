@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import errno
+import logging
 import os
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -238,37 +240,75 @@ class OverspillStore:
         if self._location.root is not None:
             await self._local().write(key, data)
             if facts is not None:
-                try:
-                    os.setxattr(self._local_path(key), f'user.{FACTS_KEY}', facts.encode())
-                except (OSError, AttributeError) as error:
-                    raise SpillError(
-                        f'could not record the writer of {key!r} (the file system keeps no extended '
-                        f'attributes?): {error}'
-                    ) from error
+                self._keep_facts(key, facts)
         else:
             await anyio.to_thread.run_sync(self._s3_put, key, data, facts)
+
+    def _keep_facts(self, key: str, facts: str) -> None:
+        """Record a local spill's writer in its `user.overspill` attribute. When this store's reads
+        are scoped (`read_scope` other than `'any'`), a spill kept without its writer is one its own
+        workflow could never read: the write fails (ToolOutputLimits then runs the band's `then`).
+        Under `'any'` the writer is not needed: a failure (or a platform without `os.setxattr`,
+        such as macOS) leaves the spill without it, with a warning."""
+        try:
+            os.setxattr(self._local_path(key), f'user.{FACTS_KEY}', facts.encode())
+        except (OSError, AttributeError) as error:
+            if self.read_scope != 'any':
+                raise SpillError(
+                    f'could not record the writer of {key!r} (the file system keeps no extended '
+                    f'attributes?): {error}; its workflow could not read it back with '
+                    f"read_scope={self.read_scope!r}. Use read_scope='any' or a file system that keeps them."
+                ) from error
+            _logger.warning('spill %r is kept without its writer: %s', key, error)
 
     async def _get(self, handle: str) -> bytes:
         if (why := refusal(handle)) is not None:
             raise FileNotFoundError(f'handle refused ({why})')
+        # The caller is read here: the thread below may not see the activity's context.
+        caller = current_scope()
         if self._location.root is not None:
+            return await anyio.to_thread.run_sync(self._local_read, handle, caller)
+        return await anyio.to_thread.run_sync(self._s3_get, handle, caller)
+
+    def _local_read(self, handle: str, caller: tuple[bool, str | None]) -> bytes:
+        """The payload of local spill `handle`, if `caller` may see it. The bytes and the writer
+        come from one open file: its writer is read before and after the bytes, with its size,
+        inode and change time, and a file changed in between is read again, so the writer checked
+        is the writer of the bytes returned."""
+        local = self._local()
+        # The harness's own checks (`LocalFileStore.read`'s): the root, and the target's
+        # confinement to it with symlinks resolved.
+        local._check_root()
+        target = local._path(handle).resolve()
+        if not target.is_relative_to(local._root.resolve()):
+            raise PermissionError(f'Handle {handle!r} resolves outside the store root.')
+        missing = FileNotFoundError(f'no stored tool result for {handle!r}')
+        scoped = caller[0] and self.read_scope != 'any'
+        for _ in range(3):
             try:
-                data = await self._local().read(handle)
+                f = target.open('rb')
             except FileNotFoundError:
                 # One message for a missing spill and one not seen, without the file's path.
-                raise FileNotFoundError(f'no stored tool result for {handle!r}') from None
-            # Checked after the read: a file replaced in between shows its new writer.
-            if not admits(self.read_scope, self._local_facts(handle)):
-                raise FileNotFoundError(f'no stored tool result for {handle!r}')
-            return data
-        # The caller is read here: the thread below may not see the activity's context.
-        return await anyio.to_thread.run_sync(self._s3_get, handle, current_scope())
+                raise missing from None
+            with f:
+                before = _version(f.fileno(), handle) if scoped else None
+                data = f.read()
+                if not scoped:
+                    return data
+                after = _version(f.fileno(), handle)
+            if before == after:
+                assert before is not None
+                if not admits(self.read_scope, before[1], caller):
+                    raise missing
+                return data
+        raise SpillReadError(f'{handle!r} kept changing while it was read; try again')
 
     def _local_facts(self, handle: str) -> str | None:
-        try:
-            return os.getxattr(self._local_path(handle), f'user.{FACTS_KEY}').decode('utf-8', 'replace')
-        except (OSError, AttributeError):  # none kept, or no xattrs here: the writer is unknown
-            return None
+        """The facts local spill `handle` keeps: `None` when it keeps none, is gone, or this file
+        system or platform keeps no extended attributes; any other failure is the store's
+        (`SpillReadError`), never an unknown writer that would read the workflow's own spill as
+        missing."""
+        return _facts_at(self._local_path(handle), handle)
 
     def _sees(self, handle: str) -> bool:
         """Whether a read here may see `handle` (one `HEAD` on S3); a missing spill is not seen."""
@@ -319,6 +359,36 @@ class OverspillStore:
                 f'could not read {handle!r} from {self.url}: {type(error).__name__}: {error}. Check the '
                 'store URL (OVERSPILL_STORE, the same as the Overspill worker\'s) and its AWS_* settings.'
             ) from error
+
+
+_logger = logging.getLogger('overspill_pydantic_ai.store')
+
+_NONE_KEPT = {
+    errno.ENOENT,
+    errno.ENOTSUP,
+    getattr(errno, 'ENODATA', errno.ENOENT),
+    getattr(errno, 'ENOATTR', errno.ENOENT),
+}
+"""The errors of `getxattr` that mean no writer is kept: none set, file gone, no xattrs here."""
+
+
+def _facts_at(where: Path | int, handle: str) -> str | None:
+    """The `user.overspill` attribute of a path or open file descriptor (see `_local_facts`)."""
+    try:
+        return os.getxattr(where, f'user.{FACTS_KEY}').decode('utf-8', 'replace')
+    except AttributeError:  # a platform without extended attributes (macOS): none kept
+        return None
+    except OSError as error:
+        if error.errno in _NONE_KEPT:
+            return None
+        raise SpillReadError(f'could not read the writer of {handle!r}: {error}') from error
+
+
+def _version(fd: int, handle: str) -> tuple[tuple[int, int, int, int], str | None]:
+    """What identifies the open file `fd`'s content and writer: its inode, size and modification
+    and change times, and its facts."""
+    st = os.fstat(fd)
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns), _facts_at(fd, handle)
 
 
 def _default_client(location: StoreLocation) -> Any:

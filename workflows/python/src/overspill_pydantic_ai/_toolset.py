@@ -130,6 +130,10 @@ class OverspillToolset(FunctionToolset[Any]):
             return await self._run(QUERY_ACTIVITY, request, f'query {handle}')
         # `overspill query` reads as an operator, every spill: inside an activity, a spill the
         # store's `read_scope` does not let this workflow see is answered as a missing one here.
+        # The check and the query are two reads: a spill overwritten in between by another
+        # workflow under the same key (keys come from workflow code, never from a model) would be
+        # queried as its new writer left it. Closing that window takes the worker's own query
+        # activity (`tool_output_limits.query_tool_result`), which checks the writer on each read.
         if activity.in_activity() and self.store.read_scope != 'any' and not self.store._sees(handle):
             return _no_stored_result(handle)
         return await _query_cli(self.store.url, request)
