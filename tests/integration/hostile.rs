@@ -366,7 +366,7 @@ async fn a_hostile_model_gets_answers_and_the_worker_survives() {
     // Every call comes from runs of one workflow id, whose spills these are (a read is scoped
     // to the workflow that wrote the spill); one more spill is another workflow's.
     let workflow_id = unique("hostile-model");
-    let writer = |id: &str| Reader::new(ReadScope::Workflow, Some(Scope::new("default", id)));
+    let writer = |id: &str| Reader::new(ReadScope::Workflow, Scope::new("default", id));
     let (json, text, long) = spills(&store, &writer(&workflow_id)).await;
     let foreign = (store.for_tool("hostile", &writer("another-workflow")))
         .write("hostile/foreign.0", Bytes::from_static(b"{\"secret\":1}\n"))
