@@ -969,82 +969,6 @@ async fn a_handle_left_out_of_the_metadata_still_reads_its_spill() {
     assert_eq!(listing.spills[0].facts.tool.as_deref(), Some("cat"));
 }
 
-/// An in-memory store whose `HEAD`s fail (as a store that times out or answers 500 would).
-#[derive(Debug, Default)]
-struct FailingHeads {
-    inner: object_store::memory::InMemory,
-}
-
-impl std::fmt::Display for FailingHeads {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("FailingHeads")
-    }
-}
-
-#[async_trait::async_trait]
-impl ObjectStore for FailingHeads {
-    async fn put_opts(
-        &self,
-        location: &Path,
-        payload: object_store::PutPayload,
-        opts: PutOptions,
-    ) -> object_store::Result<object_store::PutResult> {
-        self.inner.put_opts(location, payload, opts).await
-    }
-
-    async fn put_multipart_opts(
-        &self,
-        location: &Path,
-        opts: object_store::PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
-    }
-
-    async fn get_opts(
-        &self,
-        location: &Path,
-        options: GetOptions,
-    ) -> object_store::Result<object_store::GetResult> {
-        if options.head {
-            return Err(object_store::Error::Generic {
-                store: "FailingHeads",
-                source: "HEAD failed".into(),
-            });
-        }
-        self.inner.get_opts(location, options).await
-    }
-
-    fn delete_stream(
-        &self,
-        locations: futures::stream::BoxStream<'static, object_store::Result<Path>>,
-    ) -> futures::stream::BoxStream<'static, object_store::Result<Path>> {
-        self.inner.delete_stream(locations)
-    }
-
-    fn list(
-        &self,
-        prefix: Option<&Path>,
-    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-
-    async fn list_with_delimiter(
-        &self,
-        prefix: Option<&Path>,
-    ) -> object_store::Result<object_store::ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-
-    async fn copy_opts(
-        &self,
-        from: &Path,
-        to: &Path,
-        options: object_store::CopyOptions,
-    ) -> object_store::Result<()> {
-        self.inner.copy_opts(from, to, options).await
-    }
-}
-
 /// A scoped listing that cannot read a spill's writer fails with the store's error instead of
 /// leaving the reader's own spill out unsaid; a listing of every spill shows it without facts.
 #[tokio::test]
@@ -1052,7 +976,7 @@ async fn a_scoped_listing_fails_when_a_writer_cannot_be_read() {
     let store = Store {
         inner: Arc::new(Inner {
             url: "failing-heads://".into(),
-            backend: Backend::Object(Arc::new(FailingHeads::default())),
+            backend: Backend::Object(Arc::new(HeadFails::default())),
             base: Path::from(NAMESPACE),
             cache: IndexCache::new(0),
             options: StoreOptions::default(),

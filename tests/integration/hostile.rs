@@ -20,7 +20,9 @@ use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{WorkflowContext, WorkflowResult};
 
 use crate::processes::WorkerProcess;
-use crate::temporal::{Outcome, Probe, ProbeWorkflow, TestWorker, probe, temporal_address, unique};
+use crate::temporal::{
+    Outcome, Probe, ProbeWorkflow, TestWorker, cancel_after, probe, temporal_address, unique,
+};
 
 /// The worker's address-space limit: its own mapping at rest (about 1.3 GiB of it reserved, not
 /// used, by its allocator) and room for a query child (its 1 GiB stack reservation and the
@@ -463,11 +465,10 @@ impl CancelQuery {
     ) -> WorkflowResult<String> {
         let [task_queue, handle] = <[String; 2]>::try_from(queue_and_handle)
             .unwrap_or_else(|_| [String::new(), String::new()]);
-        use futures::future::{Either, select};
         use temporalio_common::UntypedActivity;
         use temporalio_common::data_converters::RawValue;
         use temporalio_common::protos::temporal::api::common::v1::Payload;
-        use temporalio_sdk::{ActivityCancellationType, CancellableFuture as _};
+        use temporalio_sdk::ActivityCancellationType;
 
         let mut options = overspill::workflows::activity_options();
         options.task_queue = Some(task_queue);
@@ -482,24 +483,12 @@ impl CancelQuery {
             data: serde_json::to_vec(&input).unwrap_or_default(),
             external_payloads: vec![],
         };
-        let activity = Box::pin(ctx.execute_activity(
+        let activity = ctx.execute_activity(
             UntypedActivity::new(QUERY.to_owned()),
             RawValue::new(vec![payload]),
             options,
-        ));
-        let timer = Box::pin(ctx.timer(Duration::from_secs(4)));
-        let activity = match select(activity, timer).await {
-            Either::Left((done, _)) => return Ok(format!("finished first: {:?}", done.err())),
-            Either::Right((_, activity)) => activity,
-        };
-        activity.cancel();
-        Ok(match activity.await {
-            Err(temporalio_common::error::ActivityExecutionError::Cancelled(_)) => {
-                "cancelled".into()
-            }
-            Err(e) => format!("failed: {e}"),
-            Ok(_) => "completed".into(),
-        })
+        );
+        Ok(cancel_after(ctx, activity, Duration::from_secs(4)).await)
     }
 }
 

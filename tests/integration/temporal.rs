@@ -737,8 +737,7 @@ pub(crate) struct CancelProbe;
 impl CancelProbe {
     #[run(name = "OverspillCancelProbe")]
     pub(crate) async fn run(ctx: &mut WorkflowContext<Self>, lines: u64) -> WorkflowResult<String> {
-        use futures::future::{Either, select};
-        use temporalio_sdk::{ActivityCancellationType, CancellableFuture as _};
+        use temporalio_sdk::ActivityCancellationType;
 
         let options =
             temporalio_sdk::ActivityOptions::with_start_to_close_timeout(Duration::from_secs(120))
@@ -752,7 +751,7 @@ impl CancelProbe {
                 )
                 .cancellation_type(ActivityCancellationType::WaitCancellationCompleted)
                 .build();
-        let activity = Box::pin(ctx.execute_activity(
+        let activity = ctx.execute_activity(
             overspill::workflows::ExampleTools::generate_logs,
             overspill::workflows::ToolRequest {
                 tool_call_id: Some("call-cancel".into()),
@@ -760,22 +759,36 @@ impl CancelProbe {
                 ..Default::default()
             },
             options,
-        ));
+        );
         // Cancel after 2.5 heartbeat timeouts: an activity that did not heartbeat would have
         // timed out by then, and the result would be a timeout, not a cancellation.
-        let timer = Box::pin(ctx.timer(Duration::from_secs(10)));
-        let activity = match select(activity, timer).await {
-            Either::Left((done, _)) => return Ok(format!("finished first: {:?}", done.err())),
-            Either::Right((_, activity)) => activity,
-        };
-        activity.cancel();
-        Ok(match activity.await {
-            Err(temporalio_common::error::ActivityExecutionError::Cancelled(_)) => {
-                "cancelled".into()
-            }
-            Err(e) => format!("failed: {e}"),
-            Ok(_) => "completed".into(),
-        })
+        Ok(cancel_after(ctx, activity, Duration::from_secs(10)).await)
+    }
+}
+
+/// Let `activity` run for `after` of workflow time, then cancel it and wait for it: how it ended
+/// (`cancelled`, `failed: …`, `completed`, or `finished first: …` if it ended before the timer).
+pub(crate) async fn cancel_after<W, T>(
+    ctx: &WorkflowContext<W>,
+    activity: impl temporalio_sdk::CancellableFuture<
+        Output = Result<T, temporalio_common::error::ActivityExecutionError>,
+    >,
+    after: Duration,
+) -> String {
+    use futures::future::{Either, select};
+    use temporalio_common::error::ActivityExecutionError;
+
+    let activity = Box::pin(activity);
+    let timer = Box::pin(ctx.timer(after));
+    let activity = match select(activity, timer).await {
+        Either::Left((done, _)) => return format!("finished first: {:?}", done.err()),
+        Either::Right((_, activity)) => activity,
+    };
+    activity.cancel();
+    match activity.await {
+        Err(ActivityExecutionError::Cancelled(_)) => "cancelled".into(),
+        Err(e) => format!("failed: {e}"),
+        Ok(_) => "completed".into(),
     }
 }
 
