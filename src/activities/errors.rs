@@ -92,7 +92,7 @@ impl Failure {
 
     /// A query's child process that gave no answer: retryable (another attempt, perhaps on
     /// another worker, may start one).
-    pub fn query_sandbox(error: &crate::query::SandboxError) -> Self {
+    pub fn query_sandbox(error: &(dyn std::error::Error + Send + Sync)) -> Self {
         Self::new("QuerySandboxFailed", error.to_string(), true)
     }
 

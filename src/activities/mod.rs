@@ -389,7 +389,7 @@ fn read_failure(error: &ReadOutcomeError) -> Failure {
     match error {
         ReadOutcomeError::Retry(retry) => Failure::model_retry(retry.to_string()),
         ReadOutcomeError::Store(e) => Failure::store(e),
-        ReadOutcomeError::Sandbox(e) => Failure::query_sandbox(e),
+        ReadOutcomeError::Sandbox(e) => Failure::query_sandbox(e.as_ref()),
     }
 }
 

@@ -512,7 +512,10 @@ mod tests {
         match garbled {
             Err(ReadOutcomeError::Sandbox(e)) => {
                 assert!(
-                    matches!(*e, SandboxError::Undecodable { bytes: 9, .. }),
+                    matches!(
+                        e.downcast_ref::<SandboxError>(),
+                        Some(SandboxError::Undecodable { bytes: 9, .. })
+                    ),
                     "{e}"
                 )
             }

@@ -91,8 +91,10 @@ pub enum ReadOutcomeError {
     #[error(transparent)]
     Store(StoreError),
     /// A query's child process failed (the worker's fault, not the request's): worth retrying.
+    /// The error is a [`crate::query::SandboxError`]; it is boxed as a trait object so that
+    /// paging does not depend on the query module, which depends on it.
     #[error(transparent)]
-    Sandbox(Box<crate::query::SandboxError>),
+    Sandbox(Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl From<PageError> for ReadOutcomeError {
