@@ -78,8 +78,9 @@ class EsStack:
     def spill_object(self, handle: str) -> bytes:
         from overspill_pydantic_ai import OverspillStore
 
+        # Outside an activity the package reads every spill, as the operator's CLI does.
         store = OverspillStore(self.store_url, s3_client=self.s3)
-        return store._s3_get(handle)
+        return asyncio.run(store.read(handle))
 
     def start_overspill(self, name: str, *args: str) -> tuple[Process, str]:
         """Another Overspill worker on a queue of its own."""
