@@ -747,15 +747,7 @@ async fn a_dropped_multipart_upload_is_aborted() {
         .part_size(1024)
         .part_concurrency(2)
         .build();
-    let store = Store {
-        inner: Arc::new(Inner {
-            url: "stalled://".into(),
-            backend: Backend::Object(backend),
-            base: Path::from(NAMESPACE),
-            cache: IndexCache::new(0),
-            options,
-        }),
-    };
+    let store = over("stalled://", backend, options);
     let err = store.write("run/c.0", text(1_000)).await.unwrap_err();
     assert!(matches!(err, StoreError::Timeout(_)), "{err}");
     for _ in 0..100 {
@@ -829,6 +821,28 @@ async fn a_listing_that_never_ends_stops_at_the_scan_deadline() {
         matches!(collected, Err(StoreError::Timeout(_))),
         "{collected:?}"
     );
+}
+
+/// A store at `url` over `backend`, with no index cache.
+fn over(url: &str, backend: Arc<dyn ObjectStore>, options: StoreOptions) -> Store {
+    Store {
+        inner: Arc::new(Inner {
+            url: url.into(),
+            backend: Backend::Object(backend),
+            base: Path::from(NAMESPACE),
+            cache: IndexCache::new(0),
+            options,
+        }),
+    }
+}
+
+/// A store over [`HeadFails`].
+fn head_fails() -> Store {
+    over(
+        "s3://head-fails",
+        Arc::new(HeadFails::default()),
+        StoreOptions::default(),
+    )
 }
 
 /// An in-memory bucket whose HEAD requests fail as a server error would.
@@ -910,15 +924,7 @@ impl ObjectStore for HeadFails {
 /// WARN with its cause, not silence.
 #[tokio::test]
 async fn a_listing_reports_metadata_it_cannot_read() {
-    let store = Store {
-        inner: Arc::new(Inner {
-            url: "s3://head-fails".into(),
-            backend: Backend::Object(Arc::new(HeadFails::default())),
-            base: Path::from(NAMESPACE),
-            options: StoreOptions::default(),
-            cache: IndexCache::new(0),
-        }),
-    };
+    let store = head_fails();
     store
         .for_tool("cat", &Reader::operator())
         .write("run-h/call-1.0", text(3))
@@ -973,15 +979,7 @@ async fn a_handle_left_out_of_the_metadata_still_reads_its_spill() {
 /// leaving the reader's own spill out unsaid; a listing of every spill shows it without facts.
 #[tokio::test]
 async fn a_scoped_listing_fails_when_a_writer_cannot_be_read() {
-    let store = Store {
-        inner: Arc::new(Inner {
-            url: "failing-heads://".into(),
-            backend: Backend::Object(Arc::new(HeadFails::default())),
-            base: Path::from(NAMESPACE),
-            cache: IndexCache::new(0),
-            options: StoreOptions::default(),
-        }),
-    };
+    let store = head_fails();
     let mine = Reader::new(
         ReadScope::Workflow,
         Some(Scope::new("default", "wf").unwrap()),
