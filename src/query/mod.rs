@@ -32,7 +32,6 @@ mod sandbox;
 #[cfg(test)]
 mod tests;
 
-use std::ops::Range;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -256,7 +255,11 @@ async fn run_here<R: SpillReader>(
     let (tx, rx) = mpsc::channel(1);
     let answer = engine::spawn(job, rx)
         .map_err(|e| ReadOutcomeError::Store(StoreError::Backend(Box::new(e))))?;
-    let fed = feed(reader, handle, version, 0..version.size, tx).await;
+    // The closure owns `tx`: the channel closes when the feed ends, and the engine finishes.
+    let fed = feed(reader, handle, version, async move |bytes| {
+        tx.send(bytes).await.is_ok()
+    })
+    .await;
     let answer = answer
         .await
         .map_err(|e| ReadOutcomeError::Store(StoreError::Backend(Box::new(e))))?;
@@ -264,21 +267,20 @@ async fn run_here<R: SpillReader>(
     Ok(answer?)
 }
 
-/// Send bytes `range` of the payload to `tx` in chunks of [`SpillReader::chunk_bytes`], each
-/// read checked against `version`; stops early when the engine stops taking them.
+/// Hand the payload to `take` in chunks of [`SpillReader::chunk_bytes`], each read checked
+/// against `version`; stops early when `take` answers `false` (the engine stopped taking them).
 async fn feed<R: SpillReader>(
     reader: &R,
     handle: &str,
     version: &Version,
-    range: Range<u64>,
-    tx: mpsc::Sender<Bytes>,
+    mut take: impl AsyncFnMut(Bytes) -> bool,
 ) -> Result<(), ReadOutcomeError> {
     let step = reader.chunk_bytes().max(1) as u64;
-    let mut at = range.start;
-    while at < range.end {
-        let end = range.end.min(at + step);
+    let mut at = 0;
+    while at < version.size {
+        let end = version.size.min(at + step);
         let bytes = fetch_checked(reader, handle, Part::Payload, version, at..end).await?;
-        if tx.send(bytes).await.is_err() {
+        if !take(bytes).await {
             break;
         }
         at = end;

@@ -35,7 +35,7 @@ use tokio::process::{ChildStdin, Command};
 use tokio::sync::mpsc;
 
 use super::engine::{self, Ended, Job, Runaway, STACK_BYTES};
-use crate::read::{Part, ReadError, ReadOutcomeError, SpillReader, Version, fetch_checked};
+use crate::read::{ReadError, ReadOutcomeError, SpillReader, Version};
 
 /// The hidden subcommand the child runs: `overspill query-sandbox`.
 pub const SANDBOX_COMMAND: &str = "query-sandbox";
@@ -231,8 +231,8 @@ pub(crate) async fn run<R: SpillReader>(
     judge(status, &answer, &stderr)
 }
 
-/// Write `order`, then bytes of the payload in chunks of [`SpillReader::chunk_bytes`], each read
-/// checked against `version`; a child that stops reading (it has its answer) ends the feed.
+/// Write `order`, then the payload as [`super::feed`] reads it; a child that stops reading (it
+/// has its answer) ends the feed.
 async fn feed<R: SpillReader>(
     reader: &R,
     handle: &str,
@@ -243,17 +243,8 @@ async fn feed<R: SpillReader>(
     if stdin.write_all(&order).await.is_err() {
         return Ok(());
     }
-    let step = reader.chunk_bytes().max(1) as u64;
-    let mut at = 0;
-    while at < version.size {
-        let end = version.size.min(at + step);
-        let bytes = fetch_checked(reader, handle, Part::Payload, version, at..end).await?;
-        if stdin.write_all(&bytes).await.is_err() {
-            break;
-        }
-        at = end;
-    }
-    Ok(())
+    let write = async move |bytes: Bytes| stdin.write_all(&bytes).await.is_ok();
+    super::feed(reader, handle, version, write).await
 }
 
 /// The first `cap` bytes `from` gives; the rest is read and dropped, so the child never blocks
