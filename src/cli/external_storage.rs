@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use overspill::external_storage::{
-    ExternalStorage, ExternalStorageSettings, GcMetrics, GcOptions, GcReport,
+    ExternalStorage, ExternalStorageSettings, GcMetrics, GcOptions, PayloadGcReport,
 };
 use overspill::worker::Connect;
 use temporalio_client::Client;
@@ -126,9 +126,9 @@ impl ScheduleArgs {
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "external-storage gc failed");
-                        GcReport {
+                        PayloadGcReport {
                             errors: 1,
-                            ..GcReport::default()
+                            ..PayloadGcReport::default()
                         }
                     }
                 };

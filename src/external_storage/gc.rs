@@ -102,7 +102,7 @@ impl Tally {
 
 /// What a collection did (on a dry run: would have deleted).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct GcReport {
+pub struct PayloadGcReport {
     /// `DescribeWorkflowExecution` calls answered or failed.
     pub runs_checked: u64,
     /// Objects deleted.
@@ -116,7 +116,7 @@ pub struct GcReport {
 }
 
 /// `checked 3 run(s); deleted 2 object(s), 10 bytes; kept …; 0 error(s)`.
-impl std::fmt::Display for GcReport {
+impl std::fmt::Display for PayloadGcReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (verb, dry) = match self.dry_run {
             true => ("would delete", " (dry run)"),
@@ -198,16 +198,16 @@ impl ExternalStorage {
         &self,
         client: &Client,
         options: GcOptions,
-    ) -> Result<GcReport, ExternalStorageError> {
+    ) -> Result<PayloadGcReport, ExternalStorageError> {
         let mut pace = tokio::time::interval(Duration::from_secs(1) / options.rate.max(1));
         pace.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut gc = Collection {
             storage: self,
             client,
             pace: tokio::sync::Mutex::new(pace),
-            report: GcReport {
+            report: PayloadGcReport {
                 dry_run: options.dry_run,
-                ..GcReport::default()
+                ..PayloadGcReport::default()
             },
             options,
             verdicts: HashMap::new(),
@@ -223,7 +223,7 @@ struct Collection<'a> {
     options: GcOptions,
     /// Ticks at the rate Temporal calls may start at.
     pace: tokio::sync::Mutex<tokio::time::Interval>,
-    report: GcReport,
+    report: PayloadGcReport,
     verdicts: HashMap<Execution, Verdict>,
 }
 
@@ -436,53 +436,51 @@ fn execution_not_found(status: &Status) -> bool {
         })
 }
 
-/// The Prometheus counters of scheduled collections: `overspill_external_storage_gc_` and
-/// each name here, in [`GcMetrics::record`]'s order.
-const COUNTERS: [(&str, &str); 6] = [
-    ("runs_checked", "Workflow executions described"),
-    ("objects_deleted", "Objects deleted"),
-    ("bytes_deleted", "Bytes deleted"),
-    ("objects_kept", "Objects kept"),
-    ("bytes_kept", "Bytes kept"),
-    ("errors", "Temporal calls, deletes and listings that failed"),
-];
-
-/// Counters of [`GcReport`]s: `overspill_external_storage_gc_runs_checked`, `…_objects_deleted`,
-/// `…_bytes_deleted`, `…_objects_kept`, `…_bytes_kept`, `…_errors`.
+/// Counters of [`PayloadGcReport`]s, one per field: `overspill_external_storage_gc_runs_checked`,
+/// `…_objects_deleted`, `…_bytes_deleted`, `…_objects_kept`, `…_bytes_kept`, `…_errors`.
 #[derive(Clone, derive_more::Debug)]
 #[debug("GcMetrics")]
-pub struct GcMetrics(Arc<[Counter]>, MetricAttributes);
+pub struct GcMetrics {
+    runs_checked: Counter,
+    objects_deleted: Counter,
+    bytes_deleted: Counter,
+    objects_kept: Counter,
+    bytes_kept: Counter,
+    errors: Counter,
+    attributes: MetricAttributes,
+}
 
 impl GcMetrics {
     /// Counters registered with `meter` (the SDK's Prometheus meter).
     pub fn new(meter: &Arc<dyn CoreMeter>) -> Self {
-        let counters = COUNTERS.iter().map(|(name, what)| {
+        let counter = |name: &str, what: &str| {
             meter.counter(
                 MetricParameters::builder()
                     .name(format!("overspill_external_storage_gc_{name}"))
                     .description(format!("External Storage gc: {what}"))
                     .build(),
             )
-        });
-        Self(
-            counters.collect(),
-            meter.new_attributes(NewAttributes::default()),
-        )
+        };
+        Self {
+            runs_checked: counter("runs_checked", "Workflow executions described"),
+            objects_deleted: counter("objects_deleted", "Objects deleted"),
+            bytes_deleted: counter("bytes_deleted", "Bytes deleted"),
+            objects_kept: counter("objects_kept", "Objects kept"),
+            bytes_kept: counter("bytes_kept", "Bytes kept"),
+            errors: counter("errors", "Temporal calls, deletes and listings that failed"),
+            attributes: meter.new_attributes(NewAttributes::default()),
+        }
     }
 
     /// Add one collection's numbers.
-    pub fn record(&self, report: &GcReport) {
-        let values = [
-            report.runs_checked,
-            report.deleted.objects,
-            report.deleted.bytes,
-            report.kept.objects,
-            report.kept.bytes,
-            report.errors,
-        ];
-        for (counter, value) in self.0.iter().zip(values) {
-            counter.add(value, &self.1);
-        }
+    pub fn record(&self, report: &PayloadGcReport) {
+        let attributes = &self.attributes;
+        self.runs_checked.add(report.runs_checked, attributes);
+        self.objects_deleted.add(report.deleted.objects, attributes);
+        self.bytes_deleted.add(report.deleted.bytes, attributes);
+        self.objects_kept.add(report.kept.objects, attributes);
+        self.bytes_kept.add(report.kept.bytes, attributes);
+        self.errors.add(report.errors, attributes);
     }
 }
 
@@ -572,7 +570,7 @@ mod tests {
 
     #[test]
     fn the_summary_names_every_count() {
-        let report = GcReport {
+        let report = PayloadGcReport {
             runs_checked: 3,
             deleted: Tally {
                 objects: 2,

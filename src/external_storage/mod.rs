@@ -53,7 +53,7 @@ use crate::store::{Bucket, StoreOptions};
 pub use codec::ExternalStorageCodec;
 pub use driver::{Driver, KeyScope, Located};
 pub use error::ExternalStorageError;
-pub use gc::{GcMetrics, GcOptions, GcReport, Tally};
+pub use gc::{GcMetrics, GcOptions, PayloadGcReport, Tally};
 pub use reference::{LEGACY_ENCODING, MARKER_KEY, MESSAGE_TYPE, Reference};
 
 /// How much goes to External Storage.

@@ -4,7 +4,7 @@
 use super::config::Limits;
 use super::pyfmt::{repr, thousands};
 use super::text::{head_chars, tail_chars};
-use super::tokens::CHARS_PER_TOKEN;
+use super::tokens::ESTIMATED_CHARS_PER_TOKEN;
 use super::unit::Unit;
 
 /// The model-visible text of a spilled unit: header, optional `shape:` line, preview body.
@@ -23,7 +23,7 @@ pub fn spill_message(unit: &Unit, handle: &str, preview_chars: i64, limits: &Lim
             // The reference's estimate whatever the tokenizer, as the reference does when a
             // custom tokenizer chose the band: counting a whole spill would cost more than it.
             let size = if limits.over_tokens {
-                format!("{} tokens", thousands(chars / CHARS_PER_TOKEN))
+                format!("{} tokens", thousands(chars / ESTIMATED_CHARS_PER_TOKEN))
             } else {
                 format!("{} chars", thousands(chars))
             };

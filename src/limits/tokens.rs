@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use tiktoken::CoreBpe;
 
 /// Chars per token in the reference's estimate (`len(text) // 4`).
-pub const CHARS_PER_TOKEN: u64 = 4;
+pub const ESTIMATED_CHARS_PER_TOKEN: u64 = 4;
 
 /// The longest token of `o200k_base` and `cl100k_base`, in bytes.
 pub const LONGEST_TOKEN_BYTES: u64 = 128;
@@ -50,7 +50,7 @@ impl Tokenizer {
     /// The number of tokens in `text`.
     pub fn count(self, text: &str) -> u64 {
         match self.bpe() {
-            None => super::text::char_len(text) / CHARS_PER_TOKEN,
+            None => super::text::char_len(text) / ESTIMATED_CHARS_PER_TOKEN,
             Some(bpe) => bpe.count(text) as u64,
         }
     }
@@ -75,8 +75,8 @@ impl Tokenizer {
     pub fn max_chars_within(self, tokens: u64) -> u64 {
         match self {
             Self::CharsDiv4 => tokens
-                .saturating_mul(CHARS_PER_TOKEN)
-                .saturating_add(CHARS_PER_TOKEN - 1),
+                .saturating_mul(ESTIMATED_CHARS_PER_TOKEN)
+                .saturating_add(ESTIMATED_CHARS_PER_TOKEN - 1),
             Self::O200kBase | Self::Cl100kBase => tokens.saturating_mul(LONGEST_TOKEN_BYTES),
         }
     }

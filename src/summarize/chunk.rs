@@ -33,7 +33,7 @@ impl ChunkBudget {
     /// Tokens kept free for the prompt template, the system message and the summary itself.
     pub const RESERVED_TOKENS: u64 = 4_096;
     /// Characters per token assumed when converting (conservative: code and JSON run near 3).
-    pub const CHARS_PER_TOKEN: u64 = 3;
+    pub const ASSUMED_CHARS_PER_TOKEN: u64 = 3;
 
     /// A budget of `max_chars` characters (at least 1).
     pub fn chars(max_chars: usize) -> Self {
@@ -45,7 +45,8 @@ impl ChunkBudget {
     /// The budget for a model with a context of `tokens`: `(tokens - reserved) * 3` characters,
     /// at least 1,000, where `reserved` is [`Self::reserved_tokens`].
     pub fn from_context_tokens(tokens: u64) -> Self {
-        let usable = tokens.saturating_sub(Self::reserved_tokens(tokens)) * Self::CHARS_PER_TOKEN;
+        let usable =
+            tokens.saturating_sub(Self::reserved_tokens(tokens)) * Self::ASSUMED_CHARS_PER_TOKEN;
         Self::chars(usize::try_from(usable).unwrap_or(usize::MAX).max(1_000))
     }
 
@@ -237,7 +238,7 @@ fn refit(error: &SummarizeError, call: SummaryRequest<'_>, level: u32) -> Option
     let usable = context_tokens.saturating_sub(ChunkBudget::reserved_tokens(*context_tokens));
     let fits = match prompt_tokens {
         Some(tokens) => usable.saturating_mul(prompt_chars) / tokens,
-        None => usable.saturating_mul(ChunkBudget::CHARS_PER_TOKEN),
+        None => usable.saturating_mul(ChunkBudget::ASSUMED_CHARS_PER_TOKEN),
     } / 10
         * 9;
     let max = fits.saturating_sub(prompt_chars.saturating_sub(output_chars));

@@ -10,7 +10,7 @@ use futures::TryStreamExt as _;
 use object_store::path::Path;
 use overspill::api::ReduceRequest;
 use overspill::external_storage::{
-    ExternalStorage, ExternalStorageSettings, GcOptions, GcReport, KeyScope, Tally,
+    ExternalStorage, ExternalStorageSettings, GcOptions, KeyScope, PayloadGcReport, Tally,
 };
 use overspill::store::{Bucket, StoreOptions};
 use overspill::workflows::ReduceToolOutput;
@@ -109,16 +109,16 @@ async fn gc_deletes_only_objects_of_workflows_temporal_does_not_have() {
         .expect("gc");
     assert_eq!(
         young,
-        GcReport {
+        PayloadGcReport {
             kept: tally(&before),
-            ..GcReport::default()
+            ..PayloadGcReport::default()
         }
     );
 
     // Two days on: a dry run and a real one count the same, and only the real one deletes.
     let later = SystemTime::now() + Duration::from_secs(2 * 24 * 3600);
     let kept: BTreeSet<_> = before.difference(&doomed).cloned().collect();
-    let expected = GcReport {
+    let expected = PayloadGcReport {
         runs_checked: 3,
         deleted: tally(&doomed),
         kept: tally(&kept),
@@ -137,7 +137,7 @@ async fn gc_deletes_only_objects_of_workflows_temporal_does_not_have() {
         .expect("gc");
     assert_eq!(
         real,
-        GcReport {
+        PayloadGcReport {
             dry_run: false,
             ..expected
         }
