@@ -3,11 +3,12 @@
 //! size. Memory is the chunk being scanned, the kept lines (at most [`PAGE_BYTES_CAP`] bytes)
 //! and, from the end, one note per chunk.
 //!
-//! Whole lines are searched a span at a time: the pattern finds the next candidate, whose line is
-//! confirmed (a match that runs past its line's end is tested again on the line alone), counted
-//! and skipped; the lines in between are only counted. A pattern that anchors to lines, or that once matched across a line break, is tested line by
-//! line. A line longer than a chunk is gathered (up to [`MAX_LINE_BYTES`]) and tested whole; a
-//! literal goes on past that, keeping the bytes a match could straddle.
+//! Whole lines are searched one match at a time: the pattern finds the next candidate, whose line
+//! is confirmed (a match that runs past its line's end is tested again on the line alone), counted
+//! and skipped; the lines in between are only counted. A pattern that anchors to lines, or that
+//! once matched across a line break, is tested line by line. A line longer than a chunk is
+//! gathered (up to [`MAX_LINE_BYTES`]) and tested whole; a literal goes on past that, keeping the
+//! bytes a match could straddle.
 //!
 //! A page counted from the start takes one pass. From the end it takes two: the first counts the
 //! matches and notes, at each line-aligned chunk, the line and the matches before it; the second
