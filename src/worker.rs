@@ -510,8 +510,8 @@ pub enum LogFormat {
 /// to stderr, coloured only when stderr is a terminal and `NO_COLOR` is unset.
 ///
 /// Without `RUST_LOG` (or with an empty or invalid one, which is reported), spans are off: the
-/// Temporal SDK opens several for every activity task, and recording their fields was 5 % of a
-/// busy worker's CPU. Events still show, the SDK's included; `RUST_LOG=info` brings spans back.
+/// Temporal SDK opens several for every activity task, and recording their fields costs a busy
+/// worker CPU. Events still show, the SDK's included; `RUST_LOG=info` brings spans back.
 pub fn init_logging(format: LogFormat, default_filter: &str) {
     use std::io::{IsTerminal as _, stderr};
     use tracing_subscriber::util::SubscriberInitExt as _;

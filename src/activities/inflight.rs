@@ -2,7 +2,7 @@
 //! so that many concurrent large spills queue instead of exhausting memory.
 //!
 //! Before it fetches or decodes anything, an activity is charged what its input costs in memory at
-//! its peak, four times the input's size (measured on a 20 MB spill: the payload, serde_json's
+//! its peak, four times the input's size (the payload, serde_json's
 //! buffer for a string with escapes, the decoded request and the bytes the spill uploads), and it
 //! gives the charge back when it finishes. The read-back activities are charged their fixed
 //! working set on top (a query its memory bound, [`crate::query::QueryRunner::memory`]; a grep or

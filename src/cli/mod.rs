@@ -88,8 +88,8 @@ pub(crate) fn main() -> ExitCode {
 }
 
 /// The async runtime: the main thread alone for the one-shot commands (they do one thing at a
-/// time; a pool hands each 4 MiB chunk between threads: pattern pages took up to a third more time
-/// and 23 MiB more peak RSS on one, measured with benches/ab.py) and for
+/// time; a pool hands each 4 MiB chunk between threads, which costs pattern pages time and peak
+/// RSS) and for
 /// `worker --worker-threads 1` (the SDK's worker loop runs there, in `block_on`); tokio's
 /// multi-threaded scheduler for the worker and `dev`, which serve many activities at once.
 fn runtime(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {

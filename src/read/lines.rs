@@ -51,7 +51,7 @@ pub(crate) fn rare_breaks(
 }
 
 /// Bytes per block of the scans: the width of a mask.
-pub(crate) const BLOCK: usize = 64;
+const BLOCK: usize = 64;
 
 /// The bytes of `block` that may start a line break other than `\n`, one bit each: `\x0b`–`\r`,
 /// `\x1c`–`\x1e`, or the first byte of U+0085 or U+2028/U+2029.
@@ -72,22 +72,16 @@ fn rare_starts(block: &[u8; BLOCK]) -> u64 {
 /// first byte of U+0085 or U+2028/U+2029. A wide net is one comparison cheaper; [`break_len`]
 /// decides. 64 bytes are compared at once ([`wide`]'s SIMD).
 #[inline(always)]
-pub(crate) fn break_candidates(block: &[u8; BLOCK]) -> u64 {
+fn break_candidates(block: &[u8; BLOCK]) -> u64 {
     let bytes = u8x64::from(*block);
     let controls = bytes.min(u8x64::splat(0x1e)).simd_eq(bytes);
     let leads = bytes.simd_eq(u8x64::splat(0xc2)) | bytes.simd_eq(u8x64::splat(0xe2));
     (controls | leads).to_bitmask()
 }
 
-/// The bytes of `block` equal to `byte`, one bit each, compared as [`break_candidates`] does.
-#[inline(always)]
-pub(crate) fn eq_mask(block: &[u8; BLOCK], byte: u8) -> u64 {
-    u8x64::from(*block).simd_eq(u8x64::splat(byte)).to_bitmask()
-}
-
 /// The block of `data` at `at`: its next 64 bytes, zeros past its end ([`within`] masks them).
 #[inline(always)]
-pub(crate) fn block_at(data: &[u8], at: usize) -> [u8; BLOCK] {
+fn block_at(data: &[u8], at: usize) -> [u8; BLOCK] {
     let rest = data.get(at..).unwrap_or_default();
     rest.first_chunk().copied().unwrap_or_else(|| {
         let mut block = [0; BLOCK];
@@ -98,26 +92,18 @@ pub(crate) fn block_at(data: &[u8], at: usize) -> [u8; BLOCK] {
 
 /// The bits of the block at `at` (`at < data.len()`) that are bytes of `data`.
 #[inline(always)]
-pub(crate) fn within(data: &[u8], at: usize) -> u64 {
+fn within(data: &[u8], at: usize) -> u64 {
     u64::MAX >> (BLOCK - BLOCK.min(data.len() - at))
 }
 
 /// The positions of the set bits of `mask`, in order.
 #[inline(always)]
-pub(crate) fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
+fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
     std::iter::from_fn(move || {
         let i = (mask != 0).then(|| mask.trailing_zeros() as usize)?;
         mask &= mask - 1;
         Some(i)
     })
-}
-
-/// The set bits `i` of `mask` for which `keep(i)` holds.
-#[inline(always)]
-pub(crate) fn only(mask: u64, keep: impl Fn(usize) -> bool) -> u64 {
-    bits(mask)
-        .filter(|&i| keep(i))
-        .fold(0, |kept, i| kept | 1 << i)
 }
 
 /// The content ranges of `data`'s lines, as `str.splitlines()` would split its lossy decoding.
@@ -248,7 +234,7 @@ pub trait ChunkSink: Send + 'static {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+mod tests {
     use proptest::prelude::*;
 
     use super::*;
@@ -260,7 +246,7 @@ pub(super) mod tests {
     }
 
     /// Every line break, its parts alone, bytes next to them, and text.
-    pub(in crate::read) const BREAKS: [&[u8]; 20] = [
+    const BREAKS: [&[u8]; 20] = [
         b"\n",
         b"\r",
         b"\r\n",
@@ -284,10 +270,7 @@ pub(super) mod tests {
     ];
 
     /// Up to `most` of `pieces` in a row.
-    pub(in crate::read) fn text_of(
-        pieces: Vec<&'static [u8]>,
-        most: usize,
-    ) -> impl Strategy<Value = Vec<u8>> {
+    fn text_of(pieces: Vec<&'static [u8]>, most: usize) -> impl Strategy<Value = Vec<u8>> {
         proptest::collection::vec(proptest::sample::select(pieces), 0..most)
             .prop_map(|p| p.concat())
     }
@@ -341,7 +324,6 @@ pub(super) mod tests {
         #[test]
         fn the_masks_have_a_bit_for_each_byte_they_mark(
             block in proptest::collection::vec(any::<u8>(), BLOCK),
-            byte in any::<u8>(),
         ) {
             let block: [u8; BLOCK] = block.try_into().unwrap();
             let mask = |test: &dyn Fn(u8) -> bool| (0..BLOCK).fold(0, |m, i| m | (u64::from(test(block[i])) << i));
@@ -349,8 +331,6 @@ pub(super) mod tests {
             prop_assert_eq!(break_candidates(&block), mask(&candidate));
             let rare = |b: u8| matches!(b, 0x0b..=0x0d | 0x1c..=0x1e | 0xc2 | 0xe2);
             prop_assert_eq!(rare_starts(&block), mask(&rare));
-            prop_assert_eq!(eq_mask(&block, byte), mask(&|b| b == byte));
-            prop_assert_eq!(eq_mask(&block, block[byte as usize % BLOCK]), mask(&|b| b == block[byte as usize % BLOCK]));
         }
     }
 

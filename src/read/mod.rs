@@ -17,7 +17,6 @@
 //! ```
 
 mod cache;
-mod count;
 mod grep;
 pub mod line_index;
 pub mod lines;

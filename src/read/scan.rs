@@ -3,13 +3,12 @@
 //! size. Memory is the chunk being scanned, the kept lines (at most [`PAGE_BYTES_CAP`] bytes)
 //! and, from the end, one note per chunk.
 //!
-//! Whole lines are searched a span at a time: the pattern finds the next candidate, whose line is
-//! confirmed (a match that runs past its line's end is tested again on the line alone), counted
-//! and skipped; the lines in between are only counted. Where a literal's matches are dense, a
-//! span that holds no line of the window is counted 64 bytes at a time instead ([`LineCounter`]).
-//! A pattern that anchors to lines, or that once matched across a line break, is tested line by
-//! line. A line longer than a chunk is gathered (up to [`MAX_LINE_BYTES`]) and tested whole; a
-//! literal goes on past that, keeping the bytes a match could straddle.
+//! Whole lines are searched one match at a time: the pattern finds the next candidate, whose line
+//! is confirmed (a match that runs past its line's end is tested again on the line alone), counted
+//! and skipped; the lines in between are only counted. A pattern that anchors to lines, or that
+//! once matched across a line break, is tested line by line. A line longer than a chunk is
+//! gathered (up to [`MAX_LINE_BYTES`]) and tested whole; a literal goes on past that, keeping the
+//! bytes a match could straddle.
 //!
 //! A page counted from the start takes one pass. From the end it takes two: the first counts the
 //! matches and notes, at each line-aligned chunk, the line and the matches before it; the second
@@ -22,7 +21,6 @@ use std::ops::{ControlFlow, Range};
 use memchr::memmem::Finder;
 use regex::bytes::Regex;
 
-use super::count::LineCounter;
 use super::lines::{
     ChunkSink, LineChunk, break_start, count_lines, line_start, lines_before, next_break,
 };
@@ -32,12 +30,6 @@ use super::source::{PageError, SpillReader, stream_lines};
 /// The most bytes of one line gathered to test a regex: a longer line is tested on its first
 /// bytes.
 pub(crate) const MAX_LINE_BYTES: usize = 16 << 20;
-
-/// Bytes a span of whole lines holds at least, for the dense count.
-const SPAN: usize = 64 << 10;
-/// Matches are dense with at least one in so many bytes: counting every block then costs less
-/// than going from match to match.
-const DENSE: u64 = 64;
 
 /// How lines are tested: a literal (`memmem`) or a regex.
 #[derive(Debug, Clone)]
@@ -129,10 +121,6 @@ pub(crate) struct Scan {
     query: Query,
     /// Test every line alone (see [`Matcher`]); set for good once a match crossed a break.
     per_line: bool,
-    /// Counts a literal's matching lines a block at a time, when it holds no line break.
-    counter: Option<LineCounter>,
-    /// The last span scanned had dense matches.
-    dense: bool,
     /// The match numbers whose lines (and context) are kept.
     window: Range<u64>,
     /// Matching lines so far.
@@ -154,11 +142,6 @@ impl Scan {
     fn new(query: &Query, window: Range<u64>) -> Self {
         Self {
             per_line: matches!(query.matcher, Matcher::Regex { per_line: true, .. }),
-            counter: match &query.matcher {
-                Matcher::Literal(finder) => LineCounter::new(finder.needle()),
-                Matcher::Regex { .. } => None,
-            },
-            dense: false,
             query: query.clone(),
             window,
             matches: 0,
@@ -297,44 +280,11 @@ impl Scan {
         self.carry_lines(std::iter::once(&line[..]));
     }
 
-    /// Scan whole lines (`data` starts at a line start and ends at a line end) a span at a time.
+    /// Scan whole lines (`data` starts at a line start and ends at a line end) one match at a
+    /// time.
     fn scan_lines(&mut self, data: &[u8]) {
-        let mut pos = 0;
-        while pos < data.len() && !self.stopped() {
-            let end = match pos.saturating_add(SPAN) {
-                at if at >= data.len() => data.len(),
-                at => next_break(data, at).map_or(data.len(), |(at, len)| at + len),
-            };
-            let (span, before) = (&data[pos..end], self.matches);
-            let numbering = self.numbering();
-            match self.dense_count(span) {
-                Some(n) => {
-                    self.matches += n;
-                    if numbering {
-                        self.line += count_lines(span);
-                    }
-                }
-                None => self.scan_matches(&data[..end], pos),
-            }
-            self.dense = (self.matches - before) * DENSE >= span.len() as u64;
-            pos = end;
-        }
-        self.carry_lines(lines_before(data, data.len()));
-    }
-
-    /// The matching lines of `span`, when the last span's matches were dense and this one holds
-    /// no line to keep: counted, not searched.
-    fn dense_count(&self, span: &[u8]) -> Option<u64> {
-        let counter = self.counter.as_ref();
-        let counter = counter.filter(|_| self.dense && self.after == 0 && !self.per_line)?;
-        let (n, before) = (counter.count(span), self.matches);
-        (before >= self.window.end || before + n <= self.window.start).then_some(n)
-    }
-
-    /// Scan the whole lines of `data` from `pos` (a line start) one match at a time.
-    fn scan_matches(&mut self, data: &[u8], mut pos: usize) {
         // Lines before `counted` are numbered in `self.line`.
-        let mut counted = pos;
+        let (mut pos, mut counted) = (0, 0);
         while pos < data.len() && !self.stopped() {
             if self.per_line || self.after > 0 {
                 self.line += count_lines(&data[counted..pos]);
@@ -369,6 +319,7 @@ impl Scan {
         if self.numbering() {
             self.line += count_lines(&data[counted..]);
         }
+        self.carry_lines(lines_before(data, data.len()));
     }
 
     /// Whether a second pass may stop: its window and the context after it are kept.

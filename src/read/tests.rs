@@ -483,8 +483,8 @@ fn large_spills_page_alike_through_every_path() {
     }
 }
 
-/// 100,000 short lines, 60 % of them holding `x`, ended by every kind of break: matches dense
-/// enough that whole spans are counted, not searched.
+/// 100,000 short lines, 60 % of them holding `x`, ended by every kind of break: a match every
+/// few bytes.
 pub(in crate::read) fn dense_payload() -> Vec<u8> {
     let breaks: [&[u8]; 4] = [b"\n", b"\r\n", "\u{2028}".as_bytes(), b"\x0b"];
     let lines = ["x", "ax", "b", "", "xx x"];

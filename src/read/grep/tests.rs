@@ -295,8 +295,8 @@ fn lines_longer_than_a_chunk_are_tested_whole() {
     assert_eq!(streamed(data.as_bytes(), &request, 8), expected);
 }
 
-/// Matches dense enough that whole spans are counted, not searched: the line numbers after them
-/// are still right, from the start, from the end, in one chunk and in many.
+/// A match every few bytes: the line numbers after them are still right, from the start, from
+/// the end, in one chunk and in many.
 #[test]
 fn dense_matches_keep_their_line_numbers() {
     let data = dense_payload();
