@@ -8,9 +8,9 @@ use futures::{StreamExt as _, TryStreamExt as _};
 use object_store::ObjectMeta;
 use object_store::path::Path;
 
+use super::StoreError;
 use super::local::LocalBackend;
 use super::{Backend, Call, INDEX_SUFFIX, Store};
-use crate::limits::StoreError;
 
 /// One stored spill, as `overspill spills ls` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]

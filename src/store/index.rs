@@ -9,9 +9,9 @@ use futures::FutureExt as _;
 use object_store::path::Path;
 use object_store::{GetOptions, ObjectStoreExt as _};
 
+use super::StoreError;
 use super::local::Access;
 use super::{Call, INDEX_SUFFIX, ReadAs, Reader, Store};
-use crate::limits::StoreError;
 use crate::read::line_index::{Index, MIN_INDEXED_BYTES};
 use crate::read::{Fetched, IndexCache, Part, SpillReader, Version};
 

@@ -15,10 +15,11 @@ use futures::{FutureExt as _, StreamExt as _, TryStreamExt as _};
 use object_store::GetOptions;
 use serde::{Deserialize, Serialize};
 
+use super::StoreError;
 use super::meta::SpillFacts;
 use super::{Backend, Reader, SpillInfo, Store, sanitize_key, sanitize_segment};
+use crate::limits::CONTENT_SUFFIX;
 use crate::limits::pyfmt::{repr, thousands};
-use crate::limits::{CONTENT_SUFFIX, StoreError};
 use crate::read::line_index::Header;
 use crate::read::{Part, ReadError, ReadOutcomeError, SpillReader};
 

@@ -14,7 +14,7 @@ use std::sync::{Arc, OnceLock};
 use object_store::ObjectStore;
 use object_store::local::LocalFileSystem;
 
-use crate::limits::StoreError;
+use super::StoreError;
 use crate::limits::pyfmt::repr;
 
 /// What a caller is about to do with an object.

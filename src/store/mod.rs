@@ -36,7 +36,7 @@
 //! assert_eq!(handle, "run-1/call 1.0");
 //! assert_eq!(store.read(&handle).await?, "a\nb\n");
 //! assert!(store.read("../etc/passwd").await.unwrap_err().is_unknown_handle());
-//! # Ok::<(), overspill::limits::StoreError>(())
+//! # Ok::<(), overspill::store::StoreError>(())
 //! # }).unwrap();
 //! ```
 
@@ -50,10 +50,11 @@ use object_store::path::Path;
 use object_store::{Attributes, GetOptions, ObjectStore};
 
 use crate::diagnose;
-use crate::limits::{SpillStore, StoreError};
+use crate::limits::SpillStore;
 use crate::read::{IndexCache, Part, Version};
 
 mod backend;
+mod error;
 mod explain;
 mod gc;
 mod index;
@@ -67,6 +68,7 @@ mod upload;
 mod url;
 
 pub use backend::Bucket;
+pub use error::StoreError;
 pub(crate) use explain::{Cause, explain, rejection};
 pub use gc::{GcReport, SpillInfo};
 pub use key::{INDEX_SUFFIX, NAMESPACE, Refusal, check_handle, sanitize_key, sanitize_segment};
@@ -503,6 +505,8 @@ async fn within<T>(
 
 /// The operator's writes: spills of no workflow, which only a reader of every spill reads.
 impl SpillStore for Store {
+    type Error = StoreError;
+
     async fn write(&self, key: &str, data: Bytes) -> Result<String, StoreError> {
         (self.write_output(key, data, None, &Reader::operator())).await
     }
@@ -517,6 +521,8 @@ pub struct ToolSpills<'a> {
 }
 
 impl SpillStore for ToolSpills<'_> {
+    type Error = StoreError;
+
     async fn write(&self, key: &str, data: Bytes) -> Result<String, StoreError> {
         let (tool, writer) = (Some(self.tool), self.writer);
         self.store.write_output(key, data, tool, writer).await

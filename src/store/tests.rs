@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 use bytes::Bytes;
 
 use super::*;
-use crate::limits::{SpillStore, StoreError};
+use crate::limits::SpillStore;
 use crate::read::line_index::Header;
 use crate::read::{Part, ReadRequest, SpillReader, read_page, read_tool_result};
 use object_store::PutOptions;
