@@ -97,6 +97,16 @@ impl StoreError {
         Self::Bug { task, message }
     }
 
+    /// This error, with a missing or refused object named by `handle`.
+    pub(crate) fn about(self, handle: &str) -> Self {
+        let handle = handle.to_owned();
+        match self {
+            Self::NotFound { .. } => Self::NotFound { handle },
+            Self::OutsideStore { .. } => Self::OutsideStore { handle },
+            other => other,
+        }
+    }
+
     /// Whether the same call may succeed later: a timeout or a backend failure (a store that is
     /// down, a 5xx, a 408 or 429). Refused handles, misconfiguration, over-long keys, a store's
     /// deterministic 4xx and a bug are final.
