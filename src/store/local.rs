@@ -224,7 +224,7 @@ impl Root {
     /// Before a read: the root checked, the object confined to it.
     fn for_read(&self, location: &ObjectPath) -> Result<Arc<LocalFileSystem>, StoreError> {
         self.check()?;
-        self.confine(location.as_ref(), location.as_ref())?;
+        self.confine(location.as_ref())?;
         self.fs()
     }
 
@@ -232,7 +232,7 @@ impl Root {
     /// confined to it (see [`Self::confine_dir`]).
     fn for_write(&self, location: &ObjectPath) -> Result<Arc<LocalFileSystem>, StoreError> {
         self.ensure()?;
-        self.confine_dir(location.as_ref(), location.as_ref())?;
+        self.confine_dir(location.as_ref())?;
         self.fs()
     }
 
@@ -393,17 +393,13 @@ impl Root {
         Ok(())
     }
 
-    /// Refuse a target that, with symlinks resolved, leaves the resolved root.
-    ///
-    /// `relative` is the object's path below the root. A missing target is `NotFound`.
-    fn confine(&self, relative: &str, handle: &str) -> Result<(), StoreError> {
+    /// Refuse a target at `relative` (below the root) that, with symlinks resolved, leaves the
+    /// resolved root. A missing target is `NotFound`.
+    fn confine(&self, relative: &str) -> Result<(), StoreError> {
         let root = std::fs::canonicalize(&self.path).map_err(|e| io_error(e, &self.path))?;
         match std::fs::canonicalize(self.path.join(relative)) {
             Ok(target) if target.starts_with(&root) => Ok(()),
-            Ok(_) => Err(outside(handle)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(StoreError::NotFound {
-                handle: handle.to_owned(),
-            }),
+            Ok(_) => Err(outside(relative)),
             Err(e) => Err(io_error(e, &self.path.join(relative))),
         }
     }
@@ -414,7 +410,7 @@ impl Root {
     ///
     /// Judged on the deepest part of the directory that exists (a symlink counts, dangling or
     /// not): what is missing below it is created inside it.
-    fn confine_dir(&self, relative: &str, handle: &str) -> Result<(), StoreError> {
+    fn confine_dir(&self, relative: &str) -> Result<(), StoreError> {
         let root = std::fs::canonicalize(&self.path).map_err(|e| io_error(e, &self.path))?;
         let mut dir = self.path.join(relative);
         dir.pop();
@@ -422,17 +418,16 @@ impl Root {
         match std::fs::canonicalize(&dir) {
             Ok(resolved) if resolved.starts_with(&root) => Ok(()),
             // Outside, or a dangling symlink, which resolves nowhere inside the root.
-            _ => Err(outside(handle)),
+            _ => Err(outside(relative)),
         }
     }
 }
 
-/// The refusal of a handle that resolves outside the root: to a reader, the same as a missing
-/// handle.
-fn outside(handle: &str) -> StoreError {
-    StoreError::OutsideStore {
-        handle: handle.to_owned(),
-    }
+/// The refusal of an object at `relative` that resolves outside the root: to a reader, the same
+/// as a missing handle.
+fn outside(relative: &str) -> StoreError {
+    let handle = relative.to_owned();
+    StoreError::OutsideStore { handle }
 }
 
 /// The store's error for `e`, met on `path`: a missing path is `NotFound`, a path this user may
@@ -609,16 +604,16 @@ mod tests {
         std::fs::write(root.path.join("inside"), "i").unwrap();
         symlink(dir.path().join("secret"), root.path.join("escape")).unwrap();
         symlink(root.path.join("inside"), root.path.join("alias")).unwrap();
-        assert!(root.confine("inside", "inside").is_ok());
-        assert!(root.confine("alias", "alias").is_ok());
-        let err = root.confine("escape", "run/escape").unwrap_err();
+        assert!(root.confine("inside").is_ok());
+        assert!(root.confine("alias").is_ok());
+        let err = root.confine("escape").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "handle \"run/escape\" resolves outside the store"
+            "handle \"escape\" resolves outside the store"
         );
         assert!(err.is_unknown_handle());
         assert!(matches!(
-            root.confine("missing", "missing"),
+            root.confine("missing"),
             Err(StoreError::NotFound { .. })
         ));
     }
