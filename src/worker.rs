@@ -573,7 +573,7 @@ pub fn readiness_check(
             let temporal = crate::probes::bounded("Temporal", connect.check_namespace(&client));
             let store = crate::probes::bounded("store", async {
                 match store.read("overspill-readyz").await {
-                    Ok(_) | Err(crate::limits::StoreError::NotFound { .. }) => Ok(()),
+                    Ok(_) | Err(crate::store::StoreError::NotFound { .. }) => Ok(()),
                     Err(e) => Err(e),
                 }
             });

@@ -27,7 +27,8 @@ use temporalio_common::error::ApplicationFailure;
 use temporalio_sdk::activities::ActivityError;
 
 use crate::external_storage::ExternalStorageError;
-use crate::limits::{ConfigError, StoreError, SummarizeError};
+use crate::limits::{ConfigError, SummarizeError};
+use crate::store::StoreError;
 
 /// A typed activity failure, converted into a Temporal ApplicationError.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

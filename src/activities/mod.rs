@@ -42,8 +42,8 @@ use crate::api::{
 pub use crate::api::{GrepResponse, ListResponse, QueryResponse};
 use crate::external_storage::ExternalStorage;
 use crate::limits::{
-    self, Limits, NoSummarizer, ReductionKind, SpillStore, StoreError, SummarizeError, Summarizer,
-    Summary, SummaryRequest, Unit, preview, prompt, pyfmt,
+    self, Limits, NoSummarizer, ReductionKind, SpillStore, SummarizeError, Summarizer, Summary,
+    SummaryRequest, Unit, preview, prompt, pyfmt,
 };
 pub use crate::names::{
     DEFAULT_TASK_QUEUE, GREP_TOOL_RESULT, LIST_TOOL_RESULTS, QUERY_TOOL_RESULT, READ_TOOL_RESULT,
@@ -51,6 +51,7 @@ pub use crate::names::{
 };
 use crate::query::QueryRunner;
 use crate::read::{self, ReadOutcomeError};
+use crate::store::StoreError;
 use crate::store::{ReadScope, Reader, Scope, Store};
 use crate::summarize::{ChunkProgress, Chunked, OpenAiSummarizer};
 pub use errors::Failure;
@@ -414,7 +415,9 @@ impl<'a, T> Watched<'a, T> {
     }
 }
 
-impl<T: SpillStore> SpillStore for Watched<'_, T> {
+impl<T: SpillStore<Error = StoreError>> SpillStore for Watched<'_, T> {
+    type Error = StoreError;
+
     async fn write(&self, key: &str, data: Bytes) -> Result<String, StoreError> {
         let result = self.inner.write(key, data).await;
         if let Err(e) = &result {

@@ -65,7 +65,7 @@ pub(crate) struct StoreArgs {
 }
 
 impl StoreArgs {
-    fn open(&self) -> Result<Store, overspill::limits::StoreError> {
+    fn open(&self) -> Result<Store, overspill::store::StoreError> {
         let options = StoreOptions::builder()
             .maybe_endpoint(self.endpoint.clone())
             .maybe_region(self.region.clone())

@@ -31,7 +31,7 @@ pub use output::{ByteString, Envelope, ToolCall, ToolOutput, ToolResult};
 pub use prompt::DEFAULT_SUMMARY_PROMPT;
 pub use reduce::{CONTENT_SUFFIX, EXEMPT_TOOL_KINDS, Reduced, ReductionKind, reduce};
 pub use serialize::SerializerKind;
-pub use spill_store::{MemoryStore, NoStore, SpillStore, StoreError};
+pub use spill_store::{MemoryStore, NoStore, NoStoreConfigured, SpillError, SpillStore};
 pub use summarizer::{NoSummarizer, SummarizeError, Summarizer, Summary, SummaryRequest, Usage};
 pub use tokens::Tokenizer;
 pub use unit::Unit;

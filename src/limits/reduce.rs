@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::config::{Action, Band, Limits};
 use super::output::{Envelope, ToolCall, ToolOutput, ToolResult};
-use super::spill_store::SpillStore;
+use super::spill_store::{SpillError as _, SpillStore};
 use super::summarizer::{Summarizer, SummaryRequest, Usage};
 use super::truncate::{truncate_counted, truncate_to_tokens};
 use super::unit::Unit;

@@ -38,11 +38,11 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
-use crate::limits::StoreError;
 use crate::limits::pyfmt::thousands;
 use crate::read::{
     MAX_READ_LINES, Part, ReadError, ReadOutcomeError, SpillReader, Version, fetch_checked,
 };
+use crate::store::StoreError;
 use engine::{Ended, Job, Mode, Runaway};
 pub use render::MAX_VALUE_CHARS;
 pub use sandbox::{

@@ -51,7 +51,7 @@ pub const GREP_WORKING_SET: u64 = (2 * CHUNK_BYTES
     + 2 * grep::REGEX_DFA_SIZE_LIMIT
     + 2 * request::PAGE_BYTES_CAP) as u64;
 
-use crate::limits::StoreError;
+use crate::store::StoreError;
 use scan::{Page, Query};
 use source::PageError;
 

@@ -9,7 +9,7 @@ use super::line_index::{Header, IndexBuilder, IndexError, MIN_INDEXED_BYTES, Ver
 use super::lines::{split_lines, window_lines};
 use super::request::{PAGE_BYTES_CAP, ReadRequest, render, window};
 use super::source::{Fetched, PageError, Part, SpillReader, fetch_checked, stream_lines};
-use crate::limits::StoreError;
+use crate::store::StoreError;
 
 /// Tries before a spill that keeps changing under a reader fails the read.
 const ATTEMPTS: usize = 3;

@@ -10,7 +10,7 @@ use futures::future::OptionFuture;
 use super::cache::IndexCache;
 use super::line_index::Version;
 use super::lines::{ChunkSink, LineChunk, last_line_end, safe_piece_end};
-use crate::limits::StoreError;
+use crate::store::StoreError;
 
 /// Bytes a payload is streamed in by default: two of these are in memory at once (one being
 /// scanned, the next being read).

@@ -14,9 +14,9 @@ use object_store::{
     BackoffConfig, Certificate, ClientConfigKey, ClientOptions, ObjectStore, RetryConfig,
 };
 
+use super::StoreError;
 use super::StoreOptions;
 use super::url::{Scheme, StoreUrl};
-use crate::limits::StoreError;
 
 /// The client settings read from the environment (`AWS_PROXY_URL`, `AWS_PROXY_CA_CERTIFICATE`,
 /// `AWS_ALLOW_HTTP`, …) that the store keeps; its own timeouts replace the environment's.

@@ -8,9 +8,8 @@ use futures::{StreamExt as _, TryStreamExt as _};
 use object_store::ObjectMeta;
 use object_store::path::Path;
 
-use super::local::LocalBackend;
-use super::{Backend, Call, INDEX_SUFFIX, Store};
-use crate::limits::StoreError;
+use super::StoreError;
+use super::{Call, INDEX_SUFFIX, Store};
 
 /// One stored spill, as `overspill spills ls` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,20 +90,17 @@ impl Store {
         if dry_run || doomed.is_empty() {
             return Ok(report);
         }
-        report.deleted_objects = match &self.inner.backend {
-            Backend::Object(fs) => {
-                let count = doomed.len();
-                let locations = futures::stream::iter(doomed.into_iter().map(Ok)).boxed();
-                let deleted: Vec<Path> = (fs.delete_stream(locations).try_collect().await)
-                    .map_err(|e| self.map_error(e, "", Call::List))?;
-                deleted.len().min(count)
+        // A missing object (deleted since it was listed) or a local path that leads out of the
+        // root is not deleted, and not counted.
+        let locations = futures::stream::iter(doomed.into_iter().map(Ok)).boxed();
+        let mut deleted = self.inner.store.delete_stream(locations);
+        while let Some(result) = deleted.next().await {
+            match result.map_err(|e| self.map_error(e, "", Call::List)) {
+                Ok(_) => report.deleted_objects += 1,
+                Err(e) if e.is_unknown_handle() => {}
+                Err(e) => return Err(e),
             }
-            Backend::Local(local) => {
-                let base = self.inner.base.clone();
-                self.on_disk(local, 0, move |l| l.delete(&doomed, &base))
-                    .await?
-            }
-        };
+        }
         Ok(report)
     }
 
@@ -119,14 +115,7 @@ impl Store {
     }
 
     async fn list_objects(&self, prefix: &Path) -> Result<Vec<ObjectMeta>, StoreError> {
-        let fs = match &self.inner.backend {
-            Backend::Object(store) => Some(store.clone()),
-            Backend::Local(local) => self.on_disk(local, 0, LocalBackend::for_listing).await?,
-        };
-        let Some(fs) = fs else { return Ok(Vec::new()) };
-        fs.list(Some(prefix))
-            .try_collect()
-            .await
-            .map_err(|e| self.map_error(e, "", Call::List))
+        let listed = self.inner.store.list(Some(prefix)).try_collect().await;
+        listed.map_err(|e| self.map_error(e, "", Call::List))
     }
 }

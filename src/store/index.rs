@@ -9,9 +9,8 @@ use futures::FutureExt as _;
 use object_store::path::Path;
 use object_store::{GetOptions, ObjectStoreExt as _};
 
-use super::local::Access;
+use super::StoreError;
 use super::{Call, INDEX_SUFFIX, ReadAs, Reader, Store};
-use crate::limits::StoreError;
 use crate::read::line_index::{Index, MIN_INDEXED_BYTES};
 use crate::read::{Fetched, IndexCache, Part, SpillReader, Version};
 
@@ -78,11 +77,9 @@ impl Store {
     /// The payload's version, if `reader` admits its writer (one `HEAD`, whose reply carries
     /// the writer).
     async fn head_as(&self, handle: &str, reader: &Reader) -> Result<Version, StoreError> {
-        let (fs, path) = self.for_read(handle, Part::Payload).await?;
-        let failed = |e| self.map_error(e, handle, Call::Read);
-        let head = fs.get_opts(&path, GetOptions::new().with_head(true));
-        let head = self.bounded(0, head.map(|r| r.map_err(failed))).await?;
-        self.admit(reader, handle, &path, &head.attributes).await?;
+        let path = self.for_read(handle, Part::Payload)?;
+        let head = GetOptions::new().with_head(true);
+        let head = self.reply(&path, head, handle, Some(reader)).await?;
         Ok(Version {
             size: head.meta.size,
             tag: head.meta.e_tag,
@@ -99,10 +96,10 @@ impl Store {
         range: Range<u64>,
         reader: &Reader,
     ) -> Result<Fetched, StoreError> {
-        let (fs, path) = self.for_read(handle, part).await?;
+        let path = self.for_read(handle, part)?;
         let options = GetOptions::new().with_range(Some(range));
         let reader = (part == Part::Payload).then_some(reader);
-        let (bytes, version) = self.get(&fs, &path, options, handle, reader).await?;
+        let (bytes, version) = self.get(&path, options, handle, reader).await?;
         Ok(Fetched { bytes, version })
     }
 }
@@ -123,14 +120,13 @@ impl SpillReader for Store {
     }
 
     async fn put_index(&self, handle: &str, index: Bytes) -> Result<(), StoreError> {
-        let path = index_path(&self.locate(handle)?);
-        let fs = self.backend_for(&path, handle, Access::Write).await?;
-        self.bounded(index.len() as u64, async {
-            let put = fs.put(&path, index.into()).await;
-            put.map(drop)
-                .map_err(|e| self.map_error(e, path.as_ref(), Call::Write))
-        })
-        .await
+        let (path, len) = (index_path(&self.locate(handle)?), index.len() as u64);
+        let put = self.inner.store.put(&path, index.into());
+        let put = put.map(|r| {
+            r.map(drop)
+                .map_err(|e| self.map_error(e, handle, Call::Write))
+        });
+        self.bounded(len, put).await
     }
 
     fn index_cache(&self) -> Option<&IndexCache> {

@@ -15,10 +15,11 @@ use futures::{FutureExt as _, StreamExt as _, TryStreamExt as _};
 use object_store::GetOptions;
 use serde::{Deserialize, Serialize};
 
+use super::StoreError;
 use super::meta::SpillFacts;
-use super::{Backend, Reader, SpillInfo, Store, sanitize_key, sanitize_segment};
+use super::{Reader, SpillInfo, Store, sanitize_key, sanitize_segment};
+use crate::limits::CONTENT_SUFFIX;
 use crate::limits::pyfmt::{repr, thousands};
-use crate::limits::{CONTENT_SUFFIX, StoreError};
 use crate::read::line_index::Header;
 use crate::read::{Part, ReadError, ReadOutcomeError, SpillReader};
 
@@ -201,29 +202,13 @@ impl Store {
         let Ok(path) = self.locate(handle) else {
             return Ok(SpillFacts::default());
         };
-        let failure = match &self.inner.backend {
-            Backend::Object(fs) => {
-                let head = fs.get_opts(&path, GetOptions::new().with_head(true));
-                let deadline = self.inner.options.deadline(0);
-                match tokio::time::timeout(deadline, head).await {
-                    Ok(Ok(result)) => return Ok(SpillFacts::from_attributes(&result.attributes)),
-                    Ok(Err(object_store::Error::NotFound { .. })) => {
-                        return Ok(SpillFacts::default());
-                    }
-                    Ok(Err(e)) => self.map_error(e, handle, super::Call::Read),
-                    Err(_) => StoreError::Timeout(deadline),
-                }
-            }
-            Backend::Local(local) => {
-                let path = path.clone();
-                match self.on_disk(local, 0, move |l| l.facts(&path)).await {
-                    Ok(kept) => {
-                        let facts = kept.map(|q| SpillFacts::from_query(&q));
-                        return Ok(facts.unwrap_or_default());
-                    }
-                    Err(e) => e,
-                }
-            }
+        let head = SpillFacts::asked_if(true, GetOptions::new().with_head(true));
+        let head = self.inner.store.get_opts(&path, head);
+        let failed = |e| self.map_error(e, handle, super::Call::Read);
+        let failure = match self.bounded(0, head.map(|r| r.map_err(failed))).await {
+            Ok(head) => return Ok(SpillFacts::from_attributes(&head.attributes)),
+            Err(StoreError::NotFound { .. }) => return Ok(SpillFacts::default()),
+            Err(e) => e,
         };
         if scoped {
             return Err(failure);

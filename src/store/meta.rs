@@ -25,8 +25,9 @@
 //! handle from the run id it was asked for).
 
 use bytes::Bytes;
-use object_store::{Attribute, Attributes};
+use object_store::{Attribute, Attributes, GetOptions};
 
+use super::local::WithMetadata;
 use super::scope::{MAX_SCOPE_BYTES, Scope};
 use crate::read::line_index::MIN_INDEXED_BYTES;
 use crate::read::lines::{count_lines, next_break};
@@ -140,6 +141,15 @@ impl SpillFacts {
             );
             self.handle = None;
         }
+    }
+
+    /// `options`, asking for the facts with the reply if `wanted` (an object store sends them
+    /// anyway; a local root reads them only when asked).
+    pub(crate) fn asked_if(wanted: bool, mut options: GetOptions) -> GetOptions {
+        if wanted {
+            options.extensions.insert(WithMetadata(KEY));
+        }
+        options
     }
 
     /// The object attributes that carry these facts.

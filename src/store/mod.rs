@@ -36,7 +36,7 @@
 //! assert_eq!(handle, "run-1/call 1.0");
 //! assert_eq!(store.read(&handle).await?, "a\nb\n");
 //! assert!(store.read("../etc/passwd").await.unwrap_err().is_unknown_handle());
-//! # Ok::<(), overspill::limits::StoreError>(())
+//! # Ok::<(), overspill::store::StoreError>(())
 //! # }).unwrap();
 //! ```
 
@@ -47,13 +47,14 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::FutureExt as _;
 use object_store::path::Path;
-use object_store::{Attributes, GetOptions, ObjectStore};
+use object_store::{GetOptions, GetResult, ObjectStore, PutOptions};
 
 use crate::diagnose;
-use crate::limits::{SpillStore, StoreError};
+use crate::limits::SpillStore;
 use crate::read::{IndexCache, Part, Version};
 
 mod backend;
+mod error;
 mod explain;
 mod gc;
 mod index;
@@ -67,6 +68,7 @@ mod upload;
 mod url;
 
 pub use backend::Bucket;
+pub use error::StoreError;
 pub(crate) use explain::{Cause, explain, rejection};
 pub use gc::{GcReport, SpillInfo};
 pub use key::{INDEX_SUFFIX, NAMESPACE, Refusal, check_handle, sanitize_key, sanitize_segment};
@@ -76,7 +78,7 @@ pub use options::StoreOptions;
 pub use scope::{MAX_SCOPE_BYTES, ReadScope, Reader, Scope};
 pub use url::UrlError;
 
-use local::{Access, LocalBackend};
+use local::LocalStore;
 use url::StoreUrl;
 
 /// The longest object key S3, GCS and Azure hold, in bytes.
@@ -94,17 +96,15 @@ pub struct Store {
 #[derive(Debug)]
 struct Inner {
     url: String,
-    backend: Backend,
+    /// Every call's objects: a bucket's client, or a local root ([`LocalStore`]).
+    store: Arc<dyn ObjectStore>,
+    /// The local root, where the objects are its files: named by file names, created by the
+    /// store's check, and written whole.
+    local: Option<LocalStore>,
     /// `{prefix}/tool_output_limits`, relative to the backend's root.
     base: Path,
     options: StoreOptions,
     cache: IndexCache,
-}
-
-#[derive(Debug)]
-enum Backend {
-    Object(Arc<dyn ObjectStore>),
-    Local(Arc<LocalBackend>),
 }
 
 /// What a failed call was doing: a 404 on a write or a listing means a missing bucket, not a
@@ -135,22 +135,24 @@ impl Store {
             },
             Some(raw) => StoreUrl::parse(raw).map_err(|e| StoreError::Backend(Box::new(e)))?,
         };
-        let (backend, prefix, shown) = match parsed {
+        let (store, local, prefix, shown) = match parsed {
             StoreUrl::Local { root } => {
                 let shown = ::url::Url::from_directory_path(&root)
                     .map_or_else(|()| root.display().to_string(), String::from);
-                let local = Arc::new(LocalBackend::new(root));
-                (Backend::Local(local), Path::default(), shown)
+                let local = LocalStore::new(root);
+                let store: Arc<dyn ObjectStore> = Arc::new(local.clone());
+                (store, Some(local), Path::default(), shown)
             }
             object => {
                 let (store, prefix, url) = backend::connect(object, &options)?;
-                (Backend::Object(store), prefix, url)
+                (store, None, prefix, url)
             }
         };
         Ok(Self {
             inner: Arc::new(Inner {
                 url: shown,
-                backend,
+                store,
+                local,
                 base: prefix.join(NAMESPACE),
                 cache: IndexCache::new(options.index_cache_bytes),
                 options,
@@ -167,10 +169,11 @@ impl Store {
     /// checked: a directory owned by this user, not a symlink); a bucket answers one listing
     /// request (it exists, the credentials are accepted). Bounded by the per-call timeout.
     pub async fn check(&self) -> Result<(), StoreError> {
-        let base = &self.inner.base;
-        let fs = self.backend_for(base, "", Access::Write).await?;
+        if let Some(local) = &self.inner.local {
+            self.bounded(0, local.ensure()).await?;
+        }
         let failed = |e| self.map_error(e, "", Call::List);
-        let listed = fs.list_with_delimiter(Some(base));
+        let listed = self.inner.store.list_with_delimiter(Some(&self.inner.base));
         let listed = self.bounded(0, listed.map(|r| r.map_err(failed)));
         listed.await.map(drop)
     }
@@ -179,16 +182,16 @@ impl Store {
     /// local root only where the filesystem keeps user extended attributes. Where it does not,
     /// every spill's writer is unknown, and only a reader of every spill reads any.
     pub async fn records_writers(&self) -> Result<bool, StoreError> {
-        match &self.inner.backend {
-            Backend::Object(_) => Ok(true),
-            Backend::Local(local) => self.on_disk(local, 0, LocalBackend::keeps_facts).await,
+        match &self.inner.local {
+            None => Ok(true),
+            Some(local) => self.bounded(0, local.keeps_metadata()).await,
         }
     }
 
     /// The whole payload stored under `handle`.
     pub async fn read(&self, handle: &str) -> Result<Bytes, StoreError> {
-        let (fs, path) = self.for_read(handle, Part::Payload).await?;
-        let (bytes, _) = (self.get(&fs, &path, GetOptions::default(), handle, None)).await?;
+        let path = self.for_read(handle, Part::Payload)?;
+        let (bytes, _) = (self.get(&path, GetOptions::default(), handle, None)).await?;
         Ok(bytes)
     }
 
@@ -259,91 +262,74 @@ impl Store {
         key: &str,
         writer: &Reader,
     ) -> Result<Option<String>, StoreError> {
-        let fs = self.backend_for(path, key, Access::Write).await?;
-        let facts = SpillFacts::measure(&data, tool, key, writer.scope()).await;
+        let (fs, options) = (self.inner.store.as_ref(), &self.inner.options);
+        let attributes = SpillFacts::measure(&data, tool, key, writer.scope())
+            .await
+            .to_attributes();
         let len = data.len() as u64;
-        // A local file is written whole, its facts in an extended attribute (object_store's
-        // filesystem keeps no attributes); a large upload to a bucket goes in parts.
-        let options = &self.inner.options;
-        let large =
-            data.len() >= options.multipart_threshold && data.len() > options.part_size.max(1);
-        let (attributes, multipart) = match &self.inner.backend {
-            Backend::Object(_) => (facts.to_attributes(), large),
-            Backend::Local(_) => (Attributes::new(), false),
-        };
+        // A large upload to a bucket goes in parts; a local file is written whole.
+        let multipart = self.inner.local.is_none()
+            && data.len() >= options.multipart_threshold
+            && data.len() > options.part_size.max(1);
         let put = self.bounded(len, async {
             let put = if multipart {
-                upload::put_multipart(fs.as_ref(), path, data, attributes, options).await
+                upload::put_multipart(fs, path, data, attributes, options).await
             } else {
-                fs.put_opts(path, data.into(), attributes.into()).await
+                let mut put = PutOptions::from(attributes);
+                if writer.reads_need_its_scope() {
+                    put.extensions.insert(local::MetadataRequired);
+                }
+                fs.put_opts(path, data.into(), put).await
             };
             put.map_err(|e| self.map_error(e, key, Call::Write))
         });
-        let tag = put.await?.e_tag;
-        if let Backend::Local(local) = &self.inner.backend {
-            let (path, facts) = (path.clone(), facts.to_query());
-            let required = writer.reads_need_its_scope();
-            (self.on_disk(local, 0, move |l| l.set_facts(&path, &facts, required))).await?;
-        }
-        Ok(tag)
+        Ok(put.await?.e_tag)
     }
 
     /// The object at `path` (or the part `options` asks for), with its version; with a
-    /// `reader`, only a spill it admits (see [`Self::admit`]).
+    /// `reader`, only a spill it admits (see [`Self::reply`]).
     async fn get(
         &self,
-        fs: &Arc<dyn ObjectStore>,
         path: &Path,
         options: GetOptions,
         handle: &str,
         reader: Option<&Reader>,
     ) -> Result<(Bytes, Version), StoreError> {
-        let failed = |e| self.map_error(e, handle, Call::Read);
-        let result = self.bounded(0, fs.get_opts(path, options).map(|r| r.map_err(failed)));
-        let result = result.await?;
-        if let Some(reader) = reader {
-            self.admit(reader, handle, path, &result.attributes).await?;
-        }
+        let result = self.reply(path, options, handle, reader).await?;
         let version = Version {
             size: result.meta.size,
             tag: result.meta.e_tag.clone(),
         };
         let size = result.range.end - result.range.start;
+        let failed = |e| self.map_error(e, handle, Call::Read);
         let bytes = self.bounded(size, result.bytes().map(|r| r.map_err(failed)));
         Ok((bytes.await?, version))
     }
 
-    /// The one check of who reads what: [`StoreError::NotFound`], exactly as for a missing spill,
-    /// unless `reader` admits the writer of the spill `handle` at `path`. Its scope comes with
-    /// the response a read already made (`attributes`: an object store's user metadata arrives
-    /// with every GET and HEAD); a local file's is its extended attribute, read after the file was
-    /// opened (a file replaced since has another version, which the read's checks refuse). A
-    /// spill whose writer is unknown is admitted only by a reader of every spill.
-    async fn admit(
+    /// The reply to a get (or head) of the spill `handle` at `path`; with a `reader`, the one
+    /// check of who reads what: [`StoreError::NotFound`], exactly as for a missing spill, unless
+    /// `reader` admits the spill's writer. Its scope comes with the reply (an object store's user
+    /// metadata arrives with every GET and HEAD; a local root reads it when asked, after the file
+    /// was opened). A spill whose writer is unknown is admitted only by a reader of every spill.
+    async fn reply(
         &self,
-        reader: &Reader,
-        handle: &str,
         path: &Path,
-        attributes: &Attributes,
-    ) -> Result<(), StoreError> {
-        if reader.sees_all() {
-            return Ok(());
+        options: GetOptions,
+        handle: &str,
+        reader: Option<&Reader>,
+    ) -> Result<GetResult, StoreError> {
+        let reader = reader.filter(|r| !r.sees_all());
+        let options = SpillFacts::asked_if(reader.is_some(), options);
+        let failed = |e| self.map_error(e, handle, Call::Read);
+        let reply = self.inner.store.get_opts(path, options);
+        let reply = self.bounded(0, reply.map(|r| r.map_err(failed))).await?;
+        let writer = || SpillFacts::from_attributes(&reply.attributes).scope;
+        if reader.is_some_and(|r| !r.admits(writer().as_ref())) {
+            return Err(StoreError::NotFound {
+                handle: handle.to_owned(),
+            });
         }
-        let facts = match &self.inner.backend {
-            Backend::Object(_) => SpillFacts::from_attributes(attributes),
-            Backend::Local(local) => {
-                let path = path.clone();
-                // A failure to read the writer is the store's, never an unknown writer.
-                let kept = self.on_disk(local, 0, move |l| l.facts(&path)).await?;
-                kept.map_or_else(SpillFacts::default, |q| SpillFacts::from_query(&q))
-            }
-        };
-        if reader.admits(facts.scope.as_ref()) {
-            return Ok(());
-        }
-        Err(StoreError::NotFound {
-            handle: handle.to_owned(),
-        })
+        Ok(reply)
     }
 
     /// The sanitized object path of `key` (no checks).
@@ -361,50 +347,25 @@ impl Store {
         Ok(self.object_path(handle))
     }
 
-    /// The backend and object path of `part` of `handle` for a read, after the local root's
-    /// checks. A payload handle too long to have been stored is `NotFound`.
-    async fn for_read(
-        &self,
-        handle: &str,
-        part: Part,
-    ) -> Result<(Arc<dyn ObjectStore>, Path), StoreError> {
+    /// The object path of `part` of `handle` for a read. A payload handle too long to have been
+    /// stored is `NotFound`.
+    fn for_read(&self, handle: &str, part: Part) -> Result<Path, StoreError> {
         let path = self.locate(handle)?;
-        let path = match part {
-            Part::Index => index::index_path(&path),
-            Part::Payload if self.too_long(&path, handle).is_ok() => path,
-            Part::Payload => {
-                return Err(StoreError::NotFound {
-                    handle: handle.to_owned(),
-                });
-            }
-        };
-        Ok((self.backend_for(&path, handle, Access::Read).await?, path))
-    }
-
-    /// The backend for `access` to the object at `path` (of `handle`), after the local
-    /// backend's checks of it.
-    async fn backend_for(
-        &self,
-        path: &Path,
-        handle: &str,
-        access: Access,
-    ) -> Result<Arc<dyn ObjectStore>, StoreError> {
-        match &self.inner.backend {
-            Backend::Object(store) => Ok(store.clone()),
-            Backend::Local(local) => {
-                let (relative, handle) = (path.to_string(), handle.to_owned());
-                self.on_disk(local, 0, move |l| l.checked(access, &relative, &handle))
-                    .await
-            }
+        match part {
+            Part::Index => Ok(index::index_path(&path)),
+            Part::Payload if self.too_long(&path, handle).is_ok() => Ok(path),
+            Part::Payload => Err(StoreError::NotFound {
+                handle: handle.to_owned(),
+            }),
         }
     }
 
     /// Refuse a key whose object (or line index beside it) the backend cannot name: over 1,024
     /// bytes of key on a blob store, a file name over 255 bytes on a local disk.
     fn too_long(&self, path: &Path, key: &str) -> Result<(), StoreError> {
-        let (bytes, max) = match &self.inner.backend {
-            Backend::Object(_) => (path.as_ref().len() + INDEX_SUFFIX.len(), MAX_KEY_BYTES),
-            Backend::Local(_) => {
+        let (bytes, max) = match &self.inner.local {
+            None => (path.as_ref().len() + INDEX_SUFFIX.len(), MAX_KEY_BYTES),
+            Some(_) => {
                 let longest = path.parts().map(|p| p.as_ref().len()).max().unwrap_or(0);
                 (longest + INDEX_SUFFIX.len(), MAX_NAME_BYTES)
             }
@@ -424,9 +385,17 @@ impl Store {
     /// [`StoreError::Misconfigured`] (final), a local file the worker may not read is
     /// [`StoreError::PermissionDenied`] (final), only a missing object on a read is `NotFound`, a
     /// deterministic 4xx is [`StoreError::Rejected`] (final, with the server's status and code),
-    /// and a timeout, an unreachable endpoint or any other failure is retryable.
+    /// and a timeout, an unreachable endpoint or any other failure is retryable. A local root's
+    /// refusal is the store's error already.
     fn map_error(&self, error: object_store::Error, handle: &str, call: Call) -> StoreError {
-        let remote = matches!(self.inner.backend, Backend::Object(_));
+        let error = match error {
+            object_store::Error::Generic { store, source } => match source.downcast() {
+                Ok(refused) => return StoreError::about(*refused, handle),
+                Err(source) => object_store::Error::Generic { store, source },
+            },
+            error => error,
+        };
+        let remote = self.inner.local.is_none();
         let (cause, text) = explain::explain(&error, self.url(), remote && call != Call::Read);
         let timeout = diagnose::chain(&error).any(|e| {
             e.downcast_ref::<object_store::client::HttpError>()
@@ -454,23 +423,6 @@ impl Store {
                 None => StoreError::Backend(Box::new(error)),
             },
         }
-    }
-
-    /// Run the blocking local-filesystem `work` on a blocking thread, within the deadline for
-    /// `bytes`.
-    async fn on_disk<T: Send + 'static>(
-        &self,
-        local: &Arc<LocalBackend>,
-        bytes: u64,
-        work: impl FnOnce(&LocalBackend) -> Result<T, StoreError> + Send + 'static,
-    ) -> Result<T, StoreError> {
-        let local = local.clone();
-        self.bounded(bytes, async move {
-            tokio::task::spawn_blocking(move || work(&local))
-                .await
-                .map_err(|e| crate::read::joined("a local store call", e))?
-        })
-        .await
     }
 
     /// Run `call` within the deadline for `bytes`.
@@ -503,6 +455,8 @@ async fn within<T>(
 
 /// The operator's writes: spills of no workflow, which only a reader of every spill reads.
 impl SpillStore for Store {
+    type Error = StoreError;
+
     async fn write(&self, key: &str, data: Bytes) -> Result<String, StoreError> {
         (self.write_output(key, data, None, &Reader::operator())).await
     }
@@ -517,6 +471,8 @@ pub struct ToolSpills<'a> {
 }
 
 impl SpillStore for ToolSpills<'_> {
+    type Error = StoreError;
+
     async fn write(&self, key: &str, data: Bytes) -> Result<String, StoreError> {
         let (tool, writer) = (Some(self.tool), self.writer);
         self.store.write_output(key, data, tool, writer).await

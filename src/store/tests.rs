@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 use bytes::Bytes;
 
 use super::*;
-use crate::limits::{SpillStore, StoreError};
+use crate::limits::SpillStore;
 use crate::read::line_index::Header;
 use crate::read::{Part, ReadRequest, SpillReader, read_page, read_tool_result};
 use object_store::PutOptions;
@@ -216,9 +216,7 @@ async fn an_overwrite_behind_the_stores_back_is_paged_from_its_own_lines() {
         read_tool_result(&store, &request).await.unwrap(),
         read_page(&v1, &request).unwrap()
     );
-    let Backend::Object(fs) = &store.inner.backend else {
-        unreachable!()
-    };
+    let fs = &store.inner.store;
     let path = store.locate("r/c.0").unwrap();
     // The same size, other line breaks, and no new index: the cached and stored index describe v1.
     let v2 = Bytes::from(
@@ -618,30 +616,6 @@ async fn a_key_too_long_for_a_blob_store_is_refused() {
     store.write(&fits, text(1)).await.unwrap();
 }
 
-/// Local filesystem work runs on a blocking thread under the per-call deadline: a filesystem
-/// call that hangs (a dead network mount) cannot stall the async threads or the caller.
-#[tokio::test(flavor = "current_thread")]
-async fn blocking_disk_work_is_bounded_by_the_deadline() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = ::url::Url::from_directory_path(dir.path()).unwrap();
-    let options = StoreOptions::builder()
-        .timeout(Duration::from_millis(100))
-        .build();
-    let store = Store::open_with(Some(url.as_str()), options).unwrap();
-    let Backend::Local(local) = &store.inner.backend else {
-        panic!("a local backend")
-    };
-    let hung = store.on_disk(local, 0, |_| {
-        std::thread::sleep(Duration::from_secs(1));
-        Ok(())
-    });
-    let outcome = tokio::time::timeout(Duration::from_millis(500), hung).await;
-    assert!(
-        matches!(outcome, Ok(Err(StoreError::Timeout(_)))),
-        "{outcome:?}"
-    );
-}
-
 /// Multipart parts that never finish; counts the uploads aborted.
 #[derive(Debug, Default)]
 struct StalledParts {
@@ -828,7 +802,8 @@ fn over(url: &str, backend: Arc<dyn ObjectStore>, options: StoreOptions) -> Stor
     Store {
         inner: Arc::new(Inner {
             url: url.into(),
-            backend: Backend::Object(backend),
+            store: backend,
+            local: None,
             base: Path::from(NAMESPACE),
             cache: IndexCache::new(0),
             options,

@@ -7,11 +7,12 @@ use base64::Engine as _;
 use bytes::Bytes;
 use overspill::api::ReduceRequest;
 use overspill::limits::{
-    self, Limits, MemoryStore, NoStore, StoreError, SummarizeError, Summarizer, Summary,
-    SummaryRequest, ToolOutput, TruncationStrategy, Usage,
+    self, Limits, MemoryStore, NoStore, SummarizeError, Summarizer, Summary, SummaryRequest,
+    ToolOutput, TruncationStrategy, Usage,
 };
 use overspill::read::line_index::IndexBuilder;
 use overspill::read::{self, Fetched, Part, ReadRequest, SpillReader, Version};
+use overspill::store::StoreError;
 use serde_json::Value;
 
 fn golden(name: &str) -> Value {

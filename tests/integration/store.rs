@@ -17,12 +17,12 @@ use object_store::aws::AmazonS3Builder;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt as _};
 use overspill::limits::{
-    self, Limits, NoSummarizer, ReductionKind, SpillStore, StoreError, ToolCall, ToolOutput,
-    ToolResult,
+    self, Limits, NoSummarizer, ReductionKind, SpillStore, ToolCall, ToolOutput, ToolResult,
 };
 use overspill::read::{
     Fetched, Part, ReadRequest, SpillReader, Version, no_stored_result, read_tool_result,
 };
+use overspill::store::StoreError;
 use overspill::store::{ListRequest, ReadScope, Reader, Scope, Store, StoreOptions};
 
 /// The test bucket URL, or a loud failure naming the script that provides it.

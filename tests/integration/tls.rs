@@ -8,8 +8,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use overspill::external_storage::{ExternalStorage, ExternalStorageSettings, KeyScope, resolve};
-use overspill::limits::{SpillStore as _, StoreError};
+use overspill::limits::SpillStore as _;
 use overspill::read::{ReadRequest, read_tool_result};
+use overspill::store::StoreError;
 use overspill::store::{Store, StoreOptions};
 use overspill::workflows::ReduceToolOutput;
 use serde_json::json;

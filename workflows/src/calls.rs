@@ -17,10 +17,10 @@ use crate::api::{
     SummarizeRequest, SummarizeResponse,
 };
 use crate::limits::{
-    Limits, SpillStore, StoreError, SummarizeError, Summarizer, Summary, SummaryRequest, ToolCall,
-    ToolOutput,
+    Limits, SpillStore, SummarizeError, Summarizer, Summary, SummaryRequest, ToolCall, ToolOutput,
 };
 use crate::names::{QUERY_TOOL_RESULT, READ_TOOL_RESULT, REDUCE, SPILL, SUMMARIZE};
+use crate::store::StoreError;
 
 /// The `tool_output_limits.*` activities, as workflow code calls them (`json/plain`).
 pub struct Overspill;
@@ -108,6 +108,8 @@ impl<'a, W> ActivityStore<'a, W> {
 }
 
 impl<W> SpillStore for ActivityStore<'_, W> {
+    type Error = StoreError;
+
     async fn write(&self, key: &str, data: Bytes) -> Result<String, StoreError> {
         let output = ToolOutput::from_raw(data);
         let request = SpillRequest {
