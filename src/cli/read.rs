@@ -93,19 +93,17 @@ pub(crate) async fn run<R: clap::Args>(
 }
 
 /// Print a page (and a newline) on stdout; a bad argument is its message on stderr and exit
-/// code 2. When the page found nothing, stderr names `store`, the store searched, and the exit
-/// code is 1.
+/// code 2. A handle the store does not have prints the text the model would read, and
+/// [`nothing_found`] in `store`.
 pub(crate) fn print_page(page: Result<String, ReadOutcomeError>, store: &str) -> CliResult {
     match page {
         Ok(page) => {
             writeln!(std::io::stdout().lock(), "{page}")?;
-            if page.starts_with("[No stored tool result") || page.contains(": 0 spilled tool") {
-                eprintln!(
-                    "overspill: nothing found in {store} (--store or OVERSPILL_STORE names another)"
-                );
-                return Ok(ExitCode::FAILURE);
-            }
             Ok(ExitCode::SUCCESS)
+        }
+        Err(missing @ ReadOutcomeError::NoStoredResult { .. }) => {
+            writeln!(std::io::stdout().lock(), "{missing}")?;
+            Ok(nothing_found(store))
         }
         Err(ReadOutcomeError::Retry(retry)) => {
             eprintln!("{retry}");
@@ -114,4 +112,10 @@ pub(crate) fn print_page(page: Result<String, ReadOutcomeError>, store: &str) ->
         Err(ReadOutcomeError::Store(e)) => Err(e.into()),
         Err(ReadOutcomeError::Sandbox(e)) => Err(e),
     }
+}
+
+/// Exit code 1, after stderr names `store`, the store searched, for a page that found nothing.
+pub(crate) fn nothing_found(store: &str) -> ExitCode {
+    eprintln!("overspill: nothing found in {store} (--store or OVERSPILL_STORE names another)");
+    ExitCode::FAILURE
 }
