@@ -96,7 +96,11 @@ pub(crate) async fn run(cmd: Command) -> CliResult {
             drop(out);
             let empty = listing.as_ref().is_ok_and(|l| l.total == 0);
             let shown = print_page(listing.map(|l| l.render(now)), store.url())?;
-            return Ok(if empty { nothing_found(store.url()) } else { shown });
+            return Ok(if empty {
+                nothing_found(store.url())
+            } else {
+                shown
+            });
         }
         Command::Ls {
             run: None, store, ..

@@ -76,9 +76,11 @@ pub async fn read_tool_result<R: SpillReader>(
 /// A page, or why there is none (see [`read_tool_result`]).
 fn outcome(handle: &str, page: Result<String, PageError>) -> Result<String, ReadOutcomeError> {
     match page {
-        Err(PageError::Store(e)) if e.is_unknown_handle() => Err(ReadOutcomeError::NoStoredResult {
-            handle: handle.to_owned(),
-        }),
+        Err(PageError::Store(e)) if e.is_unknown_handle() => {
+            Err(ReadOutcomeError::NoStoredResult {
+                handle: handle.to_owned(),
+            })
+        }
         page => Ok(page?),
     }
 }
