@@ -5,8 +5,6 @@
 
 use std::error::Error;
 
-use temporalio_client::tonic::Status;
-
 /// The innermost error's words (`Connection refused (os error 111)`).
 pub(crate) fn innermost(error: &(dyn Error + 'static)) -> String {
     // The chain starts with `error` itself, so it is never empty.
@@ -69,7 +67,7 @@ pub(crate) fn io_kind(error: &(dyn Error + 'static)) -> Option<std::io::ErrorKin
 /// body that is not gRPC to `Internal`), so this is the one place that reads that text, in
 /// tonic's two wordings: `… while receiving response with status: 401 Unauthorized` and `…
 /// mapped from HTTP status code 503`.
-fn http_status(status: &Status) -> Option<reqwest::StatusCode> {
+fn http_status(status: &temporalio_client::tonic::Status) -> Option<reqwest::StatusCode> {
     let said = status.message();
     let (_, rest) = (said.rsplit_once("with status: "))
         .or_else(|| said.rsplit_once("from HTTP status code "))?;
@@ -105,7 +103,7 @@ pub(crate) fn temporal(error: &(dyn Error + 'static), client_cert: bool) -> Stri
     }
     let status = chain(error).find_map(|e| match e.downcast_ref() {
         Some(temporalio_client::errors::ClientConnectError::SystemInfoCallError(s)) => Some(s),
-        _ => e.downcast_ref::<Status>(),
+        _ => e.downcast_ref::<temporalio_client::tonic::Status>(),
     });
     if let Some(status) = status {
         let said = status.message();
@@ -143,6 +141,8 @@ pub(crate) fn temporal(error: &(dyn Error + 'static), client_cert: bool) -> Stri
 
 #[cfg(test)]
 mod tests {
+    use temporalio_client::tonic::Status;
+
     use super::*;
 
     /// The status tonic's client gives for a call its server answers with an HTTP `status`,

@@ -388,7 +388,7 @@ impl OverspillActivities {
 fn answer(page: Result<String, ReadOutcomeError>) -> Result<String, Failure> {
     match page {
         Ok(page) => Ok(page),
-        Err(missing @ ReadOutcomeError::NoStoredResult { .. }) => Ok(missing.to_string()),
+        Err(missing @ ReadOutcomeError::NoStoredResult(_)) => Ok(missing.to_string()),
         Err(ReadOutcomeError::Retry(retry)) => Err(Failure::model_retry(retry.to_string())),
         Err(ReadOutcomeError::Store(e)) => Err(Failure::store(&e)),
         Err(ReadOutcomeError::Sandbox(e)) => Err(Failure::query_sandbox(e.as_ref())),

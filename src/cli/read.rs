@@ -93,25 +93,25 @@ pub(crate) async fn run<R: clap::Args>(
 }
 
 /// Print a page (and a newline) on stdout; a bad argument is its message on stderr and exit
-/// code 2. A handle the store does not have prints the text the model would read, and
+/// code 2. A handle the store does not have prints the text the model reads, and
 /// [`nothing_found`] in `store`.
 pub(crate) fn print_page(page: Result<String, ReadOutcomeError>, store: &str) -> CliResult {
-    match page {
-        Ok(page) => {
-            writeln!(std::io::stdout().lock(), "{page}")?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(missing @ ReadOutcomeError::NoStoredResult { .. }) => {
-            writeln!(std::io::stdout().lock(), "{missing}")?;
-            Ok(nothing_found(store))
-        }
+    let (page, found) = match page {
+        Ok(page) => (page, true),
+        Err(missing @ ReadOutcomeError::NoStoredResult(_)) => (missing.to_string(), false),
         Err(ReadOutcomeError::Retry(retry)) => {
             eprintln!("{retry}");
-            Ok(ExitCode::from(2))
+            return Ok(ExitCode::from(2));
         }
-        Err(ReadOutcomeError::Store(e)) => Err(e.into()),
-        Err(ReadOutcomeError::Sandbox(e)) => Err(e),
-    }
+        Err(ReadOutcomeError::Store(e)) => return Err(e.into()),
+        Err(ReadOutcomeError::Sandbox(e)) => return Err(e),
+    };
+    writeln!(std::io::stdout().lock(), "{page}")?;
+    Ok(if found {
+        ExitCode::SUCCESS
+    } else {
+        nothing_found(store)
+    })
 }
 
 /// Exit code 1, after stderr names `store`, the store searched, for a page that found nothing.

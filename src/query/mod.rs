@@ -173,9 +173,7 @@ pub(crate) async fn query_with<R: SpillReader>(
     let handle = &request.handle;
     let version = match reader.head(handle).await {
         Err(e) if e.is_unknown_handle() => {
-            return Err(ReadOutcomeError::NoStoredResult {
-                handle: handle.clone(),
-            });
+            return Err(ReadOutcomeError::NoStoredResult(handle.clone()));
         }
         version => version.map_err(ReadOutcomeError::Store)?,
     };

@@ -77,9 +77,7 @@ pub async fn read_tool_result<R: SpillReader>(
 fn outcome(handle: &str, page: Result<String, PageError>) -> Result<String, ReadOutcomeError> {
     match page {
         Err(PageError::Store(e)) if e.is_unknown_handle() => {
-            Err(ReadOutcomeError::NoStoredResult {
-                handle: handle.to_owned(),
-            })
+            Err(ReadOutcomeError::NoStoredResult(handle.to_owned()))
         }
         page => Ok(page?),
     }
@@ -88,13 +86,10 @@ fn outcome(handle: &str, page: Result<String, PageError>) -> Result<String, Read
 /// Why a read could not be served.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadOutcomeError {
-    /// The store does not have the handle, or refuses it: its text ([`no_stored_result`]) is the
-    /// answer the model sees, as the reference's.
-    #[error("{}", no_stored_result(.handle))]
-    NoStoredResult {
-        /// The handle asked for.
-        handle: String,
-    },
+    /// The store does not have this handle, or refuses it: the text ([`no_stored_result`]) is
+    /// the answer the model sees, as the reference's.
+    #[error("{}", no_stored_result(.0))]
+    NoStoredResult(String),
     /// The model must retry with other arguments (an activity's `ModelRetry`).
     #[error(transparent)]
     Retry(#[from] ReadError),

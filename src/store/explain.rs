@@ -29,16 +29,14 @@ pub(crate) fn explain(
     missing_is_bucket: bool,
 ) -> (Cause, String) {
     use object_store::Error as E;
-    let Exchange { host, answer } = exchange(error);
-    let answer = answer.map(|(status, body)| Answer::new(status, &body));
+    let (host, answer) = exchange(error);
     let (credentials, endpoint) = settings(url);
     let host = host.unwrap_or_else(|| "its endpoint".to_owned());
-    let no_bucket = answer.as_ref().is_some_and(Answer::no_bucket)
+    // S3's (and GCS's) code for a missing bucket, and Azure's for a missing container.
+    let code = answer.as_ref().and_then(|a| a.code.as_deref());
+    let no_bucket = matches!(code, Some("NoSuchBucket" | "ContainerNotFound"))
         || (missing_is_bucket && matches!(error, E::NotFound { .. }));
-    let words = match &answer {
-        Some(answer) => answer.said(),
-        None => diagnose::innermost(error),
-    };
+    let words = (answer.as_ref()).map_or_else(|| diagnose::innermost(error), Answer::said);
     if no_bucket {
         let text = format!(
             "the bucket of store {url} does not exist ({words}): create it, or fix the bucket in \
@@ -111,58 +109,44 @@ const TRANSIENT_CODES: [&str; 4] = [
 /// 409 Conflict (S3's `OperationAborted`: a conflicting operation is still in progress), and
 /// the 400s S3 answers for conditions that clear by themselves ([`TRANSIENT_CODES`]).
 pub(crate) fn rejection(error: &object_store::Error) -> Option<Rejection> {
-    let (status, body) = exchange(error).answer?;
+    let answer = exchange(error).1?;
+    let status = answer.status;
     let deterministic =
         status.is_client_error() && !matches!(status.as_u16(), 401 | 403 | 404 | 408 | 409 | 429);
-    let answer = Answer::new(status, &body);
     let transient = (answer.code.as_deref()).is_some_and(|c| TRANSIENT_CODES.contains(&c));
     (deterministic && !transient).then(|| Rejection {
         status: status.to_string(),
-        message: answer.message.clone().unwrap_or_else(|| answer.start()),
+        message: answer.message.unwrap_or(answer.start),
         code: answer.code,
     })
 }
 
-/// The request a store's failure came from: the `host:port` it went to, and the status and body
-/// of a non-2xx answer.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct Exchange {
-    host: Option<String>,
-    answer: Option<(StatusCode, String)>,
-}
-
-/// The request behind `error`, read from the text of object_store's `RetryError` and of the
+/// The request behind `error`: the `host:port` it went to and the server's non-2xx answer, read
+/// from the text of object_store's `RetryError` and of the
 /// `RequestError` it wraps. object_store 0.14 keeps the request's URL and the answer's status
 /// and body in those two alone, in a private module (only 304, 401, 403, 404, 409 and 412 reach
 /// a caller typed, as [`object_store::Error`]'s variants), so this is the one place that reads
 /// their text, in the forms they display: `Error performing PUT https://host:port/b/k in 2ms - …`
 /// and `Server returned non-2xx status code: 400 Bad Request: BODY`.
-fn exchange(error: &object_store::Error) -> Exchange {
-    let mut found = Exchange::default();
+fn exchange(error: &object_store::Error) -> (Option<String>, Option<Answer>) {
+    let (mut host, mut answer) = (None, None);
     for e in diagnose::chain(error) {
         let text = e.to_string();
         if let Some(request) = text.strip_prefix("Error performing ")
-            && found.host.is_none()
+            && let Some(Ok(url)) = request.split(' ').nth(1).map(reqwest::Url::parse)
+            && let (Some(name), Some(port)) = (url.host_str(), url.port_or_known_default())
         {
-            let url = request.split(' ').nth(1).map(reqwest::Url::parse);
-            found.host = url.and_then(Result::ok).and_then(|url| {
-                let host = url.host_str()?;
-                Some(match url.port_or_known_default() {
-                    Some(port) => format!("{host}:{port}"),
-                    None => host.to_owned(),
-                })
-            });
+            host.get_or_insert_with(|| format!("{name}:{port}"));
         }
-        if let Some(answer) = text.strip_prefix("Server returned non-2xx status code: ")
-            && let Some(digits) = answer.get(..3)
+        if let Some(answered) = text.strip_prefix("Server returned non-2xx status code: ")
+            && let Some(digits) = answered.get(..3)
             && let Ok(status) = StatusCode::from_bytes(digits.as_bytes())
         {
-            let body = answer.strip_prefix(&status.to_string()).unwrap_or("");
-            let body = body.strip_prefix(": ").unwrap_or(body);
-            found.answer = Some((status, body.to_owned()));
+            let body = answered.strip_prefix(&status.to_string()).unwrap_or("");
+            answer = Some(Answer::new(status, body.strip_prefix(": ").unwrap_or(body)));
         }
     }
-    found
+    (host, answer)
 }
 
 /// What a server answered a failed request: its status, and the error code and message of its
@@ -172,7 +156,8 @@ struct Answer {
     status: StatusCode,
     code: Option<String>,
     message: Option<String>,
-    body: String,
+    /// The body's first 200 characters.
+    start: String,
 }
 
 impl Answer {
@@ -191,16 +176,8 @@ impl Answer {
             status,
             code,
             message: tag("Message").or_else(|| field("/message")),
-            body: body.to_owned(),
+            start: body.chars().take(200).collect(),
         }
-    }
-
-    /// Whether the answer says the bucket (S3, GCS) or container (Azure) does not exist.
-    fn no_bucket(&self) -> bool {
-        matches!(
-            self.code.as_deref(),
-            Some("NoSuchBucket" | "ContainerNotFound")
-        )
     }
 
     /// The answer in the server's words: `403 Forbidden, SignatureDoesNotMatch: The request
@@ -210,14 +187,9 @@ impl Answer {
         match (&self.code, &self.message) {
             (Some(code), Some(message)) => format!("{status}, {code}: {message}"),
             (Some(code), None) => format!("{status}, {code}"),
-            _ if self.body.is_empty() => status.to_string(),
-            _ => format!("{status}: {}", self.start()),
+            _ if self.start.is_empty() => status.to_string(),
+            _ => format!("{status}: {}", self.start),
         }
-    }
-
-    /// The body's first 200 characters.
-    fn start(&self) -> String {
-        self.body.chars().take(200).collect()
     }
 }
 
@@ -305,21 +277,13 @@ mod tests {
     #[tokio::test]
     async fn the_request_is_read_from_a_real_client_error() {
         let error = answered(400, "<Error><Code>InvalidArgument</Code></Error>").await;
-        let Exchange { host, answer } = exchange(&error);
+        let (host, answer) = exchange(&error);
         assert!(host.is_some_and(|h| h.starts_with("127.0.0.1:")), "{error}");
         let answer = answer.expect("the answer");
-        assert_eq!(
-            answer,
-            (
-                StatusCode::BAD_REQUEST,
-                "<Error><Code>InvalidArgument</Code></Error>".to_owned()
-            )
-        );
-        let empty = exchange(&answered(500, "").await).answer;
-        assert_eq!(
-            empty,
-            Some((StatusCode::INTERNAL_SERVER_ERROR, String::new()))
-        );
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST);
+        assert_eq!(answer.start, "<Error><Code>InvalidArgument</Code></Error>");
+        let empty = exchange(&answered(500, "").await).1.expect("the answer");
+        assert_eq!((empty.status.as_u16(), empty.start.as_str()), (500, ""));
     }
 
     #[tokio::test]
@@ -366,9 +330,7 @@ mod tests {
         assert_eq!(explain(&container, "az://c", false).0, Cause::NoBucket);
         let plain = answered(500, "oops").await;
         assert_eq!(explain(&plain, "s3://b", false).0, Cause::Other);
-        let said = exchange(&plain)
-            .answer
-            .map(|(s, b)| Answer::new(s, &b).said());
+        let said = exchange(&plain).1.map(|a| a.said());
         assert_eq!(said.as_deref(), Some("500 Internal Server Error: oops"));
     }
 

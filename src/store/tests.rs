@@ -165,7 +165,7 @@ async fn refuses_escaping_handles() {
         .await
         .unwrap_err();
         assert!(
-            matches!(&page, ReadOutcomeError::NoStoredResult { handle: h } if h == handle),
+            matches!(&page, ReadOutcomeError::NoStoredResult(h) if h == handle),
             "{page}"
         );
     }
