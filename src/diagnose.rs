@@ -62,15 +62,16 @@ pub(crate) fn io_kind(error: &(dyn Error + 'static)) -> Option<std::io::ErrorKin
     chain(error).find_map(|e| e.downcast_ref::<std::io::Error>().map(std::io::Error::kind))
 }
 
-/// The HTTP status a proxy answered instead of gRPC, as tonic words it (`… while receiving
-/// response with status: 401 Unauthorized`, `… mapped from HTTP status code 401`): `401
-/// Unauthorized`.
-pub(crate) fn http_status(grpc_message: &str) -> Option<reqwest::StatusCode> {
-    let (_, rest) = grpc_message
-        .rsplit_once("with status: ")
-        .or_else(|| grpc_message.rsplit_once("from HTTP status code "))?;
-    let digits = rest.get(..3)?;
-    reqwest::StatusCode::from_bytes(digits.as_bytes()).ok()
+/// The HTTP status a proxy answered instead of gRPC (`401 Unauthorized`). tonic keeps it in the
+/// status's message alone (its code maps several HTTP statuses to one, and any status with a
+/// body that is not gRPC to `Internal`), so this is the one place that reads that text, in
+/// tonic's two wordings: `… while receiving response with status: 401 Unauthorized` and `…
+/// mapped from HTTP status code 503`.
+fn http_status(status: &temporalio_client::tonic::Status) -> Option<reqwest::StatusCode> {
+    let said = status.message();
+    let (_, rest) = (said.rsplit_once("with status: "))
+        .or_else(|| said.rsplit_once("from HTTP status code "))?;
+    reqwest::StatusCode::from_bytes(rest.get(..3)?.as_bytes()).ok()
 }
 
 /// What a failed connection to Temporal means and the flag that fixes it, after `Temporal at
@@ -106,7 +107,7 @@ pub(crate) fn temporal(error: &(dyn Error + 'static), client_cert: bool) -> Stri
     });
     if let Some(status) = status {
         let said = status.message();
-        if let Some(shown) = http_status(said) {
+        if let Some(shown) = http_status(status) {
             return match shown.as_u16() {
                 401 => format!("answered HTTP {shown}: {KEY}"),
                 403 => format!("answered HTTP {shown}: {KEY}, and the key's access to --namespace"),
@@ -140,17 +141,84 @@ pub(crate) fn temporal(error: &(dyn Error + 'static), client_cert: bool) -> Stri
 
 #[cfg(test)]
 mod tests {
+    use temporalio_client::tonic::Status;
+
     use super::*;
 
-    #[test]
-    fn http_statuses_are_read_from_either_of_tonics_wordings() {
-        let framed = "protocol error: received message with invalid compression flag: 60 (valid \
-                      flags are 0 and 1) while receiving response with status: 401 Unauthorized";
-        let status = http_status(framed).expect("a status");
-        assert_eq!(status.to_string(), "401 Unauthorized");
-        let mapped = "grpc-status header missing, mapped from HTTP status code 503";
-        assert_eq!(http_status(mapped).map(|s| s.as_u16()), Some(503));
-        assert_eq!(http_status("Namespace foo is not found."), None);
+    /// The status tonic's client gives for a call its server answers with an HTTP `status`,
+    /// `headers` and `body`, as a proxy in front of Temporal may.
+    async fn answered(status: u16, headers: &[(&str, &str)], body: &'static str) -> Status {
+        use temporalio_client::tonic::codegen::{Bytes, Context, Poll, Service, http};
+        use temporalio_common::protos::temporal::api::workflowservice::v1::{
+            GetSystemInfoRequest, workflow_service_client::WorkflowServiceClient,
+        };
+        type Answer = http::Response<http_body_util::Full<Bytes>>;
+        struct Server(Option<Answer>);
+        impl Service<http::Request<temporalio_client::tonic::body::Body>> for Server {
+            type Response = Answer;
+            type Error = std::convert::Infallible;
+            type Future = std::future::Ready<Result<Answer, Self::Error>>;
+            fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+                Poll::Ready(Ok(()))
+            }
+            fn call(
+                &mut self,
+                _: http::Request<temporalio_client::tonic::body::Body>,
+            ) -> Self::Future {
+                std::future::ready(Ok(self.0.take().expect("one call")))
+            }
+        }
+        let mut answer = http::Response::builder().status(status);
+        for (name, value) in headers {
+            answer = answer.header(*name, *value);
+        }
+        let answer = answer.body(body.into()).expect("a response");
+        let mut client = WorkflowServiceClient::new(Server(Some(answer)));
+        let called = client
+            .get_system_info(GetSystemInfoRequest::default())
+            .await;
+        called.expect_err("not a gRPC answer")
+    }
+
+    #[tokio::test]
+    async fn a_proxys_http_status_is_read_from_tonics_status() {
+        let html = answered(401, &[], "<html>401 Authorization Required</html>").await;
+        assert_eq!(http_status(&html), Some(reqwest::StatusCode::UNAUTHORIZED));
+        assert_eq!(
+            temporal(&html, false),
+            "answered HTTP 401 Unauthorized: check --api-key (TEMPORAL_API_KEY)"
+        );
+        let bare = answered(
+            400,
+            &[],
+            "<html>No required SSL certificate was sent</html>",
+        )
+        .await;
+        assert!(
+            temporal(&bare, false).starts_with("answered HTTP 400 Bad Request (as a proxy that requires a client certificate does): check --tls-cert"),
+            "{bare}"
+        );
+        let empty = answered(503, &[], "").await;
+        assert_eq!(
+            http_status(&empty),
+            Some(reqwest::StatusCode::SERVICE_UNAVAILABLE)
+        );
+        assert_eq!(
+            temporal(&empty, false),
+            "answered HTTP 503 Service Unavailable: the proxy at this address cannot reach Temporal"
+        );
+        let grpc = [
+            ("content-type", "application/grpc"),
+            ("grpc-status", "16"),
+            ("grpc-message", "bad key"),
+        ];
+        let refused = answered(200, &grpc, "").await;
+        assert_eq!(http_status(&refused), None);
+        assert_eq!(
+            temporal(&refused, false),
+            "refused the credentials (bad key): check --api-key (TEMPORAL_API_KEY), or check \
+             --tls-cert and --tls-key"
+        );
     }
 
     #[test]

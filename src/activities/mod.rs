@@ -342,7 +342,7 @@ impl OverspillActivities {
     ) -> Result<ReadResponse, Failure> {
         let reader = self.reader(caller);
         let page = read::read_tool_result(&self.store.read_as(&reader), &request).await;
-        page.map(ReadResponse).map_err(|e| read_failure(&e))
+        answer(page).map(ReadResponse)
     }
 
     /// Grep a spill for `caller` (the body of [`GREP_TOOL_RESULT`], without Temporal).
@@ -353,7 +353,7 @@ impl OverspillActivities {
     ) -> Result<GrepResponse, Failure> {
         let reader = self.reader(caller);
         let page = read::grep_tool_result(&self.store.read_as(&reader), &request).await;
-        page.map(GrepResponse).map_err(|e| read_failure(&e))
+        answer(page).map(GrepResponse)
     }
 
     /// Run a jq filter over a spill for `caller` (the body of [`QUERY_TOOL_RESULT`], without
@@ -366,7 +366,7 @@ impl OverspillActivities {
         let reader = self.reader(caller);
         let store = self.store.read_as(&reader);
         let page = crate::query::query_tool_result_with(&store, &request, &self.query_runner).await;
-        page.map(QueryResponse).map_err(|e| read_failure(&e))
+        answer(page).map(QueryResponse)
     }
 
     /// List a run's spills that `caller` may see, newest first (the body of
@@ -380,17 +380,19 @@ impl OverspillActivities {
             request.run_id = caller.workflow_run_id().unwrap_or_default().to_owned();
         }
         let listing = self.store.list_run(&request, &self.reader(caller)).await;
-        let listing = listing.map_err(|e| read_failure(&e))?;
-        Ok(ListResponse(listing.render(SystemTime::now())))
+        answer(listing.map(|l| l.render(SystemTime::now()))).map(ListResponse)
     }
 }
 
-/// A read-back that could not be served: a bad argument is `ModelRetry`, else a store failure.
-fn read_failure(error: &ReadOutcomeError) -> Failure {
-    match error {
-        ReadOutcomeError::Retry(retry) => Failure::model_retry(retry.to_string()),
-        ReadOutcomeError::Store(e) => Failure::store(e),
-        ReadOutcomeError::Sandbox(e) => Failure::query_sandbox(e.as_ref()),
+/// What a read-back answers the model: its page, or the text for a handle the store does not
+/// have; a bad argument is `ModelRetry`, else a store (or query sandbox) failure.
+fn answer(page: Result<String, ReadOutcomeError>) -> Result<String, Failure> {
+    match page {
+        Ok(page) => Ok(page),
+        Err(missing @ ReadOutcomeError::NoStoredResult(_)) => Ok(missing.to_string()),
+        Err(ReadOutcomeError::Retry(retry)) => Err(Failure::model_retry(retry.to_string())),
+        Err(ReadOutcomeError::Store(e)) => Err(Failure::store(&e)),
+        Err(ReadOutcomeError::Sandbox(e)) => Err(Failure::query_sandbox(e.as_ref())),
     }
 }
 

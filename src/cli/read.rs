@@ -93,25 +93,29 @@ pub(crate) async fn run<R: clap::Args>(
 }
 
 /// Print a page (and a newline) on stdout; a bad argument is its message on stderr and exit
-/// code 2. When the page found nothing, stderr names `store`, the store searched, and the exit
-/// code is 1.
+/// code 2. A handle the store does not have prints the text the model reads, and
+/// [`nothing_found`] in `store`.
 pub(crate) fn print_page(page: Result<String, ReadOutcomeError>, store: &str) -> CliResult {
-    match page {
-        Ok(page) => {
-            writeln!(std::io::stdout().lock(), "{page}")?;
-            if page.starts_with("[No stored tool result") || page.contains(": 0 spilled tool") {
-                eprintln!(
-                    "overspill: nothing found in {store} (--store or OVERSPILL_STORE names another)"
-                );
-                return Ok(ExitCode::FAILURE);
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+    let (page, found) = match page {
+        Ok(page) => (page, true),
+        Err(missing @ ReadOutcomeError::NoStoredResult(_)) => (missing.to_string(), false),
         Err(ReadOutcomeError::Retry(retry)) => {
             eprintln!("{retry}");
-            Ok(ExitCode::from(2))
+            return Ok(ExitCode::from(2));
         }
-        Err(ReadOutcomeError::Store(e)) => Err(e.into()),
-        Err(ReadOutcomeError::Sandbox(e)) => Err(e),
-    }
+        Err(ReadOutcomeError::Store(e)) => return Err(e.into()),
+        Err(ReadOutcomeError::Sandbox(e)) => return Err(e),
+    };
+    writeln!(std::io::stdout().lock(), "{page}")?;
+    Ok(if found {
+        ExitCode::SUCCESS
+    } else {
+        nothing_found(store)
+    })
+}
+
+/// Exit code 1, after stderr names `store`, the store searched, for a page that found nothing.
+pub(crate) fn nothing_found(store: &str) -> ExitCode {
+    eprintln!("overspill: nothing found in {store} (--store or OVERSPILL_STORE names another)");
+    ExitCode::FAILURE
 }

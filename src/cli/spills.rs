@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use overspill::store::{ListRequest, Reader, SpillInfo, Store, StoreOptions};
 
 use super::CliResult;
-use super::read::print_page;
+use super::read::{nothing_found, print_page};
 
 /// Spill housekeeping.
 #[derive(Debug, clap::Subcommand)]
@@ -94,7 +94,13 @@ pub(crate) async fn run(cmd: Command) -> CliResult {
             let store = store.open()?;
             let listing = store.list_run(&request, &Reader::operator()).await;
             drop(out);
-            return print_page(listing.map(|l| l.render(now)), store.url());
+            let empty = listing.as_ref().is_ok_and(|l| l.total == 0);
+            let shown = print_page(listing.map(|l| l.render(now)), store.url())?;
+            return Ok(if empty {
+                nothing_found(store.url())
+            } else {
+                shown
+            });
         }
         Command::Ls {
             run: None, store, ..

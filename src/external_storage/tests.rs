@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use base64::Engine as _;
-use futures::StreamExt as _;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt as _};
@@ -413,72 +412,38 @@ async fn the_codec_resolves_for_workflows_and_leaves_references_to_activities() 
     assert!(error.to_string().contains("--external-storage"), "{error}");
 }
 
-/// A store that answers every call with the error `refuse` makes.
-#[derive(Debug)]
-struct Refusing(fn() -> object_store::Error);
-
-impl std::fmt::Display for Refusing {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Refusing")
-    }
-}
-
-#[async_trait::async_trait]
-impl ObjectStore for Refusing {
-    async fn put_opts(
-        &self,
-        _: &Path,
-        _: object_store::PutPayload,
-        _: object_store::PutOptions,
-    ) -> object_store::Result<object_store::PutResult> {
-        Err((self.0)())
-    }
-
-    async fn put_multipart_opts(
-        &self,
-        _: &Path,
-        _: object_store::PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
-        Err((self.0)())
-    }
-
-    async fn get_opts(
-        &self,
-        _: &Path,
-        _: object_store::GetOptions,
-    ) -> object_store::Result<object_store::GetResult> {
-        Err((self.0)())
-    }
-
-    fn delete_stream(
-        &self,
-        _: futures::stream::BoxStream<'static, object_store::Result<Path>>,
-    ) -> futures::stream::BoxStream<'static, object_store::Result<Path>> {
-        futures::stream::once(std::future::ready(Err((self.0)()))).boxed()
-    }
-
-    fn list(
-        &self,
-        _: Option<&Path>,
-    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
-        futures::stream::once(std::future::ready(Err((self.0)()))).boxed()
-    }
-
-    async fn list_with_delimiter(
-        &self,
-        _: Option<&Path>,
-    ) -> object_store::Result<object_store::ListResult> {
-        Err((self.0)())
-    }
-
-    async fn copy_opts(
-        &self,
-        _: &Path,
-        _: &Path,
-        _: object_store::CopyOptions,
-    ) -> object_store::Result<()> {
-        Err((self.0)())
-    }
+/// An S3 client, with no retries, of a server on a local port that has no object (a HEAD is a
+/// 404) and answers every other request with `status` and `body`.
+async fn answering(status: u16, body: &'static str) -> object_store::aws::AmazonS3 {
+    use http_body_util::Full;
+    use hyper::service::service_fn;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let service = service_fn(move |request: hyper::Request<_>| async move {
+                let absent = request.method() == hyper::Method::HEAD;
+                hyper::Response::builder()
+                    .status(if absent { 404 } else { status })
+                    .body(Full::new(bytes::Bytes::from_static(body.as_bytes())))
+            });
+            let io = hyper_util::rt::TokioIo::new(stream);
+            tokio::spawn(hyper::server::conn::http1::Builder::new().serve_connection(io, service));
+        }
+    });
+    object_store::aws::AmazonS3Builder::new()
+        .with_endpoint(format!("http://{addr}"))
+        .with_allow_http(true)
+        .with_bucket_name("temporal-payloads")
+        .with_region("us-east-1")
+        .with_access_key_id("key")
+        .with_secret_access_key("secret")
+        .with_retry(object_store::RetryConfig {
+            max_retries: 0,
+            ..Default::default()
+        })
+        .build()
+        .unwrap()
 }
 
 /// Refused credentials and a missing bucket are final (a retry cannot fix them) and say what to
@@ -486,66 +451,42 @@ impl ObjectStore for Refusing {
 /// otherwise (an expired session token included) may answer on a retry.
 #[tokio::test]
 async fn refused_credentials_and_a_missing_bucket_are_not_retried() {
-    fn denied() -> object_store::Error {
-        object_store::Error::PermissionDenied {
-            path: "v0/x".into(),
-            source: "403 Forbidden".into(),
-        }
-    }
-    fn no_bucket() -> object_store::Error {
-        object_store::Error::NotFound {
-            path: "v0/x".into(),
-            source: "Client error with status code: 404 Not Found: <Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message></Error>".into(),
-        }
-    }
-    fn down() -> object_store::Error {
-        object_store::Error::Generic {
-            store: "S3",
-            source: "Server error with status code: 503 Service Unavailable".into(),
-        }
-    }
-    fn status_400(code: &str) -> object_store::Error {
-        object_store::Error::Generic {
-            store: "S3",
-            source: format!(
-                "Error performing PUT http://127.0.0.1:8333/b/k in 2ms - Server returned non-2xx \
-                 status code: 400 Bad Request: <Error><Code>{code}</Code><Message>no</Message></Error>"
-            )
-            .into(),
-        }
-    }
-    fn invalid() -> object_store::Error {
-        status_400("InvalidArgument")
-    }
-    fn expired() -> object_store::Error {
-        status_400("ExpiredToken")
-    }
     let (_, _, reference, _) = python_case("temporal-payloads").await;
     let payload = json_payload(&"x".repeat(100));
-    for (refuse, type_name, retryable, says) in [
+    for (status, body, type_name, retryable, says) in [
         (
-            invalid as fn() -> _,
+            400,
+            "<Error><Code>InvalidArgument</Code><Message>no</Message></Error>",
             "ExternalStorageRejected",
             false,
             "(400 Bad Request, InvalidArgument): no",
         ),
-        (expired, "ExternalStorageUnavailable", true, "ExpiredToken"),
         (
-            denied,
+            400,
+            "<Error><Code>ExpiredToken</Code><Message>no</Message></Error>",
+            "ExternalStorageUnavailable",
+            true,
+            "ExpiredToken",
+        ),
+        (
+            403,
+            "",
             "ExternalStorageMisconfigured",
             false,
             "AWS_ACCESS_KEY_ID",
         ),
         (
-            no_bucket,
+            404,
+            "<Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist\
+             </Message></Error>",
             "ExternalStorageMisconfigured",
             false,
             "does not exist",
         ),
-        (down, "ExternalStorageUnavailable", true, "503"),
+        (503, "", "ExternalStorageUnavailable", true, "503"),
     ] {
         let bucket = Bucket::new(
-            Arc::new(Refusing(refuse)),
+            Arc::new(answering(status, body).await),
             "temporal-payloads",
             "",
             StoreOptions::default(),

@@ -143,8 +143,8 @@ impl QueryRequest {
 /// Serve one `query_tool_result` call from `reader`, in this process
 /// ([`QueryRunner::InProcess`]: bounded in time, not in memory).
 ///
-/// An unknown or refused handle gets the "No stored tool result" text `read_tool_result` gives;
-/// other store failures are [`ReadOutcomeError::Store`], for an activity to retry.
+/// An unknown or refused handle is [`ReadOutcomeError::NoStoredResult`]; other store failures
+/// are [`ReadOutcomeError::Store`], for an activity to retry.
 pub async fn query_tool_result<R: SpillReader>(
     reader: &R,
     request: &QueryRequest,
@@ -172,7 +172,9 @@ pub(crate) async fn query_with<R: SpillReader>(
     let mut job = request.check(caps)?;
     let handle = &request.handle;
     let version = match reader.head(handle).await {
-        Err(e) if e.is_unknown_handle() => return Ok(crate::read::no_stored_result(handle)),
+        Err(e) if e.is_unknown_handle() => {
+            return Err(ReadOutcomeError::NoStoredResult(handle.clone()));
+        }
         version => version.map_err(ReadOutcomeError::Store)?,
     };
     let mut ended = run(reader, handle, &version, job.clone(), runner).await?;

@@ -237,7 +237,7 @@ async fn an_invalid_filter_says_what_and_where() {
     };
     assert_eq!(
         query("{}", &unknown).await,
-        Ok(crate::read::no_stored_result("r/other.0"))
+        Err(crate::read::no_stored_result("r/other.0"))
     );
 }
 

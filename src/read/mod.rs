@@ -57,8 +57,8 @@ use source::PageError;
 
 /// Serve one `read_tool_result` call from `reader`.
 ///
-/// An unknown or refused handle gets the reference's "No stored tool result" text; other store
-/// failures are returned as [`ReadOutcomeError::Store`], so that an activity can retry them.
+/// An unknown or refused handle is [`ReadOutcomeError::NoStoredResult`]; other store failures
+/// are [`ReadOutcomeError::Store`], so that an activity can retry them.
 pub async fn read_tool_result<R: SpillReader>(
     reader: &R,
     request: &ReadRequest,
@@ -72,10 +72,12 @@ pub async fn read_tool_result<R: SpillReader>(
     outcome(&request.handle, page)
 }
 
-/// A page, or what the caller sees instead (see [`read_tool_result`]).
+/// A page, or why there is none (see [`read_tool_result`]).
 fn outcome(handle: &str, page: Result<String, PageError>) -> Result<String, ReadOutcomeError> {
     match page {
-        Err(PageError::Store(e)) if e.is_unknown_handle() => Ok(no_stored_result(handle)),
+        Err(PageError::Store(e)) if e.is_unknown_handle() => {
+            Err(ReadOutcomeError::NoStoredResult(handle.to_owned()))
+        }
         page => Ok(page?),
     }
 }
@@ -83,6 +85,10 @@ fn outcome(handle: &str, page: Result<String, PageError>) -> Result<String, Read
 /// Why a read could not be served.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadOutcomeError {
+    /// The store does not have this handle, or refuses it: the text ([`no_stored_result`]) is
+    /// the answer the model sees, as the reference's.
+    #[error("{}", no_stored_result(.0))]
+    NoStoredResult(String),
     /// The model must retry with other arguments (an activity's `ModelRetry`).
     #[error(transparent)]
     Retry(#[from] ReadError),

@@ -1,6 +1,9 @@
 //! A remote store's failure in the server's own words, with the setting that fixes it: the
 //! spill store and External Storage report their failures with it.
 
+use object_store::client::{HttpError, HttpErrorKind};
+use reqwest::StatusCode;
+
 use crate::diagnose::{self, Tls};
 
 /// What went wrong, as the person configuring the store fixes it.
@@ -26,12 +29,14 @@ pub(crate) fn explain(
     missing_is_bucket: bool,
 ) -> (Cause, String) {
     use object_store::Error as E;
-    let said = said(error);
+    let (host, answer) = exchange(error);
     let (credentials, endpoint) = settings(url);
-    let host = host(&error.to_string()).unwrap_or_else(|| "its endpoint".to_owned());
-    let no_bucket = said.as_deref().is_some_and(|s| s.contains("NoSuchBucket"))
+    let host = host.unwrap_or_else(|| "its endpoint".to_owned());
+    // S3's (and GCS's) code for a missing bucket, and Azure's for a missing container.
+    let code = answer.as_ref().and_then(|a| a.code.as_deref());
+    let no_bucket = matches!(code, Some("NoSuchBucket" | "ContainerNotFound"))
         || (missing_is_bucket && matches!(error, E::NotFound { .. }));
-    let words = said.unwrap_or_else(|| diagnose::innermost(error));
+    let words = (answer.as_ref()).map_or_else(|| diagnose::innermost(error), Answer::said);
     if no_bucket {
         let text = format!(
             "the bucket of store {url} does not exist ({words}): create it, or fix the bucket in \
@@ -63,11 +68,10 @@ pub(crate) fn explain(
         };
         let text = format!("TLS to {host} failed for store {url} ({tls_words}): {fix}; {endpoint}");
         (Cause::Tls(kind), text)
-    } else if matches!(
-        diagnose::io_kind(error),
-        Some(std::io::ErrorKind::ConnectionRefused)
-    ) || words.contains("dns error")
-    {
+    } else if diagnose::chain(error).any(|e| {
+        e.downcast_ref::<HttpError>()
+            .is_some_and(|h| h.kind() == HttpErrorKind::Connect)
+    }) {
         let text = format!(
             "cannot reach store {url} at {host} ({words}): {endpoint}, and that the server runs"
         );
@@ -104,69 +108,89 @@ const TRANSIENT_CODES: [&str; 4] = [
 /// object), 408 Request Timeout and 429 Too Many Requests (the server asks to come back), and
 /// 409 Conflict (S3's `OperationAborted`: a conflicting operation is still in progress), and
 /// the 400s S3 answers for conditions that clear by themselves ([`TRANSIENT_CODES`]).
-///
-/// object_store 0.14 keeps a response's status in its `RetryError`, whose module is private:
-/// only 304, 401, 403, 404, 409 and 412 reach a caller typed (as [`object_store::Error`]'s
-/// variants); every other status is in the error's text alone (`… Server returned non-2xx
-/// status code: 400 Bad Request: <body>`), so that is where it is read.
 pub(crate) fn rejection(error: &object_store::Error) -> Option<Rejection> {
-    use object_store::Error as E;
-    if matches!(
-        error,
-        E::NotFound { .. } | E::PermissionDenied { .. } | E::Unauthenticated { .. }
-    ) {
-        return None;
-    }
-    let text = error.to_string();
-    let (_, rest) = text.split_once("status code: ")?;
-    let (status, body) = rest.split_once(": ").unwrap_or((rest, ""));
-    let code: u16 = status.get(..3)?.parse().ok()?;
-    if !(400..500).contains(&code) || matches!(code, 401 | 403 | 404 | 408 | 409 | 429) {
-        return None;
-    }
-    let (code, message) = error_body(body.trim());
-    if code
-        .as_deref()
-        .is_some_and(|c| TRANSIENT_CODES.contains(&c))
-    {
-        return None;
-    }
-    Some(Rejection {
-        status: status.trim().to_owned(),
-        code,
-        message,
+    let answer = exchange(error).1?;
+    let status = answer.status;
+    let deterministic =
+        status.is_client_error() && !matches!(status.as_u16(), 401 | 403 | 404 | 408 | 409 | 429);
+    let transient = (answer.code.as_deref()).is_some_and(|c| TRANSIENT_CODES.contains(&c));
+    (deterministic && !transient).then(|| Rejection {
+        status: status.to_string(),
+        message: answer.message.unwrap_or(answer.start),
+        code: answer.code,
     })
 }
 
-/// The code and message of an error answer: S3's and Azure's XML (`<Code>`, `<Message>`), GCS's
-/// JSON (`error.errors[0].reason`, `error.message`), else no code and the body's start.
-fn error_body(body: &str) -> (Option<String>, String) {
-    let tag = |name: &str| {
-        let (_, after) = body.split_once(&format!("<{name}>"))?;
-        (after.split_once(&format!("</{name}>"))).map(|(value, _)| value.trim().to_owned())
-    };
-    let start = || body.chars().take(200).collect::<String>();
-    if let Some(code) = tag("Code") {
-        return (Some(code), tag("Message").unwrap_or_else(start));
+/// The request behind `error`: the `host:port` it went to and the server's non-2xx answer, read
+/// from the text of object_store's `RetryError` and of the
+/// `RequestError` it wraps. object_store 0.14 keeps the request's URL and the answer's status
+/// and body in those two alone, in a private module (only 304, 401, 403, 404, 409 and 412 reach
+/// a caller typed, as [`object_store::Error`]'s variants), so this is the one place that reads
+/// their text, in the forms they display: `Error performing PUT https://host:port/b/k in 2ms - …`
+/// and `Server returned non-2xx status code: 400 Bad Request: BODY`.
+fn exchange(error: &object_store::Error) -> (Option<String>, Option<Answer>) {
+    let (mut host, mut answer) = (None, None);
+    for e in diagnose::chain(error) {
+        let text = e.to_string();
+        if let Some(request) = text.strip_prefix("Error performing ")
+            && let Some(Ok(url)) = request.split(' ').nth(1).map(reqwest::Url::parse)
+            && let (Some(name), Some(port)) = (url.host_str(), url.port_or_known_default())
+        {
+            host.get_or_insert_with(|| format!("{name}:{port}"));
+        }
+        if let Some(answered) = text.strip_prefix("Server returned non-2xx status code: ")
+            && let Some(digits) = answered.get(..3)
+            && let Ok(status) = StatusCode::from_bytes(digits.as_bytes())
+        {
+            let body = answered.strip_prefix(&status.to_string()).unwrap_or("");
+            answer = Some(Answer::new(status, body.strip_prefix(": ").unwrap_or(body)));
+        }
     }
-    let json = serde_json::from_str::<serde_json::Value>(body).ok();
-    let error = json.as_ref().and_then(|j| j.get("error"));
-    let field = |value: Option<&serde_json::Value>| value?.as_str().map(str::to_owned);
-    let reason = error.and_then(|e| field(e.pointer("/errors/0/reason")));
-    let reason = reason.or_else(|| error.and_then(|e| field(e.get("status"))));
-    let message = error.and_then(|e| field(e.get("message")));
-    (reason, message.unwrap_or_else(start))
+    (host, answer)
 }
 
-/// The `host:port` a request went to, from object_store's `Error performing PUT https://… in`.
-fn host(text: &str) -> Option<String> {
-    let (_, rest) = text.split_once("Error performing ")?;
-    let url = reqwest::Url::parse(rest.split(' ').nth(1)?).ok()?;
-    let host = url.host_str()?;
-    Some(match url.port_or_known_default() {
-        Some(port) => format!("{host}:{port}"),
-        None => host.to_owned(),
-    })
+/// What a server answered a failed request: its status, and the error code and message of its
+/// body: S3's and Azure's XML (`<Code>`, `<Message>`), GCS's JSON (`error.errors[0].reason` or
+/// `error.status`, `error.message`).
+struct Answer {
+    status: StatusCode,
+    code: Option<String>,
+    message: Option<String>,
+    /// The body's first 200 characters.
+    start: String,
+}
+
+impl Answer {
+    fn new(status: StatusCode, body: &str) -> Self {
+        let body = body.trim();
+        let tag = |name: &str| {
+            let (_, after) = body.split_once(&format!("<{name}>"))?;
+            let (value, _) = after.split_once(&format!("</{name}>"))?;
+            Some(value.trim().to_owned())
+        };
+        let json = serde_json::from_str::<serde_json::Value>(body).ok();
+        let error = json.as_ref().and_then(|j| j.get("error"));
+        let field = |pointer: &str| Some(error?.pointer(pointer)?.as_str()?.to_owned());
+        let code = tag("Code").or_else(|| field("/errors/0/reason").or_else(|| field("/status")));
+        Self {
+            status,
+            code,
+            message: tag("Message").or_else(|| field("/message")),
+            start: body.chars().take(200).collect(),
+        }
+    }
+
+    /// The answer in the server's words: `403 Forbidden, SignatureDoesNotMatch: The request
+    /// signature …`, else the status and the body's start.
+    fn said(&self) -> String {
+        let status = self.status;
+        match (&self.code, &self.message) {
+            (Some(code), Some(message)) => format!("{status}, {code}: {message}"),
+            (Some(code), None) => format!("{status}, {code}"),
+            _ if self.start.is_empty() => status.to_string(),
+            _ => format!("{status}: {}", self.start),
+        }
+    }
 }
 
 /// The settings that hold the credentials and the endpoint of a store at `url`.
@@ -187,49 +211,93 @@ fn settings(url: &str) -> (&'static str, &'static str) {
     }
 }
 
-/// What the server answered, in its words: `403 Forbidden, SignatureDoesNotMatch: The request
-/// signature …` (the `Code` and `Message` of S3's and Azure's XML errors, else the body's
-/// start), from object_store's `… status code: 403 Forbidden: BODY`.
-fn said(error: &object_store::Error) -> Option<String> {
-    let text = error.to_string();
-    let (_, rest) = text.split_once("status code: ")?;
-    let (status, body) = rest.split_once(": ").unwrap_or((rest, ""));
-    let tag = |name: &str| {
-        let (_, after) = body.split_once(&format!("<{name}>"))?;
-        after
-            .split_once(&format!("</{name}>"))
-            .map(|(value, _)| value.trim())
-    };
-    let body = body.trim();
-    Some(match (tag("Code"), tag("Message")) {
-        (Some(code), Some(message)) => format!("{status}, {code}: {message}"),
-        (Some(code), None) => format!("{status}, {code}"),
-        _ if body.is_empty() => status.to_owned(),
-        _ => format!("{status}: {}", body.chars().take(200).collect::<String>()),
-    })
-}
-
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
+    use object_store::ObjectStoreExt as _;
+
     use super::*;
 
-    fn generic(message: &str) -> object_store::Error {
-        object_store::Error::Generic {
-            store: "S3",
-            source: message.into(),
-        }
+    /// An S3 client of `endpoint`, with no retries.
+    fn s3(endpoint: &str) -> object_store::aws::AmazonS3 {
+        object_store::aws::AmazonS3Builder::new()
+            .with_endpoint(endpoint)
+            .with_allow_http(true)
+            .with_bucket_name("b")
+            .with_region("us-east-1")
+            .with_access_key_id("key")
+            .with_secret_access_key("secret")
+            .with_retry(object_store::RetryConfig {
+                max_retries: 0,
+                ..Default::default()
+            })
+            .build()
+            .expect("an S3 client")
     }
 
-    #[test]
-    fn the_servers_words_are_its_code_and_message() {
-        let denied = object_store::Error::PermissionDenied {
-            path: "p".into(),
-            source: "Error performing PUT http://127.0.0.1:8333/b/p in 2ms - Server returned \
-                     non-2xx status code: 403 Forbidden: <?xml version=\"1.0\"?><Error><Code>\
-                     SignatureDoesNotMatch</Code><Message>The request signature we calculated \
-                     does not match.</Message></Error>"
-                .into(),
-        };
+    /// A server on a local port that answers every request with `status` and `body`.
+    async fn answering(status: u16, body: &'static str) -> std::net::SocketAddr {
+        use http_body_util::Full;
+        use hyper::service::service_fn;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let service = service_fn(move |_request| async move {
+                    hyper::Response::builder()
+                        .status(status)
+                        .body(Full::new(Bytes::from_static(body.as_bytes())))
+                });
+                let io = hyper_util::rt::TokioIo::new(stream);
+                let served =
+                    hyper::server::conn::http1::Builder::new().serve_connection(io, service);
+                tokio::spawn(served);
+            }
+        });
+        addr
+    }
+
+    /// The error object_store's S3 client gives for a write the server answers with `status`
+    /// and `body`.
+    async fn answered(status: u16, body: &'static str) -> object_store::Error {
+        let addr = answering(status, body).await;
+        let path = object_store::path::Path::from("k");
+        let put = s3(&format!("http://{addr}")).put(&path, "x".into()).await;
+        put.expect_err("the server refuses every write")
+    }
+
+    fn xml(code: &str) -> &'static str {
+        format!(
+            "<?xml version=\"1.0\"?><Error><Code>{code}</Code><Message>Your {code}.</Message>\
+             </Error>"
+        )
+        .leak()
+    }
+
+    #[tokio::test]
+    async fn the_request_is_read_from_a_real_client_error() {
+        let error = answered(400, "<Error><Code>InvalidArgument</Code></Error>").await;
+        let (host, answer) = exchange(&error);
+        assert!(host.is_some_and(|h| h.starts_with("127.0.0.1:")), "{error}");
+        let answer = answer.expect("the answer");
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST);
+        assert_eq!(answer.start, "<Error><Code>InvalidArgument</Code></Error>");
+        let empty = exchange(&answered(500, "").await).1.expect("the answer");
+        assert_eq!((empty.status.as_u16(), empty.start.as_str()), (500, ""));
+    }
+
+    #[tokio::test]
+    async fn the_servers_words_are_its_code_and_message() {
+        let denied = answered(
+            403,
+            "<?xml version=\"1.0\"?><Error><Code>SignatureDoesNotMatch</Code><Message>The \
+             request signature we calculated does not match.</Message></Error>",
+        )
+        .await;
+        assert!(matches!(
+            denied,
+            object_store::Error::PermissionDenied { .. }
+        ));
         let (cause, text) = explain(&denied, "s3://spills", true);
         assert_eq!(cause, Cause::Credentials);
         assert_eq!(
@@ -243,10 +311,12 @@ mod tests {
             azure.contains("check AZURE_STORAGE_ACCOUNT_NAME"),
             "{azure}"
         );
-        let bucket = generic(
-            "Server returned non-2xx status code: 404 Not Found: <Error><Code>NoSuchBucket</Code>\
-             <Message>The specified bucket does not exist</Message></Error>",
-        );
+        let bucket = answered(
+            404,
+            "<Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist\
+             </Message></Error>",
+        )
+        .await;
         let (cause, text) = explain(&bucket, "s3://nope", false);
         assert_eq!(cause, Cause::NoBucket);
         assert!(
@@ -254,37 +324,25 @@ mod tests {
                 "the bucket of store s3://nope does not exist (404 Not Found, NoSuchBucket: The \
                  specified bucket does not exist): create it"
             ),
-            "{}",
-            text
+            "{text}"
         );
-        let plain = generic("Server returned non-2xx status code: 500 Internal Server Error: oops");
+        let container = answered(404, xml("ContainerNotFound")).await;
+        assert_eq!(explain(&container, "az://c", false).0, Cause::NoBucket);
+        let plain = answered(500, "oops").await;
         assert_eq!(explain(&plain, "s3://b", false).0, Cause::Other);
-        assert_eq!(
-            said(&plain).as_deref(),
-            Some("500 Internal Server Error: oops")
-        );
+        let said = exchange(&plain).1.map(|a| a.said());
+        assert_eq!(said.as_deref(), Some("500 Internal Server Error: oops"));
     }
 
-    #[test]
-    fn deterministic_client_errors_are_rejections_with_their_code() {
-        let status = |status: &str, body: &str| {
-            generic(&format!(
-                "Error performing PUT http://127.0.0.1:8333/b/k in 2ms - Server returned non-2xx \
-                 status code: {status}: {body}"
-            ))
-        };
-        let xml = |code: &str| {
-            format!(
-                "<?xml version=\"1.0\"?><Error><Code>{code}</Code><Message>Your {code}.</Message></Error>"
-            )
-        };
+    #[tokio::test]
+    async fn deterministic_client_errors_are_rejections_with_their_code() {
         for code in [
             "InvalidArgument",
             "MetadataTooLarge",
             "KeyTooLongError",
             "EntityTooLarge",
         ] {
-            let found = rejection(&status("400 Bad Request", &xml(code)));
+            let found = rejection(&answered(400, xml(code)).await);
             assert_eq!(
                 found,
                 Some(Rejection {
@@ -295,71 +353,63 @@ mod tests {
             );
         }
         let gcs = r#"{"error":{"code":400,"message":"Invalid object name.","errors":[{"reason":"invalid"}]}}"#;
-        let found = rejection(&status("400 Bad Request", gcs)).expect("a rejection");
+        let found = rejection(&answered(400, gcs).await).expect("a rejection");
         assert_eq!(
             (found.code.as_deref(), found.message.as_str()),
             (Some("invalid"), "Invalid object name.")
         );
-        let bare = rejection(&status("413 Payload Too Large", "too big")).expect("a rejection");
+        let bare = rejection(&answered(413, "too big").await).expect("a rejection");
         assert_eq!((bare.code, bare.message.as_str()), (None, "too big"));
         // The server asks to come back, or the failure is transient or read elsewhere.
-        for retryable in [
-            "408 Request Timeout",
-            "429 Too Many Requests",
-            "409 Conflict",
-            "500 Internal Server Error",
-            "503 Service Unavailable",
-            "404 Not Found",
-            "403 Forbidden",
-            "401 Unauthorized",
-        ] {
-            assert_eq!(
-                rejection(&status(retryable, &xml("X"))),
-                None,
-                "{retryable}"
-            );
+        for retryable in [408, 429, 409, 500, 503, 404, 403, 401] {
+            let found = rejection(&answered(retryable, xml("X")).await);
+            assert_eq!(found, None, "{retryable}");
         }
         // S3's 400s for conditions that clear by themselves stay retryable.
-        for code in [
-            "RequestTimeout",
-            "IncompleteBody",
-            "BadDigest",
-            "ExpiredToken",
-        ] {
-            let found = rejection(&status("400 Bad Request", &xml(code)));
-            assert_eq!(found, None, "{code}");
+        for code in TRANSIENT_CODES {
+            assert_eq!(rejection(&answered(400, xml(code)).await), None, "{code}");
         }
-        assert_eq!(rejection(&generic("connection reset")), None);
-        let denied = object_store::Error::PermissionDenied {
-            path: "p".into(),
-            source: "Server returned non-2xx status code: 400 Bad Request: x".into(),
-        };
-        assert_eq!(rejection(&denied), None);
     }
 
-    #[test]
-    fn tls_and_refused_connections_name_their_fix() {
-        let untrusted = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
-        let io = std::io::Error::new(std::io::ErrorKind::InvalidData, untrusted);
-        let error = object_store::Error::Generic {
-            store: "S3",
-            source: Box::new(io),
-        };
-        let (cause, text) = explain(&error, "s3://b", false);
-        assert_eq!(cause, Cause::Tls(Tls::UntrustedServer));
-        assert!(text.starts_with("TLS to its endpoint failed"), "{}", text);
-        assert!(text.contains("--store-ca-bundle or AWS_CA_BUNDLE"));
-        assert_eq!(
-            host("Error performing PUT https://s3.example:8443/b/k in 3ms - …").as_deref(),
-            Some("s3.example:8443")
-        );
-        assert_eq!(host("Error performing GET REDACTED in 3ms"), None);
-        let refused = object_store::Error::Generic {
-            store: "S3",
-            source: Box::new(std::io::Error::from(std::io::ErrorKind::ConnectionRefused)),
-        };
-        let (cause, text) = explain(&refused, "s3://b", false);
+    #[tokio::test]
+    async fn refused_connections_and_tls_to_a_plain_server_name_their_fix() {
+        let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = closed.local_addr().unwrap();
+        drop(closed);
+        let path = object_store::path::Path::from("k");
+        let refused = s3(&format!("http://{addr}")).put(&path, "x".into()).await;
+        let (cause, text) = explain(&refused.expect_err("refused"), "s3://b", false);
         assert_eq!(cause, Cause::Unreachable);
-        assert!(text.contains("check AWS_ENDPOINT_URL"), "{}", text);
+        assert!(
+            text.starts_with(&format!("cannot reach store s3://b at {addr} (")),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(
+                "check AWS_ENDPOINT_URL or the URL's ?endpoint=, and that the server runs"
+            ),
+            "{text}"
+        );
+        let unresolved = s3("http://no-such-host.invalid")
+            .put(&path, "x".into())
+            .await;
+        let (cause, text) = explain(&unresolved.expect_err("no such host"), "s3://b", false);
+        assert_eq!(cause, Cause::Unreachable, "{text}");
+        assert!(
+            text.starts_with("cannot reach store s3://b at no-such-host.invalid:80 ("),
+            "{text}"
+        );
+        let plain = answering(200, "").await;
+        let tls = s3(&format!("https://{plain}")).put(&path, "x".into()).await;
+        let (cause, text) = explain(&tls.expect_err("not TLS"), "s3://b", false);
+        assert_eq!(cause, Cause::Tls(Tls::Other));
+        assert!(
+            text.starts_with(&format!("TLS to {plain} failed for store s3://b (")),
+            "{text}"
+        );
+        assert!(
+            text.contains("an http:// server does not speak TLS"),
+            "{text}"
+        );
     }
 }

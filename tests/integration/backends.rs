@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use overspill::limits::SpillStore as _;
+use overspill::limits::StoreError;
 use overspill::read::{
     Part, ReadRequest, SpillReader as _, no_stored_result, read_page, read_tool_result,
 };
@@ -106,8 +107,8 @@ async fn read_contract(store: &Store, put: impl AsyncFn(&str, Bytes)) {
     for foreign in ["run-r/missing.0", "../etc/passwd", "/abs/path.0"] {
         let refused = read_tool_result(store, &request(foreign, 0, 200, false, None))
             .await
-            .unwrap();
-        assert_eq!(refused, no_stored_result(foreign));
+            .unwrap_err();
+        assert_eq!(refused.to_string(), no_stored_result(foreign));
     }
     collect_garbage(store, "run-r", &["run-r/call-1.0", "run-r/call-2.0"]).await;
 }
@@ -207,4 +208,49 @@ async fn gcs_on_fake_gcs_server() {
         assert!(response.status().is_success(), "{response:?}");
     })
     .await;
+}
+
+/// `url` with its bucket (or container) renamed to one that does not exist.
+fn no_such_bucket(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").expect("a URL");
+    let prefix = rest.split_once('/').map_or("", |(_, prefix)| prefix);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    format!("{scheme}://no-such-bucket-{nanos}/{prefix}")
+}
+
+/// A bucket (an Azure container) that does not exist is a configuration error, for a read as
+/// for a write, said in the server's words with what to fix. (fake-gcs-server answers a missing
+/// bucket with a 500 naming its own data directory, not as GCS does, so GCS is left out.)
+#[tokio::test]
+async fn a_missing_bucket_says_so_on_every_backend() {
+    for (variable, script, said) in [
+        (
+            "OVERSPILL_TEST_S3_URL",
+            "seaweedfs",
+            "(404 Not Found, NoSuchBucket: The specified bucket does not exist",
+        ),
+        (
+            "OVERSPILL_TEST_AZURE_URL",
+            "azurite",
+            "(404 Not Found, ContainerNotFound: The specified container does not exist.",
+        ),
+    ] {
+        let url = no_such_bucket(&served(variable, script));
+        let store = Store::open(Some(&url)).expect("the store opens");
+        let written = store.write("run/call.0", lines(3, "x")).await;
+        let read = store.read("run/call.0").await;
+        for error in [written.unwrap_err(), read.unwrap_err()] {
+            assert!(matches!(error, StoreError::Misconfigured(_)), "{error}");
+            let text = error.to_string();
+            let expected = format!("the bucket of store {url} does not exist {said}");
+            assert!(text.contains(&expected), "{expected}\nnot in {text}");
+            assert!(
+                text.ends_with("create it, or fix the bucket in the store URL"),
+                "{text}"
+            );
+        }
+    }
 }

@@ -109,6 +109,21 @@ fn read_refuses_unknown_and_escaping_handles_with_the_reference_text() {
         );
         assert!(text(&out.stderr).contains(&format!("nothing found in {store}/")));
     }
+    // grep, query and a run's listing find nothing the same way.
+    for args in [
+        &["grep", "nope/none.0", "x"][..],
+        &["query", "nope/none.0", "."],
+        &["spills", "ls", "--run", "nope"],
+    ] {
+        let out = overspill(&[args, &["--store", &store]].concat(), b"");
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let expected = match args[0] {
+            "spills" => "[run 'nope': 0 spilled tool result(s); showing 0, newest first]".into(),
+            _ => overspill::read::no_stored_result("nope/none.0"),
+        };
+        assert_eq!(text(&out.stdout), format!("{expected}\n"), "{args:?}");
+        assert!(text(&out.stderr).contains(&format!("nothing found in {store}/")));
+    }
 }
 
 /// Without `--store` (and `OVERSPILL_STORE`), `reduce`, `read`, `grep` and `spills ls` take the

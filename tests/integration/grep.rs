@@ -140,7 +140,8 @@ async fn grep_pages_stream_byte_exact_from_seaweedfs() {
 
     let missing = grep_tool_result(&store, &grep("run-g/nope.0", "x"))
         .await
-        .expect("an answer");
+        .expect_err("no stored result")
+        .to_string();
     assert!(
         missing.starts_with("[No stored tool result for handle 'run-g/nope.0'."),
         "{missing}"

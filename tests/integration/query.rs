@@ -75,7 +75,8 @@ async fn query_pages_stream_json_lines_from_seaweedfs() {
     );
     let missing = query_tool_result(&store, &query("run-q/nope.0", "."))
         .await
-        .expect("an answer");
+        .expect_err("no stored result")
+        .to_string();
     assert!(missing.starts_with("[No stored tool result for handle 'run-q/nope.0'."));
 }
 

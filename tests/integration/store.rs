@@ -215,7 +215,8 @@ async fn write_read_overwrite_and_page() {
     assert_eq!(
         read_tool_result(&store, &page("run-1/nope.0", 0, 5))
             .await
-            .unwrap(),
+            .unwrap_err()
+            .to_string(),
         no_stored_result("run-1/nope.0")
     );
     clean_up(&store).await;
@@ -378,8 +379,8 @@ async fn refuses_traversal_and_foreign_prefixes() {
         assert!(err.is_unknown_handle(), "{handle}: {err:?}");
         let text = read_tool_result(&store, &page(handle, 0, 10))
             .await
-            .unwrap();
-        assert_eq!(text, no_stored_result(handle), "{handle}");
+            .unwrap_err();
+        assert_eq!(text.to_string(), no_stored_result(handle), "{handle}");
     }
     // A handle is resolved inside this store's prefix only: the other store's spill is unknown here.
     assert_eq!(

@@ -178,8 +178,8 @@ fn anchors_to_lines(source: &str) -> bool {
 
 /// Serve one `grep_tool_result` call from `reader`.
 ///
-/// An unknown or refused handle gets the "No stored tool result" text `read_tool_result` gives;
-/// other store failures are [`ReadOutcomeError::Store`], for an activity to retry.
+/// An unknown or refused handle is [`ReadOutcomeError::NoStoredResult`]; other store failures
+/// are [`ReadOutcomeError::Store`], for an activity to retry.
 pub async fn grep_tool_result<R: SpillReader>(
     reader: &R,
     request: &GrepRequest,
