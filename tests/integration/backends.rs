@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use overspill::limits::SpillStore as _;
-use overspill::limits::StoreError;
+use overspill::store::StoreError;
 use overspill::read::{
     Part, ReadRequest, SpillReader as _, no_stored_result, read_page, read_tool_result,
 };
