@@ -21,7 +21,7 @@ ensure_venv() {
 }
 
 # The Python package as users install it: its wheel, built from workflows/python, installed with
-# pytest into a fresh venv (.deploy/wheel-venv) at requirements.txt's tested versions. The
+# pytest and mypy into a fresh venv (.deploy/wheel-venv) at requirements.txt's tested versions. The
 # Python tests run there, never on the checkout's sources; pip's cache keeps the rebuild quick.
 WHEEL_VENV="$DEPLOY_DIR/wheel-venv"
 ensure_wheel_venv() {
@@ -32,7 +32,8 @@ ensure_wheel_venv() {
   rm -rf "$OVERSPILL_ROOT/workflows/python/build"
   # Constraints take no extras: `pkg[extra]==v` pins `pkg==v`.
   sed 's/\[[^]]*\]//' "$OVERSPILL_ROOT/deploy/requirements.txt" > "$wheels/constraints.txt"
-  "$WHEEL_VENV/bin/pip" install "${pip[@]}" -c "$wheels/constraints.txt" "$wheels"/overspill_pydantic_ai-*.whl pytest
+  "$WHEEL_VENV/bin/pip" install "${pip[@]}" -c "$wheels/constraints.txt" "$wheels"/overspill_pydantic_ai-*.whl pytest \
+    mypy types-regex
 }
 
 # The benchmarks' venv: the reference (pydantic-ai-harness 0.62.0) alone, in .deploy/bench-venv.

@@ -52,6 +52,8 @@ deploy/podman.sh install
 export PATH="$VENV/bin:$PATH"
 # No module of the library may import, through others, a module that imports it.
 python3 deploy/check_imports.py
+# The Python package's types, strictly (its [tool.mypy] in workflows/python/pyproject.toml).
+"$WHEEL_VENV/bin/mypy" --config-file workflows/python/pyproject.toml workflows/python/src
 cargo build --workspace --all-targets
 # The Kubernetes manifests, against the API schemas and the worker just built.
 deploy/kubernetes/validate.sh target/debug/overspill

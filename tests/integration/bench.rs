@@ -18,7 +18,7 @@ use temporalio_macros::{activities, workflow, workflow_methods};
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 use temporalio_sdk::{ActivityOptions, WorkflowContext, WorkflowResult};
 
-use crate::temporal::{TestWorker, unique};
+use crate::support::temporal::{TestWorker, unique};
 
 /// The no-op baseline.
 pub(crate) struct Noop;

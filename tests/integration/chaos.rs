@@ -27,7 +27,7 @@ use temporalio_common::protos::temporal::api::enums::v1::EventType;
 use temporalio_common::protos::temporal::api::history::v1::history_event::Attributes;
 
 use crate::processes::{WorkerProcess, connect};
-use crate::temporal::unique;
+use crate::support::temporal::unique;
 
 /// The crash-looping worker is SIGKILLed (and restarted) this often.
 const KILL_EVERY: Duration = Duration::from_secs(3);

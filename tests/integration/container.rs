@@ -6,7 +6,7 @@ use std::process::Command;
 
 use serde_json::json;
 
-use crate::temporal::{Probe, TestWorker, probe, temporal_address, unique};
+use crate::support::temporal::{Probe, TestWorker, probe, temporal_address, unique};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/container.sh");
 

@@ -15,7 +15,7 @@ use temporalio_common::protos::temporal::api::history::v1::history_event::Attrib
 
 use crate::openai_server::FakeOpenAi;
 use crate::processes::{WorkerProcess, connect, history, start};
-use crate::temporal::unique;
+use crate::support::temporal::unique;
 
 const SHORT: usize = 14;
 const LONG: usize = 6;

@@ -20,7 +20,7 @@ use temporalio_client::{WorkflowGetResultOptions, WorkflowStartOptions};
 use temporalio_common::protos::temporal::api::common::v1::Payload;
 use temporalio_common::protos::temporal::api::history::v1::history_event::Attributes;
 
-use crate::temporal::{TestWorker, unique};
+use crate::support::temporal::{TestWorker, unique};
 
 fn is_reference(payload: Option<&Payload>) -> bool {
     payload

@@ -17,7 +17,7 @@ use overspill::workflows::ReduceToolOutput;
 use temporalio_client::WorkflowStartOptions;
 use temporalio_common::protos::temporal::api::common::v1::Payload;
 
-use crate::temporal::{temporal_address, unique};
+use crate::support::temporal::{temporal_address, unique};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gc_deletes_only_objects_of_workflows_temporal_does_not_have() {

@@ -20,7 +20,7 @@ use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{WorkflowContext, WorkflowResult};
 
 use crate::processes::WorkerProcess;
-use crate::temporal::{
+use crate::support::temporal::{
     Outcome, Probe, ProbeWorkflow, TestWorker, cancel_after, probe, temporal_address, unique,
 };
 

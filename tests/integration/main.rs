@@ -20,5 +20,9 @@ mod replay;
 mod scope;
 mod store;
 mod summarize;
+/// Harnesses that several test modules build on.
+mod support {
+    pub(crate) mod temporal;
+}
 mod temporal;
 mod tls;

@@ -22,7 +22,7 @@ use temporalio_sdk::workflow_replayer::{WorkflowReplayer, WorkflowReplayerOption
 use temporalio_sdk::{ActivityOptions, WorkflowContext, WorkflowResult};
 
 use crate::summarize::Logs;
-use crate::temporal::{TestWorker, unique};
+use crate::support::temporal::{TestWorker, unique};
 
 /// The model server, or a loud failure naming the script that provides it.
 struct Model {

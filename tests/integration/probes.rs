@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::temporal::{temporal_address, unique};
+use crate::support::temporal::{temporal_address, unique};
 
 /// A SeaweedFS started by `deploy/seaweedfs.sh` in a temporary directory; stopped when dropped.
 struct OwnSeaweedFs {

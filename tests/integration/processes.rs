@@ -13,7 +13,7 @@ use temporalio_common::HasWorkflowDefinition;
 use temporalio_common::protos::temporal::api::enums::v1::EventType;
 use temporalio_common::protos::temporal::api::history::v1::HistoryEvent;
 
-use crate::temporal::{TestWorker, probe, temporal_address, unique};
+use crate::support::temporal::{TestWorker, probe, temporal_address, unique};
 
 /// A client of the test server.
 pub(crate) async fn connect() -> Client {
@@ -366,7 +366,7 @@ async fn two_worker_processes_share_one_s3_store() {
     a.assert_running();
     b.assert_running();
     let text: String = (0..2_000).map(|i| format!("record {i:05}\n")).collect();
-    let on = |mut p: crate::temporal::Probe, queue: &str| {
+    let on = |mut p: crate::support::temporal::Probe, queue: &str| {
         p.task_queue = Some(queue.to_owned());
         p
     };

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::temporal::temporal_address;
+use crate::support::temporal::temporal_address;
 
 /// How long the whole Python suite may take: it needs under six minutes on two loaded cores (the
 /// External Storage tests move gigabytes); a store that refuses every write makes each run wait

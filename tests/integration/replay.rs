@@ -14,7 +14,7 @@ use temporalio_sdk::workflow_replayer::{
 };
 use temporalio_sdk::{WorkflowContext, WorkflowResult};
 
-use crate::temporal::{TestWorker, unique};
+use crate::support::temporal::{TestWorker, unique};
 
 fn histories_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/histories")

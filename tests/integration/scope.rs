@@ -19,7 +19,7 @@ use temporalio_sdk::workflow_replayer::{WorkflowReplayer, WorkflowReplayerOption
 use temporalio_sdk::{ContinueAsNewOptions, WorkflowContext, WorkflowResult};
 
 use crate::store::unique_url;
-use crate::temporal::{Outcome, Probe, ProbeWorkflow, TestWorker, probe, unique};
+use crate::support::temporal::{Outcome, Probe, ProbeWorkflow, TestWorker, probe, unique};
 
 /// A relay across continue-as-new: the first run spills `text` (keyed by its own run id), the
 /// next run, under the same workflow id, reads the spill back.

@@ -17,7 +17,7 @@ use serde_json::json;
 use temporalio_client::{WorkflowGetResultOptions, WorkflowStartOptions};
 use temporalio_common::protos::temporal::api::common::v1::Payload;
 
-use crate::temporal::{temporal_address, unique};
+use crate::support::temporal::{temporal_address, unique};
 
 /// A variable the deploy scripts export, or a panic saying which script to run.
 fn var(name: &str) -> String {

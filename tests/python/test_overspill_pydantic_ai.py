@@ -105,7 +105,7 @@ def test_outside_a_workflow_write_and_read_go_to_the_bucket(s3_store: OverspillS
     handle = asyncio.run(s3_store.write('run:1/call 1.0', data))
     assert handle == 'run:1/call 1.0', 'the handle is the key, as with LocalFileStore'
     assert asyncio.run(s3_store.read(handle)) == data
-    stored = s3_store._client().get_object(Bucket=s3_store.bucket, Key=s3_store.object_key(handle))['Body'].read()
+    stored = s3_store.client().get_object(Bucket=s3_store.bucket, Key=s3_store.object_key(handle))['Body'].read()
     assert stored == data
 
 

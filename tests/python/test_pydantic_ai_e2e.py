@@ -77,13 +77,13 @@ class Stack:
         out the line indexes (`….idx`) Overspill keeps beside them."""
         store = self.agent_module.store
         prefix = store.object_key(run_id) + '/'
-        client = store._client()
+        client = store.client()
         listed = client.list_objects_v2(Bucket=store.bucket, Prefix=prefix)
         return sorted(o['Key'] for o in listed.get('Contents', []) if not o['Key'].endswith('.idx'))
 
     def get_object(self, handle: str) -> bytes:
         store = self.agent_module.store
-        return store._client().get_object(Bucket=store.bucket, Key=store.object_key(handle))['Body'].read()
+        return store.client().get_object(Bucket=store.bucket, Key=store.object_key(handle))['Body'].read()
 
 
 @pytest.fixture(scope='module')

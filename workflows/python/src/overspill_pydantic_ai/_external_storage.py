@@ -18,7 +18,7 @@ from temporalio.contrib.aws.s3driver import S3StorageDriver, S3StorageDriverClie
 from temporalio.converter import ExternalStorage
 
 from overspill_pydantic_ai._keys import StoreLocation
-from overspill_pydantic_ai._store import _default_client
+from overspill_pydantic_ai._store import default_s3_client
 
 DEFAULT_THRESHOLD = 256 * 1024
 """Payloads of at least this many bytes are offloaded (Temporal's default, and Overspill's)."""
@@ -48,7 +48,7 @@ def external_storage(
     if location.root is not None:
         raise ValueError(f'External Storage needs an s3:// bucket, not {url!r}')
     if s3_client is None:
-        s3_client = _default_client(location)
+        s3_client = default_s3_client(location)
     driver = S3StorageDriver(
         client=Boto3StorageDriverClient(s3_client), bucket=location.bucket, max_payload_size=max_payload_size
     )

@@ -133,9 +133,9 @@ def _render(args: GrepArgs, lines: list[str], matching: list[int], shown: range,
         if context > 0 and previous is not None and n > previous + 1 and not add('--'):
             break
         previous = n
-        nth = kept[n]
-        if nth is not None:
-            last_match = nth
+        match = kept[n]
+        if match is not None:
+            last_match = match
         mark = ':' if n in is_match else '-'
         if not add(f'{n + 1}{mark}{lines[n]}'):
             break

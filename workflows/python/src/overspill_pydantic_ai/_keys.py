@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 NAMESPACE = 'tool_output_limits'
@@ -87,6 +87,12 @@ class StoreLocation:
             other.root is None,
             roots[1],
         )
+
+    def local_dir(self) -> Path:
+        """The directory a `file://` store keeps its spills in, `{root}/tool_output_limits`."""
+        if self.root is None:
+            raise ValueError(f's3://{self.bucket} is not a file:// store: it has no local directory')
+        return Path(self.root) / NAMESPACE
 
     def object_key(self, handle: str) -> str:
         """The object key of `handle` inside the bucket (or the path inside a `file://` root)."""

@@ -26,7 +26,7 @@ from urllib.parse import parse_qs
 
 from pydantic_ai import ModelRetry
 
-from overspill_pydantic_ai._keys import INDEX_SUFFIX, NAMESPACE, sanitize_key, sanitize_segment
+from overspill_pydantic_ai._keys import INDEX_SUFFIX, sanitize_key, sanitize_segment
 from overspill_pydantic_ai._scope import admits, current_scope
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def list_page(store: OverspillStore, run_id: str, limit: int, tool_names: dict[s
         raise ModelRetry('`run_id` must not be empty.')
     if limit < 1:
         raise ModelRetry('`limit` must be >= 1.')
-    spills = _local_spills(store, run_id) if store._location.root is not None else _s3_spills(store, run_id)
+    spills = _local_spills(store, run_id) if store.location.root is not None else _s3_spills(store, run_id)
     spills.sort(key=lambda s: (s.modified, s.handle), reverse=True)
     caller = current_scope()
     if caller[0] and store.read_scope != 'any':
@@ -68,7 +68,7 @@ def list_page(store: OverspillStore, run_id: str, limit: int, tool_names: dict[s
         # listing is left out, and a writer that cannot be read fails the listing
         # (`SpillReadError`) rather than leave the workflow's own spill out unsaid.
         with ThreadPoolExecutor(max_workers=_CONCURRENCY) as pool:
-            writers = list(pool.map(lambda spill: _writer_facts(store, spill), spills))
+            writers = list(pool.map(lambda spill: store.writer_facts(spill.handle), spills))
         for spill, facts in zip(spills, writers):
             spill.facts = facts
         spills = [s for s in spills if s.facts is not None and admits(store.read_scope, s.facts, caller)]
@@ -130,22 +130,20 @@ def _age(seconds: int) -> str:
 
 
 def _s3_spills(store: OverspillStore, run_id: str) -> list[ListedSpill]:
-    client = store._client()
+    client = store.client()
     base = store.object_key('x')[: -len('x')]  # `{prefix}/tool_output_limits/`
     prefix = base + sanitize_key(run_id) + '/'
     spills = []
     for page in client.get_paginator('list_objects_v2').paginate(Bucket=store.bucket, Prefix=prefix):
         for obj in page.get('Contents', []):
             if not obj['Key'].endswith(INDEX_SUFFIX):
-                modified = obj['LastModified']
-                assert isinstance(modified, datetime)
+                modified: datetime = obj['LastModified']
                 spills.append(ListedSpill(obj['Key'][len(base) :], obj['Size'], modified.timestamp()))
     return spills
 
 
 def _local_spills(store: OverspillStore, run_id: str) -> list[ListedSpill]:
-    assert store._location.root is not None
-    base = Path(store._location.root) / NAMESPACE
+    base = store.location.local_dir()
     spills = []
     for dirpath, _, files in os.walk(base / sanitize_key(run_id)):
         for name in files:
@@ -158,35 +156,13 @@ def _local_spills(store: OverspillStore, run_id: str) -> list[ListedSpill]:
 
 def _facts(store: OverspillStore, spill: ListedSpill) -> str:
     """`spill`'s metadata (URL query form; empty if it keeps none)."""
-    if store._location.root is None:
+    if store.location.root is None:
         key = store.object_key(spill.handle)
-        return str(store._client().head_object(Bucket=store.bucket, Key=key).get('Metadata', {}).get('overspill', ''))
+        return str(store.client().head_object(Bucket=store.bucket, Key=key).get('Metadata', {}).get('overspill', ''))
     try:  # Overspill keeps a local spill's facts in the file's `user.overspill` attribute.
-        return os.getxattr(Path(store._location.root) / NAMESPACE / spill.handle, 'user.overspill').decode()
+        return os.getxattr(store.location.local_dir() / spill.handle, 'user.overspill').decode()
     except (OSError, AttributeError):  # none kept, or no xattrs here
         return ''
-
-
-def _writer_facts(store: OverspillStore, spill: ListedSpill) -> str | None:
-    """`spill`'s metadata (URL query form; empty if it keeps none), or `None` if it is gone.
-    Any other failure raises `SpillReadError`."""
-    from overspill_pydantic_ai._store import SpillReadError
-
-    if store._location.root is not None:
-        if not (Path(store._location.root) / NAMESPACE / spill.handle).is_file():
-            return None
-        return store._local_facts(spill.handle) or ''
-    key = store.object_key(spill.handle)
-    try:
-        head = store._client().head_object(Bucket=store.bucket, Key=key)
-    except Exception as error:  # botocore errors are not OSErrors
-        response = getattr(error, 'response', {})
-        if response.get('ResponseMetadata', {}).get('HTTPStatusCode') == 404:
-            return None
-        raise SpillReadError(
-            f'could not read the writer of {spill.handle!r} in {store.url}: {type(error).__name__}: {error}'
-        ) from error
-    return str(head.get('Metadata', {}).get('overspill', ''))
 
 
 def _fill(store: OverspillStore, spill: ListedSpill) -> None:
@@ -208,13 +184,13 @@ def _fill(store: OverspillStore, spill: ListedSpill) -> None:
 def _indexed_lines(store: OverspillStore, spill: ListedSpill) -> int | None:
     """The line count in the header of `spill`'s line index, if it describes this payload."""
     try:
-        if store._location.root is not None:
-            path = Path(store._location.root) / NAMESPACE / (spill.handle + INDEX_SUFFIX)
+        if store.location.root is not None:
+            path = store.location.local_dir() / (spill.handle + INDEX_SUFFIX)
             with path.open('rb') as f:
                 header = f.read(_INDEX_HEADER_MAX)
         else:
             key = store.object_key(spill.handle) + INDEX_SUFFIX
-            response = store._client().get_object(
+            response = store.client().get_object(
                 Bucket=store.bucket, Key=key, Range=f'bytes=0-{_INDEX_HEADER_MAX - 1}'
             )
             header = response['Body'].read()

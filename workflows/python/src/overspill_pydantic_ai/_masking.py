@@ -140,16 +140,15 @@ class OverspillMasking:
         masked: dict[tuple[int, int], ToolReturnPart] = {}
         for at in candidates:
             part = messages[at[0]].parts[at[1]]
-            assert isinstance(part, ToolReturnPart)
-            if (new := await self._mask(run_id, part)) is not None:
+            if isinstance(part, ToolReturnPart) and (new := await self._mask(run_id, part)) is not None:
                 masked[at] = new
         if not masked:
             return messages
         out: list[ModelMessage] = []
         for i, message in enumerate(messages):
-            if any(at[0] == i for at in masked):
-                parts = [masked.get((i, j), part) for j, part in enumerate(message.parts)]
-                message = replace(message, parts=parts)
+            # Tool returns are parts of requests only.
+            if isinstance(message, ModelRequest) and any(at[0] == i for at in masked):
+                message = replace(message, parts=[masked.get((i, j), part) for j, part in enumerate(message.parts)])
             out.append(message)
         return out
 
@@ -244,8 +243,8 @@ def _part_text(part: Any) -> str:
         return content if isinstance(content, str) else ''.join(c for c in content if isinstance(c, str))
     if isinstance(part, (SystemPromptPart, TextPart, ThinkingPart)):
         return part.content
-    content = getattr(part, 'content', None)
-    return content if isinstance(content, str) else ''
+    other = getattr(part, 'content', None)
+    return other if isinstance(other, str) else ''
 
 
 def _warn(message: str, *args: Any) -> None:

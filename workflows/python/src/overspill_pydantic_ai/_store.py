@@ -6,6 +6,7 @@ import base64
 import errno
 import logging
 import os
+import stat
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -17,7 +18,7 @@ from temporalio import activity, workflow
 from temporalio.exceptions import ApplicationError
 
 from overspill_pydantic_ai._activity import execute_activity
-from overspill_pydantic_ai._keys import NAMESPACE, StoreLocation, default_store_url, refusal, sanitize_key
+from overspill_pydantic_ai._keys import StoreLocation, default_store_url, refusal, sanitize_key
 from overspill_pydantic_ai._scope import READ_SCOPES, admits, current_scope, facts_entry
 
 FACTS_KEY = 'overspill'
@@ -127,21 +128,22 @@ class OverspillStore:
     s3_client: Any = field(default=None, repr=False)
     """A boto3 S3 client to read and write with (default: one built from the URL and environment)."""
 
-    _location: StoreLocation = field(init=False, repr=False)
+    location: StoreLocation = field(init=False, repr=False)
+    """Where `url` keeps spills: its bucket and prefix, or its directory."""
 
     def __post_init__(self) -> None:
-        self._location = StoreLocation.parse(self.url)
+        self.location = StoreLocation.parse(self.url)
         if self.read_scope not in READ_SCOPES:
             raise ValueError(f'read_scope {self.read_scope!r} is not one of {", ".join(READ_SCOPES)}')
 
     @property
     def bucket(self) -> str:
         """The bucket spills live in."""
-        return self._location.bucket
+        return self.location.bucket
 
     def object_key(self, handle: str) -> str:
         """The object key of `handle` in the bucket (`tool_output_limits/run-1/call-1.0`)."""
-        return self._location.object_key(handle)
+        return self.location.object_key(handle)
 
     async def write(self, key: str, data: bytes) -> str:
         """Persist `data` under `key` and return its handle (the `OverflowStore` protocol)."""
@@ -173,7 +175,7 @@ class OverspillStore:
             raise SpillError(
                 f'{SPILL_ACTIVITY} stored {response.get("overflow_bytes")} bytes for {key!r}, not {len(data)}'
             )
-        if isinstance(theirs := response.get('store'), str) and not self._location.same_place(theirs):
+        if isinstance(theirs := response.get('store'), str) and not self.location.same_place(theirs):
             workflow.logger.error(
                 'The Overspill worker on task queue %r stores spills in %s, but this OverspillStore reads %s: '
                 'read_tool_result will not find them. Give both the same store (OVERSPILL_STORE).',
@@ -199,7 +201,10 @@ class OverspillStore:
                 start_timeout=self.start_timeout,
                 summary=f'read {handle}',
             )
-            assert isinstance(data, bytes)
+            if not isinstance(data, bytes):
+                raise SpillReadError(
+                    f'{self.read_activity_name} returned {type(data).__name__}, not the bytes of {handle!r}'
+                )
             return data
         return await self._get(handle)
 
@@ -219,25 +224,25 @@ class OverspillStore:
 
     # --- direct store access (never in workflow code) ---
 
-    def _client(self) -> Any:
+    def client(self) -> Any:
+        """The boto3 S3 client reads and writes use: `s3_client`, built from the URL and the
+        environment on first use when none was given."""
         if self.s3_client is None:
-            self.s3_client = _default_client(self._location)
+            self.s3_client = default_s3_client(self.location)
         return self.s3_client
 
     def _local(self) -> LocalFileStore:
         # The harness's own store over `{root}/tool_output_limits`: the same sanitized paths, root
         # checks (not a symlink, owned by this user, 0700) and confinement as Overspill's file store.
-        assert self._location.root is not None
-        return LocalFileStore(base_dir=Path(self._location.root) / NAMESPACE)
+        return LocalFileStore(base_dir=self.location.local_dir())
 
     def _local_path(self, handle: str) -> Path:
-        assert self._location.root is not None
-        return Path(self._location.root) / NAMESPACE / sanitize_key(handle)
+        return self.location.local_dir() / sanitize_key(handle)
 
     async def _put(self, key: str, data: bytes) -> None:
         # Inside an activity of a workflow, the spill records that workflow, as the worker's do.
         facts = facts_entry()
-        if self._location.root is not None:
+        if self.location.root is not None:
             await self._local().write(key, data)
             if facts is not None:
                 self._keep_facts(key, facts)
@@ -266,7 +271,7 @@ class OverspillStore:
             raise FileNotFoundError(f'handle refused ({why})')
         # The caller is read here: the thread below may not see the activity's context.
         caller = current_scope()
-        if self._location.root is not None:
+        if self.location.root is not None:
             return await anyio.to_thread.run_sync(self._local_read, handle, caller)
         return await anyio.to_thread.run_sync(self._s3_get, handle, caller)
 
@@ -275,12 +280,12 @@ class OverspillStore:
         come from one open file: its writer is read before and after the bytes, with its size,
         inode and change time, and a file changed in between is read again, so the writer checked
         is the writer of the bytes returned."""
-        local = self._local()
-        # The harness's own checks (`LocalFileStore.read`'s): the root, and the target's
-        # confinement to it with symlinks resolved.
-        local._check_root()
-        target = local._path(handle).resolve()
-        if not target.is_relative_to(local._root.resolve()):
+        # The harness's checks (`LocalFileStore.read`'s): the root, and the target's confinement
+        # to it with symlinks resolved.
+        root = self.location.local_dir()
+        _check_root(root)
+        target = self._local_path(handle).resolve()
+        if not target.is_relative_to(root.resolve()):
             raise PermissionError(f'Handle {handle!r} resolves outside the store root.')
         missing = FileNotFoundError(f'no stored tool result for {handle!r}')
         scoped = caller[0] and self.read_scope != 'any'
@@ -297,8 +302,7 @@ class OverspillStore:
                     return data
                 after = _version(f.fileno(), handle)
             if before == after:
-                assert before is not None
-                if not admits(self.read_scope, before[1], caller):
+                if not admits(self.read_scope, after[1], caller):
                     raise missing
                 return data
         raise SpillReadError(f'{handle!r} kept changing while it was read; try again')
@@ -310,33 +314,41 @@ class OverspillStore:
         missing."""
         return _facts_at(self._local_path(handle), handle)
 
-    def _sees(self, handle: str) -> bool:
+    def sees(self, handle: str) -> bool:
         """Whether a read here may see `handle` (one `HEAD` on S3); a missing spill is not seen."""
-        if (why := refusal(handle)) is not None:
+        if refusal(handle) is not None:
             return False
-        if self._location.root is not None:
-            return self._local_path(handle).is_file() and admits(self.read_scope, self._local_facts(handle))
-        client = self._client()
+        facts = self.writer_facts(handle)
+        return facts is not None and admits(self.read_scope, facts)
+
+    def writer_facts(self, handle: str) -> str | None:
+        """The `overspill` metadata (URL query form; empty if it keeps none) of spill `handle`, or
+        `None` if it is gone. Any other failure raises `SpillReadError`: an unreadable writer is
+        never taken for an unknown one, which would hide the workflow's own spill."""
+        if self.location.root is not None:
+            if not self._local_path(handle).is_file():
+                return None
+            return self._local_facts(handle) or ''
         try:
-            head = client.head_object(Bucket=self.bucket, Key=self.object_key(handle))
-        except Exception as error:
+            head = self.client().head_object(Bucket=self.bucket, Key=self.object_key(handle))
+        except Exception as error:  # botocore errors are not OSErrors
             response = getattr(error, 'response', {})
             if response.get('ResponseMetadata', {}).get('HTTPStatusCode') == 404:
-                return False
+                return None
             raise SpillReadError(
-                f'could not read {handle!r} from {self.url}: {type(error).__name__}: {error}'
+                f'could not read the writer of {handle!r} in {self.url}: {type(error).__name__}: {error}'
             ) from error
-        return admits(self.read_scope, head.get('Metadata', {}).get(FACTS_KEY))
+        return str(head.get('Metadata', {}).get(FACTS_KEY, ''))
 
     def _s3_put(self, key: str, data: bytes, facts: str | None = None) -> None:
         metadata = {} if facts is None else {'Metadata': {FACTS_KEY: facts}}
         try:
-            self._client().put_object(Bucket=self.bucket, Key=self.object_key(key), Body=data, **metadata)
+            self.client().put_object(Bucket=self.bucket, Key=self.object_key(key), Body=data, **metadata)
         except Exception as error:  # botocore errors are not OSErrors
             raise SpillError(f'could not store {key!r} in s3://{self.bucket}: {type(error).__name__}') from error
 
     def _s3_get(self, handle: str, caller: tuple[bool, str | None]) -> bytes:
-        client = self._client()
+        client = self.client()
         try:
             response = client.get_object(Bucket=self.bucket, Key=self.object_key(handle))
             # The writer comes with the object's metadata: no request more.
@@ -391,7 +403,19 @@ def _version(fd: int, handle: str) -> tuple[tuple[int, int, int, int], str | Non
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns), _facts_at(fd, handle)
 
 
-def _default_client(location: StoreLocation) -> Any:
+def _check_root(root: Path) -> None:
+    """Refuse a symlinked root or one another user owns, and clear its group and other bits, as
+    the harness's `LocalFileStore` does before a read."""
+    st = root.lstat()
+    if stat.S_ISLNK(st.st_mode):
+        raise PermissionError(f'Overflow store root {str(root)!r} is a symbolic link; refusing to use it.')
+    if st.st_uid != os.geteuid():
+        raise PermissionError(f'Overflow store root {str(root)!r} is not owned by the current user; refusing it.')
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        root.chmod(0o700)
+
+
+def default_s3_client(location: StoreLocation) -> Any:
     """A boto3 S3 client for `location`, configured like the Overspill worker's store."""
     import boto3  # imported here: never needed (nor importable) in the workflow sandbox
     from botocore.config import Config

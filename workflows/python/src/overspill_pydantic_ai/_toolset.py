@@ -134,7 +134,7 @@ class OverspillToolset(FunctionToolset[Any]):
         # workflow under the same key (keys come from workflow code, never from a model) would be
         # queried as its new writer left it. Closing that window takes the worker's own query
         # activity (`tool_output_limits.query_tool_result`), which checks the writer on each read.
-        if activity.in_activity() and self.store.read_scope != 'any' and not self.store._sees(handle):
+        if activity.in_activity() and self.store.read_scope != 'any' and not self.store.sees(handle):
             return _no_stored_result(handle)
         return await _query_cli(self.store.url, request)
 
