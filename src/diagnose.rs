@@ -65,6 +65,7 @@ pub(crate) fn io_kind(error: &(dyn Error + 'static)) -> Option<std::io::ErrorKin
 /// The HTTP status a proxy answered instead of gRPC, as tonic words it (`… while receiving
 /// response with status: 401 Unauthorized`, `… mapped from HTTP status code 401`): `401
 /// Unauthorized`.
+#[cfg(feature = "worker")]
 pub(crate) fn http_status(grpc_message: &str) -> Option<reqwest::StatusCode> {
     let (_, rest) = grpc_message
         .rsplit_once("with status: ")
@@ -76,6 +77,7 @@ pub(crate) fn http_status(grpc_message: &str) -> Option<reqwest::StatusCode> {
 /// What a failed connection to Temporal means and the flag that fixes it, after `Temporal at
 /// ADDRESS`: `answered HTTP 401 Unauthorized: check --api-key (TEMPORAL_API_KEY)`. `client_cert`
 /// tells whether a client certificate was offered.
+#[cfg(feature = "worker")]
 pub(crate) fn temporal(error: &(dyn Error + 'static), client_cert: bool) -> String {
     use temporalio_client::tonic::Code;
     const KEY: &str = "check --api-key (TEMPORAL_API_KEY)";
@@ -143,6 +145,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(feature = "worker")]
     fn http_statuses_are_read_from_either_of_tonics_wordings() {
         let framed = "protocol error: received message with invalid compression flag: 60 (valid \
                       flags are 0 and 1) while receiving response with status: 401 Unauthorized";

@@ -133,7 +133,7 @@ impl OverspillActivities {
             external_storage: None,
             budget: InflightBudget::default(),
             read_scope: ReadScope::default(),
-            query_runner: QueryRunner::InProcess,
+            query_runner: QueryRunner::default(),
         }
     }
 
@@ -161,7 +161,7 @@ impl OverspillActivities {
     }
 
     /// Run queries as `runner` says (the worker runs each in a child process bounded in memory;
-    /// the default, [`QueryRunner::InProcess`], bounds time only).
+    /// the default, in this process, bounds time only).
     pub fn with_query_runner(mut self, runner: QueryRunner) -> Self {
         self.query_runner = runner;
         self

@@ -11,7 +11,7 @@ use overspill::external_storage::{ExternalStorage, ExternalStorageSettings, KeyS
 use overspill::limits::{SpillStore as _, StoreError};
 use overspill::read::{ReadRequest, read_tool_result};
 use overspill::store::{Store, StoreOptions};
-use overspill::workflows::ReduceToolOutput;
+use overspill_workflows::ReduceToolOutput;
 use serde_json::json;
 use temporalio_client::{WorkflowGetResultOptions, WorkflowStartOptions};
 use temporalio_common::protos::temporal::api::common::v1::Payload;
