@@ -317,8 +317,8 @@ pub(crate) fn judge(
     }
 }
 
-/// The child's side (`overspill query-sandbox`): read the [`Order`] and the payload on stdin,
-/// bound this process's memory, run the engine, and write the [`Answer`] on stdout.
+/// The child's side (`overspill query-sandbox`): read the `Order` and the payload on stdin,
+/// bound this process's memory, run the engine, and write the `Answer` on stdout.
 ///
 /// A filter that allocates past the bound aborts this process; the parent tells.
 pub fn serve_sandbox() -> Result<(), SandboxError> {
