@@ -17,7 +17,7 @@ use overspill::read::{self, ReadRequest};
 use overspill::store::Store;
 use serde_json::{Value, json};
 
-/// The allocator of the `overspill` binary (src/main.rs), so the bench measures what runs.
+/// The allocator of the `overspill` binary (src/cli/main.rs), so the bench measures what runs.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -267,7 +267,8 @@ struct Row {
 
 fn main() {
     let options = options();
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    // This bench belongs to the `overspill-cli` package (src/cli), which builds the binary.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let overspill = PathBuf::from(env!("CARGO_BIN_EXE_overspill"));
     let python = root.join(".deploy/bench-venv/bin/python");
     let reference = options.reference && python.exists();

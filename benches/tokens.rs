@@ -22,7 +22,7 @@ use overspill::limits::{
 };
 use serde_json::json;
 
-/// The allocator of the `overspill` binary (src/main.rs), so the bench measures what runs.
+/// The allocator of the `overspill` binary (src/cli/main.rs), so the bench measures what runs.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Fail on an import circle in the `overspill` library (src/ and workflows/src/).
+"""Fail on an import circle inside a crate: `overspill` (src/), `overspill-workflows`
+(workflows/src/) and `overspill-cli` (src/cli/).
 
-Every file is a module (`src/limits/unit.rs` is `limits::unit`, `workflows/src/calls.rs` is
-`workflows::calls`). A path `crate::…`, `super::…` or `self::…` in one module that names another
-is an edge; names a `mod.rs` re-exports (`pub use x::{A, B}`) resolve to the file that defines
-them. Each edge is projected onto the siblings where the two paths part (`limits::bands` using
-`limits::unit::Unit` is `bands -> unit` inside `limits`); a parent and its children are not
+Every file is a module (`src/limits/unit.rs` is `limits::unit`, `src/cli/example/tools.rs` is
+`example::tools` of the CLI). A path `crate::…`, `super::…` or `self::…` in one module that names
+another is an edge; names a `mod.rs` re-exports (`pub use x::{A, B}`) resolve to the file that
+defines them. Each edge is projected onto the siblings where the two paths part (`limits::bands`
+using `limits::unit::Unit` is `bands -> unit` inside `limits`); a parent and its children are not
 siblings. Among siblings the edges must form no cycle. Test code (`tests.rs`, `#[cfg(test)]`
 items) is left out. Usage: check_imports.py [ROOT]; prints a cycle per module that has one, and exits 1 if any.
 """
@@ -15,22 +16,23 @@ from graphlib import CycleError, TopologicalSorter
 ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), '..')
 
 
-def modules():
-    """Module path (tuple) -> source without test items."""
+CRATES = ('src', 'workflows/src', 'src/cli')
+
+
+def modules(base):
+    """Module path (tuple) -> source without test items, for the crate whose sources are `base`."""
     out = {}
-    for base, prefix in (('src', ()), ('workflows/src', ('workflows',))):
-        top = os.path.join(ROOT, base)
-        for d, _, files in os.walk(top):
-            for f in files:
-                if not f.endswith('.rs') or f == 'tests.rs' or f == ('lib.rs' if prefix else 'main.rs'):
-                    continue  # the binary's root and the re-exporting crate are not modules
-                rel = os.path.relpath(os.path.join(d, f), top)[:-3].split(os.sep)
-                if rel[-1] in ('mod', 'lib'):
-                    rel = rel[:-1]
-                if rel == ['workflows']:  # workflows/src/workflows.rs is the module's root
-                    rel = []
-                path = prefix + tuple(rel)
-                out[path] = strip_tests(open(os.path.join(d, f), encoding='utf-8').read())
+    top = os.path.join(ROOT, base)
+    for d, dirs, files in os.walk(top):
+        # A directory with a manifest of its own is another crate.
+        dirs[:] = [x for x in dirs if not os.path.exists(os.path.join(d, x, 'Cargo.toml'))]
+        for f in files:
+            if not f.endswith('.rs') or f in ('tests.rs', 'main.rs'):
+                continue  # the binary's root is not a module
+            rel = os.path.relpath(os.path.join(d, f), top)[:-3].split(os.sep)
+            if rel[-1] in ('mod', 'lib'):
+                rel = rel[:-1]
+            out[tuple(rel)] = strip_tests(open(os.path.join(d, f), encoding='utf-8').read())
     return out
 
 
@@ -95,7 +97,12 @@ def paths(path, src):
 
 
 def main():
-    mods = modules()
+    return max(check(base) for base in CRATES)
+
+
+def check(base):
+    """Print the circles in the crate whose sources are `base`; 1 if there are any."""
+    mods = modules(base)
     # Re-exports in a module's root: name -> defining child module.
     reexp = {}
     for path, src in mods.items():
@@ -130,7 +137,7 @@ def main():
             TopologicalSorter(graph).prepare()
         except CycleError as e:
             failed = 1
-            print(f"import circle in crate{''.join('::' + p for p in parent)}: {' -> '.join(reversed(e.args[1]))}")
+            print(f"import circle in {base}: crate{''.join('::' + p for p in parent)}: {' -> '.join(reversed(e.args[1]))}")
     return failed
 
 

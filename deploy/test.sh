@@ -50,11 +50,21 @@ done
 deploy/podman.sh install
 
 export PATH="$VENV/bin:$PATH"
-# No module of the library may import, through others, a module that imports it.
+# No module of a crate may import, through others, a module that imports it.
 python3 deploy/check_imports.py
 # The Python package's types, strictly (its [tool.mypy] in workflows/python/pyproject.toml).
 "$WHEEL_VENV/bin/mypy" --config-file workflows/python/pyproject.toml workflows/python/src
 cargo build --workspace --all-targets
+# The engine alone (`overspill` without default features) builds, and pulls in no Temporal, CLI,
+# allocator or logging crate; hyper only through the stores' HTTP clients, not directly.
+cargo build -p overspill --no-default-features --lib
+engine=$(cargo tree -p overspill --no-default-features -e normal --prefix none)
+direct=$(cargo tree -p overspill --no-default-features -e normal --prefix none --depth 1)
+if grep -E '^(temporalio|clap|mimalloc|tracing-subscriber)' <<<"$engine" ||
+  grep -E '^(hyper|hyper-util|http-body-util) ' <<<"$direct"; then
+  echo "the engine (overspill --no-default-features) depends on the crates above" >&2
+  exit 1
+fi
 # The Kubernetes manifests, against the API schemas and the worker just built.
 deploy/kubernetes/validate.sh target/debug/overspill
 if [ "$#" -gt 0 ]; then

@@ -67,6 +67,7 @@ pub(crate) fn io_kind(error: &(dyn Error + 'static)) -> Option<std::io::ErrorKin
 /// body that is not gRPC to `Internal`), so this is the one place that reads that text, in
 /// tonic's two wordings: `… while receiving response with status: 401 Unauthorized` and `…
 /// mapped from HTTP status code 503`.
+#[cfg(feature = "worker")]
 fn http_status(status: &temporalio_client::tonic::Status) -> Option<reqwest::StatusCode> {
     let said = status.message();
     let (_, rest) = (said.rsplit_once("with status: "))
@@ -77,6 +78,7 @@ fn http_status(status: &temporalio_client::tonic::Status) -> Option<reqwest::Sta
 /// What a failed connection to Temporal means and the flag that fixes it, after `Temporal at
 /// ADDRESS`: `answered HTTP 401 Unauthorized: check --api-key (TEMPORAL_API_KEY)`. `client_cert`
 /// tells whether a client certificate was offered.
+#[cfg(feature = "worker")]
 pub(crate) fn temporal(error: &(dyn Error + 'static), client_cert: bool) -> String {
     use temporalio_client::tonic::Code;
     const KEY: &str = "check --api-key (TEMPORAL_API_KEY)";
@@ -141,12 +143,14 @@ pub(crate) fn temporal(error: &(dyn Error + 'static), client_cert: bool) -> Stri
 
 #[cfg(test)]
 mod tests {
+    #[cfg(feature = "worker")]
     use temporalio_client::tonic::Status;
 
     use super::*;
 
     /// The status tonic's client gives for a call its server answers with an HTTP `status`,
     /// `headers` and `body`, as a proxy in front of Temporal may.
+    #[cfg(feature = "worker")]
     async fn answered(status: u16, headers: &[(&str, &str)], body: &'static str) -> Status {
         use temporalio_client::tonic::codegen::{Bytes, Context, Poll, Service, http};
         use temporalio_common::protos::temporal::api::workflowservice::v1::{
@@ -181,6 +185,7 @@ mod tests {
     }
 
     #[tokio::test]
+    #[cfg(feature = "worker")]
     async fn a_proxys_http_status_is_read_from_tonics_status() {
         let html = answered(401, &[], "<html>401 Authorization Required</html>").await;
         assert_eq!(http_status(&html), Some(reqwest::StatusCode::UNAUTHORIZED));

@@ -4,13 +4,13 @@
 use url::{Position, Url};
 
 /// What logs, `Debug` output and error texts show in place of a secret.
-pub(crate) const PLACEHOLDER: &str = "[redacted]";
+pub const PLACEHOLDER: &str = "[redacted]";
 
 /// `raw` as logs and errors show it: without its query (which may carry a secret: an Azure SAS
 /// token, a `secret_access_key`) and with any password replaced by [`PLACEHOLDER`]. A text that
 /// is no URL with a `//` authority shows without its query, or as [`PLACEHOLDER`] when it holds
 /// a `@` (`user:secret@host` parses as scheme `user` with the secret in its path).
-pub(crate) fn url(raw: &str) -> String {
+pub fn url(raw: &str) -> String {
     match Url::parse(raw.trim()) {
         Ok(mut url) if !url.cannot_be_a_base() => {
             url.set_query(None);

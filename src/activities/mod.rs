@@ -6,9 +6,9 @@
 //! | [`SPILL`] `tool_output_limits.spill` | [`SpillRequest`] → [`SpillResponse`] |
 //! | [`SUMMARIZE`] `tool_output_limits.summarize` | [`SummarizeRequest`] → [`SummarizeResponse`] |
 //! | [`READ_TOOL_RESULT`] `tool_output_limits.read_tool_result` | [`ReadRequest`] → model-visible text |
-//! | [`GREP_TOOL_RESULT`] `tool_output_limits.grep_tool_result` | [`GrepRequest`](crate::read::GrepRequest) → model-visible text |
-//! | [`QUERY_TOOL_RESULT`] `tool_output_limits.query_tool_result` | [`QueryRequest`](crate::query::QueryRequest) → model-visible text |
-//! | [`LIST_TOOL_RESULTS`] `tool_output_limits.list_tool_results` | [`ListRequest`](crate::store::ListRequest) → model-visible text |
+//! | [`GREP_TOOL_RESULT`] `tool_output_limits.grep_tool_result` | [`GrepRequest`] → model-visible text |
+//! | [`QUERY_TOOL_RESULT`] `tool_output_limits.query_tool_result` | [`QueryRequest`] → model-visible text |
+//! | [`LIST_TOOL_RESULTS`] `tool_output_limits.list_tool_results` | [`ListRequest`] → model-visible text |
 //!
 //! Keys come from the request's `run_id` (default: the calling workflow's) / `tool_call_id` /
 //! `retry`, never from the activity attempt, so a retry or replay returns the same handle.
@@ -134,7 +134,7 @@ impl OverspillActivities {
             external_storage: None,
             budget: InflightBudget::default(),
             read_scope: ReadScope::default(),
-            query_runner: QueryRunner::InProcess,
+            query_runner: QueryRunner::default(),
         }
     }
 
@@ -162,7 +162,7 @@ impl OverspillActivities {
     }
 
     /// Run queries as `runner` says (the worker runs each in a child process bounded in memory;
-    /// the default, [`QueryRunner::InProcess`], bounds time only).
+    /// the default, in this process, bounds time only).
     pub fn with_query_runner(mut self, runner: QueryRunner) -> Self {
         self.query_runner = runner;
         self

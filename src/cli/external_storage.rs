@@ -73,7 +73,7 @@ pub(crate) struct ScheduleArgs {
 }
 
 pub(crate) async fn run(Command::Gc(args): Command) -> CliResult {
-    overspill::worker::init_logging(overspill::worker::LogFormat::Text, "info");
+    crate::logging::init_logging(crate::logging::LogFormat::Text, "info");
     let storage =
         ExternalStorage::open(&args.external_storage, ExternalStorageSettings::default())?;
     let client = args.temporal.client().await?;

@@ -7,6 +7,7 @@
 
 use std::io::Write as _;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use bytesize::ByteSize;
 use overspill::query::{DEFAULT_QUERY_MEMORY, QueryRequest, QueryRunner, query_tool_result_with};
@@ -25,7 +26,7 @@ pub(crate) struct Args<R: clap::Args> {
     store: Option<String>,
 }
 
-/// The memory bound of a query, `--query-memory`.
+/// The bounds of a query: `--query-memory` and `--query-deadline`.
 #[derive(Debug, Clone, Copy, clap::Args)]
 pub(crate) struct QueryMemory {
     /// How much memory one query may take (`512MiB`, `2GiB`): each query runs in a child
@@ -36,15 +37,30 @@ pub(crate) struct QueryMemory {
     /// model's queries never hold the whole budget.
     #[arg(long, env = "OVERSPILL_QUERY_MEMORY", value_name = "BYTES")]
     query_memory: Option<ByteSize>,
+    /// How long one query may run, in seconds, before it is stopped with a message naming the
+    /// deadline. Default: 30.
+    #[arg(long, env = "OVERSPILL_QUERY_DEADLINE_SECS", value_name = "SECS", value_parser = seconds)]
+    query_deadline: Option<Duration>,
+}
+
+/// A positive number of seconds, fractions allowed (`0.5`).
+fn seconds(text: &str) -> Result<Duration, String> {
+    let secs: f64 = text.parse().map_err(|e| format!("{e}"))?;
+    (secs > 0.0)
+        .then(|| Duration::try_from_secs_f64(secs).ok())
+        .flatten()
+        .ok_or_else(|| format!("{secs} is not a positive number of seconds"))
 }
 
 /// The smallest bound a worker derives from its budget.
 const MIN_DERIVED_QUERY_MEMORY: u64 = 256 << 20;
 
 impl QueryMemory {
-    /// This executable as the sandbox, bounded by [`Self::bytes`] of `budget`.
+    /// This executable as the sandbox, bounded by [`Self::bytes`] of `budget` and the deadline.
     pub(crate) fn runner(&self, budget: Option<u64>) -> std::io::Result<QueryRunner> {
-        QueryRunner::sandboxed_self(self.bytes(budget))
+        let runner = QueryRunner::sandboxed_self(self.bytes(budget))?;
+        let deadline = self.query_deadline.unwrap_or(runner.deadline);
+        Ok(QueryRunner { deadline, ..runner })
     }
 
     /// The bound in bytes: as given, else [`DEFAULT_QUERY_MEMORY`] within a quarter of the

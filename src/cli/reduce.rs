@@ -8,10 +8,10 @@ use bytes::Bytes;
 use overspill::api::ReduceRequest;
 use overspill::limits::{self, Limits, ToolCall, ToolOutput, ToolResult};
 use overspill::store::{Reader, Store};
-use overspill::summarize::ModelArgs;
-use overspill::worker::{LogFormat, init_logging};
 
-use super::CliResult;
+use crate::CliResult;
+use crate::logging::{LogFormat, init_logging};
+use crate::model::ModelArgs;
 
 /// Reduce a JSON request (`--request`), or a raw text output from stdin (`--tool`).
 #[derive(Debug, clap::Args)]

@@ -11,10 +11,11 @@ use overspill::activities::{DEFAULT_TASK_QUEUE, InflightBudget, OverspillActivit
 use overspill::external_storage::{ExternalStorage, ExternalStorageSettings};
 use overspill::limits::Limits;
 use overspill::store::{ReadScope, Store, StoreOptions};
-use overspill::summarize::ModelArgs;
-use overspill::worker::{self, Connect, LogFormat, Pollers, WorkerSettings};
+use overspill::worker::{self, Connect, Pollers, WorkerSettings};
 
-use super::CliResult;
+use crate::CliResult;
+use crate::logging::{LogFormat, init_logging};
+use crate::model::ModelArgs;
 
 /// Temporal External Storage: where payloads over Temporal's size limits live.
 #[derive(Debug, Clone, clap::Args)]
@@ -151,7 +152,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) async fn run(args: Args) -> CliResult {
-    worker::init_logging(args.log_format, "info");
+    init_logging(args.log_format, "info");
     // Listen for SIGTERM before connecting: an early stop is still a graceful one.
     let shutdown = worker::shutdown_signal();
     let limits = load_limits(args.limits.as_deref())?;
@@ -202,10 +203,10 @@ pub(crate) async fn run(args: Args) -> CliResult {
     let examples = args.example_tools.then(|| activities.clone());
     let mut worker = settings.build(&runtime, client, activities, |options| {
         if !args.activities_only {
-            overspill::workflows::register(options)?;
+            overspill_workflows::register(options)?;
         }
         if let Some(overspill) = examples {
-            overspill::workflows::register_examples(options, overspill)?;
+            crate::example::register_examples(options, overspill)?;
         }
         Ok(())
     })?;

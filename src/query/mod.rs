@@ -46,20 +46,22 @@ use crate::store::StoreError;
 use engine::{Ended, Job, Mode, Runaway};
 pub use render::MAX_VALUE_CHARS;
 pub use sandbox::{
-    DEFAULT_QUERY_MEMORY, GRACE, QueryRunner, SANDBOX_COMMAND, SandboxError, serve_sandbox,
+    DEFAULT_QUERY_MEMORY, GRACE, QueryPlace, QueryRunner, SANDBOX_COMMAND, SandboxError,
+    serve_sandbox,
 };
 
 /// Results per page when the caller does not say.
 pub const DEFAULT_QUERY_LIMIT: i64 = 50;
 /// The largest spill parsed whole as one JSON document (and the longest JSON Lines line).
 pub const MAX_DOCUMENT_BYTES: u64 = 64 << 20;
-/// How long one query may run (`OVERSPILL_QUERY_DEADLINE_SECS` sets another).
+/// How long one query may run unless its [`QueryRunner`] says otherwise.
 pub const QUERY_DEADLINE: Duration = Duration::from_secs(30);
 /// The longest filter accepted, in bytes.
 pub const MAX_FILTER_BYTES: usize = 4_096;
 
 /// One `query_tool_result` call (also `overspill query`'s arguments).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, clap::Args)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 #[serde(default, deny_unknown_fields)]
 pub struct QueryRequest {
     /// The handle from a spill marker.
@@ -67,10 +69,13 @@ pub struct QueryRequest {
     /// The jq filter run on each JSON value of the spill.
     pub filter: String,
     /// Results to skip.
-    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, default_value_t = 0, allow_negative_numbers = true)
+    )]
     pub offset: i64,
     /// Results to show (clamped to 1,000).
-    #[arg(long, default_value_t = DEFAULT_QUERY_LIMIT, allow_negative_numbers = true)]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = DEFAULT_QUERY_LIMIT, allow_negative_numbers = true))]
     pub limit: i64,
 }
 
@@ -96,18 +101,6 @@ const CAPS: Caps = Caps {
     deadline: QUERY_DEADLINE,
     document_bytes: MAX_DOCUMENT_BYTES,
 };
-
-/// The caps in force: [`QUERY_DEADLINE`] unless `OVERSPILL_QUERY_DEADLINE_SECS` says otherwise.
-fn caps() -> Caps {
-    let secs = std::env::var("OVERSPILL_QUERY_DEADLINE_SECS").ok();
-    let deadline = secs
-        .and_then(|s| s.parse::<f64>().ok())
-        .filter(|s| *s > 0.0 && *s < 1e6);
-    Caps {
-        deadline: deadline.map_or(QUERY_DEADLINE, Duration::from_secs_f64),
-        ..CAPS
-    }
-}
 
 impl QueryRequest {
     /// Check the arguments before any read (the filter is compiled on the query's thread, whose
@@ -140,8 +133,8 @@ impl QueryRequest {
     }
 }
 
-/// Serve one `query_tool_result` call from `reader`, in this process
-/// ([`QueryRunner::InProcess`]: bounded in time, not in memory).
+/// Serve one `query_tool_result` call from `reader`, in this process for [`QUERY_DEADLINE`]
+/// ([`QueryPlace::InProcess`]: bounded in time, not in memory).
 ///
 /// An unknown or refused handle is [`ReadOutcomeError::NoStoredResult`]; other store failures
 /// are [`ReadOutcomeError::Store`], for an activity to retry.
@@ -149,7 +142,7 @@ pub async fn query_tool_result<R: SpillReader>(
     reader: &R,
     request: &QueryRequest,
 ) -> Result<String, ReadOutcomeError> {
-    query_with(reader, request, caps(), &QueryRunner::InProcess).await
+    query_tool_result_with(reader, request, &QueryRunner::default()).await
 }
 
 /// [`query_tool_result`], run as `runner` says: a sandboxed query that needs more memory than its
@@ -160,7 +153,11 @@ pub async fn query_tool_result_with<R: SpillReader>(
     request: &QueryRequest,
     runner: &QueryRunner,
 ) -> Result<String, ReadOutcomeError> {
-    query_with(reader, request, caps(), runner).await
+    let caps = Caps {
+        deadline: runner.deadline,
+        ..CAPS
+    };
+    query_with(reader, request, caps, runner).await
 }
 
 pub(crate) async fn query_with<R: SpillReader>(
@@ -241,7 +238,7 @@ async fn run<R: SpillReader>(
     job: Job,
     runner: &QueryRunner,
 ) -> Result<Ended, ReadOutcomeError> {
-    let QueryRunner::Sandboxed { exe, memory } = runner else {
+    let QueryPlace::Sandboxed { exe, memory } = &runner.place else {
         return run_here(reader, handle, version, job).await;
     };
     sandbox::run(reader, handle, version, job, exe, *memory).await

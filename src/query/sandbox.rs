@@ -72,9 +72,18 @@ const CHILD_CHUNK_BYTES: u64 = 1 << 20;
 /// made). Any other signal was sent by someone, and is a [`SandboxError`].
 const MEMORY_SIGNALS: [i32; 4] = [6, 9, 11, 7];
 
-/// How a query runs.
+/// How queries run: where, and for how long.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueryRunner {
+    /// Where each query runs.
+    pub place: QueryPlace,
+    /// How long one query may run before it is stopped with a message.
+    pub deadline: Duration,
+}
+
+/// Where a query runs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum QueryRunner {
+pub enum QueryPlace {
     /// On a thread of this process, bounded in time and stack but not in memory: a filter that
     /// asks for more memory than the system gives aborts the whole process. For tests and for
     /// programs that embed the engine without the `overspill` executable.
@@ -90,12 +99,24 @@ pub enum QueryRunner {
     },
 }
 
+/// In this process, for [`QUERY_DEADLINE`](super::QUERY_DEADLINE).
+impl Default for QueryRunner {
+    fn default() -> Self {
+        Self {
+            place: QueryPlace::InProcess,
+            deadline: super::QUERY_DEADLINE,
+        }
+    }
+}
+
 impl QueryRunner {
     /// This executable ([`std::env::current_exe`]) re-run as the sandbox, bounded by `memory`.
     pub fn sandboxed_self(memory: u64) -> std::io::Result<Self> {
-        Ok(Self::Sandboxed {
-            exe: std::env::current_exe()?,
-            memory,
+        let exe = std::env::current_exe()?;
+        let place = QueryPlace::Sandboxed { exe, memory };
+        Ok(Self {
+            place,
+            ..Self::default()
         })
     }
 
@@ -103,9 +124,9 @@ impl QueryRunner {
     /// of a sandbox, and [`DEFAULT_QUERY_MEMORY`] for a query in this process (not bounded,
     /// charged as if it were).
     pub fn memory(&self) -> u64 {
-        match self {
-            Self::InProcess => DEFAULT_QUERY_MEMORY,
-            Self::Sandboxed { memory, .. } => *memory,
+        match self.place {
+            QueryPlace::InProcess => DEFAULT_QUERY_MEMORY,
+            QueryPlace::Sandboxed { memory, .. } => memory,
         }
     }
 }
@@ -296,8 +317,8 @@ pub(crate) fn judge(
     }
 }
 
-/// The child's side (`overspill query-sandbox`): read the [`Order`] and the payload on stdin,
-/// bound this process's memory, run the engine, and write the [`Answer`] on stdout.
+/// The child's side (`overspill query-sandbox`): read the `Order` and the payload on stdin,
+/// bound this process's memory, run the engine, and write the `Answer` on stdout.
 ///
 /// A filter that allocates past the bound aborts this process; the parent tells.
 pub fn serve_sandbox() -> Result<(), SandboxError> {

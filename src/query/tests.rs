@@ -84,7 +84,7 @@ async fn query(data: &str, request: &QueryRequest) -> Result<String, String> {
         &Counted::new(data.to_owned(), 7),
         request,
         CAPS,
-        &QueryRunner::InProcess,
+        &QueryRunner::default(),
     )
     .await
     .map_err(|e| e.to_string())
@@ -160,7 +160,7 @@ async fn json_lines_larger_than_the_document_cap_stream_in_chunks() {
         &spill,
         &request("select(.id == 1999) | .tag"),
         SMALL,
-        &QueryRunner::InProcess,
+        &QueryRunner::default(),
     )
     .await;
     assert_eq!(
@@ -187,7 +187,7 @@ async fn a_document_over_the_cap_suggests_json_lines() {
         &Counted::new(doc, 64),
         &request(".[0]"),
         SMALL,
-        &QueryRunner::InProcess,
+        &QueryRunner::default(),
     )
     .await;
     let message = page.expect_err("too large").to_string();
@@ -254,7 +254,7 @@ async fn a_runaway_filter_is_stopped_with_a_message() {
             &Counted::new("1\n", 64),
             &request(filter),
             SHORT,
-            &QueryRunner::InProcess,
+            &QueryRunner::default(),
         )
         .await;
         let message = page.expect_err(filter).to_string();
@@ -267,7 +267,7 @@ async fn a_runaway_filter_is_stopped_with_a_message() {
         &Counted::new("1\n", 64),
         &request("def f: 1 + f; f"),
         CAPS,
-        &QueryRunner::InProcess,
+        &QueryRunner::default(),
     )
     .await;
     let message = page.expect_err("deep").to_string();

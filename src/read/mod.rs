@@ -43,7 +43,7 @@ pub const READ_WORKING_SET: u64 =
     (2 * CHUNK_BYTES + request::PAGE_BYTES_CAP) as u64 + offset::INDEX_READ_BYTES;
 
 /// The most memory one `grep_tool_result` holds whatever its arguments: two chunks of payload, a
-/// long line gathered to test a regex ([`scan::MAX_LINE_BYTES`]), the compiled regex and its
+/// long line gathered to test a regex (`scan::MAX_LINE_BYTES`), the compiled regex and its
 /// forward and reverse lazy DFAs at their size limits, and the page's lines with their context.
 pub const GREP_WORKING_SET: u64 = (2 * CHUNK_BYTES
     + scan::MAX_LINE_BYTES

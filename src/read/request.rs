@@ -26,23 +26,27 @@ pub(crate) const PAGE_BYTES_CAP: usize = 4 * (MAX_READ_CHARS + 4);
 pub const DEFAULT_LIMIT: i64 = 200;
 
 /// One `read_tool_result` call (also `overspill read`'s arguments).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, clap::Args)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 #[serde(default, deny_unknown_fields)]
 pub struct ReadRequest {
     /// The handle from a spill marker.
     pub handle: String,
     /// Lines to skip (from the start, or from the end with `from_end`); with `pattern`, matching
     /// lines. The header says "matching line(s)" either way, as the reference does.
-    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, default_value_t = 0, allow_negative_numbers = true)
+    )]
     pub offset: i64,
     /// Lines to return (clamped to 1,000).
-    #[arg(long, default_value_t = DEFAULT_LIMIT, allow_negative_numbers = true)]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = DEFAULT_LIMIT, allow_negative_numbers = true))]
     pub limit: i64,
     /// Count `offset` from the end; the page is still in file order.
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub from_end: bool,
     /// Keep only lines containing this literal substring (never a regex).
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub pattern: Option<String>,
 }
 

@@ -69,7 +69,9 @@ mod url;
 
 pub use backend::Bucket;
 pub use error::StoreError;
-pub(crate) use explain::{Cause, explain, rejection};
+pub(crate) use explain::Cause;
+#[cfg(feature = "worker")]
+pub(crate) use explain::{explain, rejection};
 pub use gc::{GcReport, SpillInfo};
 pub use key::{INDEX_SUFFIX, NAMESPACE, Refusal, check_handle, sanitize_key, sanitize_segment};
 pub use listing::{DEFAULT_LIST_LIMIT, ListRequest, ListedSpill, MAX_LIST_LIMIT, RunListing};

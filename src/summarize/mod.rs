@@ -1,14 +1,12 @@
 //! Summarize through an OpenAI-compatible chat-completions endpoint: [`OpenAiSummarizer`] makes
 //! one call, [`Chunked`] splits outputs over the model's context (resumably, with
-//! [`ChunkProgress`]), [`ModelArgs`] are the `--model-*` flags. The prompt is rendered and the
-//! summary stripped by the engine or the summarize activity; this module only talks to the model.
+//! [`ChunkProgress`]). The prompt is rendered and the summary stripped by the engine or the
+//! summarize activity; this module only talks to the model.
 
-mod args;
 mod chunk;
 mod client;
 mod wire;
 
-pub use args::ModelArgs;
 pub use chunk::{ChunkBudget, ChunkProgress, Chunked, chunk_lines, summarize_chunked};
 pub use client::{MAX_REPLY_BYTES, OpenAiSummarizer};
 pub use wire::{MAX_SUMMARY_BYTES, SYSTEM_PROMPT};

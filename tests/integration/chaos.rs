@@ -20,7 +20,7 @@ use overspill::api::ReduceResponse;
 use overspill::external_storage::{ExternalStorage, ExternalStorageCodec, ExternalStorageSettings};
 use overspill::limits::{ReductionKind, ToolOutput};
 use overspill::store::Store;
-use overspill::workflows::ReduceToolOutput;
+use overspill_workflows::ReduceToolOutput;
 use serde_json::json;
 use temporalio_client::{WorkflowGetResultOptions, WorkflowStartOptions};
 use temporalio_common::protos::temporal::api::enums::v1::EventType;
@@ -104,12 +104,8 @@ impl Seaweed {
     fn spawn(args: &[String]) -> Child {
         // deploy/seaweedfs.sh installs weed into the project venv, which deploy/test.sh puts on
         // PATH.
-        let venv = concat!(env!("CARGO_MANIFEST_DIR"), "/.deploy/venv/bin/weed");
-        let weed = if std::path::Path::new(venv).exists() {
-            venv
-        } else {
-            "weed"
-        };
+        let venv = crate::root().join(".deploy/venv/bin/weed");
+        let weed = if venv.exists() { venv } else { "weed".into() };
         Command::new(weed)
             .args(args)
             .stdout(Stdio::null())

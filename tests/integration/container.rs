@@ -8,14 +8,16 @@ use serde_json::json;
 
 use crate::support::temporal::{Probe, TestWorker, probe, temporal_address, unique};
 
-const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/container.sh");
+fn script() -> std::path::PathBuf {
+    crate::root().join("deploy/container.sh")
+}
 
 /// `deploy/container.sh ARGS`; its stdout, or a panic with its stderr.
 fn container_sh(args: &[&str]) -> String {
-    let out = Command::new(SCRIPT)
+    let out = Command::new(script())
         .args(args)
         .output()
-        .unwrap_or_else(|e| panic!("run {SCRIPT}: {e}"));
+        .unwrap_or_else(|e| panic!("run {}: {e}", script().display()));
     assert!(
         out.status.success(),
         "deploy/container.sh {args:?}: {}{}",
@@ -31,7 +33,7 @@ struct Running(String, String);
 impl Drop for Running {
     fn drop(&mut self) {
         for args in [["rm", "--force", &self.0], ["image", "rm", &self.1]] {
-            let _ = Command::new(SCRIPT).arg("podman").args(args).output();
+            let _ = Command::new(script()).arg("podman").args(args).output();
         }
     }
 }

@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use overspill::limits::ReductionKind;
-use overspill::workflows::ReduceToolOutput;
+use overspill_workflows::ReduceToolOutput;
 use serde_json::json;
 use temporalio_client::WorkflowGetResultOptions;
 use temporalio_common::protos::temporal::api::history::v1::HistoryEvent;

@@ -14,7 +14,7 @@ use overspill::external_storage::{
     ExternalStorage, ExternalStorageCodec, ExternalStorageSettings, MESSAGE_TYPE,
 };
 use overspill::limits::{ReductionKind, ToolOutput};
-use overspill::workflows::ReduceToolOutput;
+use overspill_workflows::ReduceToolOutput;
 use serde_json::json;
 use temporalio_client::{WorkflowGetResultOptions, WorkflowStartOptions};
 use temporalio_common::protos::temporal::api::common::v1::Payload;

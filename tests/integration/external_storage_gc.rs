@@ -13,7 +13,7 @@ use overspill::external_storage::{
     ExternalStorage, ExternalStorageSettings, GcOptions, KeyScope, PayloadGcReport, Tally,
 };
 use overspill::store::{Bucket, StoreOptions};
-use overspill::workflows::ReduceToolOutput;
+use overspill_workflows::ReduceToolOutput;
 use temporalio_client::WorkflowStartOptions;
 use temporalio_common::protos::temporal::api::common::v1::Payload;
 

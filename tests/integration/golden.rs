@@ -16,7 +16,7 @@ use overspill::store::StoreError;
 use serde_json::Value;
 
 fn golden(name: &str) -> Value {
-    let path = format!("{}/tests/golden/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = crate::root().join("tests/golden").join(name);
     let text = std::fs::read_to_string(&path).expect("golden file is committed");
     serde_json::from_str(&text).expect("golden file is JSON")
 }

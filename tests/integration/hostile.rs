@@ -470,7 +470,7 @@ impl CancelQuery {
         use temporalio_common::protos::temporal::api::common::v1::Payload;
         use temporalio_sdk::ActivityCancellationType;
 
-        let mut options = overspill::workflows::activity_options();
+        let mut options = overspill_workflows::activity_options();
         options.task_queue = Some(task_queue);
         options.heartbeat_timeout = Some(Duration::from_secs(4));
         options.cancellation_type = ActivityCancellationType::WaitCancellationCompleted;

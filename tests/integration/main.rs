@@ -1,4 +1,5 @@
-//! Integration tests against real services: one test binary, one module per area.
+//! Integration tests against real services: one test binary, one module per area. The target
+//! belongs to the `overspill-cli` package (`src/cli/`), whose `overspill` binary they start.
 mod backends;
 mod bench;
 mod chaos;
@@ -26,3 +27,11 @@ mod support {
 }
 mod temporal;
 mod tls;
+
+/// The checkout's root (this target's package is `src/cli/`).
+fn root() -> &'static std::path::Path {
+    let cli = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    cli.ancestors()
+        .nth(2)
+        .expect("the checkout holding src/cli")
+}

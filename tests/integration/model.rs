@@ -13,7 +13,7 @@ use overspill::limits::{
     self, Limits, MemoryStore, ReductionKind, SummarizeError, ToolCall, ToolOutput, ToolResult,
 };
 use overspill::summarize::{ChunkBudget, Chunked, OpenAiSummarizer};
-use overspill::workflows::Overspill;
+use overspill_workflows::Overspill;
 use temporalio_client::WorkflowHistory;
 use temporalio_client::{WorkflowGetResultOptions, WorkflowStartOptions};
 use temporalio_common::RetryPolicy;

@@ -18,7 +18,7 @@ struct OwnSeaweedFs {
 
 impl OwnSeaweedFs {
     fn script(&self, command: &str) -> std::process::Output {
-        Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/seaweedfs.sh"))
+        Command::new(crate::root().join("deploy/seaweedfs.sh"))
             .arg(command)
             .env("SEAWEEDFS_S3_PORT", self.port.to_string())
             .env("SEAWEEDFS_DIR", self.dir.path().join("weed"))

@@ -6,7 +6,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use overspill::store::Store;
-use overspill::workflows::{AgentLoop, AgentLoopInput, build_log};
+use overspill_cli::example::{AgentLoop, AgentLoopInput, build_log};
 use serde_json::json;
 use temporalio_client::{Client, WorkflowGetResultOptions, WorkflowHandle, WorkflowStartOptions};
 use temporalio_common::HasWorkflowDefinition;
@@ -314,7 +314,7 @@ async fn an_activities_only_worker_takes_no_workflow_task() {
     .unwrap_or_else(|e| panic!("request: {e}"));
     let handle = start(
         &client,
-        overspill::workflows::ReduceToolOutput::run,
+        overspill_workflows::ReduceToolOutput::run,
         request,
         &task_queue,
         &unique("activities-only-wf"),
@@ -606,7 +606,7 @@ fn overspill_dev_starts_and_stops_its_own_server() {
     let (port, ui_port) = (free_port(), free_port());
     // Its own deploy dir (the server's state and env file), with the project's venv in it.
     let deploy = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".deploy/venv");
+    let venv = crate::root().join(".deploy/venv");
     std::os::unix::fs::symlink(&venv, deploy.path().join("venv"))
         .unwrap_or_else(|e| panic!("{}: {e} (run deploy/test.sh first)", venv.display()));
     let ui_port = ui_port.to_string();
@@ -636,7 +636,7 @@ fn overspill_dev_starts_and_stops_its_own_server() {
 /// of them at debug level), while a summary fails against a refused model endpoint.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn worker_logs_never_show_planted_secrets() {
-    use overspill::workflows::ReduceToolOutput;
+    use overspill_workflows::ReduceToolOutput;
 
     const SECRETS: [&str; 4] = [
         "store-url-secret",

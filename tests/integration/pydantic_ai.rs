@@ -8,7 +8,7 @@
 //! `OVERSPILL_TEST_S3_URL` and the `AWS_*` variables from `.deploy/seaweedfs.env`.
 
 use std::io::Read as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -22,14 +22,14 @@ const TIMEOUT: Duration = Duration::from_secs(1200);
 /// The Python the tests run: `$OVERSPILL_PYTHON`, else the wheel venv's (`deploy/lib.sh`).
 pub(crate) fn python() -> PathBuf {
     std::env::var_os("OVERSPILL_PYTHON").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join(".deploy/wheel-venv/bin/python"),
+        || crate::root().join(".deploy/wheel-venv/bin/python"),
         PathBuf::from,
     )
 }
 
 #[test]
 fn pydantic_ai_agent_delegates_spills_and_summaries_to_overspill() {
-    let root = env!("CARGO_MANIFEST_DIR");
+    let root = crate::root();
     let python = python();
     assert!(
         python.exists(),

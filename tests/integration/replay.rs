@@ -5,7 +5,8 @@
 use std::path::PathBuf;
 
 use overspill::api::{ReduceRequest, ReduceResponse};
-use overspill::workflows::{AgentLoop, AgentLoopInput, ReduceToolOutput};
+use overspill_cli::example::{AgentLoop, AgentLoopInput};
+use overspill_workflows::ReduceToolOutput;
 use serde_json::json;
 use temporalio_client::WorkflowHistory;
 use temporalio_macros::{workflow, workflow_methods};
@@ -17,7 +18,7 @@ use temporalio_sdk::{WorkflowContext, WorkflowResult};
 use crate::support::temporal::{TestWorker, unique};
 
 fn histories_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/histories")
+    crate::root().join("tests/histories")
 }
 
 fn spill_request() -> ReduceRequest {

@@ -10,7 +10,7 @@ use overspill::activities::OverspillActivities;
 use overspill::api::{ReadRequest, SpillRequest};
 use overspill::read::no_stored_result;
 use overspill::store::{ReadScope, Store};
-use overspill::workflows::{Overspill, activity_options};
+use overspill_workflows::{Overspill, activity_options};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use temporalio_client::WorkflowHistory;

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use overspill::workflows::{AgentLoop, AgentLoopInput, ReduceToolOutput};
+use overspill_cli::example::{AgentLoop, AgentLoopInput};
+use overspill_workflows::ReduceToolOutput;
 use serde_json::{Value, json};
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{WorkflowContext, WorkflowResult};
@@ -405,8 +406,8 @@ impl CancelProbe {
                 .cancellation_type(ActivityCancellationType::WaitCancellationCompleted)
                 .build();
         let activity = ctx.execute_activity(
-            overspill::workflows::ExampleTools::generate_logs,
-            overspill::workflows::ToolRequest {
+            overspill_cli::example::ExampleTools::generate_logs,
+            overspill_cli::example::ToolRequest {
                 tool_call_id: Some("call-cancel".into()),
                 lines,
                 ..Default::default()

@@ -12,7 +12,7 @@ use overspill::limits::SpillStore as _;
 use overspill::read::{ReadRequest, read_tool_result};
 use overspill::store::StoreError;
 use overspill::store::{Store, StoreOptions};
-use overspill::workflows::ReduceToolOutput;
+use overspill_workflows::ReduceToolOutput;
 use serde_json::json;
 use temporalio_client::{WorkflowGetResultOptions, WorkflowStartOptions};
 use temporalio_common::protos::temporal::api::common::v1::Payload;

@@ -12,15 +12,16 @@ use temporalio_macros::activity_definitions;
 use temporalio_sdk::activities::ActivityError;
 use temporalio_sdk::{ActivityOptions, WorkflowContext};
 
-use crate::api::{
+// `::overspill`: `#[activity_definitions]` on `Overspill` defines a module `overspill` here.
+use ::overspill::api::{
     QueryRequest, ReadRequest, ReduceRequest, ReduceResponse, SpillRequest, SpillResponse,
     SummarizeRequest, SummarizeResponse,
 };
-use crate::limits::{
+use ::overspill::limits::{
     Limits, SpillStore, SummarizeError, Summarizer, Summary, SummaryRequest, ToolCall, ToolOutput,
 };
-use crate::names::{QUERY_TOOL_RESULT, READ_TOOL_RESULT, REDUCE, SPILL, SUMMARIZE};
-use crate::store::StoreError;
+use ::overspill::names::{QUERY_TOOL_RESULT, READ_TOOL_RESULT, REDUCE, SPILL, SUMMARIZE};
+use ::overspill::store::StoreError;
 
 /// The `tool_output_limits.*` activities, as workflow code calls them (`json/plain`).
 pub struct Overspill;

@@ -1,6 +1,23 @@
-//! Rust workflows for Overspill: [`ReduceToolOutput`] and the [`AgentLoop`] example.
+//! Rust workflows that reduce tool outputs through Overspill's activities.
 //!
-//! The sources are compiled into the `overspill` library as `overspill::workflows` (so that the
-//! `overspill` binary can register them); this crate re-exports them for Rust users.
+//! - [`ReduceToolOutput`] (workflow type `ReduceToolOutput`): band selection and truncation run in
+//!   workflow code; spills and summaries are `tool_output_limits.spill` / `.summarize` activities.
+//!   Input and output are the reduce activity's JSON, so any language can start it as a child.
+//! - [`Overspill`] and [`activity_options`]: how workflow code calls the activities.
 
-pub use overspill::workflows::*;
+mod calls;
+mod reduce_tool_output;
+
+pub use calls::{Overspill, activity_options};
+pub use reduce_tool_output::ReduceToolOutput;
+
+use overspill::worker::WorkerError;
+use temporalio_sdk::WorkerOptions;
+
+/// Register the production workflow, [`ReduceToolOutput`], on a worker.
+pub fn register(options: &mut WorkerOptions) -> Result<(), WorkerError> {
+    options
+        .register_workflow::<ReduceToolOutput>()
+        .map_err(WorkerError::setup)?;
+    Ok(())
+}

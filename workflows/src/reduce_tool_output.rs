@@ -6,9 +6,9 @@ use temporalio_common::error::ApplicationFailure;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{WorkflowContext, WorkflowResult};
 
-use super::calls::{ActivityStore, ActivitySummarizer};
-use crate::api::{ReduceRequest, ReduceResponse};
-use crate::limits::{self, Limits};
+use crate::calls::{ActivityStore, ActivitySummarizer};
+use overspill::api::{ReduceRequest, ReduceResponse};
+use overspill::limits::{self, Limits};
 
 /// Reduce one tool result: measure, band and truncate in workflow code (deterministic, no
 /// activity), spill and summarize through activities. Input and output are the

@@ -49,7 +49,8 @@ pub(crate) const REGEX_SIZE_LIMIT: usize = 1 << 20;
 pub(crate) const REGEX_DFA_SIZE_LIMIT: usize = 4 << 20;
 
 /// One `grep_tool_result` call (also `overspill grep`'s arguments).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, clap::Args)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 #[serde(default, deny_unknown_fields)]
 pub struct GrepRequest {
     /// The handle from a spill marker.
@@ -57,22 +58,28 @@ pub struct GrepRequest {
     /// The text (or, with `regex`, the regular expression) a line must contain.
     pub pattern: String,
     /// `pattern` is a regex (the `regex` crate's syntax), not literal text.
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub regex: bool,
     /// Match without regard to case (Unicode simple case folding).
-    #[arg(short = 'i', long)]
+    #[cfg_attr(feature = "clap", arg(short = 'i', long))]
     pub ignore_case: bool,
     /// Lines to show before and after each match (clamped to 20, [`MAX_CONTEXT`]).
-    #[arg(short = 'C', long, default_value_t = 0, allow_negative_numbers = true)]
+    #[cfg_attr(
+        feature = "clap",
+        arg(short = 'C', long, default_value_t = 0, allow_negative_numbers = true)
+    )]
     pub context: i64,
     /// Matches to skip (from the first, or from the last with `from_end`).
-    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, default_value_t = 0, allow_negative_numbers = true)
+    )]
     pub offset: i64,
     /// Matches to show (clamped to 1,000).
-    #[arg(long, default_value_t = DEFAULT_GREP_LIMIT, allow_negative_numbers = true)]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = DEFAULT_GREP_LIMIT, allow_negative_numbers = true))]
     pub limit: i64,
     /// Count `offset` from the last match; the page is still in file order.
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub from_end: bool,
 }
 

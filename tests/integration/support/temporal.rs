@@ -36,7 +36,7 @@ pub(crate) fn temporal_address() -> String {
     static STARTED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     STARTED
         .get_or_init(|| {
-            let root = env!("CARGO_MANIFEST_DIR");
+            let root = crate::root().display();
             let status = std::process::Command::new(format!("{root}/deploy/temporal.sh"))
                 .status()
                 .expect("run deploy/temporal.sh");
@@ -126,7 +126,7 @@ impl ProbeWorkflow {
                     external_payloads: vec![],
                 },
             };
-            let mut options = overspill::workflows::activity_options();
+            let mut options = overspill_workflows::activity_options();
             options.task_queue = probe.task_queue;
             let result = ctx
                 .execute_activity(
@@ -272,8 +272,8 @@ impl TestWorker {
                 };
                 let mut worker = settings
                     .build(&runtime, client, activities, |o| {
-                        overspill::workflows::register(o)?;
-                        overspill::workflows::register_examples(o, examples)?;
+                        overspill_workflows::register(o)?;
+                        overspill_cli::example::register_examples(o, examples)?;
                         o.activity_inbound_interceptor(FailAfterWrite);
                         o.register_workflow::<ProbeWorkflow>()
                             .map_err(overspill::worker::WorkerError::setup)?;

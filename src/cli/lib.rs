@@ -1,11 +1,19 @@
-//! The `overspill` command line: one binary, one subcommand per job.
+//! The `overspill` command line: one binary, one subcommand per job. Its flags, environment
+//! variables and logging live here; the engine and the worker are the `overspill` library, the
+//! Rust workflows the `overspill-workflows` crate.
+//!
+//! [`example`] is the demo agent `overspill dev` runs (and `overspill worker --example-tools`
+//! serves), public for the integration tests.
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 mod dev;
+pub mod example;
 mod external_storage;
+mod logging;
+mod model;
 mod read;
 mod reduce;
 mod spills;
@@ -46,7 +54,7 @@ enum Command {
 }
 
 /// Parse the arguments and run the subcommand on a tokio runtime.
-pub(crate) fn main() -> ExitCode {
+pub fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Command::QuerySandbox = cli.command {
         // No async runtime: the child reads, runs and answers on plain threads.

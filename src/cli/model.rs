@@ -2,19 +2,19 @@
 
 use std::time::Duration;
 
-use super::{ChunkBudget, Chunked, OpenAiSummarizer};
-use crate::limits::SummarizeError;
+use overspill::limits::SummarizeError;
+use overspill::summarize::{ChunkBudget, Chunked, OpenAiSummarizer};
 
 /// The model flags: `--model-url`, `--model-api-key`, `--model`, `--model-timeout`,
 /// `--model-max-retries`, `--model-context-tokens`, each with its `OVERSPILL_MODEL*` variable.
 #[derive(Clone, Default, clap::Args, derive_more::Debug)]
-pub struct ModelArgs {
+pub(crate) struct ModelArgs {
     /// Base URL of an OpenAI-compatible chat-completions endpoint (`https://api.openai.com/v1`,
     /// `http://localhost:11434` for Ollama, `http://localhost:8000/v1` for vLLM). Without it,
     /// Summarize falls back to its `then`.
     #[arg(long = "model-url", env = "OVERSPILL_MODEL_URL", value_name = "URL")]
-    #[debug("{:?}", url.as_deref().map(crate::redact::url))]
-    pub url: Option<String>,
+    #[debug("{:?}", url.as_deref().map(overspill::redact::url))]
+    pub(crate) url: Option<String>,
     /// API key, sent as a bearer token.
     #[arg(
         long = "model-api-key",
@@ -22,14 +22,14 @@ pub struct ModelArgs {
         value_name = "KEY",
         hide_env_values = true
     )]
-    #[debug("{:?}", api_key.as_ref().map(|_| crate::redact::PLACEHOLDER))]
-    pub api_key: Option<String>,
+    #[debug("{:?}", api_key.as_ref().map(|_| overspill::redact::PLACEHOLDER))]
+    pub(crate) api_key: Option<String>,
     /// Default model; a Summarize action's `model` overrides it.
     #[arg(long = "model", env = "OVERSPILL_MODEL", value_name = "NAME")]
-    pub model: Option<String>,
+    pub(crate) model: Option<String>,
     /// Timeout of one model request.
     #[arg(long = "model-timeout", env = "OVERSPILL_MODEL_TIMEOUT", value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "120s")]
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// In-process retries of a 429, 5xx or connection failure, waiting `Retry-After` (as the
     /// OpenAI SDKs do by default); a Temporal activity retries beyond these.
     #[arg(
@@ -38,7 +38,7 @@ pub struct ModelArgs {
         value_name = "N",
         default_value_t = 2
     )]
-    pub max_retries: u32,
+    pub(crate) max_retries: u32,
     /// The model's context in tokens; larger outputs are summarized in chunks.
     #[arg(
         long = "model-context-tokens",
@@ -46,12 +46,12 @@ pub struct ModelArgs {
         value_name = "TOKENS",
         default_value_t = ChunkBudget::DEFAULT_CONTEXT_TOKENS
     )]
-    pub context_tokens: u64,
+    pub(crate) context_tokens: u64,
 }
 
 impl ModelArgs {
     /// The summarizer, chunking at the configured context, or `None` when no URL is given.
-    pub fn summarizer(&self) -> Result<Option<Chunked<OpenAiSummarizer>>, SummarizeError> {
+    pub(crate) fn summarizer(&self) -> Result<Option<Chunked<OpenAiSummarizer>>, SummarizeError> {
         let Some(url) = &self.url else {
             return Ok(None);
         };

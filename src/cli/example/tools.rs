@@ -7,14 +7,13 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use overspill::activities::{Caller, Failure, OverspillActivities};
+use overspill::api::{ReduceRequest, ReduceResponse};
+use overspill::limits::{ToolCall, ToolOutput};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
-
-use crate::activities::{Caller, Failure, OverspillActivities};
-use crate::api::{ReduceRequest, ReduceResponse};
-use crate::limits::{ToolCall, ToolOutput};
 
 /// A tool call from the scripted model.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -105,7 +104,7 @@ impl ExampleTools {
             };
             overspill.reduce_request(reduce, &caller).await
         };
-        crate::activities::guarded(&ctx, work)
+        overspill::activities::guarded(&ctx, work)
             .await?
             .map_err(Failure::into_activity_error)
     }

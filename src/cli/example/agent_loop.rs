@@ -7,11 +7,12 @@ use serde_json::Value;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{WorkflowContext, WorkflowResult};
 
-use super::calls::{Overspill, activity_options};
+use overspill::api::{ReduceRequest, ReduceResponse};
+use overspill::limits::{ToolCall, ToolOutput};
+use overspill::read::ReadRequest;
+use overspill_workflows::{Overspill, activity_options};
+
 use super::tools::{ExampleTools, ToolRequest};
-use crate::api::{ReduceRequest, ReduceResponse};
-use crate::limits::{ToolCall, ToolOutput};
-use crate::read::ReadRequest;
 
 /// The agent's task.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
