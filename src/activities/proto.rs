@@ -227,11 +227,8 @@ fn plain_message(mut message: DynamicMessage, path: &str) -> Result<Value, Failu
             plain.remove("tool_filter");
         }
     }
-    if descriptor.fields().len() == 1 && plain.len() == 1 {
-        return Ok(plain
-            .into_iter()
-            .next()
-            .map_or(Value::Null, |(_, value)| value));
+    if descriptor.fields().len() == 1 {
+        return Ok(plain.into_values().next().unwrap_or_default());
     }
     Ok(Value::Object(plain))
 }
@@ -249,21 +246,24 @@ fn plain_value(value: prost_reflect::Value, kind: &Kind, path: &str) -> Result<V
         Pb::F64(x) => x.into(),
         Pb::String(text) => text.into(),
         Pb::Bytes(data) => STANDARD.encode(data).into(),
-        Pb::EnumNumber(number) => match (
-            kind.as_enum(),
-            kind.as_enum().and_then(|e| e.get_value(number)),
-        ) {
-            (_, Some(value)) if value.name().ends_with("_UNSPECIFIED") => Value::Null,
-            (Some(kind), Some(value)) => {
-                let name = value.name();
-                name.strip_prefix(&enum_prefix(kind))
-                    .unwrap_or(name)
-                    .to_ascii_lowercase()
+        Pb::EnumNumber(number) => {
+            let named = kind
+                .as_enum()
+                .and_then(|e| Some((e.get_value(number)?, enum_prefix(e))));
+            match named {
+                Some((value, _)) if value.name().ends_with("_UNSPECIFIED") => Value::Null,
+                Some((value, prefix)) => {
+                    let name = value.name();
+                    (name
+                        .strip_prefix(&prefix)
+                        .unwrap_or(name)
+                        .to_ascii_lowercase())
                     .into()
+                }
+                // A number outside the enum: the Rust form refuses it, naming the field.
+                None => number.into(),
             }
-            // A number outside the enum: the Rust form refuses it, naming the field.
-            _ => number.into(),
-        },
+        }
         Pb::Message(message) => plain_message(message, path)?,
         Pb::List(values) => (values.into_iter().enumerate())
             .map(|(i, value)| plain_value(value, kind, &format!("{path}[{i}]")))
@@ -277,11 +277,8 @@ fn plain_value(value: prost_reflect::Value, kind: &Kind, path: &str) -> Result<V
                 .map(|(key, value)| {
                     let key = match key {
                         MapKey::String(key) => key,
-                        MapKey::Bool(b) => b.to_string(),
-                        MapKey::I32(n) => n.to_string(),
-                        MapKey::I64(n) => n.to_string(),
-                        MapKey::U32(n) => n.to_string(),
-                        MapKey::U64(n) => n.to_string(),
+                        // proto3 JSON writes other keys as their text.
+                        other => plain_value(other.into(), kind, path)?.to_string(),
                     };
                     let value = plain_value(value, &value_kind, &format!("{path}.{key}"))?;
                     Ok((key, value))
