@@ -1,5 +1,5 @@
-//! Generates the `proto/overspill/v1` messages (prost) and their proto3 JSON mapping (pbjson).
-//! Pure Rust (protox): no `protoc` needed.
+//! Compiles the `proto/overspill/v1` descriptors (read at run time to convert the protobuf forms)
+//! and generates their prost messages. Pure Rust (protox): no `protoc` needed.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed=proto");
@@ -10,14 +10,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     ];
     let descriptors = protox::compile(files, ["proto"])?;
     let bytes = prost::Message::encode_to_vec(&descriptors);
-    let descriptor_path = out.join("overspill_descriptor.bin");
-    std::fs::write(&descriptor_path, &bytes)?;
+    std::fs::write(out.join("overspill_descriptor.bin"), &bytes)?;
     prost_build::Config::new()
         .btree_map(["."])
         .compile_fds(descriptors)?;
-    pbjson_build::Builder::new()
-        .register_descriptors(&bytes)?
-        .btree_map(["."])
-        .build(&[".overspill.v1"])?;
     Ok(())
 }

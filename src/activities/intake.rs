@@ -8,11 +8,12 @@
 //! Python's worker keys it.
 
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use temporalio_sdk::activities::{ActivityContext, ActivityError, ActivityInfo};
 
 use super::guard::{Progress, guarded, guarded_with};
-use super::proto::{ProtoReply, ProtoRequest};
-use super::{Failure, Incoming, Outgoing, OverspillActivities};
+use super::proto::ProtoForm;
+use super::{Failure, OverspillActivities, Wire};
 use crate::external_storage::KeyScope;
 
 impl OverspillActivities {
@@ -23,13 +24,13 @@ impl OverspillActivities {
     pub(crate) async fn serve<T, R, W, P>(
         &self,
         ctx: &ActivityContext,
-        input: Incoming<T>,
+        input: Wire<T>,
         progress: &Progress<P>,
         work: impl FnOnce(T) -> W,
-    ) -> Result<Outgoing<R>, ActivityError>
+    ) -> Result<Wire<R>, ActivityError>
     where
-        T: ProtoRequest,
-        R: ProtoReply,
+        T: ProtoForm + DeserializeOwned,
+        R: ProtoForm + Serialize,
         W: Future<Output = Result<R, Failure>>,
         P: Serialize + Clone + Send + Sync + 'static,
     {
@@ -41,14 +42,14 @@ impl OverspillActivities {
     pub(crate) async fn serve_charged<T, R, W, P>(
         &self,
         ctx: &ActivityContext,
-        input: Incoming<T>,
+        input: Wire<T>,
         progress: &Progress<P>,
         working_set: u64,
         work: impl FnOnce(T) -> W,
-    ) -> Result<Outgoing<R>, ActivityError>
+    ) -> Result<Wire<R>, ActivityError>
     where
-        T: ProtoRequest,
-        R: ProtoReply,
+        T: ProtoForm + DeserializeOwned,
+        R: ProtoForm + Serialize,
         W: Future<Output = Result<R, Failure>>,
         P: Serialize + Clone + Send + Sync + 'static,
     {
@@ -74,7 +75,7 @@ impl OverspillActivities {
             .await?
             .map_err(Failure::into_activity_error)?;
 
-        let reply = Outgoing::encode(&response, encoding)?;
+        let reply = Wire::encode(&response, encoding)?;
         let Some(storage) = storage.filter(|storage| storage.should_offload(reply.payload()))
         else {
             return Ok(reply);
@@ -85,7 +86,7 @@ impl OverspillActivities {
         )
         .await?
         .map_err(|e| Failure::external_storage(&e).into_activity_error())?;
-        Ok(Outgoing::new(offloaded))
+        Ok(Wire::new(offloaded))
     }
 }
 

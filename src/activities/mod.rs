@@ -58,7 +58,7 @@ pub use errors::Failure;
 pub use failure_log::LogFailures;
 pub use inflight::{InflightBudget, InflightPermit, available_memory};
 pub use metrics::Metrics;
-pub use payload::{Encoding, Incoming, Outgoing, Wire};
+pub use payload::{Encoding, Wire};
 
 /// The `tool_output_limits.*` activities over one store, one summarizer and default limits.
 #[derive(Debug, Clone)]

@@ -1,23 +1,25 @@
 //! Activity payloads in the encoding the caller chose, answered in the same encoding.
 //!
 //! A Python dict or dataclass, a TypeScript object or a Rust serde struct arrives as `json/plain`
-//! with snake_case fields. An activity takes its request as an [`Incoming`] payload, kept raw so
-//! that the activity itself resolves it (an External Storage reference is fetched inside the
+//! with snake_case fields. An activity takes its request as a [`Wire`] payload, kept raw so that
+//! the activity itself resolves it (an External Storage reference is fetched inside the
 //! activity's own task, see [`Wire::resolve`]) and decodes it, failing with a typed,
 //! non-retryable error naming the field (a failure inside the SDK would be untyped and retried
-//! forever); it answers with an [`Outgoing`] payload: the reply encoded like the request came in,
+//! forever); it answers with a [`Wire`] payload too: the reply encoded like the request came in,
 //! or the reference to where it was offloaded.
 
 use std::collections::HashMap;
 use std::marker::PhantomData;
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use temporalio_common::data_converters::{
     PayloadConversionError, SerializationContext, TemporalDeserializable, TemporalSerializable,
 };
 use temporalio_common::protos::temporal::api::common::v1::Payload;
 
 use super::errors::Failure;
-use super::proto::{ProtoReply, ProtoRequest, decode_json};
+use super::proto::{self, ProtoForm, decode_json};
 use crate::external_storage::{self, ExternalStorage, Reference};
 
 /// The payload metadata key naming the encoding.
@@ -48,20 +50,14 @@ impl Encoding {
     }
 }
 
-/// An activity payload as it travels, typed by the form it carries: the raw request (see
-/// [`Wire::decode`]) or the encoded reply (see [`Wire::encode`]).
+/// An activity payload as it travels, typed by the form it carries: a request taken raw (see
+/// [`Wire::decode`]), or a reply encoded like its request (see [`Wire::encode`]) or offloaded to
+/// External Storage.
 #[derive(Debug, Clone)]
 pub struct Wire<T> {
     payload: Payload,
     _message: PhantomData<fn() -> T>,
 }
-
-/// A request payload, decoded by the activity.
-pub type Incoming<T> = Wire<T>;
-
-/// A reply: the payload encoded like the request it answers, or the External Storage reference
-/// it was offloaded to.
-pub type Outgoing<T> = Wire<T>;
 
 impl<T> Wire<T> {
     /// Wrap a raw payload.
@@ -123,7 +119,7 @@ impl<T> Wire<T> {
     }
 }
 
-impl<T: ProtoRequest> Wire<T> {
+impl<T: ProtoForm + DeserializeOwned> Wire<T> {
     /// Decode the request, returning it with the encoding to answer in. Consumes the payload,
     /// so its bytes are freed as soon as the request is decoded.
     pub fn decode(self) -> Result<(T, Encoding), Failure> {
@@ -138,21 +134,19 @@ impl<T: ProtoRequest> Wire<T> {
         }
         let data = &self.payload.data;
         let value = match encoding {
-            Encoding::JsonPlain => decode_json(data)?,
-            Encoding::JsonProtobuf => T::from_proto_json(data)?,
-            Encoding::BinaryProtobuf => T::from_proto_binary(data)?,
+            Encoding::JsonPlain => decode_json(&mut serde_json::Deserializer::from_slice(data))?,
+            protobuf => proto::from_protobuf(data, protobuf)?,
         };
         Ok((value, encoding))
     }
 }
 
-impl<T: ProtoReply> Wire<T> {
+impl<T: ProtoForm + Serialize> Wire<T> {
     /// `value` encoded in `encoding` (the protobuf encodings name the message).
     pub fn encode(value: &T, encoding: Encoding) -> Result<Self, PayloadConversionError> {
         let data = match encoding {
             Encoding::JsonPlain => serde_json::to_vec(value).map_err(Into::into),
-            Encoding::JsonProtobuf => value.to_proto_json(),
-            Encoding::BinaryProtobuf => Ok(value.to_proto_binary()),
+            protobuf => proto::to_protobuf(value, protobuf),
         };
         let data = data.map_err(PayloadConversionError::EncodingError)?;
         let mut metadata = HashMap::from([(ENCODING_KEY.to_owned(), encoding.as_str().into())]);

@@ -1,428 +1,372 @@
 //! The protobuf forms of the activity messages (`proto/overspill/v1/`), for callers that send
 //! `json/protobuf` (proto3 JSON: lowerCamelCase names, 64-bit integers as strings; either name
-//! accepted) or `binary/protobuf` payloads. The worker only decodes requests ([`ProtoRequest`])
-//! and encodes replies ([`ProtoReply`]), so each conversion is written in the one direction it
-//! runs in.
+//! accepted) or `binary/protobuf` payloads. The worker decodes requests ([`from_protobuf`]) and
+//! encodes replies ([`to_protobuf`]).
 //!
-//! A protobuf `Limits` becomes the JSON form of [`crate::limits::Limits`] and is validated by the
-//! same code as a `json/plain` config, so errors name the same fields.
+//! No message or field is converted by hand: a message is read against its descriptor into the
+//! `json/plain` form of its Rust twin, which serde decodes, and a reply's plain form is written
+//! back the same way. A field declared under one name in the `.proto` and the Rust form needs no
+//! other code. The plain form is the message's own, with proto field names, integers as numbers
+//! and unset `optional` fields absent (the Rust form's defaults apply), except that:
+//!
+//! - an enum value is its name without the enum's prefix, lowercased (`REDUCTION_KIND_SPILLED`
+//!   is `spilled`), and an `…_UNSPECIFIED` one is absent;
+//! - a string named `json` or `…_json` is JSON text, whose value the plain form holds under the
+//!   name without `_json` (`content_json` is `content`);
+//! - `bytes` are base64 under the name with `_b64` (`bytes` is `bytes_b64`);
+//! - a message of one field is that field's value (a `BandList` its bands, a reply of `text` the
+//!   bare text);
+//! - a oneof of messages is tagged by `type` (`{"spill": {…}}` is `{"type": "spill", …}`);
+//! - a `Limits` without `explicit_bands` whose `bands` are empty has the default bands, and a
+//!   `tool_filter` of no names is every tool: the plain form leaves both out.
+//!
+//! A request's `config` stays JSON and is validated where a `json/plain` config is, so its
+//! errors name the same fields (under `config.`).
 
+use std::sync::LazyLock;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use heck::AsShoutySnakeCase;
+use prost_reflect::{
+    DescriptorPool, DynamicMessage, FieldDescriptor, Kind, MapKey, ReflectMessage,
+};
 use serde::Serialize;
-use serde::de::DeserializeOwned;
-use serde_json::Value;
+use serde::de::{Deserialize, DeserializeOwned, Deserializer};
+use serde_json::{Map, Value};
 
 use super::errors::Failure;
+use super::payload::Encoding;
 use crate::api::{
     GrepRequest, GrepResponse, ListRequest, ListResponse, QueryRequest, QueryResponse, ReadRequest,
     ReadResponse, ReduceRequest, ReduceResponse, SpillRequest, SpillResponse, SummarizeRequest,
     SummarizeResponse,
 };
-use crate::limits::{
-    Action, Band, DEFAULT_MAX_CHARS, DEFAULT_PREVIEW_CHARS, Limits, ReductionKind, SerializerKind,
-    Spill, Summarize, Tokenizer, ToolFilter, ToolOutput, Truncate, TruncationStrategy, Usage,
-};
 
-/// The generated `overspill.v1` messages (prost) with their proto3 JSON mapping (pbjson).
+/// The generated `overspill.v1` messages (prost), for Rust callers that build protobuf payloads.
 #[allow(missing_docs, unreachable_pub, clippy::all)]
 pub mod pb {
     include!(concat!(env!("OUT_DIR"), "/overspill.v1.rs"));
-    include!(concat!(env!("OUT_DIR"), "/overspill.v1.serde.rs"));
 }
 
-/// A request's serde form (`json/plain`) with a protobuf counterpart, decoded from either
-/// protobuf encoding.
-pub trait ProtoRequest: DeserializeOwned + 'static {
-    /// The generated message.
-    type Pb: prost::Message + Default + DeserializeOwned;
-    /// The full protobuf message name (the payload's `messageType`).
+/// The descriptors of `proto/overspill/v1/`, as build.rs compiled them.
+static DESCRIPTORS: LazyLock<DescriptorPool> = LazyLock::new(|| {
+    let bytes = include_bytes!(concat!(env!("OUT_DIR"), "/overspill_descriptor.bin"));
+    DescriptorPool::decode(bytes.as_slice()).expect("build.rs writes valid descriptors")
+});
+
+/// A request or reply form with a protobuf twin in `proto/overspill/v1/`.
+pub trait ProtoForm: 'static {
+    /// The twin's full name (the payload's `messageType`).
     const MESSAGE_TYPE: &'static str;
-    /// From the message (field errors name the snake_case field).
-    fn from_pb(pb: Self::Pb) -> Result<Self, Failure>;
 
-    /// Decode the protobuf wire form.
-    fn from_proto_binary(data: &[u8]) -> Result<Self, Failure> {
-        let pb = <Self::Pb as prost::Message>::decode(data)
-            .map_err(|e| Failure::invalid_input("request", e))?;
-        Self::from_pb(pb)
-    }
-    /// Decode the proto3 JSON form.
-    fn from_proto_json(data: &[u8]) -> Result<Self, Failure> {
-        Self::from_pb(decode_json(data)?)
+    /// The plain form of a reply, with anything else its twin carries.
+    fn plain(&self) -> serde_json::Result<Value>
+    where
+        Self: Serialize,
+    {
+        serde_json::to_value(self)
     }
 }
 
-/// A reply's serde form (`json/plain`) with a protobuf counterpart, encoded in either protobuf
-/// encoding.
-pub trait ProtoReply: Serialize + 'static {
-    /// The generated message.
-    type Pb: prost::Message + Serialize;
-    /// The full protobuf message name (the payload's `messageType`).
-    const MESSAGE_TYPE: &'static str;
-    /// To the message.
-    fn to_pb(&self) -> Self::Pb;
+/// The forms and their twins.
+macro_rules! proto_forms {
+    ($($form:ty => $message:literal),* $(,)?) => {
+        $(impl ProtoForm for $form {
+            const MESSAGE_TYPE: &'static str = concat!("overspill.v1.", $message);
+        })*
+    };
+}
 
-    /// Encode the protobuf wire form.
-    fn to_proto_binary(&self) -> Vec<u8> {
-        prost::Message::encode_to_vec(&self.to_pb())
-    }
-    /// Encode the proto3 JSON form (pbjson refuses an enum field outside its enum).
-    fn to_proto_json(&self) -> Result<Vec<u8>, EncodeError> {
-        Ok(serde_json::to_vec(&self.to_pb())?)
+proto_forms! {
+    ReduceRequest => "ReduceRequest",
+    SpillRequest => "SpillRequest", SpillResponse => "SpillResponse",
+    SummarizeRequest => "SummarizeRequest", SummarizeResponse => "SummarizeResponse",
+    ReadRequest => "ReadToolResultRequest", ReadResponse => "ReadToolResultResponse",
+    GrepRequest => "GrepToolResultRequest", GrepResponse => "GrepToolResultResponse",
+    QueryRequest => "QueryToolResultRequest", QueryResponse => "QueryToolResultResponse",
+    ListRequest => "ListToolResultsRequest", ListResponse => "ListToolResultsResponse",
+}
+
+impl ProtoForm for ReduceResponse {
+    const MESSAGE_TYPE: &'static str = "overspill.v1.ReduceResponse";
+
+    /// The plain form with the spill facts the message also carries in fields of their own.
+    fn plain(&self) -> serde_json::Result<Value> {
+        let mut plain = serde_json::to_value(self)?;
+        if let Value::Object(fields) = &mut plain {
+            let handles = [
+                ("overflow_handle", self.overflow_handle()),
+                ("overflow_content_handle", self.overflow_content_handle()),
+            ];
+            fields.extend(handles.map(|(name, handle)| (name.to_owned(), handle.into())));
+            fields.insert("overflow_bytes".to_owned(), self.overflow_bytes().into());
+        }
+        Ok(plain)
     }
 }
 
-/// Why a form could not be encoded.
+/// Why a reply could not be encoded.
 pub type EncodeError = Box<dyn std::error::Error + Send + Sync>;
 
-/// Decode plain JSON, naming the offending field in the error.
-pub(crate) fn decode_json<T: DeserializeOwned>(data: &[u8]) -> Result<T, Failure> {
-    let de = &mut serde_json::Deserializer::from_slice(data);
+/// Decode `T` from `de`, naming the offending field in the error.
+pub(crate) fn decode_json<'de, T: Deserialize<'de>>(
+    de: impl Deserializer<'de>,
+) -> Result<T, Failure> {
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
         Failure::invalid_input(&path, e.into_inner().to_string())
     })
 }
 
-/// How a request field is set from its protobuf field: `set_from` leaves the form's default in
-/// place when an optional protobuf field is absent; errors name `field`.
-trait FromPbField<P> {
-    fn set_from(&mut self, value: P, field: &str) -> Result<(), Failure>;
-}
-
-/// How a reply field becomes its protobuf field.
-trait ToPbField<P> {
-    fn to_field(&self) -> P;
-}
-
-impl<T> FromPbField<T> for T {
-    fn set_from(&mut self, value: T, _: &str) -> Result<(), Failure> {
-        *self = value;
-        Ok(())
-    }
-}
-
-/// An optional protobuf field the form defaults (`limit`, `preview_chars`).
-impl<T> FromPbField<Option<T>> for T {
-    fn set_from(&mut self, value: Option<T>, _: &str) -> Result<(), Failure> {
-        if let Some(value) = value {
-            *self = value;
-        }
-        Ok(())
-    }
-}
-
-impl<T: Clone> ToPbField<T> for T {
-    fn to_field(&self) -> T {
-        self.clone()
-    }
-}
-
-impl<T: Clone> ToPbField<Option<T>> for T {
-    fn to_field(&self) -> Option<T> {
-        Some(self.clone())
-    }
-}
-
-impl FromPbField<Option<pb::ToolOutput>> for ToolOutput {
-    fn set_from(&mut self, value: Option<pb::ToolOutput>, field: &str) -> Result<(), Failure> {
-        *self = match value.and_then(|o| o.value) {
-            Some(pb::tool_output::Value::Text(text)) => ToolOutput::Text(text.into()),
-            Some(pb::tool_output::Value::Json(text)) => serde_json::from_str(&text)
-                .map(ToolOutput::Json)
-                .map_err(|e| Failure::invalid_input(&format!("{field}.json"), e))?,
-            Some(pb::tool_output::Value::Bytes(data)) => ToolOutput::Bytes(data.into()),
-            None => {
-                return Err(Failure::invalid_input(
-                    field,
-                    "missing: set text, json or bytes",
-                ));
-            }
-        };
-        Ok(())
-    }
-}
-
-impl ToPbField<Option<pb::ToolOutput>> for ToolOutput {
-    fn to_field(&self) -> Option<pb::ToolOutput> {
-        let value = match self {
-            ToolOutput::Text(text) => pb::tool_output::Value::Text(text.to_string()),
-            ToolOutput::Json(value) => pb::tool_output::Value::Json(value.to_string()),
-            ToolOutput::Bytes(data) => pb::tool_output::Value::Bytes(data.to_vec()),
-        };
-        Some(pb::ToolOutput { value: Some(value) })
-    }
-}
-
-/// A JSON value carried as text (`content_json`, `metadata_json`).
-impl FromPbField<Option<String>> for Option<Value> {
-    fn set_from(&mut self, value: Option<String>, field: &str) -> Result<(), Failure> {
-        *self = value
-            .map(|t| serde_json::from_str(&t).map_err(|e| Failure::invalid_input(field, e)))
-            .transpose()?;
-        Ok(())
-    }
-}
-
-impl ToPbField<Option<String>> for Option<Value> {
-    fn to_field(&self) -> Option<String> {
-        self.as_ref().map(Value::to_string)
-    }
-}
-
-/// A request's `config`: a protobuf `Limits` becomes the JSON form and is validated as one.
-impl FromPbField<Option<pb::Limits>> for Option<Value> {
-    fn set_from(&mut self, value: Option<pb::Limits>, _: &str) -> Result<(), Failure> {
-        *self = value.map(limits_to_json).transpose()?;
-        Ok(())
-    }
-}
-
-impl ToPbField<i32> for ReductionKind {
-    fn to_field(&self) -> i32 {
-        let kind = match self {
-            Self::Passthrough => pb::ReductionKind::Passthrough,
-            Self::Truncated => pb::ReductionKind::Truncated,
-            Self::Spilled => pb::ReductionKind::Spilled,
-            Self::Summarized => pb::ReductionKind::Summarized,
-        };
-        kind.into()
-    }
-}
-
-impl ToPbField<Option<pb::Usage>> for Usage {
-    fn to_field(&self) -> Option<pb::Usage> {
-        Some(pb::Usage {
-            requests: self.requests,
-            input_tokens: self.input_tokens,
-            output_tokens: self.output_tokens,
-        })
-    }
-}
-
-/// A protobuf enum as the serde enum whose variants it names; a protobuf value without a twin
-/// (`…_UNSPECIFIED`) converts to `None`.
-macro_rules! from_pb_enum {
-    ($pb:ident => $form:ident { $($variant:ident),+ }) => {
-        impl From<pb::$pb> for Option<$form> {
-            #[allow(unreachable_patterns)]
-            fn from(value: pb::$pb) -> Self {
-                match value {
-                    $(pb::$pb::$variant => Some($form::$variant),)+
-                    _ => None,
-                }
-            }
-        }
+/// A request sent as its protobuf twin in `encoding` (`binary/protobuf` or `json/protobuf`).
+pub(crate) fn from_protobuf<T: ProtoForm + DeserializeOwned>(
+    data: &[u8],
+    encoding: Encoding,
+) -> Result<T, Failure> {
+    let descriptor = descriptor(T::MESSAGE_TYPE);
+    let message = if encoding == Encoding::BinaryProtobuf {
+        DynamicMessage::decode(descriptor, data)
+            .map_err(|e| Failure::invalid_input("request", e))?
+    } else {
+        let mut track = serde_path_to_error::Track::new();
+        let de = &mut serde_json::Deserializer::from_slice(data);
+        let de = serde_path_to_error::Deserializer::new(de, &mut track);
+        DynamicMessage::deserialize(descriptor, de)
+            .map_err(|e| Failure::invalid_input(&track.path().to_string(), e))?
     };
+    decode_json(plain_message(message, "")?)
 }
 
-from_pb_enum!(Tokenizer => Tokenizer { CharsDiv4, O200kBase, Cl100kBase });
-from_pb_enum!(Serializer => SerializerKind { IndentedJson, JsonLines });
-from_pb_enum!(TruncationStrategy => TruncationStrategy { Head, Tail, HeadTail });
-
-/// A protobuf `Limits` as the JSON form, validated later as a `json/plain` config is
-/// (`Limits::from_value`); absent fields take the JSON form's defaults.
-fn limits_to_json(l: pb::Limits) -> Result<Value, Failure> {
-    let defaults = Limits::default();
-    let limits = Limits {
-        bands: if l.bands.is_empty() && !l.explicit_bands {
-            defaults.bands
-        } else {
-            bands_from_pb(l.bands, "bands")?
-        },
-        per_tool: (l.per_tool.into_iter())
-            .map(|(tool, list)| {
-                let bands = bands_from_pb(list.bands, &format!("per_tool.{tool}"))?;
-                Ok((tool, bands))
-            })
-            .collect::<Result<_, Failure>>()?,
-        tool_filter: match l.tool_filter {
-            Some(filter) if !filter.names.is_empty() => ToolFilter::Names(filter.names),
-            _ => ToolFilter::All,
-        },
-        over_tokens: l.over_tokens,
-        tokenizer: enum_from_pb::<pb::Tokenizer, _>(l.tokenizer, "tokenizer", "tokenizer")?
-            .unwrap_or_default(),
-        strip_ansi: l.strip_ansi,
-        serializer: enum_from_pb::<pb::Serializer, _>(l.serializer, "serializer", "serializer")?,
-        summary_prompt: l.summary_prompt.unwrap_or(defaults.summary_prompt),
-        read_tool_name: l.read_tool_name.unwrap_or(defaults.read_tool_name),
-    };
-    serde_json::to_value(limits).map_err(|e| Failure::invalid_input("config", e))
-}
-
-/// A protobuf enum field at `path` as its serde twin (`None` when unspecified); a number outside
-/// the enum is an `InvalidConfig` naming it (`unknown {what}`).
-fn enum_from_pb<P: TryFrom<i32>, F>(
-    value: i32,
-    path: &str,
-    what: &str,
-) -> Result<Option<F>, Failure>
-where
-    Option<F>: From<P>,
-{
-    P::try_from(value)
-        .map(Option::from)
-        .map_err(|_| bad_config(path, &format!("unknown {what}")))
-}
-
-fn bad_config(path: &str, message: &str) -> Failure {
-    let message = format!("invalid limits configuration at `config.{path}`: {message}");
-    Failure::new("InvalidConfig", message, false)
-}
-
-fn bands_from_pb(bands: Vec<pb::Band>, path: &str) -> Result<Vec<Band>, Failure> {
-    (bands.into_iter().enumerate())
-        .map(|(i, band)| {
-            let path = format!("{path}[{i}].action");
-            let action = band.action.ok_or_else(|| bad_config(&path, "missing"))?;
-            Ok(Band {
-                over: band.over,
-                action: action_from_pb(action, &path)?,
-            })
-        })
-        .collect()
-}
-
-fn action_from_pb(action: pb::Action, path: &str) -> Result<Action, Failure> {
-    use pb::action::Action as Pb;
-    let then = |then: Option<Box<pb::Action>>| {
-        then.map(|t| action_from_pb(*t, &format!("{path}.then")).map(Box::new))
-            .transpose()
-    };
-    Ok(match action.action {
-        None => {
-            let missing = "missing: set passthrough, truncate, spill or summarize";
-            return Err(bad_config(path, missing));
-        }
-        Some(Pb::Passthrough(_)) => Action::Passthrough,
-        Some(Pb::Truncate(t)) => {
-            let strategy = format!("{path}.strategy");
-            let strategy =
-                enum_from_pb::<pb::TruncationStrategy, _>(t.strategy, &strategy, "strategy")?;
-            Action::Truncate(Truncate {
-                strategy: strategy.unwrap_or_default(),
-                max_chars: t.max_chars.unwrap_or(DEFAULT_MAX_CHARS),
-                max_tokens: t.max_tokens,
-                keep_tail_lines: t.keep_tail_lines,
-                then: then(t.then)?,
-            })
-        }
-        Some(Pb::Spill(s)) => Action::Spill(Spill {
-            preview_chars: s.preview_chars.unwrap_or(DEFAULT_PREVIEW_CHARS),
-            then: then(s.then)?,
-        }),
-        Some(Pb::Summarize(s)) => Action::Summarize(Summarize {
-            model: s.model,
-            then: then(s.then)?,
-        }),
+/// A reply as its protobuf twin in `encoding` (`binary/protobuf` or `json/protobuf`).
+pub(crate) fn to_protobuf<T: ProtoForm + Serialize>(
+    reply: &T,
+    encoding: Encoding,
+) -> Result<Vec<u8>, EncodeError> {
+    let descriptor = descriptor(T::MESSAGE_TYPE);
+    let message = DynamicMessage::deserialize(
+        descriptor.clone(),
+        proto_value(reply.plain()?, &Kind::Message(descriptor)),
+    )?;
+    Ok(if encoding == Encoding::BinaryProtobuf {
+        prost::Message::encode_to_vec(&message)
+    } else {
+        serde_json::to_vec(&message)?
     })
 }
 
-/// Implements [`ProtoRequest`] from a field mapping, `form.field = message_field` (each set by
-/// its [`FromPbField`]); the form's `Default` fills what the message does not carry.
-macro_rules! proto_request {
-    ($form:ty => $pb:ident { $($($field:tt).+ = $pb_field:ident),* $(,)? }) => {
-        impl ProtoRequest for $form {
-            type Pb = pb::$pb;
-            const MESSAGE_TYPE: &'static str = concat!("overspill.v1.", stringify!($pb));
-            fn from_pb(pb: Self::Pb) -> Result<Self, Failure> {
-                let mut form = Self::default();
-                $(FromPbField::set_from(&mut form.$($field).+, pb.$pb_field, stringify!($pb_field))?;)*
-                Ok(form)
-            }
-        }
-    };
+fn descriptor(name: &str) -> prost_reflect::MessageDescriptor {
+    (DESCRIPTORS.get_message_by_name(name)).expect("every ProtoForm names a message of proto/")
 }
 
-/// Implements [`ProtoReply`] from a field mapping, `form.field = message_field` (each by its
-/// [`ToPbField`]). A `then` block sets message fields derived from the form.
-macro_rules! proto_reply {
-    ($form:ty => $pb:ident { $($($field:tt).+ = $pb_field:ident),* $(,)? }
-     $(then |$this:ident, $message:ident| $derived:block)?) => {
-        impl ProtoReply for $form {
-            type Pb = pb::$pb;
-            const MESSAGE_TYPE: &'static str = concat!("overspill.v1.", stringify!($pb));
-            fn to_pb(&self) -> Self::Pb {
-                let mut message = pb::$pb::default();
-                $(message.$pb_field = ToPbField::to_field(&self.$($field).+);)*
-                $({
-                    let ($this, $message) = (self, &mut message);
-                    $derived
-                })?
-                message
-            }
-        }
-    };
+/// Whether a string field holds JSON text, and its name in the plain form.
+fn json_field(name: &str) -> Option<&str> {
+    (name == "json")
+        .then_some(name)
+        .or(name.strip_suffix("_json"))
 }
 
-proto_request! { ReduceRequest => ReduceRequest {
-    call.tool_name = tool_name, call.tool_kind = tool_kind, call.run_id = run_id,
-    call.tool_call_id = tool_call_id, call.retry = retry, output = output,
-    envelope.content = content_json, envelope.metadata = metadata_json,
-    envelope.wrapped = envelope, config = config,
-} }
+/// A field's name in the plain form.
+fn plain_name(field: &FieldDescriptor) -> String {
+    match (field.kind(), json_field(field.name())) {
+        (Kind::String, Some(plain)) => plain.to_owned(),
+        (Kind::Bytes, _) => format!("{}_b64", field.name()),
+        _ => field.name().to_owned(),
+    }
+}
 
-proto_reply! { ReduceResponse => ReduceResponse {
-    kind = kind, content_kind = content_kind, return_value = return_value,
-    envelope.content = content_json, envelope.metadata = metadata_json,
-    envelope.wrapped = envelope, usage = usage, store = store,
-} then |reduced, message| {
-    message.overflow_handle = reduced.overflow_handle().map(str::to_owned);
-    message.overflow_content_handle = reduced.overflow_content_handle().map(str::to_owned);
-    message.overflow_bytes = reduced.overflow_bytes();
-} }
+/// The prefix of an enum's value names: `REDUCTION_KIND_` for `ReductionKind`.
+fn enum_prefix(kind: &prost_reflect::EnumDescriptor) -> String {
+    format!("{}_", AsShoutySnakeCase(kind.name()))
+}
 
-proto_request! { SpillRequest => SpillRequest {
-    call.tool_name = tool_name, call.run_id = run_id, call.tool_call_id = tool_call_id,
-    call.retry = retry, suffix = suffix, key = key, output = output,
-    preview_chars = preview_chars, config = config,
-} }
+/// `message` in the plain form (see the module's rules); a JSON text that does not parse is
+/// `InvalidInput` naming its field under `path`.
+fn plain_message(mut message: DynamicMessage, path: &str) -> Result<Value, Failure> {
+    let descriptor = message.descriptor();
+    let mut plain = Map::new();
+    for field in descriptor.fields() {
+        if field.supports_presence() && !message.has_field(&field) {
+            continue;
+        }
+        let value = (message.take_field(&field))
+            .unwrap_or_else(|| prost_reflect::Value::default_value_for_field(&field));
+        let path = if path.is_empty() {
+            field.name().to_owned()
+        } else {
+            format!("{path}.{}", field.name())
+        };
+        let value = match plain_value(value, &field.kind(), &path)? {
+            Value::String(text) if json_field(field.name()).is_some() => {
+                serde_json::from_str(&text).map_err(|e| Failure::invalid_input(&path, e))?
+            }
+            Value::Null => continue,
+            value => value,
+        };
+        let tagged = field.containing_oneof().filter(|oneof| {
+            !oneof.is_synthetic() && (oneof.fields()).all(|f| f.kind().as_message().is_some())
+        });
+        match (tagged, value) {
+            (Some(_), Value::Object(inner)) => {
+                plain.insert("type".to_owned(), field.name().into());
+                plain.extend(inner);
+            }
+            (_, value) => {
+                plain.insert(plain_name(&field), value);
+            }
+        }
+    }
+    if descriptor.full_name() == "overspill.v1.Limits" {
+        let explicit = plain.remove("explicit_bands") == Some(Value::Bool(true));
+        let empty =
+            |value: Option<&Value>| value.and_then(Value::as_array).is_some_and(Vec::is_empty);
+        if !explicit && empty(plain.get("bands")) {
+            plain.remove("bands");
+        }
+        if empty(plain.get("tool_filter")) {
+            plain.remove("tool_filter");
+        }
+    }
+    if descriptor.fields().len() == 1 {
+        return Ok(plain.into_values().next().unwrap_or_default());
+    }
+    Ok(Value::Object(plain))
+}
 
-proto_reply! { SpillResponse => SpillResponse {
-    handle = handle, preview = preview, shape = shape, overflow_bytes = overflow_bytes,
-    store = store,
-} }
+/// One value of a field of `kind` in the plain form; `Null` for an unspecified enum.
+fn plain_value(value: prost_reflect::Value, kind: &Kind, path: &str) -> Result<Value, Failure> {
+    use prost_reflect::Value as Pb;
+    Ok(match value {
+        Pb::Bool(b) => b.into(),
+        Pb::I32(n) => n.into(),
+        Pb::I64(n) => n.into(),
+        Pb::U32(n) => n.into(),
+        Pb::U64(n) => n.into(),
+        Pb::F32(x) => x.into(),
+        Pb::F64(x) => x.into(),
+        Pb::String(text) => text.into(),
+        Pb::Bytes(data) => STANDARD.encode(data).into(),
+        Pb::EnumNumber(number) => {
+            let named = kind
+                .as_enum()
+                .and_then(|e| Some((e.get_value(number)?, enum_prefix(e))));
+            match named {
+                Some((value, _)) if value.name().ends_with("_UNSPECIFIED") => Value::Null,
+                Some((value, prefix)) => {
+                    let name = value.name();
+                    (name
+                        .strip_prefix(&prefix)
+                        .unwrap_or(name)
+                        .to_ascii_lowercase())
+                    .into()
+                }
+                // A number outside the enum: the Rust form refuses it, naming the field.
+                None => number.into(),
+            }
+        }
+        Pb::Message(message) => plain_message(message, path)?,
+        Pb::List(values) => (values.into_iter().enumerate())
+            .map(|(i, value)| plain_value(value, kind, &format!("{path}[{i}]")))
+            .collect::<Result<_, _>>()?,
+        Pb::Map(entries) => {
+            let value_kind = kind
+                .as_message()
+                .map(|entry| entry.map_entry_value_field().kind());
+            let value_kind = value_kind.unwrap_or_else(|| kind.clone());
+            (entries.into_iter())
+                .map(|(key, value)| {
+                    let key = match key {
+                        MapKey::String(key) => key,
+                        // proto3 JSON writes other keys as their text.
+                        other => plain_value(other.into(), kind, path)?.to_string(),
+                    };
+                    let value = plain_value(value, &value_kind, &format!("{path}.{key}"))?;
+                    Ok((key, value))
+                })
+                .collect::<Result<Map<_, _>, Failure>>()?
+                .into()
+        }
+    })
+}
 
-proto_request! { SummarizeRequest => SummarizeRequest {
-    tool_name = tool_name, output = output, model = model, template = prompt,
-} }
-
-proto_reply! { SummarizeResponse => SummarizeResponse { summary = summary, usage = usage } }
-
-proto_request! { ReadRequest => ReadToolResultRequest {
-    handle = handle, offset = offset, limit = limit, from_end = from_end, pattern = pattern,
-} }
-
-proto_request! { GrepRequest => GrepToolResultRequest {
-    handle = handle, pattern = pattern, regex = regex, ignore_case = ignore_case,
-    context = context, offset = offset, limit = limit, from_end = from_end,
-} }
-
-proto_request! { QueryRequest => QueryToolResultRequest {
-    handle = handle, filter = filter, offset = offset, limit = limit,
-} }
-
-proto_request! { ListRequest => ListToolResultsRequest {
-    run_id = run_id, limit = limit, tool_names = tool_names,
-} }
-
-proto_reply! { ReadResponse => ReadToolResultResponse { 0 = text } }
-proto_reply! { GrepResponse => GrepToolResultResponse { 0 = text } }
-proto_reply! { QueryResponse => QueryToolResultResponse { 0 = text } }
-proto_reply! { ListResponse => ListToolResultsResponse { 0 = text } }
+/// A plain value of a field of `kind` as proto3 JSON with proto field names (the inverse of
+/// [`plain_message`] for what replies carry).
+fn proto_value(value: Value, kind: &Kind) -> Value {
+    match (kind, value) {
+        (Kind::Enum(kind), Value::String(name)) => {
+            format!("{}{}", enum_prefix(kind), name.to_ascii_uppercase()).into()
+        }
+        (Kind::Message(message), Value::Object(mut plain)) => {
+            let mut proto = Map::new();
+            for field in message.fields() {
+                let Some(value) = plain.remove(&plain_name(&field)) else {
+                    continue;
+                };
+                let value = match (json_field(field.name()), value) {
+                    (_, Value::Null) => continue,
+                    (Some(_), value) if field.kind() == Kind::String => value.to_string().into(),
+                    (_, Value::Array(values)) => values
+                        .into_iter()
+                        .map(|v| proto_value(v, &field.kind()))
+                        .collect(),
+                    (_, value) => proto_value(value, &field.kind()),
+                };
+                proto.insert(field.name().to_owned(), value);
+            }
+            // What is left has no twin: the message refuses it.
+            proto.extend(plain);
+            proto.into()
+        }
+        (Kind::Message(message), bare) if message.fields().len() == 1 && !bare.is_null() => {
+            let only = message.fields().next().map(|f| f.name().to_owned());
+            proto_value(
+                Value::Object(Map::from_iter(only.map(|name| (name, bare)))),
+                kind,
+            )
+        }
+        (_, value) => value,
+    }
+}
 
 #[cfg(test)]
 mod tests {
     use prost::Message as _;
 
     use super::*;
-    use crate::limits;
+    use crate::limits::{self, Envelope, Limits, ReductionKind, ToolOutput, Usage};
 
-    /// The `config` a protobuf request carries, as `json/protobuf` sends it, in the serde form.
-    fn from_proto_json(json: &str) -> Result<limits::Limits, Failure> {
-        let pb: pb::Limits = serde_json::from_str(json).expect("proto3 JSON");
-        let value = limits_to_json(pb)?;
-        Ok(limits::Limits::from_value(value).expect("valid"))
+    fn decode<T: ProtoForm + DeserializeOwned>(json: &str) -> Result<T, Failure> {
+        from_protobuf(json.as_bytes(), Encoding::JsonProtobuf)
+    }
+
+    /// The limits of a reduce request whose `config` is `config` in proto3 JSON.
+    fn limits_of(config: &str) -> Result<Limits, limits::ConfigError> {
+        let json = format!(r#"{{"toolName":"t","output":{{"text":""}},"config":{config}}}"#);
+        let request: ReduceRequest = decode(&json).expect("decodes");
+        request.limits(&Limits::default())
+    }
+
+    #[test]
+    fn every_form_names_a_message() {
+        let names = [
+            ReduceRequest::MESSAGE_TYPE,
+            ReduceResponse::MESSAGE_TYPE,
+            SpillRequest::MESSAGE_TYPE,
+            SpillResponse::MESSAGE_TYPE,
+            SummarizeRequest::MESSAGE_TYPE,
+            SummarizeResponse::MESSAGE_TYPE,
+            ReadRequest::MESSAGE_TYPE,
+            ReadResponse::MESSAGE_TYPE,
+            GrepRequest::MESSAGE_TYPE,
+            GrepResponse::MESSAGE_TYPE,
+            QueryRequest::MESSAGE_TYPE,
+            QueryResponse::MESSAGE_TYPE,
+            ListRequest::MESSAGE_TYPE,
+            ListResponse::MESSAGE_TYPE,
+        ];
+        for name in names {
+            assert!(DESCRIPTORS.get_message_by_name(name).is_some(), "{name}");
+        }
     }
 
     #[test]
@@ -430,43 +374,68 @@ mod tests {
         // Every field away from its default, so that a field the conversion drops shows.
         let plain = r#"{"bands":[{"over":50000,"action":{"type":"summarize","model":"m","then":{"type":"spill","preview_chars":300,"then":{"type":"truncate","strategy":"tail","max_tokens":500,"keep_tail_lines":3}}}},{"over":0,"action":{"type":"passthrough"}}],"per_tool":{"ls":[]},"tool_filter":["ls","cat"],"over_tokens":true,"tokenizer":"cl100k_base","strip_ansi":true,"serializer":"json_lines","summary_prompt":"Sum up {tool_name}: {output}","read_tool_name":"page_back"}"#;
         let proto = r#"{"bands":[{"over":"50000","action":{"summarize":{"model":"m","then":{"spill":{"previewChars":"300","then":{"truncate":{"strategy":"TRUNCATION_STRATEGY_TAIL","maxTokens":"500","keepTailLines":"3"}}}}}}},{"over":"0","action":{"passthrough":{}}}],"perTool":{"ls":{}},"toolFilter":{"names":["ls","cat"]},"overTokens":true,"tokenizer":"TOKENIZER_CL100K_BASE","stripAnsi":true,"serializer":"SERIALIZER_JSON_LINES","summaryPrompt":"Sum up {tool_name}: {output}","readToolName":"page_back"}"#;
-        let limits = limits::Limits::from_json(plain).expect("valid");
-        assert_ne!(limits, limits::Limits::default());
-        assert_eq!(from_proto_json(proto).expect("converts"), limits);
-        // Unset fields take the JSON form's defaults; `explicitBands` keeps an empty list.
-        assert_eq!(
-            from_proto_json("{}").expect("converts"),
-            limits::Limits::default()
-        );
-        let none = from_proto_json(r#"{"explicitBands":true}"#).expect("converts");
+        let limits = Limits::from_json(plain).expect("valid");
+        assert_ne!(limits, Limits::default());
+        assert_eq!(limits_of(proto).expect("converts"), limits);
+        // Unset fields (an unspecified enum, a filter of no names) take the JSON form's
+        // defaults; `explicitBands` keeps an empty list.
+        let unset = r#"{"tokenizer":"TOKENIZER_UNSPECIFIED","toolFilter":{}}"#;
+        for config in ["{}", unset] {
+            assert_eq!(limits_of(config).expect("converts"), Limits::default());
+        }
+        let none = limits_of(r#"{"explicitBands":true}"#).expect("converts");
         assert!(none.bands.is_empty());
     }
 
     #[test]
-    fn bad_protobuf_tokenizer_or_token_budget_names_the_field() {
-        let unknown = pb::Limits {
+    fn bad_protobuf_config_names_the_field() {
+        let config = |limits: pb::Limits| {
+            let request = pb::ReduceRequest {
+                output: Some(pb::ToolOutput {
+                    value: Some(pb::tool_output::Value::Text("x".into())),
+                }),
+                config: Some(limits),
+                ..Default::default()
+            };
+            let data = request.encode_to_vec();
+            let request: ReduceRequest =
+                from_protobuf(&data, Encoding::BinaryProtobuf).expect("decodes");
+            request.limits(&Limits::default()).expect_err("invalid")
+        };
+        let unknown = config(pb::Limits {
             tokenizer: 99,
             ..Default::default()
-        };
-        let err = limits_to_json(unknown).expect_err("unknown tokenizer");
-        assert_eq!(err.type_name, "InvalidConfig");
-        assert!(err.message.contains("config.tokenizer"), "{}", err.message);
-        let truncate = pb::Truncate {
+        });
+        assert_eq!(unknown.path(), "tokenizer");
+        let band = |action| pb::Band { over: 1, action };
+        let truncate = pb::action::Action::Truncate(Box::new(pb::Truncate {
             max_tokens: Some(-1),
             ..Default::default()
-        };
-        let negative = pb::Limits {
-            bands: vec![pb::Band {
-                over: 1,
-                action: Some(pb::Action {
-                    action: Some(pb::action::Action::Truncate(Box::new(truncate))),
-                }),
-            }],
+        }));
+        let negative = config(pb::Limits {
+            bands: vec![band(Some(pb::Action {
+                action: Some(truncate),
+            }))],
             ..Default::default()
-        };
-        let json = limits_to_json(negative).expect("converts");
-        let err = limits::Limits::from_value(json).expect_err("negative budget");
-        assert_eq!(err.path(), "bands[0].action.max_tokens");
+        });
+        assert_eq!(negative.path(), "bands[0].action.max_tokens");
+        let missing = config(pb::Limits {
+            bands: vec![band(None)],
+            ..Default::default()
+        });
+        assert_eq!(missing.path(), "bands[0]");
+        let failure = Failure::invalid_config(&missing);
+        assert_eq!(failure.type_name, "InvalidConfig");
+        assert!(
+            failure
+                .message
+                .contains("`config.bands[0]`: missing field `action`")
+        );
+        let empty = config(pb::Limits {
+            bands: vec![band(Some(pb::Action { action: None }))],
+            ..Default::default()
+        });
+        assert_eq!(empty.path(), "bands[0].action");
     }
 
     #[test]
@@ -478,13 +447,10 @@ mod tests {
             from_end: true,
             pattern: None,
         };
-        let camel = br#"{"handle":"r/c.0","offset":"3","limit":"2","fromEnd":true}"#;
-        let snake = br#"{"handle":"r/c.0","offset":3,"limit":"2","from_end":true}"#;
-        for json in [&camel[..], snake] {
-            assert_eq!(
-                ReadRequest::from_proto_json(json).expect("decodes"),
-                request
-            );
+        let camel = r#"{"handle":"r/c.0","offset":"3","limit":"2","fromEnd":true}"#;
+        let snake = r#"{"handle":"r/c.0","offset":3,"limit":"2","from_end":true}"#;
+        for json in [camel, snake] {
+            assert_eq!(decode::<ReadRequest>(json).expect("decodes"), request);
         }
         let binary = pb::ReadToolResultRequest {
             handle: "r/c.0".into(),
@@ -494,65 +460,116 @@ mod tests {
             pattern: None,
         }
         .encode_to_vec();
-        assert_eq!(
-            ReadRequest::from_proto_binary(&binary).expect("decodes"),
-            request
-        );
+        let decoded = from_protobuf::<ReadRequest>(&binary, Encoding::BinaryProtobuf);
+        assert_eq!(decoded.expect("decodes"), request);
         // An absent optional field keeps the form's default.
-        let bare = ReadRequest::from_proto_json(br#"{"handle":"h"}"#).expect("decodes");
+        let bare = decode::<ReadRequest>(r#"{"handle":"h"}"#).expect("decodes");
         assert_eq!(bare.limit, crate::read::DEFAULT_LIMIT);
+        let garbage = from_protobuf::<ReadRequest>(b"\xff\xff", Encoding::BinaryProtobuf);
+        assert_eq!(garbage.expect_err("refused").type_name, "InvalidInput");
     }
 
     #[test]
-    fn invalid_protobuf_config_names_the_field() {
-        let pb = pb::ReduceRequest {
-            tool_name: "cat".into(),
-            output: Some(pb::ToolOutput {
-                value: Some(pb::tool_output::Value::Text("x".into())),
-            }),
-            config: Some(pb::Limits {
-                bands: vec![pb::Band {
-                    over: 5,
-                    action: None,
-                }],
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        let err = ReduceRequest::from_pb(pb).expect_err("invalid");
-        assert_eq!(err.type_name, "InvalidConfig");
-        assert!(
-            err.message.contains("config.bands[0].action"),
-            "{}",
-            err.message
+    fn a_reduce_request_carries_its_output_and_envelope() {
+        let json = r#"{"tool_name":"cat","toolKind":"k","runId":"r","retry":2,"output":{"json":"{\"a\":[1]}"},"contentJson":"\"c\"","metadataJson":"{\"m\":1}","envelope":true}"#;
+        let request: ReduceRequest = decode(json).expect("decodes");
+        assert_eq!(request.call.tool_kind.as_deref(), Some("k"));
+        assert_eq!(request.call(None).spill_key(""), "r/call.2");
+        assert_eq!(
+            request.output,
+            ToolOutput::Json(serde_json::json!({"a": [1]}))
         );
+        let envelope = Envelope {
+            content: Some("c".into()),
+            metadata: Some(serde_json::json!({"m": 1})),
+            wrapped: true,
+        };
+        assert_eq!(request.envelope, envelope);
+        let bytes = r#"{"toolName":"cat","output":{"bytes":"AP8Q"}}"#;
+        let request: ReduceRequest = decode(bytes).expect("decodes");
+        assert_eq!(request.output, ToolOutput::Bytes(vec![0, 255, 16].into()));
+        let bad = decode::<ReduceRequest>(r#"{"output":{"text":"x"},"contentJson":"{"}"#);
+        assert!(
+            bad.expect_err("bad JSON")
+                .message
+                .contains("`content_json`")
+        );
+        let bad = decode::<ReduceRequest>(r#"{"output":{"json":"{"}}"#);
+        assert!(bad.expect_err("bad JSON").message.contains("`output.json`"));
     }
 
     #[test]
     fn a_reduce_reply_names_its_spills_in_their_own_protobuf_fields() {
         let reduced = ReduceResponse {
             kind: ReductionKind::Spilled,
-            envelope: limits::Envelope {
+            content_kind: ReductionKind::Summarized,
+            return_value: ToolOutput::Text("marker".into()),
+            envelope: Envelope {
+                content: Some(serde_json::json!(["a"])),
                 metadata: Some(serde_json::json!({
                     "overflow_handle": "r/c.0",
                     "overflow_bytes": 31_000,
                     "overflow_content_handle": "r/c.0.content",
                 })),
                 wrapped: true,
-                ..Default::default()
             },
+            usage: Usage {
+                requests: 2,
+                input_tokens: 3,
+                output_tokens: 0,
+            },
+            exhausted: false,
+            store: Some("s3://b".into()),
+        };
+        let json = to_protobuf(&reduced, Encoding::JsonProtobuf).expect("encodes");
+        let expected = r#"{"kind":"REDUCTION_KIND_SPILLED","contentKind":"REDUCTION_KIND_SUMMARIZED","returnValue":{"text":"marker"},"contentJson":"[\"a\"]","metadataJson":"{\"overflow_handle\":\"r/c.0\",\"overflow_bytes\":31000,\"overflow_content_handle\":\"r/c.0.content\"}","envelope":true,"usage":{"requests":"2","inputTokens":"3"},"overflowHandle":"r/c.0","overflowBytes":"31000","overflowContentHandle":"r/c.0.content","store":"s3://b"}"#;
+        assert_eq!(String::from_utf8_lossy(&json), expected);
+        let binary = to_protobuf(&reduced, Encoding::BinaryProtobuf).expect("encodes");
+        let message = pb::ReduceResponse {
+            kind: pb::ReductionKind::Spilled.into(),
+            content_kind: pb::ReductionKind::Summarized.into(),
+            return_value: Some(pb::ToolOutput {
+                value: Some(pb::tool_output::Value::Text("marker".into())),
+            }),
+            content_json: Some(r#"["a"]"#.into()),
+            metadata_json: reduced.envelope.metadata.as_ref().map(Value::to_string),
+            envelope: true,
+            usage: Some(pb::Usage {
+                requests: 2,
+                input_tokens: 3,
+                output_tokens: 0,
+            }),
+            overflow_handle: Some("r/c.0".into()),
+            overflow_bytes: 31_000,
+            overflow_content_handle: Some("r/c.0.content".into()),
+            store: Some("s3://b".into()),
+        };
+        assert_eq!(binary, message.encode_to_vec());
+    }
+
+    #[test]
+    fn replies_encode_as_their_messages() {
+        let bare = ReduceResponse {
+            return_value: ToolOutput::Bytes(vec![0, 255].into()),
             ..Default::default()
         };
-        let pb = pb::ReduceResponse::decode(reduced.to_proto_binary().as_slice()).expect("decodes");
-        assert_eq!(pb.kind, pb::ReductionKind::Spilled as i32);
-        assert!(pb.envelope);
-        assert_eq!(pb.overflow_handle.as_deref(), Some("r/c.0"));
-        assert_eq!(pb.overflow_content_handle.as_deref(), Some("r/c.0.content"));
-        assert_eq!(pb.overflow_bytes, 31_000);
-        let json: Value = serde_json::from_slice(&reduced.to_proto_json().expect("encodes"))
-            .expect("proto3 JSON");
-        assert_eq!(json["kind"], "REDUCTION_KIND_SPILLED");
-        assert_eq!(json["overflowBytes"], "31000");
+        let json = to_protobuf(&bare, Encoding::JsonProtobuf).expect("encodes");
+        assert_eq!(json, br#"{"returnValue":{"bytes":"AP8="},"usage":{}}"#);
+        let page = ReadResponse("line\n".into());
+        let binary = to_protobuf(&page, Encoding::BinaryProtobuf).expect("encodes");
+        let message = pb::ReadToolResultResponse {
+            text: "line\n".into(),
+        };
+        assert_eq!(binary, message.encode_to_vec());
+        let json = to_protobuf(&ListResponse(String::new()), Encoding::JsonProtobuf);
+        assert_eq!(json.expect("encodes"), b"{}");
+        let spilled = SpillResponse {
+            handle: "h".into(),
+            overflow_bytes: 5,
+            ..Default::default()
+        };
+        let json = to_protobuf(&spilled, Encoding::JsonProtobuf).expect("encodes");
+        assert_eq!(json, br#"{"handle":"h","overflowBytes":"5"}"#);
     }
 
     #[test]
@@ -567,16 +584,16 @@ mod tests {
             limit: 9,
             from_end: true,
         };
-        let camel = br#"{"handle":"r/c.0","pattern":"ERR","regex":true,"ignoreCase":true,"context":"2","offset":"4","limit":"9","fromEnd":true}"#;
-        assert_eq!(GrepRequest::from_proto_json(camel).expect("decodes"), grep);
+        let camel = r#"{"handle":"r/c.0","pattern":"ERR","regex":true,"ignoreCase":true,"context":"2","offset":"4","limit":"9","fromEnd":true}"#;
+        assert_eq!(decode::<GrepRequest>(camel).expect("decodes"), grep);
         let list = ListRequest {
             run_id: "run-1".into(),
             limit: 5,
             tool_names: [("call-1".to_owned(), "cat".to_owned())].into(),
         };
-        let camel = br#"{"runId":"run-1","limit":"5","toolNames":{"call-1":"cat"}}"#;
-        assert_eq!(ListRequest::from_proto_json(camel).expect("decodes"), list);
-        let default = ListRequest::from_proto_json(br#"{"runId":"r"}"#).expect("decodes");
+        let camel = r#"{"runId":"run-1","limit":"5","toolNames":{"call-1":"cat"}}"#;
+        assert_eq!(decode::<ListRequest>(camel).expect("decodes"), list);
+        let default = decode::<ListRequest>(r#"{"runId":"r"}"#).expect("decodes");
         assert_eq!(default.limit, crate::store::DEFAULT_LIST_LIMIT);
     }
 }

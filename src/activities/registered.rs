@@ -7,7 +7,7 @@ use std::sync::Arc;
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
-use super::{Caller, Incoming, Outgoing, OverspillActivities, Progress};
+use super::{Caller, OverspillActivities, Progress, Wire};
 use crate::api::{
     GrepRequest, GrepResponse, ListRequest, ListResponse, QueryRequest, QueryResponse, ReadRequest,
     ReadResponse, ReduceRequest, ReduceResponse, SpillRequest, SpillResponse, SummarizeRequest,
@@ -34,8 +34,8 @@ macro_rules! registered {
                 pub async fn $name(
                     self: Arc<Self>,
                     $ctx: ActivityContext,
-                    $input: Incoming<$request>,
-                ) -> Result<Outgoing<$response>, ActivityError> {
+                    $input: Wire<$request>,
+                ) -> Result<Wire<$response>, ActivityError> {
                     let $this = self;
                     $body
                 }

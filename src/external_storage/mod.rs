@@ -11,7 +11,7 @@
 //! - [`ExternalStorageCodec`]: the worker's payload codec. It offloads outbound payloads over the
 //!   threshold and resolves references in workflow activations. Activity inputs are left as
 //!   references for the activities to resolve inside their own task (see
-//!   [`crate::activities::payload::Incoming::resolve`]), so a failure there is a typed activity
+//!   [`crate::activities::payload::Wire::resolve`]), so a failure there is a typed activity
 //!   failure and the fetched bytes count against the worker's in-flight budget.
 //!
 //! ```

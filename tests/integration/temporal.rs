@@ -267,7 +267,7 @@ async fn protobuf_payloads_are_answered_in_kind() {
         run_id: Some("run-pb".into()),
         tool_call_id: Some("call-1".into()),
         output: Some(pb::ToolOutput {
-            value: Some(pb::tool_output::Value::Text(text)),
+            value: Some(pb::tool_output::Value::Text(text.clone())),
         }),
         config: Some(pb::Limits {
             bands: vec![pb::Band {
@@ -283,8 +283,11 @@ async fn protobuf_payloads_are_answered_in_kind() {
         }),
         ..Default::default()
     };
-    let as_json = serde_json::to_vec(&request).expect("proto3 JSON");
-    assert!(String::from_utf8_lossy(&as_json).contains("\"toolCallId\":\"call-1\""));
+    // The same request in proto3 JSON, as a Python or TypeScript protobuf converter sends it.
+    let as_json = json!({
+        "toolName": "cat", "runId": "run-pb", "toolCallId": "call-1", "output": {"text": text},
+        "config": {"bands": [{"over": "1000", "action": {"spill": {"previewChars": "100"}}}]},
+    });
     let read = pb::ReadToolResultRequest {
         handle: "run-pb/call-1.0".into(),
         offset: 10,
@@ -301,7 +304,11 @@ async fn protobuf_payloads_are_answered_in_kind() {
         p
     };
     let mut probes = vec![
-        raw("json/protobuf", "overspill.v1.ReduceRequest", as_json),
+        raw(
+            "json/protobuf",
+            "overspill.v1.ReduceRequest",
+            as_json.to_string().into(),
+        ),
         raw(
             "binary/protobuf",
             "overspill.v1.ReduceRequest",
@@ -315,7 +322,7 @@ async fn protobuf_payloads_are_answered_in_kind() {
         raw(
             "json/protobuf",
             "overspill.v1.ReadToolResultRequest",
-            serde_json::to_vec(&read).expect("json"),
+            br#"{"handle":"run-pb/call-1.0","offset":"10","limit":"1"}"#.to_vec(),
         ),
         raw(
             "binary/protobuf",
