@@ -13,23 +13,23 @@ const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
 /// The latest progress an activity reported; periodic heartbeats carry it, so that they never
 /// replace the details a retry resumes from. Clones share it.
 #[derive(Debug, Clone, Default)]
-pub struct Progress<T>(Arc<Mutex<Option<T>>>);
+pub(crate) struct Progress<T>(Arc<Mutex<Option<T>>>);
 
 impl Progress<u64> {
     /// No progress to report: heartbeats carry a beat count.
-    pub fn none() -> Self {
+    pub(crate) fn none() -> Self {
         Self::default()
     }
 }
 
 impl<T: Clone> Progress<T> {
     /// Remember `progress` as the latest.
-    pub fn set(&self, progress: T) {
+    pub(crate) fn set(&self, progress: T) {
         *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(progress);
     }
 
     /// The latest progress, if any.
-    pub fn latest(&self) -> Option<T> {
+    pub(crate) fn latest(&self) -> Option<T> {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
@@ -44,7 +44,7 @@ pub async fn guarded<F: Future>(
 }
 
 /// [`guarded`], heartbeating the latest `progress` (a beat count until there is one).
-pub async fn guarded_with<F, T>(
+pub(super) async fn guarded_with<F, T>(
     ctx: &ActivityContext,
     work: F,
     progress: &Progress<T>,

@@ -22,7 +22,8 @@
 pub mod errors;
 mod failure_log;
 mod guard;
-pub use guard::{Progress, guarded, guarded_with};
+pub(crate) use guard::Progress;
+pub use guard::guarded;
 mod inflight;
 mod intake;
 pub mod metrics;
@@ -56,6 +57,7 @@ use crate::store::{ReadScope, Reader, Scope, Store};
 use crate::summarize::{ChunkProgress, Chunked, OpenAiSummarizer};
 pub use errors::Failure;
 pub use failure_log::LogFailures;
+
 pub use inflight::{InflightBudget, InflightPermit, available_memory};
 pub use metrics::Metrics;
 pub use payload::{Encoding, Wire};

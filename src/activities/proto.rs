@@ -1,7 +1,7 @@
 //! The protobuf forms of the activity messages (`proto/overspill/v1/`), for callers that send
 //! `json/protobuf` (proto3 JSON: lowerCamelCase names, 64-bit integers as strings; either name
-//! accepted) or `binary/protobuf` payloads. The worker decodes requests ([`from_protobuf`]) and
-//! encodes replies ([`to_protobuf`]).
+//! accepted) or `binary/protobuf` payloads. The worker decodes requests (`from_protobuf`) and
+//! encodes replies (`to_protobuf`).
 //!
 //! No message or field is converted by hand: a message is read against its descriptor into the
 //! `json/plain` form of its Rust twin, which serde decodes, and a reply's plain form is written
@@ -107,7 +107,7 @@ impl ProtoForm for ReduceResponse {
 }
 
 /// Why a reply could not be encoded.
-pub type EncodeError = Box<dyn std::error::Error + Send + Sync>;
+type EncodeError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Decode `T` from `de`, naming the offending field in the error.
 pub(crate) fn decode_json<'de, T: Deserialize<'de>>(

@@ -54,7 +54,7 @@ pub use codec::ExternalStorageCodec;
 pub use driver::{Driver, KeyScope, Located};
 pub use error::ExternalStorageError;
 pub use gc::{GcMetrics, GcOptions, PayloadGcReport, Tally};
-pub use reference::{LEGACY_ENCODING, MARKER_KEY, MESSAGE_TYPE, Reference};
+pub use reference::{MESSAGE_TYPE, Reference};
 
 /// How much goes to External Storage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

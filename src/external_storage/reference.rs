@@ -21,9 +21,9 @@ use super::ExternalStorageError;
 /// The `messageType` of a reference payload.
 pub const MESSAGE_TYPE: &str = "temporal.api.sdk.v1.ExternalStorageReference";
 /// The encoding of the legacy reference form (read, never written).
-pub const LEGACY_ENCODING: &str = "json/external-storage-reference";
+const LEGACY_ENCODING: &str = "json/external-storage-reference";
 /// The metadata marker of a reference that went through a payload codec.
-pub const MARKER_KEY: &str = "__temporal_external_storage_reference";
+pub(super) const MARKER_KEY: &str = "__temporal_external_storage_reference";
 
 const ENCODING_KEY: &str = "encoding";
 const MESSAGE_TYPE_KEY: &str = "messageType";

@@ -17,6 +17,7 @@ use temporalio_common::data_converters::{
 use temporalio_common::protos::temporal::api::common::v1::Payload;
 use temporalio_common::protos::temporal::api::common::v1::payload::ExternalPayloadDetails;
 
+use super::reference::MARKER_KEY;
 use super::*;
 
 #[derive(Deserialize)]

@@ -29,7 +29,8 @@ pub use config::{
 };
 pub use output::{ByteString, Envelope, ToolCall, ToolOutput, ToolResult};
 pub use prompt::DEFAULT_SUMMARY_PROMPT;
-pub use reduce::{CONTENT_SUFFIX, EXEMPT_TOOL_KINDS, Reduced, ReductionKind, reduce};
+pub(crate) use reduce::CONTENT_SUFFIX;
+pub use reduce::{Reduced, ReductionKind, reduce};
 pub use serialize::SerializerKind;
 pub use spill_store::{MemoryStore, NoStore, NoStoreConfigured, SpillError, SpillStore};
 pub use summarizer::{NoSummarizer, SummarizeError, Summarizer, Summary, SummaryRequest, Usage};

@@ -8,7 +8,12 @@ use super::tokens::ESTIMATED_CHARS_PER_TOKEN;
 use super::unit::Unit;
 
 /// The model-visible text of a spilled unit: header, optional `shape:` line, preview body.
-pub fn spill_message(unit: &Unit, handle: &str, preview_chars: i64, limits: &Limits) -> String {
+pub(crate) fn spill_message(
+    unit: &Unit,
+    handle: &str,
+    preview_chars: i64,
+    limits: &Limits,
+) -> String {
     let handle_repr = repr(handle);
     let (size, body) = match unit.text() {
         None => {

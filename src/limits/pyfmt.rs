@@ -33,7 +33,7 @@ fn is_printable(c: char) -> bool {
 }
 
 /// Python's `repr()` of a string.
-pub fn repr(s: &str) -> String {
+pub(crate) fn repr(s: &str) -> String {
     let quote = if s.contains('\'') && !s.contains('"') {
         '"'
     } else {
@@ -72,7 +72,7 @@ pub fn type_name(value: &Value) -> &'static str {
 }
 
 /// Python's `str.strip()`: Python's whitespace is Rust's plus the separators U+001C–U+001F.
-pub fn py_strip(s: &str) -> &str {
+pub(crate) fn py_strip(s: &str) -> &str {
     s.trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
 }
 

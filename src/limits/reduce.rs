@@ -16,14 +16,14 @@ use super::{bands, preview, prompt, pyfmt};
 
 /// Tool kinds whose returns are never reduced: the read-back tool's own pages, and core's
 /// capability-load / tool-search returns (core reads them back from history).
-pub const EXEMPT_TOOL_KINDS: [&str; 3] = [
+const EXEMPT_TOOL_KINDS: [&str; 3] = [
     crate::names::READ_TOOL_RESULT,
     "capability-load",
     "tool-search",
 ];
 
 /// The handle suffix of a ToolReturn's `content`.
-pub const CONTENT_SUFFIX: &str = ".content";
+pub(crate) const CONTENT_SUFFIX: &str = ".content";
 
 /// The metadata keys naming a reduction's spills (the reference's): the return value's handle and
 /// stored bytes, and the envelope content's handle.

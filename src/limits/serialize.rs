@@ -22,17 +22,17 @@ pub enum SerializerKind {
 }
 
 /// The key of a bytes leaf object: `{"$bytes_b64": "<standard base64>"}`.
-pub const BYTES_LEAF_KEY: &str = "$bytes_b64";
+const BYTES_LEAF_KEY: &str = "$bytes_b64";
 
 /// The decoded bytes of a bytes leaf, if `value` is one.
-pub fn bytes_leaf(value: &Value) -> Option<Vec<u8>> {
+pub(super) fn bytes_leaf(value: &Value) -> Option<Vec<u8>> {
     let map = value.as_object().filter(|map| map.len() == 1)?;
     let b64 = map.get(BYTES_LEAF_KEY)?.as_str()?;
     STANDARD.decode(b64).ok()
 }
 
 /// Render `value` with the chosen serializer (`None`: compact JSON, no separator escaping).
-pub fn render(value: &Value, serializer: Option<SerializerKind>) -> String {
+pub(crate) fn render(value: &Value, serializer: Option<SerializerKind>) -> String {
     match (serializer, value) {
         (None, _) => compact(value),
         (Some(SerializerKind::JsonLines), Value::Array(records)) => {
@@ -44,13 +44,13 @@ pub fn render(value: &Value, serializer: Option<SerializerKind>) -> String {
 }
 
 /// Compact JSON, `{"a":1,"b":[1,2]}`, bytes leaves resolved.
-pub fn compact(value: &Value) -> String {
+pub(crate) fn compact(value: &Value) -> String {
     // Serializing a `Value` to a string cannot fail.
     serde_json::to_string(&resolve_bytes(value)).unwrap_or_default()
 }
 
 /// `to_json(v, indent=2)`, bytes leaves resolved.
-pub fn indented(value: &Value) -> String {
+pub(super) fn indented(value: &Value) -> String {
     serde_json::to_string_pretty(&resolve_bytes(value)).unwrap_or_default()
 }
 

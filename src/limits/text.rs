@@ -3,12 +3,12 @@
 
 /// The length of `text` in chars (Python's `len(str)`), counted with SIMD: the size a band
 /// compares and a marker states, so a multi-megabyte output is counted at memory speed.
-pub fn char_len(text: &str) -> u64 {
+pub(crate) fn char_len(text: &str) -> u64 {
     bytecount::num_chars(text.as_bytes()) as u64
 }
 
 /// The first `n` chars of `text` (all of it when shorter).
-pub fn head_chars(text: &str, n: usize) -> &str {
+pub(super) fn head_chars(text: &str, n: usize) -> &str {
     match text.char_indices().nth(n) {
         Some((i, _)) => &text[..i],
         None => text,
@@ -16,7 +16,7 @@ pub fn head_chars(text: &str, n: usize) -> &str {
 }
 
 /// The last `n` chars of `text` (all of it when shorter; none for `n = 0`).
-pub fn tail_chars(text: &str, n: usize) -> &str {
+pub(super) fn tail_chars(text: &str, n: usize) -> &str {
     if n == 0 {
         return "";
     }

@@ -12,10 +12,10 @@ use serde::{Deserialize, Serialize};
 use tiktoken::CoreBpe;
 
 /// Chars per token in the reference's estimate (`len(text) // 4`).
-pub const ESTIMATED_CHARS_PER_TOKEN: u64 = 4;
+pub(super) const ESTIMATED_CHARS_PER_TOKEN: u64 = 4;
 
 /// The longest token of `o200k_base` and `cl100k_base`, in bytes.
-pub const LONGEST_TOKEN_BYTES: u64 = 128;
+const LONGEST_TOKEN_BYTES: u64 = 128;
 
 /// How many bytes [`Tokenizer::count_up_to`] counts before it checks the cap.
 const CHUNK_BYTES: usize = 16 * 1024;

@@ -22,7 +22,7 @@ pub fn truncate_text(
 }
 
 /// [`truncate_text`] for a text whose length in chars (`total`) is already known.
-pub fn truncate_counted(
+pub(super) fn truncate_counted(
     text: &str,
     total: usize,
     max_chars: i64,
@@ -63,7 +63,7 @@ pub fn truncate_counted(
 /// Clamp `text` (of `total` chars) to `max_tokens` tokens of `tokenizer`, marker included: the
 /// clamp of [`truncate_counted`] with the largest char budget that fits, found by bisection.
 /// The markers still count chars, as they describe what was kept.
-pub fn truncate_to_tokens(
+pub(super) fn truncate_to_tokens(
     text: &str,
     total: usize,
     max_tokens: i64,

@@ -87,10 +87,10 @@ impl Unit {
 }
 
 /// Keys a shape sketch names at most.
-pub const SKETCH_KEYS: usize = 10;
+const SKETCH_KEYS: usize = 10;
 
 /// A one-line sketch of a structured value's top level; empty for scalars.
-pub fn shape_sketch(value: &Value) -> String {
+fn shape_sketch(value: &Value) -> String {
     match value {
         Value::Object(map) if serialize::bytes_leaf(value).is_none() => {
             let keys: Vec<String> = map

@@ -46,8 +46,7 @@ use crate::store::StoreError;
 use engine::{Ended, Job, Mode, Runaway};
 pub use render::MAX_VALUE_CHARS;
 pub use sandbox::{
-    DEFAULT_QUERY_MEMORY, GRACE, QueryPlace, QueryRunner, SANDBOX_COMMAND, SandboxError,
-    serve_sandbox,
+    DEFAULT_QUERY_MEMORY, QueryPlace, QueryRunner, SANDBOX_COMMAND, SandboxError, serve_sandbox,
 };
 
 /// Results per page when the caller does not say.
@@ -57,7 +56,7 @@ pub const MAX_DOCUMENT_BYTES: u64 = 64 << 20;
 /// How long one query may run unless its [`QueryRunner`] says otherwise.
 pub const QUERY_DEADLINE: Duration = Duration::from_secs(30);
 /// The longest filter accepted, in bytes.
-pub const MAX_FILTER_BYTES: usize = 4_096;
+const MAX_FILTER_BYTES: usize = 4_096;
 
 /// One `query_tool_result` call (also `overspill query`'s arguments).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -48,7 +48,7 @@ pub const SANDBOX_COMMAND: &str = "query-sandbox";
 pub const DEFAULT_QUERY_MEMORY: u64 = 2 << 30;
 
 /// How long past its deadline a child may take to stop by itself before it is killed.
-pub const GRACE: Duration = Duration::from_secs(2);
+const GRACE: Duration = Duration::from_secs(2);
 
 /// Address space beyond the stack reservation for the query thread's guard page and the
 /// child's reading buffers, which exist before the filter runs.

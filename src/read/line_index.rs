@@ -311,7 +311,7 @@ impl Fields<'_> {
 
 impl Header {
     /// The longest header there is: read this much to decode any header.
-    pub const MAX_LEN: u64 = FIXED_LEN + MAX_TAG as u64;
+    pub(crate) const MAX_LEN: u64 = FIXED_LEN + MAX_TAG as u64;
 
     /// Decode the header at the start of `bytes`, an index object of `object_size` bytes, and
     /// check that its fields agree with each other and with that size.

@@ -228,7 +228,7 @@ pub struct LineChunk<'a> {
 
 /// Takes a payload's chunks in order, on a blocking thread (CPU-heavy work stays off the async
 /// threads, so heartbeats and other tasks keep running).
-pub trait ChunkSink: Send + 'static {
+pub(super) trait ChunkSink: Send + 'static {
     /// Take the next chunk; `Break` ends the stream early.
     fn feed(&mut self, chunk: LineChunk<'_>) -> ControlFlow<()>;
 }

@@ -26,14 +26,11 @@ mod scan;
 mod source;
 
 pub use cache::IndexCache;
-pub use grep::{
-    DEFAULT_GREP_LIMIT, GrepRequest, MAX_CONTEXT, MAX_PATTERN_BYTES, grep_page, grep_tool_result,
-};
+pub use grep::{DEFAULT_GREP_LIMIT, GrepRequest, MAX_CONTEXT, grep_page, grep_tool_result};
 pub use line_index::Version;
-pub use lines::{ChunkSink, LineChunk, split_lines};
-pub use request::{
-    DEFAULT_LIMIT, MAX_READ_CHARS, MAX_READ_LINES, ReadError, ReadRequest, no_stored_result,
-};
+pub use lines::split_lines;
+pub use request::{DEFAULT_LIMIT, ReadError, ReadRequest, no_stored_result};
+pub(crate) use request::{MAX_READ_CHARS, MAX_READ_LINES};
 pub use source::{CHUNK_BYTES, Fetched, Part, SpillReader};
 pub(crate) use source::{fetch_checked, joined};
 

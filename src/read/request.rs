@@ -16,9 +16,9 @@ use serde::{Deserialize, Serialize};
 use crate::limits::pyfmt::{repr, thousands};
 
 /// Lines returned by one call at most.
-pub const MAX_READ_LINES: i64 = 1_000;
+pub(crate) const MAX_READ_LINES: i64 = 1_000;
 /// Chars of joined body returned by one call at most.
-pub const MAX_READ_CHARS: usize = 50_000;
+pub(crate) const MAX_READ_CHARS: usize = 50_000;
 /// Bytes of lines that always decode to more chars than a page shows (a char takes at most 4
 /// bytes), so a page never needs more than this many bytes from its first line on.
 pub(crate) const PAGE_BYTES_CAP: usize = 4 * (MAX_READ_CHARS + 4);

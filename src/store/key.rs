@@ -22,10 +22,10 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 /// The namespace every spill lives under, inside the store URL's own prefix.
-pub const NAMESPACE: &str = "tool_output_limits";
+pub(super) const NAMESPACE: &str = "tool_output_limits";
 
 /// The suffix of the line-index object written beside each spill.
-pub const INDEX_SUFFIX: &str = ".idx";
+pub(super) const INDEX_SUFFIX: &str = ".idx";
 
 /// One key segment made safe: runs of characters outside `[A-Za-z0-9._-]` become `_`, and a
 /// segment that ends up empty, `.` or `..` becomes `_` (the reference's `_safe_segment`).
@@ -75,7 +75,7 @@ pub fn sanitize_key(key: &str) -> String {
 /// Why a handle is refused before any store access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum Refusal {
+pub(super) enum Refusal {
     /// An absolute path (`/…`, `\…`, `C:…`).
     #[error("absolute path")]
     Absolute,
@@ -100,7 +100,7 @@ pub enum Refusal {
 ///
 /// Sanitizing alone already confines every handle (as in the reference); refusing them
 /// outright keeps a traversal attempt from resolving to some other spill by accident.
-pub fn check_handle(handle: &str) -> Result<(), Refusal> {
+pub(super) fn check_handle(handle: &str) -> Result<(), Refusal> {
     let bytes = handle.as_bytes();
     let escaped = |w: &[u8]| w[0] == b'%' && w[1].is_ascii_hexdigit() && w[2].is_ascii_hexdigit();
     // Judge the index suffix on the last segment as stored: `r/p.0.idx/` names `r/p.0.idx`.

@@ -73,12 +73,12 @@ pub(crate) use explain::Cause;
 #[cfg(feature = "worker")]
 pub(crate) use explain::{explain, rejection};
 pub use gc::{GcReport, SpillInfo};
-pub use key::{INDEX_SUFFIX, NAMESPACE, Refusal, check_handle, sanitize_key, sanitize_segment};
-pub use listing::{DEFAULT_LIST_LIMIT, ListRequest, ListedSpill, MAX_LIST_LIMIT, RunListing};
+use key::{INDEX_SUFFIX, NAMESPACE, check_handle};
+pub use key::{sanitize_key, sanitize_segment};
+pub use listing::{DEFAULT_LIST_LIMIT, ListRequest, ListedSpill, RunListing};
 pub use meta::SpillFacts;
 pub use options::StoreOptions;
-pub use scope::{MAX_SCOPE_BYTES, ReadScope, Reader, Scope};
-pub use url::UrlError;
+pub use scope::{ReadScope, Reader, Scope};
 
 use local::LocalStore;
 use url::StoreUrl;

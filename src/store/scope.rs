@@ -20,7 +20,7 @@ use std::fmt;
 /// The most bytes the encoded scope entry's value takes (`scope=` excluded): each part raw or
 /// digested, whichever is longer encoded, and the `/` between them (`%2F`). A digested namespace
 /// beside a raw 144-byte workflow id takes 73 + 3 + 144 = 220.
-pub const MAX_SCOPE_BYTES: usize =
+pub(super) const MAX_SCOPE_BYTES: usize =
     longer(NAMESPACE_BYTES, DIGEST_BYTES) + 3 + longer(WORKFLOW_BYTES, DIGEST_BYTES);
 /// The encoded bytes of a digested part: `sha256%3A` and 64 hex digits.
 const DIGEST_BYTES: usize = 9 + 64;

@@ -13,7 +13,7 @@ use crate::redact;
 /// Why a store URL cannot be used.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum UrlError {
+pub(super) enum UrlError {
     /// Not a URL at all.
     #[error("invalid store URL {url:?}: {source}")]
     Parse {

@@ -33,7 +33,7 @@ impl ChunkBudget {
     /// Tokens kept free for the prompt template, the system message and the summary itself.
     pub const RESERVED_TOKENS: u64 = 4_096;
     /// Characters per token assumed when converting (conservative: code and JSON run near 3).
-    pub const ASSUMED_CHARS_PER_TOKEN: u64 = 3;
+    const ASSUMED_CHARS_PER_TOKEN: u64 = 3;
 
     /// A budget of `max_chars` characters (at least 1).
     pub fn chars(max_chars: usize) -> Self {

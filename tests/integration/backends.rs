@@ -10,11 +10,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use overspill::limits::SpillStore as _;
-use overspill::store::StoreError;
 use overspill::read::{
     Part, ReadRequest, SpillReader as _, no_stored_result, read_page, read_tool_result,
 };
 use overspill::store::Store;
+use overspill::store::StoreError;
 
 /// `{base}/suite-{pid}-{nanos}`: a prefix of the bucket no other run or test uses.
 fn fresh(base: &str) -> String {

@@ -42,7 +42,7 @@ pub const DEFAULT_GREP_LIMIT: i64 = 50;
 /// The most context lines shown on each side of a match.
 pub const MAX_CONTEXT: i64 = 20;
 /// The longest pattern accepted, in bytes.
-pub const MAX_PATTERN_BYTES: usize = 4_096;
+const MAX_PATTERN_BYTES: usize = 4_096;
 /// The compiled regex's size limit (`RegexBuilder::size_limit`).
 pub(crate) const REGEX_SIZE_LIMIT: usize = 1 << 20;
 /// The lazy DFA's cache limit (`RegexBuilder::dfa_size_limit`).
