@@ -24,6 +24,7 @@ mod offset;
 mod request;
 mod scan;
 mod source;
+mod store_error;
 
 pub use cache::IndexCache;
 pub use grep::{
@@ -36,6 +37,7 @@ pub use request::{
 };
 pub use source::{CHUNK_BYTES, Fetched, Part, SpillReader};
 pub(crate) use source::{fetch_checked, joined};
+pub use store_error::StoreError;
 
 /// The most memory one `read_tool_result` holds whatever its arguments: two chunks of payload
 /// (one scanned, the next being read), the largest index read at once, and the page.
@@ -51,7 +53,6 @@ pub const GREP_WORKING_SET: u64 = (2 * CHUNK_BYTES
     + 2 * grep::REGEX_DFA_SIZE_LIMIT
     + 2 * request::PAGE_BYTES_CAP) as u64;
 
-use crate::store::StoreError;
 use scan::{Page, Query};
 use source::PageError;
 
