@@ -19,6 +19,7 @@
 //! External Storage reference, fetched inside the activity after charging the
 //! [`InflightBudget`]; a reply over the threshold is offloaded ([`crate::external_storage`]).
 
+mod encoding;
 pub mod errors;
 mod failure_log;
 mod guard;
@@ -55,12 +56,13 @@ use crate::read::{self, ReadOutcomeError};
 use crate::store::StoreError;
 use crate::store::{ReadScope, Reader, Scope, Store};
 use crate::summarize::{ChunkProgress, Chunked, OpenAiSummarizer};
+pub use encoding::Encoding;
 pub use errors::Failure;
 pub use failure_log::LogFailures;
 
 pub use inflight::{InflightBudget, InflightPermit, available_memory};
 pub use metrics::Metrics;
-pub use payload::{Encoding, Wire};
+pub use payload::Wire;
 
 /// The `tool_output_limits.*` activities over one store, one summarizer and default limits.
 #[derive(Debug, Clone)]

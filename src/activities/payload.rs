@@ -18,6 +18,7 @@ use temporalio_common::data_converters::{
 };
 use temporalio_common::protos::temporal::api::common::v1::Payload;
 
+use super::encoding::Encoding;
 use super::errors::Failure;
 use super::proto::{self, ProtoForm, decode_json};
 use crate::external_storage::{self, ExternalStorage, Reference};
@@ -26,29 +27,6 @@ use crate::external_storage::{self, ExternalStorage, Reference};
 const ENCODING_KEY: &str = "encoding";
 /// The payload metadata key naming a protobuf message's full name.
 const MESSAGE_TYPE_KEY: &str = "messageType";
-
-/// How a payload is encoded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Encoding {
-    /// `json/plain`: plain JSON, snake_case fields.
-    #[default]
-    JsonPlain,
-    /// `json/protobuf`: the proto3 JSON mapping of a `proto/` message, with `messageType`.
-    JsonProtobuf,
-    /// `binary/protobuf`: the protobuf wire form of a `proto/` message, with `messageType`.
-    BinaryProtobuf,
-}
-
-impl Encoding {
-    /// The `encoding` metadata value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::JsonPlain => "json/plain",
-            Self::JsonProtobuf => "json/protobuf",
-            Self::BinaryProtobuf => "binary/protobuf",
-        }
-    }
-}
 
 /// An activity payload as it travels, typed by the form it carries: a request taken raw (see
 /// [`Wire::decode`]), or a reply encoded like its request (see [`Wire::encode`]) or offloaded to

@@ -35,8 +35,8 @@ use serde::Serialize;
 use serde::de::{Deserialize, DeserializeOwned, Deserializer};
 use serde_json::{Map, Value};
 
+use super::encoding::Encoding;
 use super::errors::Failure;
-use super::payload::Encoding;
 use crate::api::{
     GrepRequest, GrepResponse, ListRequest, ListResponse, QueryRequest, QueryResponse, ReadRequest,
     ReadResponse, ReduceRequest, ReduceResponse, SpillRequest, SpillResponse, SummarizeRequest,

@@ -24,6 +24,7 @@ mod offset;
 mod request;
 mod scan;
 mod source;
+mod store_error;
 
 pub use cache::IndexCache;
 pub use grep::{DEFAULT_GREP_LIMIT, GrepRequest, MAX_CONTEXT, grep_page, grep_tool_result};
@@ -33,6 +34,7 @@ pub use request::{DEFAULT_LIMIT, ReadError, ReadRequest, no_stored_result};
 pub(crate) use request::{MAX_READ_CHARS, MAX_READ_LINES};
 pub use source::{CHUNK_BYTES, Fetched, Part, SpillReader};
 pub(crate) use source::{fetch_checked, joined};
+pub use store_error::StoreError;
 
 /// The most memory one `read_tool_result` holds whatever its arguments: two chunks of payload
 /// (one scanned, the next being read), the largest index read at once, and the page.
@@ -48,7 +50,6 @@ pub const GREP_WORKING_SET: u64 = (2 * CHUNK_BYTES
     + 2 * grep::REGEX_DFA_SIZE_LIMIT
     + 2 * request::PAGE_BYTES_CAP) as u64;
 
-use crate::store::StoreError;
 use scan::{Page, Query};
 use source::PageError;
 

@@ -4,12 +4,12 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use super::StoreError;
 use super::cache::Opened;
 use super::line_index::{Header, IndexBuilder, IndexError, MIN_INDEXED_BYTES, Version};
 use super::lines::{split_lines, window_lines};
 use super::request::{PAGE_BYTES_CAP, ReadRequest, render, window};
 use super::source::{Fetched, PageError, Part, SpillReader, fetch_checked, stream_lines};
-use crate::store::StoreError;
 
 /// Tries before a spill that keeps changing under a reader fails the read.
 const ATTEMPTS: usize = 3;

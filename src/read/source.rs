@@ -7,10 +7,10 @@ use std::ops::{ControlFlow, Range};
 use bytes::Bytes;
 use futures::future::OptionFuture;
 
+use super::StoreError;
 use super::cache::IndexCache;
 use super::line_index::Version;
 use super::lines::{ChunkSink, LineChunk, last_line_end, safe_piece_end};
-use crate::store::StoreError;
 
 /// Bytes a payload is streamed in by default: two of these are in memory at once (one being
 /// scanned, the next being read).

@@ -54,7 +54,6 @@ use crate::limits::SpillStore;
 use crate::read::{IndexCache, Part, Version};
 
 mod backend;
-mod error;
 mod explain;
 mod gc;
 mod index;
@@ -67,8 +66,8 @@ mod scope;
 mod upload;
 mod url;
 
+pub use crate::read::StoreError;
 pub use backend::Bucket;
-pub use error::StoreError;
 pub(crate) use explain::Cause;
 #[cfg(feature = "worker")]
 pub(crate) use explain::{explain, rejection};

@@ -1,4 +1,6 @@
-//! The store's error: why a spill could not be written or read.
+//! A spill store's error: why a spill could not be written or read. It is the error of the
+//! [`SpillReader`](super::SpillReader) seam that paging reads through, so it lives beside it, and
+//! the store that implements the seam re-exports it.
 
 use crate::limits::SpillError;
 
