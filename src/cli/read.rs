@@ -43,13 +43,18 @@ pub(crate) struct QueryMemory {
     query_deadline: Option<Duration>,
 }
 
-/// A positive number of seconds, fractions allowed (`0.5`).
+/// The longest query deadline accepted: far beyond any use, and far from the overflow of an
+/// `Instant` or `Duration` sum that a larger one would panic on.
+const MAX_QUERY_DEADLINE_SECS: f64 = 1e6;
+
+/// A positive number of seconds under [`MAX_QUERY_DEADLINE_SECS`], fractions allowed (`0.5`).
 fn seconds(text: &str) -> Result<Duration, String> {
     let secs: f64 = text.parse().map_err(|e| format!("{e}"))?;
-    (secs > 0.0)
-        .then(|| Duration::try_from_secs_f64(secs).ok())
-        .flatten()
-        .ok_or_else(|| format!("{secs} is not a positive number of seconds"))
+    (secs > 0.0 && secs < MAX_QUERY_DEADLINE_SECS)
+        .then(|| Duration::from_secs_f64(secs))
+        .ok_or_else(|| {
+            format!("{secs} is not a positive number of seconds under {MAX_QUERY_DEADLINE_SECS}")
+        })
 }
 
 /// The smallest bound a worker derives from its budget.
@@ -134,4 +139,17 @@ pub(crate) fn print_page(page: Result<String, ReadOutcomeError>, store: &str) ->
 pub(crate) fn nothing_found(store: &str) -> ExitCode {
     eprintln!("overspill: nothing found in {store} (--store or OVERSPILL_STORE names another)");
     ExitCode::FAILURE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_query_deadline_is_positive_and_bounded() {
+        assert_eq!(seconds("0.5"), Ok(Duration::from_millis(500)));
+        for refused in ["0", "-1", "NaN", "inf", "1e6", "1e19", "soon"] {
+            assert!(seconds(refused).is_err(), "{refused}");
+        }
+    }
 }
