@@ -53,13 +53,11 @@ pub use crate::names::{
 };
 use crate::query::QueryRunner;
 use crate::read::{self, ReadOutcomeError};
-use crate::store::StoreError;
-use crate::store::{ReadScope, Reader, Scope, Store};
+use crate::store::{ReadScope, Reader, Scope, Store, StoreError};
 use crate::summarize::{ChunkProgress, Chunked, OpenAiSummarizer};
 pub use encoding::Encoding;
 pub use errors::Failure;
 pub use failure_log::LogFailures;
-
 pub use inflight::{InflightBudget, InflightPermit, available_memory};
 pub use metrics::Metrics;
 pub use payload::Wire;
