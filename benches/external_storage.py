@@ -34,7 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'workflows' / 'python' / 'src'))
 
-from overspill_pydantic_ai import external_storage  # noqa: E402
+from overspill.pydantic_ai import external_storage  # noqa: E402
 from temporalio import workflow  # noqa: E402
 from temporalio.client import Client  # noqa: E402
 from temporalio.converter import DataConverter  # noqa: E402

@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'workflows' / 'python' / 'examples'))
 
-from overspill_pydantic_ai import OverspillMasking, OverspillStore  # noqa: E402
+from overspill.pydantic_ai import OverspillMasking, OverspillStore  # noqa: E402
 
 import masking_agent  # noqa: E402
 

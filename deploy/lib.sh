@@ -20,20 +20,20 @@ ensure_venv() {
   fi
 }
 
-# The Python package as users install it: its wheel, built from workflows/python, installed with
-# pytest and mypy into a fresh venv (.deploy/wheel-venv) at requirements.txt's tested versions. The
-# Python tests run there, never on the checkout's sources; pip's cache keeps the rebuild quick.
+# The Python package as users install it: its wheel, built by maturin from workflows/python (the
+# engine compiled in, a debug build sharing cargo's target/ with the rest), installed with pytest
+# and mypy into a fresh venv (.deploy/wheel-venv) at requirements.txt's tested versions. The
+# Python tests run there, never on the checkout's sources.
 WHEEL_VENV="$DEPLOY_DIR/wheel-venv"
 ensure_wheel_venv() {
   local wheels="$DEPLOY_DIR/wheels" pip=(--quiet --disable-pip-version-check)
   rm -rf "$WHEEL_VENV" "$wheels"
   python3 -m venv "$WHEEL_VENV"
-  "$VENV/bin/pip" wheel "${pip[@]}" --no-deps -w "$wheels" "$OVERSPILL_ROOT/workflows/python"
-  rm -rf "$OVERSPILL_ROOT/workflows/python/build"
+  "$VENV/bin/maturin" build --quiet --profile dev --interpreter "$WHEEL_VENV/bin/python" \
+    -m "$OVERSPILL_ROOT/workflows/python/Cargo.toml" -o "$wheels"
   # Constraints take no extras: `pkg[extra]==v` pins `pkg==v`.
   sed 's/\[[^]]*\]//' "$OVERSPILL_ROOT/deploy/requirements.txt" > "$wheels/constraints.txt"
-  "$WHEEL_VENV/bin/pip" install "${pip[@]}" -c "$wheels/constraints.txt" "$wheels"/overspill_pydantic_ai-*.whl pytest \
-    mypy types-regex
+  "$WHEEL_VENV/bin/pip" install "${pip[@]}" -c "$wheels/constraints.txt" "$wheels"/overspill-*.whl pytest mypy
 }
 
 # The benchmarks' venv: the reference (pydantic-ai-harness 0.62.0) alone, in .deploy/bench-venv.

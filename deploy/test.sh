@@ -53,7 +53,7 @@ export PATH="$VENV/bin:$PATH"
 # No module of a crate may import, through others, a module that imports it.
 python3 deploy/check_imports.py
 # The Python package's types, strictly (its [tool.mypy] in workflows/python/pyproject.toml).
-"$WHEEL_VENV/bin/mypy" --config-file workflows/python/pyproject.toml workflows/python/src
+"$WHEEL_VENV/bin/mypy" --config-file workflows/python/pyproject.toml workflows/python/python
 cargo build --workspace --all-targets
 # The engine alone (`overspill` without default features) builds, and pulls in no Temporal, CLI,
 # allocator or logging crate; hyper only through the stores' HTTP clients, not directly.

@@ -37,7 +37,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 if str(EXAMPLES) not in sys.path:
     sys.path.insert(0, str(EXAMPLES))
 
-from overspill_pydantic_ai import external_storage  # noqa: E402
+from overspill.pydantic_ai import external_storage  # noqa: E402
 
 MB = 1_000_000
 RUN_TIMEOUT = 900  # seconds; a 40 MB run takes about one minute, far longer on a loaded machine
@@ -76,7 +76,7 @@ class EsStack:
         )
 
     def spill_object(self, handle: str) -> bytes:
-        from overspill_pydantic_ai import OverspillStore
+        from overspill.pydantic_ai import OverspillStore
 
         # Outside an activity the package reads every spill, as the operator's CLI does.
         store = OverspillStore(self.store_url, s3_client=self.s3)

@@ -36,7 +36,7 @@ from temporalio.converter import DataConverter
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Replayer, UnsandboxedWorkflowRunner, Worker
 
-from overspill_pydantic_ai import external_storage
+from overspill.pydantic_ai import external_storage
 
 THRESHOLD = 1024
 SUMMARY = re.compile(

@@ -29,7 +29,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from overspill_pydantic_ai import OverspillMasking, OverspillStore, mask_marker
+from overspill.pydantic_ai import OverspillMasking, OverspillStore, mask_marker
 from pydantic_ai.messages import (
     ModelMessage,
     ModelMessagesTypeAdapter,

@@ -13,8 +13,8 @@ from typing import Any
 from pathlib import Path
 
 import pytest
-from overspill_pydantic_ai import OverspillStore, OverspillSummarizer, SummarizeError, sanitize_key
-from overspill_pydantic_ai._keys import StoreLocation, refusal
+from overspill.pydantic_ai import OverspillStore, OverspillSummarizer, SummarizeError, sanitize_key
+from overspill.pydantic_ai._keys import StoreLocation, refusal
 from pydantic_ai_harness.tool_output_limits._capability import _read_slice
 from pydantic_ai_harness.tool_output_limits._store import _segments
 
@@ -130,7 +130,7 @@ def test_a_file_store_reads_and_writes_where_overspill_dev_keeps_spills(tmp_path
 
 def test_an_unreachable_store_is_not_reported_as_a_missing_result() -> None:
     store = OverspillStore('s3://spills?endpoint=http://127.0.0.1:9&region=us-east-1')
-    from overspill_pydantic_ai import SpillReadError
+    from overspill.pydantic_ai import SpillReadError
 
     with pytest.raises(SpillReadError) as raised:
         asyncio.run(store.read('run/call.0'))
@@ -169,7 +169,7 @@ def test_toolset_outside_a_workflow_gives_the_workers_pages(
     the text `overspill grep` / `overspill spills ls --run` (the activities' bodies) print."""
     from types import SimpleNamespace
 
-    from overspill_pydantic_ai import OverspillToolset
+    from overspill.pydantic_ai import OverspillToolset
     from pydantic_ai import ModelRetry
     from pydantic_ai.messages import ModelResponse, ToolCallPart
 
@@ -211,7 +211,7 @@ def test_query_tool_outside_a_workflow_gives_the_workers_page(tmp_path: Path) ->
     bad filter as the model's retry."""
     from types import SimpleNamespace
 
-    from overspill_pydantic_ai import OverspillToolset
+    from overspill.pydantic_ai import OverspillToolset
     from pydantic_ai import ModelRetry
 
     store = OverspillStore(f'file://{tmp_path}')

@@ -375,7 +375,7 @@ def test_read_tool_result_in_workflow_code_reads_through_the_read_activity(stack
 
 def test_against_overspill_dev_with_its_file_store(stack: Stack, tmp_path: Path) -> None:
     """The README's path: `overspill dev` (a file:// store) and the example agent beside it."""
-    from overspill_pydantic_ai import sanitize_key
+    from overspill.pydantic_ai import sanitize_key
 
     spills = tmp_path / 'dev-spills'
     store_url = f'file://{spills}'
@@ -414,7 +414,7 @@ class StoreProbe:
 
     @workflow.run
     async def run(self, url: str, task_queue: str, key: str, data_hex: str) -> list[str]:
-        from overspill_pydantic_ai import OverspillStore
+        from overspill.pydantic_ai import OverspillStore
 
         store = OverspillStore(url, task_queue=task_queue)
         handle = await store.write(key, bytes.fromhex(data_hex))
@@ -461,8 +461,8 @@ def test_search_tools_list_and_grep_a_spill_through_overspill(stack: Stack) -> N
     """`OverspillToolset` on Temporal: the scripted model lists the run's spills, then greps the
     spill's errors with context. Both tools run in workflow code and call Overspill's activities
     by name; only their pages enter the history, and a replay of it is deterministic."""
-    from overspill_pydantic_ai import GREP_ACTIVITY, LIST_ACTIVITY, sanitize_key
-    from overspill_pydantic_ai._grep import GrepArgs, grep_page
+    from overspill.pydantic_ai import GREP_ACTIVITY, LIST_ACTIVITY, sanitize_key
+    from overspill.pydantic_ai._grep import GrepArgs, grep_page
 
     stack.start_agent_worker('agent-worker-search')
 

@@ -71,8 +71,8 @@ def scoped(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 @activity.defn(name='scope_test.reads')
 async def reads(url: str, handle: str, json_handle: str, run_id: str, read_scope: str) -> dict[str, Any]:
     """Every read-back of the package, from inside this activity (as the harness runs them)."""
-    from overspill_pydantic_ai import OverspillStore, OverspillToolset
-    from overspill_pydantic_ai._listing import list_page
+    from overspill.pydantic_ai import OverspillStore, OverspillToolset
+    from overspill.pydantic_ai._listing import list_page
     from pydantic_ai import ModelRetry
     from pydantic_ai_harness.tool_output_limits._capability import _read_slice  # pyright: ignore[reportPrivateUsage]
 
@@ -98,7 +98,7 @@ async def reads(url: str, handle: str, json_handle: str, run_id: str, read_scope
 @activity.defn(name='scope_test.write')
 async def write_directly(url: str, key: str, text: str) -> str:
     """`OverspillStore.write` outside workflow code: straight into the store."""
-    from overspill_pydantic_ai import OverspillStore
+    from overspill.pydantic_ai import OverspillStore
 
     return await OverspillStore(url).write(key, text.encode())
 
@@ -125,7 +125,7 @@ class ScopeWorkflow:
 
     @workflow.run
     async def run(self, plan: Plan) -> dict[str, Any]:
-        from overspill_pydantic_ai import OverspillStore
+        from overspill.pydantic_ai import OverspillStore
 
         store = OverspillStore(plan.url, task_queue=plan.overspill_queue)
         for key, text in plan.writes:
@@ -250,7 +250,7 @@ def test_reads_are_scoped_to_the_writing_workflow(scoped: Scoped) -> None:
 
 
 def test_unknown_read_scopes_are_refused() -> None:
-    from overspill_pydantic_ai import OverspillStore
+    from overspill.pydantic_ai import OverspillStore
 
     assert OverspillStore('s3://spills', read_scope='namespace').read_scope == 'namespace'
     with pytest.raises(ValueError, match='read_scope'):
@@ -258,7 +258,7 @@ def test_unknown_read_scopes_are_refused() -> None:
 
 
 def test_scopes_are_stored_as_the_worker_stores_them() -> None:
-    from overspill_pydantic_ai._scope import form_encode, scope_of, writer_of
+    from overspill.pydantic_ai._scope import form_encode, scope_of, writer_of
 
     assert scope_of('default', 'agent-1') == 'default/agent-1'
     long = 'ワ' * 100
@@ -276,7 +276,7 @@ def test_scopes_are_stored_as_the_worker_stores_them() -> None:
 
 def test_outside_an_activity_every_spill_is_read() -> None:
     """A plain program (no Temporal) reads as `overspill read` does: every spill."""
-    from overspill_pydantic_ai._scope import admits
+    from overspill.pydantic_ai._scope import admits
 
     assert admits('workflow', None)
     assert admits('workflow', 'scope=default%2Fsomeone')

@@ -20,13 +20,13 @@ MINE = (True, 'default/wf-a')
 
 
 def _store(tmp_path: Path, read_scope: str = 'workflow') -> Any:
-    from overspill_pydantic_ai import OverspillStore
+    from overspill.pydantic_ai import OverspillStore
 
     return OverspillStore((tmp_path / 'spills').as_uri(), read_scope=read_scope)
 
 
 def _write(store: Any, handle: str, data: bytes, writer: str | None) -> None:
-    from overspill_pydantic_ai._scope import form_encode
+    from overspill.pydantic_ai._scope import form_encode
 
     store._local()._write(handle, data)
     if writer is not None:
@@ -43,7 +43,7 @@ def _fail_getxattr(monkeypatch: pytest.MonkeyPatch, code: int) -> None:
 def test_a_failed_read_of_the_writer_is_a_store_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Only "none kept" is an unknown writer; any other failure is the store's, never a missing
     spill (which would hide the workflow's own spill)."""
-    from overspill_pydantic_ai import SpillReadError
+    from overspill.pydantic_ai import SpillReadError
 
     store = _store(tmp_path)
     _write(store, 'run/c.0', b'a\n', 'default/wf-a')
@@ -65,7 +65,7 @@ def test_a_local_read_returns_only_bytes_its_writer_check_covered(
     """The writer checked is the writer of the bytes returned: read from the same open file, and a
     file that changes while it is read is not returned."""
     import overspill_pydantic_ai._store as store_module
-    from overspill_pydantic_ai import SpillReadError
+    from overspill.pydantic_ai import SpillReadError
 
     store = _store(tmp_path)
     _write(store, 'run/mine.0', b'mine\n', 'default/wf-a')
@@ -87,7 +87,7 @@ def test_a_local_read_returns_only_bytes_its_writer_check_covered(
 def test_a_writer_that_cannot_be_kept_fails_the_spill_only_when_reads_need_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from overspill_pydantic_ai import SpillError
+    from overspill.pydantic_ai import SpillError
 
     def setxattr(*_: Any) -> None:
         raise OSError(errno.ENOTSUP, 'Operation not supported')
@@ -139,7 +139,7 @@ class _Bucket:
 
 def _scoped_listing(monkeypatch: pytest.MonkeyPatch, head: Any, spills: int) -> str:
     import overspill_pydantic_ai._listing as listing
-    from overspill_pydantic_ai import OverspillStore
+    from overspill.pydantic_ai import OverspillStore
 
     monkeypatch.setattr(listing, 'current_scope', lambda: MINE)
     keys = [f'tool_output_limits/run/c{i}.0' for i in range(spills)]
@@ -148,7 +148,7 @@ def _scoped_listing(monkeypatch: pytest.MonkeyPatch, head: Any, spills: int) -> 
 
 
 def test_a_scoped_listing_reads_writers_concurrently_and_fails_on_errors(monkeypatch: pytest.MonkeyPatch) -> None:
-    from overspill_pydantic_ai import SpillReadError
+    from overspill.pydantic_ai import SpillReadError
 
     # Two HEADs must be in flight at once to pass the barrier: one at a time would never do.
     barrier = threading.Barrier(2, timeout=60)

@@ -28,7 +28,7 @@ print(json.dumps([meta['License-Expression'], meta['Requires-Python'], meta.get_
 
 
 def test_the_tests_import_the_installed_wheel() -> None:
-    import overspill_pydantic_ai
+    import overspill.pydantic_ai
 
     path = Path(overspill_pydantic_ai.__file__).resolve()
     # The wheel venv may live inside the checkout (.deploy/), but never the package's source tree.

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from overspill_pydantic_ai import (
+from overspill.pydantic_ai import (
     OverspillStore,
     OverspillSummarizer,
     OverspillToolset,

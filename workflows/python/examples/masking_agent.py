@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from overspill_pydantic_ai import OverspillMasking, OverspillStore, OverspillToolset
+from overspill.pydantic_ai import OverspillMasking, OverspillStore, OverspillToolset
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.durable_exec.temporal import PydanticAIWorkflow, TemporalDurability

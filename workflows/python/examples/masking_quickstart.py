@@ -3,7 +3,7 @@ messages pass 50,000 chars; the model then reads the first page back by its hand
 
 import re
 
-from overspill_pydantic_ai import OverspillMasking, OverspillStore
+from overspill.pydantic_ai import OverspillMasking, OverspillStore
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart

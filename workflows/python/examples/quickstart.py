@@ -6,7 +6,7 @@ import os
 import re
 import uuid
 
-from overspill_pydantic_ai import OverspillStore
+from overspill.pydantic_ai import OverspillStore
 from pydantic_ai import Agent
 from pydantic_ai.durable_exec.temporal import PydanticAIPlugin, PydanticAIWorkflow, TemporalDurability
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart

@@ -17,8 +17,8 @@ import anyio.to_thread
 from temporalio.contrib.aws.s3driver import S3StorageDriver, S3StorageDriverClient
 from temporalio.converter import ExternalStorage
 
-from overspill_pydantic_ai._keys import StoreLocation
-from overspill_pydantic_ai._store import default_s3_client
+from overspill.pydantic_ai._keys import StoreLocation
+from overspill.pydantic_ai._store import default_s3_client
 
 DEFAULT_THRESHOLD = 256 * 1024
 """Payloads of at least this many bytes are offloaded (Temporal's default, and Overspill's)."""

@@ -6,7 +6,7 @@ journaled. With this package the spills go through Overspill, a Temporal worker 
 in S3-compatible storage, and summaries through Overspill's model endpoint:
 
 ```python
-from overspill_pydantic_ai import OverspillStore, OverspillSummarizer
+from overspill.pydantic_ai import OverspillStore, OverspillSummarizer
 from pydantic_ai_harness.tool_output_limits import Band, Spill, Summarize, ToolOutputLimits, Truncate
 
 limits = ToolOutputLimits(
@@ -37,11 +37,11 @@ The model sees exactly the text it would see with the harness's `LocalFileStore`
 still builds every marker and preview; Overspill only stores and summarizes.
 """
 
-from overspill_pydantic_ai._external_storage import Boto3StorageDriverClient, external_storage
-from overspill_pydantic_ai._activity import NoWorkerError
-from overspill_pydantic_ai._keys import NAMESPACE, default_store_url, sanitize_key
-from overspill_pydantic_ai._masking import OverspillMasking, mask_marker
-from overspill_pydantic_ai._store import (
+from overspill.pydantic_ai._external_storage import Boto3StorageDriverClient, external_storage
+from overspill.pydantic_ai._activity import NoWorkerError
+from overspill.pydantic_ai._keys import NAMESPACE, default_store_url, sanitize_key
+from overspill.pydantic_ai._masking import OverspillMasking, mask_marker
+from overspill.pydantic_ai._store import (
     DEFAULT_TASK_QUEUE,
     READ_ACTIVITY,
     SPILL_ACTIVITY,
@@ -49,8 +49,8 @@ from overspill_pydantic_ai._store import (
     SpillError,
     SpillReadError,
 )
-from overspill_pydantic_ai._summarize import SUMMARIZE_ACTIVITY, OverspillSummarizer, SummarizeError
-from overspill_pydantic_ai._toolset import GREP_ACTIVITY, LIST_ACTIVITY, QUERY_ACTIVITY, OverspillToolset
+from overspill.pydantic_ai._summarize import SUMMARIZE_ACTIVITY, OverspillSummarizer, SummarizeError
+from overspill.pydantic_ai._toolset import GREP_ACTIVITY, LIST_ACTIVITY, QUERY_ACTIVITY, OverspillToolset
 
 __all__ = [
     'Boto3StorageDriverClient',

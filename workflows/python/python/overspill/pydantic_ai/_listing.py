@@ -26,11 +26,11 @@ from urllib.parse import parse_qs
 
 from pydantic_ai import ModelRetry
 
-from overspill_pydantic_ai._keys import INDEX_SUFFIX, sanitize_key, sanitize_segment
-from overspill_pydantic_ai._scope import admits, current_scope
+from overspill.pydantic_ai._keys import INDEX_SUFFIX, sanitize_key, sanitize_segment
+from overspill.pydantic_ai._scope import admits, current_scope
 
 if TYPE_CHECKING:
-    from overspill_pydantic_ai._store import OverspillStore
+    from overspill.pydantic_ai._store import OverspillStore
 
 MAX_LIMIT = 1_000
 _CONCURRENCY = 8

@@ -17,9 +17,9 @@ from pydantic_ai_harness.tool_output_limits import LocalFileStore
 from temporalio import activity, workflow
 from temporalio.exceptions import ApplicationError
 
-from overspill_pydantic_ai._activity import execute_activity
-from overspill_pydantic_ai._keys import StoreLocation, default_store_url, refusal, sanitize_key
-from overspill_pydantic_ai._scope import READ_SCOPES, admits, current_scope, facts_entry
+from overspill.pydantic_ai._activity import execute_activity
+from overspill.pydantic_ai._keys import StoreLocation, default_store_url, refusal, sanitize_key
+from overspill.pydantic_ai._scope import READ_SCOPES, admits, current_scope, facts_entry
 
 FACTS_KEY = 'overspill'
 """The object metadata entry (a local file's `user.overspill` attribute) a spill's facts are in."""
@@ -373,7 +373,7 @@ class OverspillStore:
             ) from error
 
 
-_logger = logging.getLogger('overspill_pydantic_ai.store')
+_logger = logging.getLogger('overspill.pydantic_ai.store')
 
 _NONE_KEPT = {
     errno.ENOENT,

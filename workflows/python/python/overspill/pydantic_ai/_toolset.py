@@ -14,10 +14,10 @@ from pydantic_ai.messages import ModelResponse, ToolCallPart
 from temporalio import activity, workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from overspill_pydantic_ai._activity import execute_activity
-from overspill_pydantic_ai._grep import GrepArgs, grep_page
-from overspill_pydantic_ai._listing import list_page
-from overspill_pydantic_ai._store import OverspillStore
+from overspill.pydantic_ai._activity import execute_activity
+from overspill.pydantic_ai._grep import GrepArgs, grep_page
+from overspill.pydantic_ai._listing import list_page
+from overspill.pydantic_ai._store import OverspillStore
 
 GREP_ACTIVITY = 'tool_output_limits.grep_tool_result'
 """The Overspill activity that searches a spill."""

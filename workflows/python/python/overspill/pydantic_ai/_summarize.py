@@ -7,8 +7,8 @@ from datetime import timedelta
 
 from temporalio import workflow
 
-from overspill_pydantic_ai._activity import execute_activity
-from overspill_pydantic_ai._store import default_task_queue
+from overspill.pydantic_ai._activity import execute_activity
+from overspill.pydantic_ai._store import default_task_queue
 
 SUMMARIZE_ACTIVITY = 'tool_output_limits.summarize'
 """The Overspill activity that makes one model call."""

@@ -25,7 +25,7 @@ from pydantic_ai.messages import (
 )
 from temporalio import workflow
 
-from overspill_pydantic_ai._store import OverspillStore
+from overspill.pydantic_ai._store import OverspillStore
 
 CHARS_PER_TOKEN = 4
 """The token estimate without a tokenizer: ~4 chars per token, as the harness's `over_tokens`."""
@@ -42,7 +42,7 @@ _MASK_MARKER = re.compile(
 )
 """A return `OverspillMasking` already masked (its content is exactly this)."""
 
-_logger = logging.getLogger('overspill_pydantic_ai.masking')
+_logger = logging.getLogger('overspill.pydantic_ai.masking')
 
 
 def mask_marker(tool_name: str, handle: str, size: str, tools: Sequence[str]) -> str:
