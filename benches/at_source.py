@@ -61,8 +61,6 @@ EXTERNAL_STORAGE_URL = os.environ.get('AT_SOURCE_EXTERNAL_STORAGE') or None
 """The bucket of External Storage (`s3://bucket`), in the `es` setup only."""
 SPILL_OVER = 20_000
 """ToolOutputLimits' one band: outputs of this many chars or more spill (then truncate)."""
-LIMITS_JSON = json.dumps({'bands': [{'over': SPILL_OVER, 'action': {'type': 'spill', 'then': {'type': 'truncate'}}}]})
-"""The same band in the worker's limits JSON, for the interceptor."""
 LINE = '{:08d} INFO step={} target=//pkg/module:test elapsed={}ms\n'
 
 
@@ -117,12 +115,15 @@ async def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse
 store = OverspillStore()
 """The agent's spill store (`OVERSPILL_STORE`, the Overspill worker's `--store`)."""
 
+limits = ToolOutputLimits(bands=[Band(over=SPILL_OVER, action=Spill(then=Truncate()))], store=store)
+"""The agent's ToolOutputLimits, and the interceptor's in the `source` setup."""
+
 agent = Agent(
     FunctionModel(script, model_name='scripted'),
     name=AGENT_NAME,
     tools=[fetch_output],
     capabilities=[
-        ToolOutputLimits(bands=[Band(over=SPILL_OVER, action=Spill(then=Truncate()))], store=store),
+        limits,
         TemporalDurability(
             activity_config={
                 'task_queue': TOOLS_QUEUE,
@@ -160,13 +161,13 @@ async def connect() -> Client:
 
 
 def interceptors() -> list[Any]:
-    """The tools worker's interceptors: `OverspillInterceptor` on the agent's store, when
-    `AT_SOURCE_INTERCEPTOR` is set."""
+    """The tools worker's interceptors: `OverspillInterceptor` under the agent's limits (and so its
+    store), when `AT_SOURCE_INTERCEPTOR` is set."""
     if not os.environ.get('AT_SOURCE_INTERCEPTOR'):
         return []
-    from overspill import Limits, OverspillInterceptor, Store
+    from overspill.pydantic_ai import OverspillInterceptor
 
-    return [OverspillInterceptor(Limits(LIMITS_JSON), Store(store.url))]
+    return [OverspillInterceptor(limits)]
 
 
 async def serve(role: str) -> None:
