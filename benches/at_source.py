@@ -17,6 +17,10 @@ default the release build, else the debug one). Setups:
   output goes tool → bucket → workflow → bucket → Overspill → spill.
 - `source`, at the source: no External Storage; the tools worker has `OverspillInterceptor`, which
   spills the output inside the tool's activity, so the workflow sees the harness's marker only.
+- `plain`, neither (the README's setup before either): outputs travel through history.
+
+`--many` runs 100 calls of 200 KB instead, `plain` and `source`, and prints how many calls
+completed, the history, and how the run ended (the history's size limit terminates `plain`).
 
 Each process reaches SeaweedFS through a loopback TCP relay of its own that counts the bytes each
 way (requests up, responses down; HTTP headers included, a few hundred bytes a request). Printed
@@ -37,7 +41,7 @@ import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -48,9 +52,10 @@ from pydantic_ai import Agent
 from pydantic_ai.durable_exec.temporal import PydanticAIPlugin, PydanticAIWorkflow, TemporalDurability
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import UsageLimits
 from pydantic_ai_harness.tool_output_limits import Band, Spill, ToolOutputLimits, Truncate
 from temporalio import workflow
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowFailureError
 from temporalio.converter import DataConverter
 
 MB = 1_000_000
@@ -142,7 +147,7 @@ class AtSourceBench(PydanticAIWorkflow):
 
     @workflow.run
     async def run(self, prompt: str) -> str:
-        result = await agent.run(prompt)
+        result = await agent.run(prompt, usage_limits=UsageLimits(request_limit=None))
         return result.output
 
 
@@ -298,7 +303,10 @@ class Result:
     idle_rss: int
     peak_rss: int
     seconds_per_call: float
-    lengths: list[int] = field(default_factory=list)
+    completed: int
+    """Tool calls completed (all of them, unless the run ended early)."""
+    end: str
+    """How the run ended: `completed`, or the history's last event and its reason."""
 
 
 def root() -> Path:
@@ -314,7 +322,7 @@ def overspill_bin() -> str:
 
 
 async def run_case(setup: str, size: int, calls: int, bucket: str, relays: Relays, log_dir: Path) -> Result:
-    tag = f'{setup}-{size // MB}mb-{uuid.uuid4().hex[:6]}'
+    tag = f'{setup}-{size}b-{uuid.uuid4().hex[:6]}'
     es_url = f's3://{bucket}' if setup == 'es' else ''
     store_url = f's3://{bucket}/spills'
     base = {
@@ -354,20 +362,39 @@ async def run_case(setup: str, size: int, calls: int, bucket: str, relays: Relay
         handle = await client.start_workflow(
             AtSourceBench.run, f'{calls} calls of {size} bytes', id=f'at-source-{tag}', task_queue=base['AT_SOURCE_WORKFLOW_QUEUE']
         )
-        output = await asyncio.wait_for(handle.result(), 1800)
+        try:
+            await asyncio.wait_for(handle.result(), 3600)
+            end = 'completed'
+        except WorkflowFailureError as error:
+            end = f'failed: {error.cause}'
         elapsed = time.monotonic() - started
         peak = vm_hwm(wf.proc.pid)
         history = await handle.fetch_history()
         sizes = [e.ByteSize() for e in history.events]
+        last = history.events[-1]
+        if last.HasField('workflow_execution_terminated_event_attributes'):
+            end = f'terminated: {last.workflow_execution_terminated_event_attributes.reason}'
+        completed = sum(
+            1
+            for e in history.events
+            if e.HasField('activity_task_completed_event_attributes')
+            and _activity_type(history, e.activity_task_completed_event_attributes.scheduled_event_id).endswith('__call_tool')
+        )
         up, down = relays.totals()
         return Result(
             setup=setup, size=size, calls=calls, history=sum(sizes), largest_event=max(sizes), up=up, down=down,
             by_process={name: (r.up, r.down) for name, r in relays.by_name.items()},
-            idle_rss=idle, peak_rss=peak, seconds_per_call=elapsed / calls, lengths=json.loads(output),
+            idle_rss=idle, peak_rss=peak, seconds_per_call=elapsed / max(completed, 1), completed=completed, end=end,
         )
     finally:
         for proc in reversed(procs):
             proc.stop()
+
+
+def _activity_type(history: Any, event_id: int) -> str:
+    event = history.events[event_id - 1]
+    assert event.event_id == event_id
+    return str(event.activity_task_scheduled_event_attributes.activity_type.name)
 
 
 def human(n: float) -> str:
@@ -377,7 +404,7 @@ def human(n: float) -> str:
     return f'{n:.0f} B'
 
 
-SETUP_NAMES = {'es': 'External Storage', 'source': 'at the source'}
+SETUP_NAMES = {'es': 'External Storage', 'source': 'at the source', 'plain': 'neither'}
 
 
 def table(results: list[Result]) -> str:
@@ -387,8 +414,17 @@ def table(results: list[Result]) -> str:
     ]
     for r in results:
         rows.append(
-            f'| {r.size // MB} MB | {SETUP_NAMES[r.setup]} | {human(r.history)} ({human(r.largest_event)}) | {human(r.up)} '
+            f'| {human(r.size)} | {SETUP_NAMES[r.setup]} | {human(r.history)} ({human(r.largest_event)}) | {human(r.up)} '
             f'| {human(r.down)} | {r.peak_rss / 2**20:.0f} MiB ({r.idle_rss / 2**20:.0f} MiB) | {r.seconds_per_call:.2f} s |'
+        )
+    return '\n'.join(rows)
+
+
+def many_table(results: list[Result]) -> str:
+    rows = ['| setup | tool calls completed | history (largest event) | end |', '|---|---|---|---|']
+    for r in results:
+        rows.append(
+            f'| {SETUP_NAMES[r.setup]} | {r.completed} of {r.calls} | {human(r.history)} ({human(r.largest_event)}) | {r.end} |'
         )
     return '\n'.join(rows)
 
@@ -397,7 +433,12 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--sizes', default='1,10,40', help='output sizes in MB, comma-separated')
     parser.add_argument('--calls', type=int, default=3, help='tool calls per run')
-    parser.add_argument('--setups', default='es,source', help='es (External Storage), source (at the source)')
+    parser.add_argument(
+        '--setups', default='es,source', help='es (External Storage), source (at the source), plain (neither)'
+    )
+    parser.add_argument(
+        '--many', action='store_true', help='instead: 100 calls of 200 KB, without either (plain) and at the source'
+    )
     args = parser.parse_args()
     import boto3
     import tempfile
@@ -410,17 +451,20 @@ async def main() -> None:
     print(f'overspill: {overspill_bin()}; logs in {log_dir}', file=sys.stderr)
     results = []
     try:
-        for size in (int(s) * MB for s in args.sizes.split(',')):
-            for setup in args.setups.split(','):
-                result = await run_case(setup, size, args.calls, bucket, relays, log_dir)
-                print(f'{setup} {size // MB} MB: {result}', file=sys.stderr, flush=True)
-                results.append(result)
+        if args.many:
+            cases = [(setup, 200_000, 100) for setup in ('plain', 'source')]
+        else:
+            cases = [(setup, int(s) * MB, args.calls) for s in args.sizes.split(',') for setup in args.setups.split(',')]
+        for setup, size, calls in cases:
+            result = await run_case(setup, size, calls, bucket, relays, log_dir)
+            print(f'{setup} {human(size)}: {result}', file=sys.stderr, flush=True)
+            results.append(result)
     finally:
         for page in s3.get_paginator('list_objects_v2').paginate(Bucket=bucket):
             for item in page.get('Contents', []):
                 s3.delete_object(Bucket=bucket, Key=item['Key'])
         s3.delete_bucket(Bucket=bucket)
-    print(table(results))
+    print(many_table(results) if args.many else table(results))
 
 
 if __name__ == '__main__':
