@@ -22,6 +22,7 @@ Needs what `test_pydantic_ai_e2e.py` needs; `tests/integration/pydantic_ai.rs` r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -476,9 +477,11 @@ def test_sigkill_after_the_spill_write_then_a_retry_gives_the_same_handle_and_on
         time.sleep(0.1)
     assert len(stack.spill_keys(run_id)) == 1, 'the spill was written before the pause'
     doomed.kill()
-    stack.start('kill', 'kill-recovered', **{PAUSE_FILE_ENV: str(pause)})
-
-    run = asyncio.run(_finish(handle))
+    recovered = stack.start('kill', 'kill-recovered', **{PAUSE_FILE_ENV: str(pause)})
+    try:
+        run = asyncio.run(_finish(handle))
+    finally:
+        recovered.stop()
     key = f'{run.run_id}/call-0.0'
     assert _marker_handle(run.seen[0]) == key
     assert len(stack.spill_keys(run.run_id)) == 1, 'one object'
@@ -490,6 +493,34 @@ def test_sigkill_after_the_spill_write_then_a_retry_gives_the_same_handle_and_on
     ]
     assert 2 in attempts, f'the tool activity ran again: {attempts}'
     _replay(run.history)
+
+
+@pytest.mark.xfail(
+    reason='OverspillInterceptor reduces after the tool function returned, outside pydantic-ai\'s heartbeating(): '
+    'a reduction longer than the activity\'s heartbeat_timeout times the activity out, and every retry again',
+    strict=False,
+)
+def test_a_reduction_longer_than_the_heartbeat_timeout_completes(stack: Stack, tmp_path: Path) -> None:
+    """A 40 MB output under a 5 s heartbeat timeout (the debug build takes longer to spill it):
+    the activity heartbeats while its output is reduced, and the run completes."""
+    no_pause = tmp_path / 'no-pause'
+    no_pause.write_text('')
+    worker = stack.start('kill', 'kill-heartbeat', **{PAUSE_FILE_ENV: str(no_pause)})
+
+    async def main() -> Run:
+        handle = await _start('kill', _prompt_for(1, 40 * MB))
+        try:
+            out = await asyncio.wait_for(handle.result(), 90)
+        finally:
+            with contextlib.suppress(Exception):
+                await handle.terminate('the test is over')
+        return Run(seen=out['seen'], run_id=out['run_id'], pages=out['pages'], history=await handle.fetch_history())
+
+    try:
+        run = asyncio.run(main())
+    finally:
+        worker.stop()
+    assert _marker_handle(run.seen[0]) == f'{run.run_id}/call-0.0'
 
 
 def test_a_recorded_history_replays(stack: Stack) -> None:
