@@ -25,8 +25,9 @@ completed, the history, and how the run ended (the history's size limit terminat
 Each process reaches SeaweedFS through a loopback TCP relay of its own that counts the bytes each
 way (requests up, responses down; HTTP headers included, a few hundred bytes a request). Printed
 per case: the history's bytes (every event serialized) and its largest event, the bucket bytes up
-and down (all processes), the workflow worker's peak RSS (`VmHWM`) and its RSS when idle before
-the run, and the wall time per tool call (start to result over the calls). A markdown table.
+and down per call (all processes; each process's share on stderr), the workflow worker's peak RSS
+(`VmHWM`) and its peak when idle before the run, and the wall time per tool call (start to result
+over the calls). A markdown table.
 """
 
 from __future__ import annotations
@@ -409,13 +410,16 @@ SETUP_NAMES = {'es': 'External Storage', 'source': 'at the source', 'plain': 'ne
 
 def table(results: list[Result]) -> str:
     rows = [
-        '| output | setup | history (largest event) | bucket up | bucket down | workflow worker peak RSS (idle) | wall time per call |',
-        '|---|---|---|---|---|---|---|',
+        '| output | setup | history of the run (largest event) | bucket up per call | bucket down per call '
+        '| workflow worker peak RSS (idle) | wall time per call |',
+        '|---|---|---:|---:|---:|---:|---:|',
     ]
     for r in results:
+        calls = max(r.completed, 1)
         rows.append(
-            f'| {human(r.size)} | {SETUP_NAMES[r.setup]} | {human(r.history)} ({human(r.largest_event)}) | {human(r.up)} '
-            f'| {human(r.down)} | {r.peak_rss / 2**20:.0f} MiB ({r.idle_rss / 2**20:.0f} MiB) | {r.seconds_per_call:.2f} s |'
+            f'| {human(r.size)} | {SETUP_NAMES[r.setup]} | {human(r.history)} ({human(r.largest_event)}) '
+            f'| {human(r.up / calls)} | {human(r.down / calls)} '
+            f'| {r.peak_rss / 2**20:.0f} MiB ({r.idle_rss / 2**20:.0f} MiB) | {r.seconds_per_call:.2f} s |'
         )
     return '\n'.join(rows)
 
