@@ -15,7 +15,7 @@ can read the workflow worker's peak RSS and SIGKILL a tool worker mid-activity:
   {size} {kind}`), then answers with every tool return it saw; with `AT_SOURCE_MODEL_LOG` set it
   also appends each request it receives there (a JSON line).
 
-Needs what `test_pydantic_ai_e2e.py` needs; `tests/integration/pydantic_ai.rs` runs it under
+Needs what `test_pydantic_ai_e2e.py` needs; `tests/integration/python.rs` runs it under
 `cargo test`.
 """
 
