@@ -1,0 +1,317 @@
+"""What the OpenAI Agents SDK tests (and `benches/openai_agents.py`) share: a scripted model that
+implements the SDK's own `Model` and `ModelProvider` (as `temporalio.openai_agents.testing` does;
+no network), the tool activity, the agent workflow, and a run's figures read off its history.
+
+The model answers from its input alone, so a retried or replayed model activity answers the
+same: the prompt `fetch 100 pages of 200000 chars` makes it call `fetch_page` 100 times, then
+answer; a `read <pattern>` after it makes it read back, through `read_tool_result`, the first
+line of the last page that contains the pattern, and answer with that page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from agents import (
+    Agent,
+    AgentOutputSchemaBase,
+    Handoff,
+    Model,
+    ModelProvider,
+    ModelResponse,
+    ModelSettings,
+    ModelTracing,
+    RunConfig,
+    Runner,
+    Tool,
+    TResponseInputItem,
+    Usage,
+)
+from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+from temporalio import activity, workflow
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.common import RetryPolicy
+from temporalio.openai_agents import ModelActivityParameters, OpenAIAgentsPlugin
+from temporalio.openai_agents.workflow import activity_as_tool
+
+MODEL_ACTIVITY = 'invoke_model_activity'
+"""The integration's model-call activity: its input is the whole conversation so far."""
+
+_PROMPT = re.compile(r'fetch (\d+) pages? of (\d+) chars(?:, then read (.+))?')
+_HANDLE = re.compile(r"stored to handle '([^']+)'")
+
+
+# --- the tool ---------------------------------------------------------------------------------
+
+
+def page_text(n: int, chars: int) -> str:
+    """Page `n` of the crawl log: `chars` chars of numbered lines, the same on every call."""
+    line = 0
+    parts: list[str] = []
+    size = 0
+    while size < chars:
+        text = f'page {n:04d} line {line:06d} status={"ok" if (line * 7 + n) % 13 else "ERROR"} ms={(line * 37 + n) % 997}\n'
+        parts.append(text)
+        size += len(text)
+        line += 1
+    return ''.join(parts)[:chars]
+
+
+@activity.defn
+async def fetch_page(n: int, chars: int) -> str:
+    """Fetch page `n` of the crawl log.
+
+    Args:
+        n: The page number.
+        chars: How many chars of the page to fetch.
+    """
+    return page_text(n, chars)
+
+
+# --- the scripted model ----------------------------------------------------------------------
+
+
+def item_text(item: Any) -> str:
+    """The model-visible text of one input item: a message's text, a call's arguments, an output."""
+    if isinstance(item, str):
+        return item
+    if not isinstance(item, dict):
+        return ''
+    kind = item.get('type')
+    if kind == 'function_call':
+        return str(item.get('arguments', ''))
+    if kind == 'function_call_output':
+        output = item.get('output', '')
+        return output if isinstance(output, str) else json.dumps(output)
+    content = item.get('content', '')
+    if isinstance(content, str):
+        return content
+    return ''.join(str(part.get('text', '')) for part in content if isinstance(part, dict))
+
+
+@dataclass
+class ScriptedModel(Model):
+    """A model that follows the prompt's script (see the module docstring), counting what it is sent."""
+
+    requests: list[int] = field(default_factory=list)
+    """Chars of model-visible text (instructions and items) of each request, in order."""
+
+    async def get_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        model_settings: ModelSettings,
+        tools: list[Tool],
+        output_schema: AgentOutputSchemaBase | None,
+        handoffs: list[Handoff],
+        tracing: ModelTracing,
+        **kwargs: Any,
+    ) -> ModelResponse:
+        items: list[Any] = [{'role': 'user', 'content': input}] if isinstance(input, str) else list(input)
+        self.requests.append(len(system_instructions or '') + sum(len(item_text(i)) for i in items))
+        return ModelResponse(output=[next_step(items)], usage=Usage(), response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError('the scripted model does not stream')
+
+
+def next_step(items: Sequence[Any]) -> Any:
+    """The script: the model's next output item for a conversation."""
+    prompt = next(item_text(i) for i in items if isinstance(i, dict) and i.get('role') == 'user')
+    script = _PROMPT.search(prompt)
+    if script is None:
+        return _message(f'no script in {prompt!r}')
+    pages, chars, pattern = int(script[1]), int(script[2]), script[3]
+    calls = [i for i in items if isinstance(i, dict) and i.get('type') == 'function_call']
+    outputs = [item_text(i) for i in items if isinstance(i, dict) and i.get('type') == 'function_call_output']
+    fetched = sum(1 for c in calls if c.get('name') == 'fetch_page')
+    if fetched < pages:
+        return _call(len(calls), 'fetch_page', {'n': fetched, 'chars': chars})
+    if pattern is None:
+        return _message(f'fetched {fetched} pages')
+    if calls[-1].get('name') == 'fetch_page':
+        handle = _HANDLE.search(outputs[-1])
+        if handle is None:
+            return _message(f'no handle in the last page: {outputs[-1][:200]!r}')
+        return _call(len(calls), 'read_tool_result', {'handle': handle[1], 'pattern': pattern, 'limit': 1})
+    return _message(outputs[-1])
+
+
+def _call(k: int, name: str, arguments: dict[str, Any]) -> ResponseFunctionToolCall:
+    return ResponseFunctionToolCall(
+        arguments=json.dumps(arguments),
+        call_id=f'call-{k}',
+        name=name,
+        type='function_call',
+        id=f'fc-{k}',
+        status='completed',
+    )
+
+
+def _message(text: str) -> ResponseOutputMessage:
+    return ResponseOutputMessage(
+        id='msg',
+        content=[ResponseOutputText(text=text, annotations=[], type='output_text')],
+        role='assistant',
+        status='completed',
+        type='message',
+    )
+
+
+class ScriptedProvider(ModelProvider):
+    """The `ModelProvider` of the scripted model, whatever model name an agent asks for."""
+
+    def __init__(self, model: ScriptedModel | None = None) -> None:
+        self.model = model or ScriptedModel()
+
+    def get_model(self, model_name: str | None) -> Model:
+        return self.model
+
+
+def plugin(provider: ScriptedProvider) -> OpenAIAgentsPlugin:
+    """The integration's plugin with the scripted model, for the client (and so its workers)."""
+    return OpenAIAgentsPlugin(
+        model_params=ModelActivityParameters(
+            start_to_close_timeout=timedelta(seconds=60), retry_policy=RetryPolicy(maximum_attempts=3)
+        ),
+        model_provider=provider,
+    )
+
+
+# --- the agent workflow ----------------------------------------------------------------------
+
+
+@dataclass
+class AgentRequest:
+    """What the agent workflow runs: a prompt for the scripted model, and how many turns it may take."""
+
+    prompt: str
+    max_turns: int = 1_000
+
+
+@workflow.defn
+class PlainAgent:
+    """An OpenAI agent on Temporal as the integration's docs set it up: its tool is an activity
+    (`activity_as_tool`); nothing limits what the tool returns."""
+
+    @workflow.run
+    async def run(self, request: AgentRequest) -> str:
+        agent = Agent[None](
+            name='crawler',
+            instructions='Fetch the pages you are asked for, then answer.',
+            tools=[activity_as_tool(fetch_page, start_to_close_timeout=timedelta(seconds=60))],
+        )
+        result = await Runner.run(agent, request.prompt, max_turns=request.max_turns, run_config=RunConfig())
+        return str(result.final_output)
+
+
+# --- a run's figures -------------------------------------------------------------------------
+
+
+@dataclass
+class RunFigures:
+    """How a run ended and what it recorded."""
+
+    status: str
+    """`completed`, `stuck` (a workflow task failing over and over; terminated) or another end."""
+    tool_calls: int
+    """`fetch_page` activities completed."""
+    model_calls: int
+    """Model-call activities scheduled."""
+    history_bytes: int
+    """The history's size as the server counts it (what its 50 MB limit applies to)."""
+    largest_model_input: int
+    """Bytes of the largest model-call activity input recorded."""
+    total_model_chars: int
+    """Chars of model-visible text sent to the model over the run (instructions and items)."""
+    failure: str = ''
+    """The workflow task's failure, when stuck."""
+    seconds: float = 0.0
+    """Wall time of the run."""
+    result: Any = None
+    """The workflow's result, when completed."""
+
+
+async def run_agent(client: Client, run: Any, arg: Any, *, task_queue: str, timeout: float) -> tuple[RunFigures, Any]:
+    """Start workflow `run` and wait, at most `timeout` s, until it ends or a workflow task fails
+    (a payload over the limit fails every retry of the task while the run shows Running: it is
+    then terminated). Its figures and history."""
+    started = time.monotonic()
+    handle: WorkflowHandle[Any, Any] = await client.start_workflow(
+        run, arg, id=f'oa-{uuid.uuid4()}', task_queue=task_queue, execution_timeout=timedelta(seconds=timeout)
+    )
+    status, failure, result = 'timed out', '', None
+    while time.monotonic() - started < timeout:
+        try:
+            result = await asyncio.wait_for(asyncio.shield(handle.result()), 2)
+            status = 'completed'
+            break
+        except asyncio.TimeoutError:
+            pass
+        failure = await task_failure(handle)
+        if failure:
+            status = 'stuck'
+            await handle.terminate('a workflow task fails over and over')
+            break
+    seconds = time.monotonic() - started
+    if status == 'timed out':
+        await handle.terminate('no end within the test bound')
+    elif status != 'completed' and status != 'stuck':
+        status = str((await handle.describe()).status)
+    history = await handle.fetch_history()
+    description = await handle.describe()
+    return figures(history, status, description.raw_description.workflow_execution_info.history_size_bytes,
+                   failure, seconds, result), history
+
+
+async def task_failure(handle: WorkflowHandle[Any, Any]) -> str:
+    """The message of the run's first failed workflow task, or `''`."""
+    async for event in handle.fetch_history_events():
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+            return str(event.workflow_task_failed_event_attributes.failure.message)
+    return ''
+
+
+def figures(history: Any, status: str, history_bytes: int, failure: str, seconds: float, result: Any) -> RunFigures:
+    """A run's figures from its history: tool and model calls, model inputs' bytes and chars."""
+    tool_calls = 0
+    model_inputs: list[bytes] = []
+    scheduled: dict[int, str] = {}
+    for event in history.events:
+        if event.HasField('activity_task_scheduled_event_attributes'):
+            attributes = event.activity_task_scheduled_event_attributes
+            scheduled[event.event_id] = attributes.activity_type.name
+            if attributes.activity_type.name == MODEL_ACTIVITY:
+                model_inputs.append(attributes.input.payloads[0].data)
+        elif event.HasField('activity_task_completed_event_attributes'):
+            name = scheduled.get(event.activity_task_completed_event_attributes.scheduled_event_id, '')
+            if name == 'fetch_page':
+                tool_calls += 1
+    return RunFigures(
+        status=status,
+        tool_calls=tool_calls,
+        model_calls=len(model_inputs),
+        history_bytes=history_bytes,
+        largest_model_input=max((len(d) for d in model_inputs), default=0),
+        total_model_chars=sum(model_input_chars(d) for d in model_inputs),
+        failure=failure,
+        seconds=seconds,
+        result=result,
+    )
+
+
+def model_input_chars(data: bytes) -> int:
+    """Chars of model-visible text in one recorded model-call input (`ActivityModelInput`)."""
+    model_input = json.loads(data)
+    items = model_input['input']
+    items = [items] if isinstance(items, str) else items
+    return len(model_input.get('system_instructions') or '') + sum(len(item_text(i)) for i in items)
