@@ -4,8 +4,9 @@ no network), the tool activity, the agent workflow, and a run's figures read off
 
 The model answers from its input alone, so a retried or replayed model activity answers the
 same: the prompt `fetch 100 pages of 200000 chars` makes it call `fetch_page` 100 times, then
-answer; a `read <pattern>` after it makes it read back, through `read_tool_result`, the first
-line of the last page that contains the pattern, and answer with that page.
+answer; `, then read <pattern> [at offset <n>]` after it makes it read back, through
+`read_tool_result`, the first line containing the pattern (after `n` of them) of the first
+output that names a handle (a spill or a mask marker), and answer with what that returned.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from agents import (
     TResponseInputItem,
     Usage,
 )
+from overspill.openai_agents import OverspillMasking, OverspillWorker, overspill_tools
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 from temporalio import activity, workflow
 from temporalio.api.enums.v1 import EventType
@@ -46,7 +48,7 @@ from temporalio.openai_agents.workflow import activity_as_tool
 MODEL_ACTIVITY = 'invoke_model_activity'
 """The integration's model-call activity: its input is the whole conversation so far."""
 
-_PROMPT = re.compile(r'fetch (\d+) pages? of (\d+) chars(?:, then read (.+))?')
+_PROMPT = re.compile(r'fetch (\d+) pages? of (\d+) chars(?:, then read (\S+)(?: at offset (-?\d+))?)?')
 _HANDLE = re.compile(r"stored to handle '([^']+)'")
 
 
@@ -130,7 +132,7 @@ def next_step(items: Sequence[Any]) -> Any:
     script = _PROMPT.search(prompt)
     if script is None:
         return _message(f'no script in {prompt!r}')
-    pages, chars, pattern = int(script[1]), int(script[2]), script[3]
+    pages, chars, pattern, offset = int(script[1]), int(script[2]), script[3], int(script[4] or 0)
     calls = [i for i in items if isinstance(i, dict) and i.get('type') == 'function_call']
     outputs = [item_text(i) for i in items if isinstance(i, dict) and i.get('type') == 'function_call_output']
     fetched = sum(1 for c in calls if c.get('name') == 'fetch_page')
@@ -139,10 +141,11 @@ def next_step(items: Sequence[Any]) -> Any:
     if pattern is None:
         return _message(f'fetched {fetched} pages')
     if calls[-1].get('name') == 'fetch_page':
-        handle = _HANDLE.search(outputs[-1])
-        if handle is None:
-            return _message(f'no handle in the last page: {outputs[-1][:200]!r}')
-        return _call(len(calls), 'read_tool_result', {'handle': handle[1], 'pattern': pattern, 'limit': 1})
+        handles = [h[1] for o in outputs if (h := _HANDLE.search(o))]
+        if not handles:
+            return _message(f'no handle in any page; the last: {outputs[-1][:200]!r}')
+        arguments = {'handle': handles[0], 'pattern': pattern, 'offset': offset, 'limit': 1}
+        return _call(len(calls), 'read_tool_result', arguments)
     return _message(outputs[-1])
 
 
@@ -192,25 +195,32 @@ def plugin(provider: ScriptedProvider) -> OpenAIAgentsPlugin:
 
 @dataclass
 class AgentRequest:
-    """What the agent workflow runs: a prompt for the scripted model, and how many turns it may take."""
+    """What the agent workflow runs: a prompt for the scripted model, how many turns it may take,
+    and how Overspill serves it (nothing by default: the integration's docs' setup)."""
 
     prompt: str
     max_turns: int = 1_000
+    overspill_queue: str = ''
+    """The Overspill worker's task queue: the agent gets `overspill_tools()` on it ('': none)."""
+    masking_budget: int | None = None
+    """`OverspillMasking`'s budget in chars (None: no masking)."""
 
 
 @workflow.defn
-class PlainAgent:
-    """An OpenAI agent on Temporal as the integration's docs set it up: its tool is an activity
-    (`activity_as_tool`); nothing limits what the tool returns."""
+class CrawlAgent:
+    """An OpenAI agent on Temporal whose tool is an activity (`activity_as_tool`)."""
 
     @workflow.run
     async def run(self, request: AgentRequest) -> str:
-        agent = Agent[None](
-            name='crawler',
-            instructions='Fetch the pages you are asked for, then answer.',
-            tools=[activity_as_tool(fetch_page, start_to_close_timeout=timedelta(seconds=60))],
-        )
-        result = await Runner.run(agent, request.prompt, max_turns=request.max_turns, run_config=RunConfig())
+        tools: list[Tool] = [activity_as_tool(fetch_page, start_to_close_timeout=timedelta(seconds=60))]
+        run_config = RunConfig()
+        if request.overspill_queue:
+            tools += overspill_tools(task_queue=request.overspill_queue)
+        if request.masking_budget is not None:
+            worker = OverspillWorker(task_queue=request.overspill_queue)
+            run_config = RunConfig(call_model_input_filter=OverspillMasking(budget=request.masking_budget, worker=worker))
+        agent = Agent[None](name='crawler', instructions='Fetch the pages you are asked for, then answer.', tools=tools)
+        result = await Runner.run(agent, request.prompt, max_turns=request.max_turns, run_config=run_config)
         return str(result.final_output)
 
 

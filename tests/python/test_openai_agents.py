@@ -12,12 +12,33 @@ variables and `OVERSPILL_BIN`.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import os
 import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
-from openai_agents_support import AgentRequest, PlainAgent, ScriptedProvider, fetch_page, plugin, run_agent
+import pytest
+from openai_agents_support import (
+    MODEL_ACTIVITY,
+    AgentRequest,
+    CrawlAgent,
+    RunFigures,
+    ScriptedProvider,
+    fetch_page,
+    page_text,
+    plugin,
+    run_agent,
+)
+from overspill.openai_agents import SPILL_ACTIVITY, mask_marker
+from support import Process
 from temporalio.client import Client
-from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+from temporalio.worker import Replayer, UnsandboxedWorkflowRunner, Worker
+
+REQUIRED = ('TEMPORAL_ADDRESS', 'OVERSPILL_TEST_S3_URL', 'AWS_ENDPOINT_URL', 'AWS_ACCESS_KEY_ID', 'OVERSPILL_BIN')
+MASK_TOOLS = ('read_tool_result', 'grep_tool_result', 'query_tool_result')
 
 PAYLOAD_LIMIT = 2 * 1024 * 1024
 """Temporal's default limit on one payload (the server's `limit.blobSize.error`)."""
@@ -36,23 +57,132 @@ def test_without_overspill_200_kb_outputs_stop_the_agent_at_the_12th_call() -> N
     limit, so the workflow task that schedules it fails on every retry while the run shows
     Running; nothing ends it. The test sees the failed task in the history and terminates it."""
 
-    async def main() -> tuple[object, object]:
-        provider = ScriptedProvider()
-        client = await _client(provider)
-        queue = f'oa-plain-{uuid.uuid4()}'
+    figures, _ = _run(AgentRequest('fetch 100 pages of 200000 chars'))
+    print(f'\nwithout Overspill: {figures}')
+    assert figures.status == 'stuck', figures
+    assert figures.tool_calls == 11 and figures.model_calls == 11, figures
+    assert figures.largest_model_input < PAYLOAD_LIMIT, figures
+    assert 'exceeded the error limit' in figures.failure, figures
+
+
+# --- Overspill's read-back tools and masking --------------------------------------------------
+
+
+@dataclass
+class Stack:
+    """An Overspill worker on its own queue and store prefix."""
+
+    store_url: str
+    queue: str
+    bucket: str
+    prefix: str
+    worker: Process
+
+
+@pytest.fixture(scope='module')
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    missing = [name for name in REQUIRED if not os.environ.get(name)]
+    assert not missing, f'{missing} not set: source .deploy/seaweedfs.env and .deploy/temporal.env, set OVERSPILL_BIN'
+    tag = f'{os.getpid()}-{uuid.uuid4().hex[:8]}'
+    bucket = os.environ['OVERSPILL_TEST_S3_URL'].removeprefix('s3://').split('/')[0]
+    store_url = f'{os.environ["OVERSPILL_TEST_S3_URL"].rstrip("/")}/openai-agents-{tag}'
+    queue = f'tool-output-limits-oa-{tag}'
+    worker = Process(
+        'overspill-worker-openai-agents',
+        [os.environ['OVERSPILL_BIN'], 'worker', '--store', store_url, '--task-queue', queue],
+        {**os.environ, 'AWS_ALLOW_HTTP': 'true'},
+        tmp_path_factory.mktemp('logs'),
+    )
+    try:
+        worker.wait_for('overspill worker started')
+        yield Stack(store_url, queue, bucket, f'openai-agents-{tag}/tool_output_limits', worker)
+    finally:
+        worker.stop()
+
+
+def _stored(stack: Stack, handle: str) -> bytes:
+    """The bytes the store keeps for `handle`."""
+    import boto3
+
+    client = boto3.client('s3', endpoint_url=os.environ['AWS_ENDPOINT_URL'])
+    body: bytes = client.get_object(Bucket=stack.bucket, Key=f'{stack.prefix}/{handle}')['Body'].read()
+    return body
+
+
+def _run(request: AgentRequest, *, timeout: float = 240) -> tuple[RunFigures, Any]:
+    """Run the agent workflow on a worker in this process with the scripted model."""
+
+    async def main() -> tuple[RunFigures, Any]:
+        client = await _client(ScriptedProvider())
+        queue = f'oa-agent-{uuid.uuid4()}'
         async with Worker(
-            client,
-            task_queue=queue,
-            workflows=[PlainAgent],
-            activities=[fetch_page],
+            client, task_queue=queue, workflows=[CrawlAgent], activities=[fetch_page],
             workflow_runner=UnsandboxedWorkflowRunner(),
         ):
-            return await run_agent(
-                client, PlainAgent.run, AgentRequest('fetch 100 pages of 200000 chars'), task_queue=queue, timeout=240
-            )
+            return await run_agent(client, CrawlAgent.run, request, task_queue=queue, timeout=timeout)
 
-    figures, _ = asyncio.run(main())
-    print(f'\nwithout Overspill: {figures}')
-    assert figures.status == 'stuck', figures  # type: ignore[attr-defined]
-    assert figures.tool_calls == 11 and figures.model_calls == 11, figures  # type: ignore[attr-defined]
-    assert figures.largest_model_input < PAYLOAD_LIMIT, figures  # type: ignore[attr-defined]
+    return asyncio.run(main())
+
+
+def _replay(history: Any) -> None:
+    """Replay `history` with the integration's plugin: no nondeterminism."""
+
+    async def main() -> None:
+        replayer = Replayer(
+            workflows=[CrawlAgent], plugins=[plugin(ScriptedProvider())], workflow_runner=UnsandboxedWorkflowRunner()
+        )
+        await replayer.replay_workflow(history)
+
+    asyncio.run(main())
+
+
+def _model_inputs(history: Any) -> list[list[Any]]:
+    """The input items of each model call, as recorded."""
+    return [json.loads(data)['input'] for name, data in _scheduled(history) if name == MODEL_ACTIVITY]
+
+
+def _scheduled(history: Any) -> list[tuple[str, bytes]]:
+    """Every activity the workflow scheduled: its type and its first input payload."""
+    return [
+        (a.activity_type.name, a.input.payloads[0].data)
+        for e in history.events
+        if e.HasField('activity_task_scheduled_event_attributes')
+        for a in [e.activity_task_scheduled_event_attributes]
+    ]
+
+
+def test_masking_clears_old_outputs_and_the_model_reads_one_back(stack: Stack) -> None:
+    """8 outputs of 20 KB under a 50,000-char budget: older outputs reach the model as markers
+    whose handles read the exact bytes back; the 3 newest never are masked; each is spilled once;
+    the model reads page 0's first ERROR line back by its marker's handle; the history replays."""
+    figures, history = _run(
+        AgentRequest('fetch 8 pages of 20000 chars, then read ERROR', overspill_queue=stack.queue, masking_budget=50_000)
+    )
+    assert figures.status == 'completed', figures
+    run_id = history.events[0].workflow_execution_started_event_attributes.original_execution_run_id
+    inputs = _model_inputs(history)
+    last = inputs[-2]  # the call that read back: 8 outputs, the last 3 kept
+    outputs = [i['output'] for i in last if i.get('type') == 'function_call_output']
+    assert len(outputs) == 8
+    page = page_text(0, 20_000)
+    handle = f'{run_id}/call-0.masked-{hashlib.sha256(page.encode()).hexdigest()[:12]}'
+    assert outputs[0] == mask_marker('fetch_page', handle, '20,000 chars', MASK_TOOLS)
+    assert all(o.startswith("[Tool output of 'fetch_page' cleared from context") for o in outputs[:5]), outputs
+    assert outputs[5:] == [page_text(n, 20_000) for n in (5, 6, 7)]
+    assert _stored(stack, handle) == page.encode()
+    # Pages 0-4 by the read-back call, page 5 by the last call (the read's output is newer).
+    keys = [json.loads(data)['key'] for name, data in _scheduled(history) if name == SPILL_ACTIVITY]
+    assert [key.split('/')[1].split('.')[0] for key in keys] == [f'call-{k}' for k in range(6)], 'each spilled once'
+    errors = [line for line in page.split('\n') if 'ERROR' in line]
+    assert figures.result == f"[handle {handle!r}: {len(errors):,} matching line(s); showing 1]\n{errors[0]}"
+    _replay(history)
+
+
+def test_a_bad_argument_goes_back_to_the_model_as_the_tools_error(stack: Stack) -> None:
+    """The worker's `ModelRetry` (`offset` < 0) reaches the model as the SDK's tool-error text."""
+    figures, _ = _run(
+        AgentRequest('fetch 5 pages of 20000 chars, then read ERROR at offset -1', overspill_queue=stack.queue,
+                     masking_budget=50_000)
+    )
+    assert figures.status == 'completed', figures
+    assert figures.result == 'An error occurred while running the tool. Please try again. Error: `offset` must be >= 0.'
