@@ -234,7 +234,7 @@ class RunFigures:
     status: str
     """`completed`, `stuck` (a workflow task failing over and over; terminated) or another end."""
     tool_calls: int
-    """`fetch_page` activities completed."""
+    """Tool activities completed (`fetch_page`, or pydantic-ai's `…__call_tool`)."""
     model_calls: int
     """Model-call activities scheduled."""
     history_bytes: int
@@ -292,27 +292,32 @@ async def task_failure(handle: WorkflowHandle[Any, Any]) -> str:
 
 
 def figures(history: Any, status: str, history_bytes: int, failure: str, seconds: float, result: Any) -> RunFigures:
-    """A run's figures from its history: tool and model calls, model inputs' bytes and chars."""
+    """A run's figures from its history: tool and model calls, model inputs' bytes and chars (of
+    the OpenAI Agents integration's model activity, or of pydantic-ai's `…__model_request`)."""
     tool_calls = 0
-    model_inputs: list[bytes] = []
+    model_inputs: list[tuple[bytes, int]] = []
     scheduled: dict[int, str] = {}
     for event in history.events:
         if event.HasField('activity_task_scheduled_event_attributes'):
             attributes = event.activity_task_scheduled_event_attributes
-            scheduled[event.event_id] = attributes.activity_type.name
-            if attributes.activity_type.name == MODEL_ACTIVITY:
-                model_inputs.append(attributes.input.payloads[0].data)
+            name = attributes.activity_type.name
+            scheduled[event.event_id] = name
+            data = attributes.input.payloads[0].data if attributes.input.payloads else b''
+            if name == MODEL_ACTIVITY:
+                model_inputs.append((data, model_input_chars(data)))
+            elif name.endswith('__model_request'):
+                model_inputs.append((data, pydantic_input_chars(data)))
         elif event.HasField('activity_task_completed_event_attributes'):
             name = scheduled.get(event.activity_task_completed_event_attributes.scheduled_event_id, '')
-            if name == 'fetch_page':
+            if name == 'fetch_page' or name.endswith('__call_tool'):
                 tool_calls += 1
     return RunFigures(
         status=status,
         tool_calls=tool_calls,
         model_calls=len(model_inputs),
         history_bytes=history_bytes,
-        largest_model_input=max((len(d) for d in model_inputs), default=0),
-        total_model_chars=sum(model_input_chars(d) for d in model_inputs),
+        largest_model_input=max((len(d) for d, _ in model_inputs), default=0),
+        total_model_chars=sum(c for _, c in model_inputs),
         failure=failure,
         seconds=seconds,
         result=result,
@@ -325,3 +330,71 @@ def model_input_chars(data: bytes) -> int:
     items = model_input['input']
     items = [items] if isinstance(items, str) else items
     return len(model_input.get('system_instructions') or '') + sum(len(item_text(i)) for i in items)
+
+
+# --- the same agent on pydantic-ai, for the side by side ---------------------------------------
+
+
+def pydantic_agent(name: str, store_url: str | None, overspill_queue: str = '') -> tuple[type, Any, Any]:
+    """The crawler as a pydantic-ai agent on `TemporalDurability`, with the same scripted model:
+    its workflow class, and the `ToolOutputLimits` it has (`None` without Overspill: nothing limits
+    what the tool returns) and the `OverspillInterceptor` for its worker (or `None`). With a store,
+    outputs are reduced under the limits' defaults (spilled over 10,000 chars) by the interceptor,
+    in the tool's activity."""
+    from overspill.pydantic_ai import OverspillInterceptor as PydanticInterceptor
+    from overspill.pydantic_ai import OverspillStore
+    from pydantic_ai import Agent as PydanticAgent
+    from pydantic_ai.durable_exec.temporal import PydanticAIWorkflow, TemporalDurability
+    from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse as PydanticResponse, TextPart
+    from pydantic_ai.messages import ToolCallPart, ToolReturnPart, UserPromptPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai_harness.tool_output_limits import ToolOutputLimits
+
+    async def fetch_page(n: int, chars: int) -> str:
+        """Fetch page `n` of the crawl log."""
+        return page_text(n, chars)
+
+    async def model(messages: list[ModelMessage], info: AgentInfo) -> PydanticResponse:
+        parts = [p for m in messages if isinstance(m, ModelRequest) for p in m.parts]
+        prompt = ' '.join(str(p.content) for p in parts if isinstance(p, UserPromptPart))
+        script = _PROMPT.search(prompt)
+        assert script is not None, prompt
+        pages, chars = int(script[1]), int(script[2])
+        fetched = sum(1 for p in parts if isinstance(p, ToolReturnPart))
+        if fetched < pages:
+            return PydanticResponse(parts=[ToolCallPart('fetch_page', {'n': fetched, 'chars': chars}, tool_call_id=f'call-{fetched}')])
+        return PydanticResponse(parts=[TextPart(f'fetched {fetched} pages')])
+
+    capabilities: list[Any] = []
+    limits = interceptor = None
+    if store_url is not None:
+        limits = ToolOutputLimits(store=OverspillStore(store_url, task_queue=overspill_queue))
+        capabilities.append(limits)
+        interceptor = PydanticInterceptor(limits)
+    capabilities.append(TemporalDurability(activity_config={'start_to_close_timeout': timedelta(seconds=60)}))
+    agent = PydanticAgent(FunctionModel(model, model_name='scripted'), name=name, tools=[fetch_page], capabilities=capabilities)
+
+    @workflow.defn(name=f'PydanticCrawl_{name}')
+    class PydanticCrawl(PydanticAIWorkflow):
+        __pydantic_ai_agents__ = (agent,)
+
+        @workflow.run
+        async def run(self, request: AgentRequest) -> str:
+            return (await agent.run(request.prompt)).output
+
+    return PydanticCrawl, limits, interceptor
+
+
+def pydantic_input_chars(data: bytes) -> int:
+    """Chars of model-visible text in one recorded pydantic-ai model-request input (its messages)."""
+    total = 0
+    for message in json.loads(data).get('messages', []):
+        for part in message.get('parts', []):
+            kind = part.get('part_kind')
+            if kind == 'tool-call':
+                args = part.get('args')
+                total += len(args if isinstance(args, str) else json.dumps(args))
+            else:
+                content = part.get('content')
+                total += len(content) if isinstance(content, str) else len(json.dumps(content)) if content else 0
+    return total

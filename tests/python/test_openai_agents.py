@@ -16,7 +16,7 @@ import hashlib
 import json
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,12 +30,22 @@ from openai_agents_support import (
     fetch_page,
     page_text,
     plugin,
+    pydantic_agent,
     run_agent,
 )
-from overspill.openai_agents import SPILL_ACTIVITY, mask_marker
+from overspill.openai_agents import SPILL_ACTIVITY, OverspillInterceptor, mask_marker
 from support import Process
 from temporalio.client import Client
-from temporalio.worker import Replayer, UnsandboxedWorkflowRunner, Worker
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+from temporalio.worker import (
+    ActivityInboundInterceptor,
+    ExecuteActivityInput,
+    Interceptor,
+    Replayer,
+    UnsandboxedWorkflowRunner,
+    Worker,
+)
 
 REQUIRED = ('TEMPORAL_ADDRESS', 'OVERSPILL_TEST_S3_URL', 'AWS_ENDPOINT_URL', 'AWS_ACCESS_KEY_ID', 'OVERSPILL_BIN')
 MASK_TOOLS = ('read_tool_result', 'grep_tool_result', 'query_tool_result')
@@ -109,15 +119,15 @@ def _stored(stack: Stack, handle: str) -> bytes:
     return body
 
 
-def _run(request: AgentRequest, *, timeout: float = 240) -> tuple[RunFigures, Any]:
-    """Run the agent workflow on a worker in this process with the scripted model."""
+def _run(request: AgentRequest, *, interceptors: Sequence[Interceptor] = (), timeout: float = 240) -> tuple[RunFigures, Any]:
+    """Run the agent workflow on a worker in this process (workflow and tools) with the scripted model."""
 
     async def main() -> tuple[RunFigures, Any]:
         client = await _client(ScriptedProvider())
         queue = f'oa-agent-{uuid.uuid4()}'
         async with Worker(
             client, task_queue=queue, workflows=[CrawlAgent], activities=[fetch_page],
-            workflow_runner=UnsandboxedWorkflowRunner(),
+            interceptors=interceptors, workflow_runner=UnsandboxedWorkflowRunner(),
         ):
             return await run_agent(client, CrawlAgent.run, request, task_queue=queue, timeout=timeout)
 
@@ -186,3 +196,148 @@ def test_a_bad_argument_goes_back_to_the_model_as_the_tools_error(stack: Stack) 
     )
     assert figures.status == 'completed', figures
     assert figures.result == 'An error occurred while running the tool. Please try again. Error: `offset` must be >= 0.'
+
+
+# --- at the source ----------------------------------------------------------------------------
+
+
+def _tool_calls(history: Any) -> list[tuple[str, int]]:
+    """The activity id and last attempt of each `fetch_page` call."""
+    attempts: dict[int, tuple[str, int]] = {}
+    for e in history.events:
+        if e.HasField('activity_task_scheduled_event_attributes'):
+            a = e.activity_task_scheduled_event_attributes
+            if a.activity_type.name == 'fetch_page':
+                attempts[e.event_id] = (a.activity_id, 1)
+        elif e.HasField('activity_task_started_event_attributes'):
+            started = e.activity_task_started_event_attributes
+            if started.scheduled_event_id in attempts:
+                attempts[started.scheduled_event_id] = (attempts[started.scheduled_event_id][0], started.attempt)
+    return list(attempts.values())
+
+
+def _objects(stack: Stack, run_id: str) -> list[str]:
+    """The spills (not their line indexes) the store keeps for run `run_id`."""
+    import boto3
+
+    client = boto3.client('s3', endpoint_url=os.environ['AWS_ENDPOINT_URL'])
+    listing = client.list_objects_v2(Bucket=stack.bucket, Prefix=f'{stack.prefix}/{run_id}/')
+    return [o['Key'].removeprefix(f'{stack.prefix}/') for o in listing.get('Contents', []) if not o['Key'].endswith('.idx')]
+
+
+def test_a_5_mb_output_is_spilled_at_the_source_and_read_back_by_its_handle(stack: Stack) -> None:
+    """The tool returns 5 MB: the interceptor spills it in the tool's activity, so the history never
+    holds it (it stays far under 5 MB); the model gets the marker, reads the 4th ERROR line back
+    through the Overspill worker by the marker's handle (`{run id}/{activity id}.0`), and the
+    recorded history replays."""
+    chars = 5_000_000
+    figures, history = _run(
+        AgentRequest(f'fetch 1 page of {chars} chars, then read ERROR at offset 3', overspill_queue=stack.queue),
+        interceptors=[OverspillInterceptor([fetch_page], store=stack.store_url)],
+    )
+    assert figures.status == 'completed', figures
+    run_id = history.events[0].workflow_execution_started_event_attributes.original_execution_run_id
+    [(activity_id, _)] = _tool_calls(history)
+    handle = f'{run_id}/{activity_id}.0'
+    page = page_text(0, chars)
+    errors = [line for line in page.split('\n') if 'ERROR' in line]
+    assert figures.result == f"[handle {handle!r}: {len(errors):,} matching line(s); showing 1]\n{errors[3]}"
+    marker = [i['output'] for i in _model_inputs(history)[1] if i.get('type') == 'function_call_output']
+    assert marker[0].startswith(f"[Tool output too large ({chars:,} chars); stored to handle {handle!r}."), marker
+    assert _stored(stack, handle) == page.encode()
+    assert figures.history_bytes < 100_000, figures.history_bytes
+    _replay(history)
+
+
+class _FailFirstAttempt(Interceptor):
+    """Fails the first attempt of each `fetch_page` call after everything inside it ran (the spill
+    included), as a worker that crashed right after the write would."""
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        class FailFirst(ActivityInboundInterceptor):
+            async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+                result = await super().execute_activity(input)
+                info = activity.info()
+                if info.activity_type == 'fetch_page' and info.attempt == 1:
+                    raise ApplicationError('the first attempt fails after its spill')
+                return result
+
+        return FailFirst(next)
+
+
+def test_a_retried_tool_activity_writes_one_object(stack: Stack) -> None:
+    """The tool's first attempt fails after the spill; the retry spills under the same key: one
+    object, whose handle the model reads back."""
+    figures, history = _run(
+        AgentRequest('fetch 1 page of 50000 chars, then read ERROR', overspill_queue=stack.queue),
+        interceptors=[_FailFirstAttempt(), OverspillInterceptor([fetch_page], store=stack.store_url)],
+    )
+    assert figures.status == 'completed', figures
+    run_id = history.events[0].workflow_execution_started_event_attributes.original_execution_run_id
+    [(activity_id, attempt)] = _tool_calls(history)
+    assert attempt == 2
+    handle = f'{run_id}/{activity_id}.0'
+    assert _objects(stack, run_id) == [handle]
+    assert figures.result.startswith(f'[handle {handle!r}: '), figures.result
+    assert _stored(stack, handle) == page_text(0, 50_000).encode()
+
+
+# --- the 100-call run, side by side with pydantic-ai -------------------------------------------
+
+HUNDRED_CALLS = 'fetch 100 pages of 200000 chars'
+
+
+def _run_pydantic(stack: Stack | None, *, timeout: float = 300) -> tuple[RunFigures, Any]:
+    """The crawler on pydantic-ai's `TemporalDurability`: without Overspill, or with
+    `ToolOutputLimits(store=OverspillStore(…))` and `OverspillInterceptor(limits)` on its worker."""
+    from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
+
+    tag = uuid.uuid4().hex[:8]
+    workflow_class, _, interceptor = pydantic_agent(
+        f'crawler_{tag}', stack.store_url if stack else None, stack.queue if stack else ''
+    )
+
+    async def main() -> tuple[RunFigures, Any]:
+        client = await Client.connect(
+            os.environ['TEMPORAL_ADDRESS'],
+            namespace=os.environ.get('TEMPORAL_NAMESPACE', 'default'),
+            plugins=[PydanticAIPlugin()],
+        )
+        queue = f'pa-agent-{tag}'
+        async with Worker(
+            client, task_queue=queue, workflows=[workflow_class], interceptors=[interceptor] if interceptor else [],
+            workflow_runner=UnsandboxedWorkflowRunner(),
+        ):
+            return await run_agent(client, workflow_class.run, AgentRequest(HUNDRED_CALLS), task_queue=queue, timeout=timeout)
+
+    return asyncio.run(main())
+
+
+def test_100_calls_of_200_kb_side_by_side_with_pydantic_ai(stack: Stack) -> None:
+    """100 calls of 200 KB, under the OpenAI Agents integration and under pydantic-ai: without
+    Overspill both stop at the 12th call; with Overspill (reduction at the source, and for the
+    OpenAI agent masking too) both complete, each history a fraction of the stopped runs'."""
+    runs = {
+        'OpenAI Agents SDK, without Overspill': _run(AgentRequest(HUNDRED_CALLS)),
+        'OpenAI Agents SDK, with Overspill': _run(
+            AgentRequest(HUNDRED_CALLS, overspill_queue=stack.queue, masking_budget=100_000),
+            interceptors=[OverspillInterceptor([fetch_page], store=stack.store_url)],
+            timeout=300,
+        ),
+        'pydantic-ai, without Overspill': _run_pydantic(None),
+        'pydantic-ai, with Overspill': _run_pydantic(stack),
+    }
+    print('\n| run | end | tool calls | model calls | history | largest model request | chars sent to the model |')
+    print('|---|---|---:|---:|---:|---:|---:|')
+    for name, (f, _) in runs.items():
+        print(
+            f'| {name} | {f.status} | {f.tool_calls} | {f.model_calls} | {f.history_bytes:,} B '
+            f'| {f.largest_model_input:,} B | {f.total_model_chars:,} |'
+        )
+    for name, (f, _) in runs.items():
+        if 'without' in name:
+            assert f.status == 'stuck' and f.tool_calls == 11, (name, f)
+        else:
+            assert f.status == 'completed' and f.tool_calls == 100, (name, f)
+            assert f.result == 'fetched 100 pages', (name, f.result)
+            assert f.largest_model_input < PAYLOAD_LIMIT // 4, (name, f)

@@ -7,12 +7,19 @@ again in every later model call's input, until a model call's input passes the 2
 limit and the run stops. With this module:
 
 ```python
-from overspill.openai_agents import OverspillMasking, overspill_tools
+from overspill.openai_agents import OverspillInterceptor, OverspillMasking, overspill_tools
 
+# the workflow
 agent = Agent(name='crawler', tools=[activity_as_tool(fetch, ...), *overspill_tools()])
 result = await Runner.run(agent, prompt, run_config=RunConfig(call_model_input_filter=OverspillMasking()))
+# the worker that runs the tool activities
+worker = Worker(client, task_queue='agent', activities=[fetch], interceptors=[OverspillInterceptor([fetch])])
 ```
 
+- `OverspillInterceptor(tools)`: reduces the outputs of the `activity_as_tool` activities
+  `tools` in the activity, before Temporal records them: an output over a band is spilled to
+  the store (or truncated) right there, and the workflow, the history and every later model
+  call carry only the marker with its handle.
 - `overspill_tools()`: the read-back tools `read_tool_result`, `grep_tool_result`,
   `query_tool_result` and `list_tool_results`, run by the Overspill worker's activities of those
   names, with the worker's text.
@@ -24,6 +31,7 @@ result = await Runner.run(agent, prompt, run_config=RunConfig(call_model_input_f
 Install with `pip install 'overspill[openai-agents]'`.
 """
 
+from overspill.openai_agents._at_source import AgentsToolActivities, OverspillInterceptor
 from overspill.openai_agents._masking import SPILL_ACTIVITY, OverspillMasking, mask_marker
 from overspill.openai_agents._tools import (
     GREP_ACTIVITY,
@@ -41,6 +49,7 @@ from overspill.openai_agents._worker import (
 )
 
 __all__ = [
+    'AgentsToolActivities',
     'DEFAULT_TASK_QUEUE',
     'GREP_ACTIVITY',
     'LIST_ACTIVITY',
@@ -49,6 +58,7 @@ __all__ = [
     'SPILL_ACTIVITY',
     'ModelRetry',
     'NoWorkerError',
+    'OverspillInterceptor',
     'OverspillMasking',
     'OverspillWorker',
     'default_task_queue',
