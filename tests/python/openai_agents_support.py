@@ -38,9 +38,10 @@ from agents import (
 )
 from overspill.openai_agents import OverspillMasking, OverspillWorker, overspill_tools
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+from pydantic_ai.usage import UsageLimits
 from temporalio import activity, workflow
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import Client, WorkflowHandle
 from temporalio.common import RetryPolicy
 from temporalio.openai_agents import ModelActivityParameters, OpenAIAgentsPlugin
 from temporalio.openai_agents.workflow import activity_as_tool
@@ -260,23 +261,27 @@ async def run_agent(client: Client, run: Any, arg: Any, *, task_queue: str, time
         run, arg, id=f'oa-{uuid.uuid4()}', task_queue=task_queue, execution_timeout=timedelta(seconds=timeout)
     )
     status, failure, result = 'timed out', '', None
-    while time.monotonic() - started < timeout:
-        try:
-            result = await asyncio.wait_for(asyncio.shield(handle.result()), 2)
-            status = 'completed'
-            break
-        except asyncio.TimeoutError:
-            pass
-        failure = await task_failure(handle)
-        if failure:
-            status = 'stuck'
-            await handle.terminate('a workflow task fails over and over')
-            break
+    waiter = asyncio.ensure_future(handle.result())
+    try:
+        while time.monotonic() - started < timeout:
+            await asyncio.wait({waiter}, timeout=2)
+            if waiter.done():
+                error = waiter.exception()
+                if error is None:
+                    status, result = 'completed', waiter.result()
+                else:
+                    status = f'failed: {error.__cause__ or error}'
+                break
+            failure = await task_failure(handle)
+            if failure:
+                status = 'stuck'
+                await handle.terminate('a workflow task fails over and over')
+                break
+    finally:
+        waiter.cancel()
     seconds = time.monotonic() - started
     if status == 'timed out':
         await handle.terminate('no end within the test bound')
-    elif status != 'completed' and status != 'stuck':
-        status = str((await handle.describe()).status)
     history = await handle.fetch_history()
     description = await handle.describe()
     return figures(history, status, description.raw_description.workflow_execution_info.history_size_bytes,
@@ -344,7 +349,7 @@ def pydantic_agent(name: str, store_url: str | None, overspill_queue: str = '') 
     from overspill.pydantic_ai import OverspillInterceptor as PydanticInterceptor
     from overspill.pydantic_ai import OverspillStore
     from pydantic_ai import Agent as PydanticAgent
-    from pydantic_ai.durable_exec.temporal import PydanticAIWorkflow, TemporalDurability
+    from pydantic_ai.durable_exec.temporal import TemporalDurability
     from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse as PydanticResponse, TextPart
     from pydantic_ai.messages import ToolCallPart, ToolReturnPart, UserPromptPart
     from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -374,15 +379,34 @@ def pydantic_agent(name: str, store_url: str | None, overspill_queue: str = '') 
     capabilities.append(TemporalDurability(activity_config={'start_to_close_timeout': timedelta(seconds=60)}))
     agent = PydanticAgent(FunctionModel(model, model_name='scripted'), name=name, tools=[fetch_page], capabilities=capabilities)
 
-    @workflow.defn(name=f'PydanticCrawl_{name}')
-    class PydanticCrawl(PydanticAIWorkflow):
-        __pydantic_ai_agents__ = (agent,)
+    workflow_class = PydanticCrawl if store_url is None else PydanticCrawlOverspill
+    # Read by PydanticAIPlugin when the worker is built: it registers the agent's activities.
+    workflow_class.__pydantic_ai_agents__ = (agent,)
+    return workflow_class, limits, interceptor
 
-        @workflow.run
-        async def run(self, request: AgentRequest) -> str:
-            return (await agent.run(request.prompt)).output
 
-    return PydanticCrawl, limits, interceptor
+@workflow.defn
+class PydanticCrawl:
+    """The crawler on pydantic-ai (the agent `pydantic_agent` set last, without Overspill)."""
+
+    __pydantic_ai_agents__: tuple[Any, ...] = ()
+
+    @workflow.run
+    async def run(self, request: AgentRequest) -> str:
+        limits = UsageLimits(request_limit=request.max_turns)
+        return str((await self.__pydantic_ai_agents__[0].run(request.prompt, usage_limits=limits)).output)
+
+
+@workflow.defn
+class PydanticCrawlOverspill(PydanticCrawl):
+    """The crawler on pydantic-ai (the agent `pydantic_agent` set last, with Overspill)."""
+
+    __pydantic_ai_agents__: tuple[Any, ...] = ()
+
+    @workflow.run
+    async def run(self, request: AgentRequest) -> str:
+        limits = UsageLimits(request_limit=request.max_turns)
+        return str((await self.__pydantic_ai_agents__[0].run(request.prompt, usage_limits=limits)).output)
 
 
 def pydantic_input_chars(data: bytes) -> int:
