@@ -289,7 +289,10 @@ async def run_agent(client: Client, run: Any, arg: Any, *, task_queue: str, time
 
 
 async def task_failure(handle: WorkflowHandle[Any, Any]) -> str:
-    """The message of the run's first failed workflow task, or `''`."""
+    """The message of the run's failed workflow task, when its pending task is being retried, or `''`."""
+    description = await handle.describe()
+    if description.raw_description.pending_workflow_task.attempt < 2:
+        return ''
     async for event in handle.fetch_history_events():
         if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
             return str(event.workflow_task_failed_event_attributes.failure.message)

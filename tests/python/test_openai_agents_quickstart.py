@@ -29,7 +29,7 @@ def test_the_quickstart_spills_at_the_source_and_reads_back_against_overspill_de
     try:
         dev.wait_for('overspill dev: Temporal at')
         run = subprocess.run(
-            [sys.executable, str(EXAMPLE)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300
+            [sys.executable, str(EXAMPLE)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
         )
     finally:
         dev.stop()
