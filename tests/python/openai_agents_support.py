@@ -240,6 +240,8 @@ class RunFigures:
     """Model-call activities scheduled."""
     history_bytes: int
     """The history's size as the server counts it (what its 50 MB limit applies to)."""
+    events: int
+    """The history's events (the server's limit is 51,200)."""
     largest_model_input: int
     """Bytes of the largest model-call activity input recorded."""
     total_model_chars: int
@@ -310,11 +312,14 @@ def figures(history: Any, status: str, history_bytes: int, failure: str, seconds
             attributes = event.activity_task_scheduled_event_attributes
             name = attributes.activity_type.name
             scheduled[event.event_id] = name
-            data = attributes.input.payloads[0].data if attributes.input.payloads else b''
+            payload = attributes.input.payloads[0] if attributes.input.payloads else None
+            # An input External Storage offloaded is a reference here: its size, but no chars.
+            inline = payload is not None and payload.metadata.get('encoding') == b'json/plain'
+            data = payload.data if payload is not None else b''
             if name == MODEL_ACTIVITY:
-                model_inputs.append((data, model_input_chars(data)))
+                model_inputs.append((data, model_input_chars(data) if inline else 0))
             elif name.endswith('__model_request'):
-                model_inputs.append((data, pydantic_input_chars(data)))
+                model_inputs.append((data, pydantic_input_chars(data) if inline else 0))
         elif event.HasField('activity_task_completed_event_attributes'):
             name = scheduled.get(event.activity_task_completed_event_attributes.scheduled_event_id, '')
             if name == 'fetch_page' or name.endswith('__call_tool'):
@@ -324,6 +329,7 @@ def figures(history: Any, status: str, history_bytes: int, failure: str, seconds
         tool_calls=tool_calls,
         model_calls=len(model_inputs),
         history_bytes=history_bytes,
+        events=len(history.events),
         largest_model_input=max((len(d) for d, _ in model_inputs), default=0),
         total_model_chars=sum(c for _, c in model_inputs),
         failure=failure,
