@@ -489,7 +489,11 @@ def test_search_tools_list_and_grep_a_spill_through_overspill(stack: Stack) -> N
     ), page
     assert page.endswith('\n[8 more matching line(s): call grep_tool_result again with offset=3]'), page
     request = {'handle': key, 'pattern': 'error', 'ignore_case': True, 'context': 1, 'limit': 3}
-    assert page == asyncio.run(Store(stack.store_url).grep_tool_result(request)), 'the native path, the same page'
+
+    async def native_page() -> str:
+        return await Store(stack.store_url).grep_tool_result(request)
+
+    assert page == asyncio.run(native_page()), 'the native path, the same page'
     assert page == _overspill_read(stack.store_url, key, 'error', '-i', '-C', '1', '--limit', '3', command='grep')
 
     for name, text in ((LIST_ACTIVITY, seen[1]), (GREP_ACTIVITY, page)):
