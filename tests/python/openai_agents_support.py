@@ -1,6 +1,7 @@
 """What the OpenAI Agents SDK tests (and `benches/openai_agents.py`) share: a scripted model that
 implements the SDK's own `Model` and `ModelProvider` (as `temporalio.openai_agents.testing` does;
-no network), the tool activity, the agent workflow, and a run's figures read off its history.
+no network), the tool activity, the agent workflow (and the same agent on pydantic-ai, for the
+side by side), and a run's figures read off its history.
 
 The model answers from its input alone, so a retried or replayed model activity answers the
 same: the prompt `fetch 100 pages of 200000 chars` makes it call `fetch_page` 100 times, then
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import time
 import uuid
@@ -21,7 +23,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from agents import (
+# No traces to export: the runs have no OpenAI key, and the SDK would say so on every run.
+os.environ.setdefault('OPENAI_AGENTS_DISABLE_TRACING', '1')
+
+from agents import (  # noqa: E402
     Agent,
     AgentOutputSchemaBase,
     Handoff,
@@ -36,8 +41,8 @@ from agents import (
     TResponseInputItem,
     Usage,
 )
-from overspill.openai_agents import OverspillMasking, OverspillWorker, overspill_tools
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+from overspill.openai_agents import OverspillMasking, OverspillWorker, overspill_tools
 from pydantic_ai.usage import UsageLimits
 from temporalio import activity, workflow
 from temporalio.api.enums.v1 import EventType

@@ -35,8 +35,8 @@ from openai_agents_support import (
 )
 from overspill.openai_agents import SPILL_ACTIVITY, OverspillInterceptor, mask_marker
 from support import Process
-from temporalio.client import Client
 from temporalio import activity
+from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import (
     ActivityInboundInterceptor,

@@ -150,8 +150,11 @@ class OverspillMasking:
         if spilled is not None:
             handle, size = spilled
         else:
+            if not workflow.in_workflow():
+                raise RuntimeError('OverspillMasking spills in a Temporal workflow (an agent on OpenAIAgentsPlugin)')
             data = text.encode('utf-8')
-            key = f'{_run_id()}/{item.get("call_id") or "call"}.masked-{hashlib.sha256(data).hexdigest()[:12]}'
+            digest = hashlib.sha256(data).hexdigest()[:12]
+            key = f'{workflow.info().run_id}/{item.get("call_id") or "call"}.masked-{digest}'
             size = f'{len(text):,} chars'
             if len(mask_marker(tool_name, key, size, self.read_tools)) >= len(text):
                 return None  # the marker would not be shorter: no spill for nothing
@@ -164,8 +167,6 @@ class OverspillMasking:
 
     async def _spill(self, key: str, text: str, tool_name: str) -> str | None:
         """Store `text` under `key` (once per workflow) and return its handle, or `None` on failure."""
-        if not workflow.in_workflow():
-            raise RuntimeError('OverspillMasking runs in a Temporal workflow (an agent on OpenAIAgentsPlugin)')
         spilled = _spilled_by_run.setdefault(workflow.instance(), {})
         if key in spilled:
             return spilled[key]
@@ -226,7 +227,3 @@ def _spilled(text: str) -> tuple[str, str] | None:
     except (ValueError, SyntaxError):
         return None
     return (handle, header['size']) if isinstance(handle, str) else None
-
-
-def _run_id() -> str:
-    return workflow.info().run_id if workflow.in_workflow() else 'run'
