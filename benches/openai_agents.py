@@ -49,6 +49,7 @@ from openai_agents_support import (  # noqa: E402
     ScriptedModel,
     ScriptedProvider,
     fetch_page,
+    fetch_records,
     plugin,
     run_agent,
 )
@@ -85,7 +86,7 @@ async def run(setup: str, args: argparse.Namespace, store_url: str, queue: str) 
         request.masking_budget = args.budget
     agent_queue = f'oa-bench-{uuid.uuid4()}'
     async with Worker(
-        client, task_queue=agent_queue, workflows=[CrawlAgent], activities=[fetch_page],
+        client, task_queue=agent_queue, workflows=[CrawlAgent], activities=[fetch_page, fetch_records],
         interceptors=interceptors, workflow_runner=UnsandboxedWorkflowRunner(), max_cached_workflows=10,
     ):
         figures, _ = await run_agent(client, CrawlAgent.run, request, task_queue=agent_queue, timeout=args.timeout)

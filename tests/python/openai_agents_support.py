@@ -8,6 +8,8 @@ same: the prompt `fetch 100 pages of 200000 chars` makes it call `fetch_page` 10
 answer; `, then read <pattern> [at offset <n>]` after it makes it read back, through
 `read_tool_result`, the first line containing the pattern (after `n` of them) of the first
 output that names a handle (a spill or a mask marker), and answer with what that returned.
+`fetch 2000 records, then query <jq filter>` makes it call `fetch_records` once, run the filter
+over the spill with `query_tool_result` and answer with its page.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ MODEL_ACTIVITY = 'invoke_model_activity'
 """The integration's model-call activity: its input is the whole conversation so far."""
 
 _PROMPT = re.compile(r'fetch (\d+) pages? of (\d+) chars(?:, then read (\S+)(?: at offset (-?\d+))?)?')
+_RECORDS = re.compile(r'fetch (\d+) records, then query (.+)')
 _HANDLE = re.compile(r"stored to handle '([^']+)'")
 
 
@@ -83,6 +86,16 @@ async def fetch_page(n: int, chars: int) -> str:
         chars: How many chars of the page to fetch.
     """
     return page_text(n, chars)
+
+
+@activity.defn
+async def fetch_records(count: int) -> list[dict[str, Any]]:
+    """Fetch the first `count` records of the crawl.
+
+    Args:
+        count: How many records to fetch.
+    """
+    return [{'id': i, 'status': 'ERROR' if i % 13 == 0 else 'ok', 'page': i // 50} for i in range(count)]
 
 
 # --- the scripted model ----------------------------------------------------------------------
@@ -135,12 +148,20 @@ class ScriptedModel(Model):
 def next_step(items: Sequence[Any]) -> Any:
     """The script: the model's next output item for a conversation."""
     prompt = next(item_text(i) for i in items if isinstance(i, dict) and i.get('role') == 'user')
+    calls = [i for i in items if isinstance(i, dict) and i.get('type') == 'function_call']
+    outputs = [item_text(i) for i in items if isinstance(i, dict) and i.get('type') == 'function_call_output']
+    records = _RECORDS.search(prompt)
+    if records is not None:
+        if not calls:
+            return _call(0, 'fetch_records', {'count': int(records[1])})
+        handle = _HANDLE.search(outputs[0])
+        if len(calls) == 1 and handle is not None:
+            return _call(1, 'query_tool_result', {'handle': handle[1], 'filter': records[2], 'limit': 3})
+        return _message(outputs[-1])
     script = _PROMPT.search(prompt)
     if script is None:
         return _message(f'no script in {prompt!r}')
     pages, chars, pattern, offset = int(script[1]), int(script[2]), script[3], int(script[4] or 0)
-    calls = [i for i in items if isinstance(i, dict) and i.get('type') == 'function_call']
-    outputs = [item_text(i) for i in items if isinstance(i, dict) and i.get('type') == 'function_call_output']
     fetched = sum(1 for c in calls if c.get('name') == 'fetch_page')
     if fetched < pages:
         return _call(len(calls), 'fetch_page', {'n': fetched, 'chars': chars})
@@ -218,7 +239,9 @@ class CrawlAgent:
 
     @workflow.run
     async def run(self, request: AgentRequest) -> str:
-        tools: list[Tool] = [activity_as_tool(fetch_page, start_to_close_timeout=timedelta(seconds=60))]
+        tools: list[Tool] = [
+            activity_as_tool(tool, start_to_close_timeout=timedelta(seconds=60)) for tool in (fetch_page, fetch_records)
+        ]
         run_config = RunConfig()
         if request.overspill_queue:
             tools += overspill_tools(task_queue=request.overspill_queue)

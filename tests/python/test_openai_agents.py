@@ -28,6 +28,7 @@ from openai_agents_support import (
     RunFigures,
     ScriptedProvider,
     fetch_page,
+    fetch_records,
     page_text,
     plugin,
     pydantic_agent,
@@ -126,7 +127,7 @@ def _run(request: AgentRequest, *, interceptors: Sequence[Interceptor] = (), tim
         client = await _client(ScriptedProvider())
         queue = f'oa-agent-{uuid.uuid4()}'
         async with Worker(
-            client, task_queue=queue, workflows=[CrawlAgent], activities=[fetch_page],
+            client, task_queue=queue, workflows=[CrawlAgent], activities=[fetch_page, fetch_records],
             interceptors=interceptors, workflow_runner=UnsandboxedWorkflowRunner(),
         ):
             return await run_agent(client, CrawlAgent.run, request, task_queue=queue, timeout=timeout)
@@ -341,3 +342,25 @@ def test_100_calls_of_200_kb_side_by_side_with_pydantic_ai(stack: Stack) -> None
             assert f.status == 'completed' and f.tool_calls == 100, (name, f)
             assert f.result == 'fetched 100 pages', (name, f.result)
             assert f.largest_model_input < PAYLOAD_LIMIT // 4, (name, f)
+
+
+def test_a_structured_output_is_spilled_as_json_and_queried_back(stack: Stack) -> None:
+    """A tool returning 2,000 records (a list of dicts): spilled at the source as the JSON the
+    workflow would decode, and the model runs a jq filter over it with `query_tool_result`."""
+    figures, history = _run(
+        AgentRequest('fetch 2000 records, then query .[] | select(.status == "ERROR") | .id', overspill_queue=stack.queue),
+        interceptors=[OverspillInterceptor([fetch_page, fetch_records], store=stack.store_url)],
+    )
+    assert figures.status == 'completed', figures
+    run_id = history.events[0].workflow_execution_started_event_attributes.original_execution_run_id
+    records = json.dumps(
+        [{'id': i, 'status': 'ERROR' if i % 13 == 0 else 'ok', 'page': i // 50} for i in range(2000)],
+        ensure_ascii=False, separators=(',', ':'),
+    )
+    marker = [i['output'] for i in _model_inputs(history)[1] if i.get('type') == 'function_call_output'][0]
+    handle = marker.split("'")[1]
+    assert handle.startswith(f'{run_id}/') and marker.startswith(f'[Tool output too large ({len(records):,} chars);')
+    assert _stored(stack, handle) == records.encode()
+    header, *ids, more = figures.result.splitlines()
+    assert header.startswith(f"[handle {handle!r}: 154 result(s) of filter") and ids == ['0', '13', '26'], figures.result
+    assert more == '[151 more result(s): call query_tool_result again with offset=3]'
