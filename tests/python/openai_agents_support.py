@@ -7,7 +7,9 @@ The model answers from its input alone, so a retried or replayed model activity 
 same: the prompt `fetch 100 pages of 200000 chars` makes it call `fetch_page` 100 times, then
 answer; `, then read <pattern> [at offset <n>]` after it makes it read back, through
 `read_tool_result`, the first line containing the pattern (after `n` of them) of the first
-output that names a handle (a spill or a mask marker), and answer with what that returned.
+output that names a handle (a spill or a mask marker), and answer with what that returned;
+`, then grep <pattern>` does the same with `grep_tool_result`, and `, then list` calls
+`list_tool_results`.
 `fetch 2000 records, then query <jq filter>` makes it call `fetch_records` once, run the filter
 over the spill with `query_tool_result` and answer with its page.
 """
@@ -56,7 +58,7 @@ from temporalio.openai_agents.workflow import activity_as_tool
 MODEL_ACTIVITY = 'invoke_model_activity'
 """The integration's model-call activity: its input is the whole conversation so far."""
 
-_PROMPT = re.compile(r'fetch (\d+) pages? of (\d+) chars(?:, then read (\S+)(?: at offset (-?\d+))?)?')
+_PROMPT = re.compile(r'fetch (\d+) pages? of (\d+) chars(?:, then (read|grep|list)(?: (\S+))?(?: at offset (-?\d+))?)?')
 _RECORDS = re.compile(r'fetch (\d+) records, then query (.+)')
 _HANDLE = re.compile(r"stored to handle '([^']+)'")
 
@@ -161,19 +163,21 @@ def next_step(items: Sequence[Any]) -> Any:
     script = _PROMPT.search(prompt)
     if script is None:
         return _message(f'no script in {prompt!r}')
-    pages, chars, pattern, offset = int(script[1]), int(script[2]), script[3], int(script[4] or 0)
+    pages, chars, then, pattern, offset = int(script[1]), int(script[2]), script[3], script[4], int(script[5] or 0)
     fetched = sum(1 for c in calls if c.get('name') == 'fetch_page')
     if fetched < pages:
         return _call(len(calls), 'fetch_page', {'n': fetched, 'chars': chars})
-    if pattern is None:
+    if then is None:
         return _message(f'fetched {fetched} pages')
-    if calls[-1].get('name') == 'fetch_page':
-        handles = [h[1] for o in outputs if (h := _HANDLE.search(o))]
-        if not handles:
-            return _message(f'no handle in any page; the last: {outputs[-1][:200]!r}')
-        arguments = {'handle': handles[0], 'pattern': pattern, 'offset': offset, 'limit': 1}
-        return _call(len(calls), 'read_tool_result', arguments)
-    return _message(outputs[-1])
+    if calls[-1].get('name') != 'fetch_page':
+        return _message(outputs[-1])
+    if then == 'list':
+        return _call(len(calls), 'list_tool_results', {})
+    handles = [h[1] for o in outputs if (h := _HANDLE.search(o))]
+    if not handles:
+        return _message(f'no handle in any page; the last: {outputs[-1][:200]!r}')
+    arguments = {'handle': handles[0], 'pattern': pattern, 'offset': offset, 'limit': 1}
+    return _call(len(calls), f'{then}_tool_result', arguments)
 
 
 def _call(k: int, name: str, arguments: dict[str, Any]) -> ResponseFunctionToolCall:

@@ -364,3 +364,27 @@ def test_a_structured_output_is_spilled_as_json_and_queried_back(stack: Stack) -
     header, *ids, more = figures.result.splitlines()
     assert header.startswith(f"[handle {handle!r}: 154 result(s) of filter") and ids == ['0', '13', '26'], figures.result
     assert more == '[151 more result(s): call query_tool_result again with offset=3]'
+
+
+def test_grep_and_list_return_the_workers_pages(stack: Stack) -> None:
+    """`grep_tool_result` and `list_tool_results` on the spills of the run, with the worker's text."""
+    interceptors = [OverspillInterceptor([fetch_page], store=stack.store_url)]
+    grep, history = _run(
+        AgentRequest('fetch 1 page of 20000 chars, then grep ERROR', overspill_queue=stack.queue),
+        interceptors=interceptors,
+    )
+    run_id = history.events[0].workflow_execution_started_event_attributes.original_execution_run_id
+    [(activity_id, _)] = _tool_calls(history)
+    lines = page_text(0, 20_000).split('\n')
+    first = next(n for n, line in enumerate(lines, 1) if 'ERROR' in line)
+    errors = sum(1 for line in lines if 'ERROR' in line)
+    header, match, more = grep.result.splitlines()
+    assert header.startswith(f"[handle '{run_id}/{activity_id}.0': {errors:,} matching line(s)"), grep.result
+    assert match == f'{first}:{lines[first - 1]}' and more.startswith(f'[{errors - 1:,} more'), grep.result
+    listing, history = _run(
+        AgentRequest('fetch 2 pages of 20000 chars, then list', overspill_queue=stack.queue), interceptors=interceptors
+    )
+    run_id = history.events[0].workflow_execution_started_event_attributes.original_execution_run_id
+    handles = [f'{run_id}/{activity_id}.0' for activity_id, _ in _tool_calls(history)]
+    assert listing.status == 'completed' and all(h in listing.result for h in handles), listing.result
+    assert listing.result.count('fetch_page') == 2, listing.result
