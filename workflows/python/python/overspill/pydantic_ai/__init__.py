@@ -35,10 +35,20 @@ limits = ToolOutputLimits(
 
 The model sees exactly the text it would see with the harness's `LocalFileStore`: the harness
 still builds every marker and preview; Overspill only stores and summarizes.
+
+When no Overspill worker polls the task queue, or the worker keeps its spills in another store
+than the agent reads, the run ends: its workflow fails with one line saying which
+(`OverspillUnavailable`). `on_unavailable='fallback'` (on `OverspillStore`, `OverspillSummarizer`)
+keeps the run going with the band's `then` instead, logging one line.
 """
 
 from overspill.pydantic_ai._external_storage import Boto3StorageDriverClient, external_storage
-from overspill.pydantic_ai._activity import NoWorkerError
+from overspill.pydantic_ai._activity import (
+    NoWorkerError,
+    OtherStoreError,
+    OverspillUnavailable,
+    UnavailableError,
+)
 from overspill.pydantic_ai._keys import NAMESPACE, default_store_url, sanitize_key
 from overspill.pydantic_ai._masking import OverspillMasking, mask_marker
 from overspill.pydantic_ai._store import (
@@ -59,6 +69,7 @@ __all__ = [
     'LIST_ACTIVITY',
     'NAMESPACE',
     'NoWorkerError',
+    'OtherStoreError',
     'READ_ACTIVITY',
     'SPILL_ACTIVITY',
     'SUMMARIZE_ACTIVITY',
@@ -66,10 +77,12 @@ __all__ = [
     'OverspillStore',
     'OverspillSummarizer',
     'OverspillToolset',
+    'OverspillUnavailable',
     'QUERY_ACTIVITY',
     'SpillError',
     'SpillReadError',
     'SummarizeError',
+    'UnavailableError',
     'default_store_url',
     'external_storage',
     'mask_marker',
