@@ -17,7 +17,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
 import stat
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -41,8 +43,10 @@ REQUIRED = ('TEMPORAL_ADDRESS', 'OVERSPILL_BIN')
 
 # The sandbox imports this module again for each workflow: every name below comes from the
 # environment the first import set, so each import builds the same agents.
-TAG = os.environ.setdefault('OVERSPILL_NEWCOMER_TAG', uuid.uuid4().hex[:8])
-ROOT = Path(os.environ.setdefault('OVERSPILL_NEWCOMER_ROOT', f'/tmp/overspill-newcomer-{TAG}'))
+if 'OVERSPILL_NEWCOMER_ROOT' not in os.environ:
+    os.environ['OVERSPILL_NEWCOMER_ROOT'] = tempfile.mkdtemp(prefix='overspill-newcomer-')
+ROOT = Path(os.environ['OVERSPILL_NEWCOMER_ROOT'])
+TAG = ROOT.name.rpartition('-')[2]
 STORE = (ROOT / 'worker-store').as_uri()
 """The Overspill worker's store."""
 OTHER_STORE = (ROOT / 'agent-store').as_uri()
@@ -137,6 +141,7 @@ def overspill(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Process]:
         yield worker
     finally:
         worker.stop()
+        shutil.rmtree(ROOT, ignore_errors=True)
 
 
 def _run(agent: str, prompt: str) -> tuple[str | BaseException, float]:
