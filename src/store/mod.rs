@@ -191,8 +191,13 @@ impl Store {
 
     /// The whole payload stored under `handle`.
     pub async fn read(&self, handle: &str) -> Result<Bytes, StoreError> {
+        self.read_for(handle, None).await
+    }
+
+    /// The whole payload stored under `handle`, if `reader` (when given) admits its writer.
+    async fn read_for(&self, handle: &str, reader: Option<&Reader>) -> Result<Bytes, StoreError> {
         let path = self.for_read(handle, Part::Payload)?;
-        let (bytes, _) = (self.get(&path, GetOptions::default(), handle, None)).await?;
+        let (bytes, _) = (self.get(&path, GetOptions::default(), handle, reader)).await?;
         Ok(bytes)
     }
 
@@ -486,6 +491,14 @@ impl SpillStore for ToolSpills<'_> {
 pub struct ReadAs<'a> {
     store: &'a Store,
     reader: &'a Reader,
+}
+
+impl ReadAs<'_> {
+    /// The whole payload stored under `handle`; [`StoreError::NotFound`], exactly as for a
+    /// missing spill, when this reader may not see it.
+    pub async fn read(&self, handle: &str) -> Result<Bytes, StoreError> {
+        self.store.read_for(handle, Some(self.reader)).await
+    }
 }
 
 #[cfg(test)]

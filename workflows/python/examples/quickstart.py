@@ -1,12 +1,13 @@
-"""A pydantic-ai agent on Temporal whose 200 KB tool output Overspill spills; the model reads it back.
-Run `cargo run -- dev` (or `overspill dev`) first; then `python quickstart.py`."""
+"""A pydantic-ai agent on Temporal whose 200 KB tool output Overspill spills at the source, in the
+tool's own activity, so the history never holds it; the model reads it back by its handle.
+Run `overspill dev` (or `cargo run -p overspill-cli -- dev`) first; then `python quickstart.py`."""
 
 import asyncio
 import os
 import re
 import uuid
 
-from overspill.pydantic_ai import OverspillStore
+from overspill.pydantic_ai import OverspillInterceptor, OverspillStore
 from pydantic_ai import Agent
 from pydantic_ai.durable_exec.temporal import PydanticAIPlugin, PydanticAIWorkflow, TemporalDurability
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
@@ -34,12 +35,8 @@ async def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     return ModelResponse(parts=[TextPart(seen[-1].model_response_str())])
 
 
-agent = Agent(
-    FunctionModel(model),
-    name='quickstart',
-    tools=[build_log],
-    capabilities=[ToolOutputLimits(store=OverspillStore()), TemporalDurability()],
-)
+limits = ToolOutputLimits(store=OverspillStore())  # OVERSPILL_STORE, else the default `overspill dev` uses
+agent = Agent(FunctionModel(model), name='quickstart', tools=[build_log], capabilities=[limits, TemporalDurability()])
 
 
 @workflow.defn
@@ -54,7 +51,8 @@ class Quickstart(PydanticAIWorkflow):
 async def main() -> None:
     client = await Client.connect(os.environ.get('TEMPORAL_ADDRESS', 'localhost:7233'), plugins=[PydanticAIPlugin()])
     queue = f'quickstart-{uuid.uuid4()}'
-    async with Worker(client, task_queue=queue, workflows=[Quickstart]):
+    # The worker that runs the tools reduces their outputs before Temporal records them.
+    async with Worker(client, task_queue=queue, workflows=[Quickstart], interceptors=[OverspillInterceptor(limits)]):
         answer = await client.execute_workflow(Quickstart.run, 'Why did the build fail?', id=queue, task_queue=queue)
     print(answer, flush=True)
 

@@ -1,9 +1,41 @@
-//! `overspill._native`: Overspill's engine for Python.
+//! `overspill._native`: Overspill's engine for Python, the very code the worker runs.
+//!
+//! - [`store`]: `Store`, a spill store by URL (the worker's keys, line index and writer facts),
+//!   with the read-back pages `read_tool_result`, `grep_tool_result`, `query_tool_result` and
+//!   `list_tool_results`.
+//! - [`reduce`]: `Limits` (the worker's `--limits` JSON), `Model` (an OpenAI-compatible
+//!   summarizer) and `reduce`, one tool return reduced by size bands.
+//!
+//! Every call that touches a store or a model returns an awaitable that runs on a Tokio runtime
+//! of its own, without the GIL, so it blocks neither other Python threads nor the event loop.
+//! The engine's log records (a spill that fell back, with its reason) reach Python's `logging`
+//! under the logger `overspill`.
+
+mod errors;
+mod reduce;
+mod store;
 
 use pyo3::prelude::*;
 
-/// The module.
+/// `key`'s object path inside a store's `tool_output_limits/` folder: each `/`-separated segment
+/// made safe as the worker makes it (`run-1/../call 1.0` → `run-1/_/call_1.0`).
+#[pyfunction]
+fn sanitize_key(key: &str) -> String {
+    overspill::store::sanitize_key(key)
+}
+
+/// The module: its classes, functions and exceptions.
 #[pymodule]
-fn _native(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // `log` records of the engine (its `tracing` events, with no subscriber in this process)
+    // go to Python's `logging`, which decides what to show.
+    let _ = pyo3_log::try_init();
+    m.add_class::<store::Store>()?;
+    m.add_class::<reduce::Limits>()?;
+    m.add_class::<reduce::Model>()?;
+    m.add_function(wrap_pyfunction!(reduce::reduce, m)?)?;
+    m.add_function(wrap_pyfunction!(store::serve_query_sandbox, m)?)?;
+    m.add_function(wrap_pyfunction!(sanitize_key, m)?)?;
+    errors::register(m)?;
     Ok(())
 }

@@ -1,21 +1,22 @@
-"""Delegate pydantic-ai-harness ToolOutputLimits' spills and summaries to an Overspill worker.
+"""Overspill for pydantic-ai agents on Temporal: tool outputs reduced at the source, spilled
+durably, read back with bounded tools.
 
-An agent on Temporal (pydantic-ai's `TemporalDurability`) that uses `ToolOutputLimits` keeps its
-spills in a local directory by default: other workers cannot see them and the writes are not
-journaled. With this package the spills go through Overspill, a Temporal worker that stores them
-in S3-compatible storage, and summaries through Overspill's model endpoint:
+The worker that runs the agent's tools gets `OverspillInterceptor`: each tool's output is reduced
+in its own activity, under the agent's `ToolOutputLimits`, before Temporal records it, so nothing
+large reaches the history or the workflow. The agent keeps `ToolOutputLimits(store=OverspillStore())`
+to read spills back (and to reduce whatever the interceptor left, such as a Summarize band
+without a model):
 
 ```python
-from overspill.pydantic_ai import OverspillStore, OverspillSummarizer
-from pydantic_ai_harness.tool_output_limits import Band, Spill, Summarize, ToolOutputLimits, Truncate
+from overspill.pydantic_ai import OverspillInterceptor, OverspillStore
+from pydantic_ai_harness.tool_output_limits import ToolOutputLimits
 
-limits = ToolOutputLimits(
-    bands=[Band(over=50_000, action=Spill(then=Truncate())),
-           Band(over=10_000, action=Summarize(summarize=OverspillSummarizer(), then=Truncate()))],
-    store=OverspillStore(),  # OVERSPILL_STORE, else the default of every Overspill command
-)
+limits = ToolOutputLimits(store=OverspillStore())  # OVERSPILL_STORE, else the default of every Overspill command
+agent = Agent(model, capabilities=[limits, TemporalDurability()], name='agent')
+worker = Worker(client, task_queue='agent', workflows=[...], interceptors=[OverspillInterceptor(limits)])
 ```
 
+- `OverspillInterceptor(limits)`: the at-source reduction, on the tools' worker.
 - `OverspillStore`: the `OverflowStore` (spill through `tool_output_limits.spill`, read from the
   bucket or, in workflow code, through `OverspillStore.read_activity()`).
 - `OverspillSummarizer`: the `Summarize(summarize=...)` callable (`tool_output_limits.summarize`).
@@ -33,23 +34,27 @@ limits = ToolOutputLimits(
   the workflow history:
   `Client.connect(..., data_converter=DataConverter(external_storage=external_storage('s3://spills')))`.
 
-The model sees exactly the text it would see with the harness's `LocalFileStore`: the harness
-still builds every marker and preview; Overspill only stores and summarizes.
+The model sees exactly the text it would see with the harness's `LocalFileStore`: the
+interceptor runs Overspill's engine, whose markers and previews are the harness's byte for byte.
 
 When no Overspill worker polls the task queue, or the worker keeps its spills in another store
 than the agent reads, the run ends: its workflow fails with one line saying which
 (`OverspillUnavailable`). `on_unavailable='fallback'` (on `OverspillStore`, `OverspillSummarizer`)
 keeps the run going with the band's `then` instead, logging one line.
+
+This package was `overspill_pydantic_ai` (distribution `overspill-pydantic-ai`); that name still
+imports, re-exporting these names with a `DeprecationWarning`.
 """
 
-from overspill.pydantic_ai._external_storage import Boto3StorageDriverClient, external_storage
+from overspill._native import sanitize_key
 from overspill.pydantic_ai._activity import (
     NoWorkerError,
     OtherStoreError,
     OverspillUnavailable,
     UnavailableError,
 )
-from overspill.pydantic_ai._keys import NAMESPACE, default_store_url, sanitize_key
+from overspill.pydantic_ai._at_source import OverspillInterceptor, PydanticAiTools, limits_config
+from overspill.pydantic_ai._external_storage import Boto3StorageDriverClient, external_storage
 from overspill.pydantic_ai._masking import OverspillMasking, mask_marker
 from overspill.pydantic_ai._store import (
     DEFAULT_TASK_QUEUE,
@@ -58,6 +63,7 @@ from overspill.pydantic_ai._store import (
     OverspillStore,
     SpillError,
     SpillReadError,
+    default_store_url,
 )
 from overspill.pydantic_ai._summarize import SUMMARIZE_ACTIVITY, OverspillSummarizer, SummarizeError
 from overspill.pydantic_ai._toolset import GREP_ACTIVITY, LIST_ACTIVITY, QUERY_ACTIVITY, OverspillToolset
@@ -67,17 +73,18 @@ __all__ = [
     'DEFAULT_TASK_QUEUE',
     'GREP_ACTIVITY',
     'LIST_ACTIVITY',
-    'NAMESPACE',
     'NoWorkerError',
     'OtherStoreError',
     'READ_ACTIVITY',
     'SPILL_ACTIVITY',
     'SUMMARIZE_ACTIVITY',
+    'OverspillInterceptor',
     'OverspillMasking',
     'OverspillStore',
     'OverspillSummarizer',
     'OverspillToolset',
     'OverspillUnavailable',
+    'PydanticAiTools',
     'QUERY_ACTIVITY',
     'SpillError',
     'SpillReadError',
@@ -85,6 +92,7 @@ __all__ = [
     'UnavailableError',
     'default_store_url',
     'external_storage',
+    'limits_config',
     'mask_marker',
     'sanitize_key',
 ]

@@ -10,15 +10,14 @@ replies the same way.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import anyio.to_thread
 from temporalio.contrib.aws.s3driver import S3StorageDriver, S3StorageDriverClient
 from temporalio.converter import ExternalStorage
-
-from overspill.pydantic_ai._keys import StoreLocation
-from overspill.pydantic_ai._store import default_s3_client
 
 DEFAULT_THRESHOLD = 256 * 1024
 """Payloads of at least this many bytes are offloaded (Temporal's default, and Overspill's)."""
@@ -44,13 +43,13 @@ def external_storage(
     own. The driver writes keys under `v0/` at the bucket's root (a URL prefix is not used here;
     the worker reads `v0/` keys anywhere in its bucket). The bucket must exist.
     """
-    location = StoreLocation.parse(url)
-    if location.root is not None:
+    parts = urlsplit(url)
+    if parts.scheme not in ('s3', 's3a') or not parts.netloc:
         raise ValueError(f'External Storage needs an s3:// bucket, not {url!r}')
     if s3_client is None:
-        s3_client = default_s3_client(location)
+        s3_client = default_s3_client(url)
     driver = S3StorageDriver(
-        client=Boto3StorageDriverClient(s3_client), bucket=location.bucket, max_payload_size=max_payload_size
+        client=Boto3StorageDriverClient(s3_client), bucket=parts.netloc, max_payload_size=max_payload_size
     )
     return ExternalStorage(drivers=[driver], payload_size_threshold=payload_size_threshold)
 
@@ -94,3 +93,22 @@ class Boto3StorageDriverClient(S3StorageDriverClient):
             return body
 
         return await anyio.to_thread.run_sync(get)
+
+
+def default_s3_client(url: str) -> Any:
+    """A boto3 S3 client for the bucket of `url`, configured like the Overspill worker's:
+    `?endpoint=…&region=…` from the URL, else `AWS_ENDPOINT_URL` and `AWS_REGION`; path-style
+    requests to a custom endpoint (SeaweedFS, MinIO); bounded timeouts and three attempts."""
+    import boto3  # imported here: never needed (nor importable) in the workflow sandbox
+    from botocore.config import Config
+
+    query = dict(parse_qsl(urlsplit(url).query))
+    endpoint = query.get('endpoint') or os.environ.get('AWS_ENDPOINT_URL') or None
+    region = query.get('region') or os.environ.get('AWS_REGION') or os.environ.get('AWS_DEFAULT_REGION') or 'us-east-1'
+    config = Config(
+        s3={'addressing_style': 'path' if endpoint else 'auto'},
+        connect_timeout=2,
+        read_timeout=30,
+        retries={'max_attempts': 3, 'mode': 'standard'},
+    )
+    return boto3.session.Session().client('s3', endpoint_url=endpoint, region_name=region, config=config)

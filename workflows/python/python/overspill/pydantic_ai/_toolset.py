@@ -3,20 +3,17 @@ spills go to Overspill (`OverspillStore`)."""
 
 from __future__ import annotations
 
-import asyncio
-import os
-import shutil
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
 from pydantic_ai import FunctionToolset, ModelRetry, RunContext, Tool
 from pydantic_ai.messages import ModelResponse, ToolCallPart
-from temporalio import activity, workflow
+from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from overspill.pydantic_ai._activity import UnavailableError, execute_activity
-from overspill.pydantic_ai._grep import GrepArgs, grep_page
-from overspill.pydantic_ai._listing import list_page
+from overspill._caller import current_caller
 from overspill.pydantic_ai._store import OverspillStore
 
 GREP_ACTIVITY = 'tool_output_limits.grep_tool_result'
@@ -45,9 +42,9 @@ class OverspillToolset(FunctionToolset[Any]):
     On Temporal, both tools run in workflow code and execute the Overspill worker's
     `tool_output_limits.grep_tool_result` / `tool_output_limits.list_tool_results` activities on
     `store.task_queue`: the worker streams the spill, and only the page (at most 50,000 chars)
-    enters the workflow history; a replay takes it from there. Outside a workflow they read the
-    store directly and compute the same text. A bad argument or pattern is a `ModelRetry` with the
-    worker's message.
+    enters the workflow history; a replay takes it from there. Outside a workflow they run the
+    same engine in this process (`store.engine`), with the same text. A bad argument or pattern is
+    a `ModelRetry` with the worker's message.
 
     When no Overspill worker polls `store.task_queue`, the run ends (`store.on_unavailable`, see
     `OverspillStore`); with `on_unavailable='fallback'` the model is told in one line that the
@@ -101,15 +98,19 @@ class OverspillToolset(FunctionToolset[Any]):
             limit: Matches to show (1-1000).
             from_end: Count `offset` back from the last match (the page stays in file order).
         """
-        args = GrepArgs(handle, pattern, regex, ignore_case, context, offset, limit, from_end)
+        request = {
+            'handle': handle,
+            'pattern': pattern,
+            'regex': regex,
+            'ignore_case': ignore_case,
+            'context': context,
+            'offset': offset,
+            'limit': limit,
+            'from_end': from_end,
+        }
         if workflow.in_workflow():
-            return await self._run(GREP_ACTIVITY, args.request(), f'grep {handle}')
-        args.check()
-        try:
-            data = await self.store.read(handle)
-        except FileNotFoundError:
-            return _no_stored_result(handle)
-        return grep_page(data, args)
+            return await self._run(GREP_ACTIVITY, request, f'grep {handle}')
+        return await _page(self.store.engine.grep_tool_result, request)
 
     async def query_tool_result(
         self, ctx: RunContext[Any], handle: str, filter: str, offset: int = 0, limit: int = 50
@@ -132,15 +133,7 @@ class OverspillToolset(FunctionToolset[Any]):
         request = {'handle': handle, 'filter': filter, 'offset': offset, 'limit': limit}
         if workflow.in_workflow():
             return await self._run(QUERY_ACTIVITY, request, f'query {handle}')
-        # `overspill query` reads as an operator, every spill: inside an activity, a spill the
-        # store's `read_scope` does not let this workflow see is answered as a missing one here.
-        # The check and the query are two reads: a spill overwritten in between by another
-        # workflow under the same key (keys come from workflow code, never from a model) would be
-        # queried as its new writer left it. Closing that window takes the worker's own query
-        # activity (`tool_output_limits.query_tool_result`), which checks the writer on each read.
-        if activity.in_activity() and self.store.read_scope != 'any' and not self.store.sees(handle):
-            return _no_stored_result(handle)
-        return await _query_cli(self.store.url, request)
+        return await _page(self.store.engine.query_tool_result, request)
 
     async def list_tool_results(self, ctx: RunContext[Any], limit: int = 50) -> str:
         """List the tool results spilled in this run, newest first.
@@ -163,10 +156,10 @@ class OverspillToolset(FunctionToolset[Any]):
             for part in message.parts
             if isinstance(part, ToolCallPart)
         }
+        request = {'run_id': run_id, 'limit': limit, 'tool_names': tool_names}
         if workflow.in_workflow():
-            request = {'run_id': run_id, 'limit': limit, 'tool_names': tool_names}
             return await self._run(LIST_ACTIVITY, request, f'list spills of {run_id}')
-        return list_page(self.store, run_id, limit, tool_names)
+        return await _page(self.store.engine.list_tool_results, request)
 
     async def _run(self, name: str, request: dict[str, Any], summary: str) -> str:
         """Run Overspill activity `name`; its `ModelRetry` failures become the model's retries.
@@ -202,29 +195,12 @@ def _unavailable_tool(tool: str) -> str:
     return f'[{tool} is unavailable in this run: do not call it again.]'
 
 
-def _no_stored_result(handle: str) -> str:
-    """What every read-back tool answers for a handle with no spill (the worker's text)."""
-    return (
-        f'[No stored tool result for handle {handle!r}. Use the exact handle string from a '
-        '"[Tool output too large ... stored to handle ...]" marker; if the result is no longer '
-        'available, re-run the original tool.]'
-    )
+async def _page(tool: Callable[..., Awaitable[str]], request: dict[str, Any]) -> str:
+    """The engine's page for `request`, as the calling activity's workflow may see the spill; a
+    bad argument is the model's retry, with the worker's message."""
+    from overspill._native import ArgumentError
 
-
-async def _query_cli(store_url: str, request: dict[str, Any]) -> str:
-    """Outside a workflow: the same page from `overspill query` (`OVERSPILL_BIN`, else `overspill`
-    on `PATH`), whose exit code 2 is a bad argument or filter: the model's retry."""
-    binary = os.environ.get('OVERSPILL_BIN') or shutil.which('overspill')
-    if binary is None:
-        raise RuntimeError('query_tool_result outside a workflow needs the `overspill` binary (OVERSPILL_BIN)')
-    args = [request['handle'], request['filter'], '--offset', str(request['offset'])]
-    process = await asyncio.create_subprocess_exec(
-        binary, 'query', *args, '--limit', str(request['limit']), '--store', store_url,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await process.communicate()
-    if process.returncode == 2:
-        raise ModelRetry(err.decode(errors='replace').strip())
-    if process.returncode != 0:
-        raise RuntimeError(f'overspill query failed: {err.decode(errors="replace").strip()}')
-    return out.decode().removesuffix('\n')
+    try:
+        return await tool(request, caller=current_caller())
+    except ArgumentError as error:
+        raise ModelRetry(str(error)) from None
