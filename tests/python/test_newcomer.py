@@ -259,11 +259,6 @@ def test_unknown_on_unavailable_values_are_refused() -> None:
         OverspillSummarizer(on_unavailable='ignore')  # type: ignore[arg-type]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="OverspillStore's own file store creates the root with the default mode; the native store "
-    '(overspill._native, as the worker) creates it 0700. Remove this mark when it lands.',
-)
 def test_a_first_spill_outside_temporal_creates_the_store_root_0700(tmp_path: Path) -> None:
     """The root a first spill creates is `0700`, as the worker's and the CLI's (deploy/README.md)."""
     root = tmp_path / 'fresh' / 'store'
