@@ -39,14 +39,22 @@ mod tests {
         ];
         let package = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/workflows/python/src/overspill_pydantic_ai"
+            "/workflows/python/python/overspill"
         );
         let mut declared = Vec::new();
-        for entry in std::fs::read_dir(package).expect("the Python package") {
-            let path = entry.expect("a directory entry").path();
-            if path.extension().is_none_or(|e| e != "py") {
-                continue;
+        let mut sources = Vec::new();
+        let mut folders = vec![std::path::PathBuf::from(package)];
+        while let Some(folder) = folders.pop() {
+            for entry in std::fs::read_dir(folder).expect("the Python package") {
+                let path = entry.expect("a directory entry").path();
+                if path.is_dir() {
+                    folders.push(path);
+                } else if path.extension().is_some_and(|e| e == "py") {
+                    sources.push(path);
+                }
             }
+        }
+        for path in sources {
             let source = std::fs::read_to_string(&path).expect("a Python source");
             for line in source.lines() {
                 let Some((name, value)) = line.split_once(" = '") else {

@@ -15,7 +15,7 @@ mod model;
 mod openai_server;
 mod probes;
 mod processes;
-mod pydantic_ai;
+mod python;
 mod query;
 mod replay;
 mod scope;

@@ -124,26 +124,19 @@ impl SpillReader for Counting {
     }
 }
 
-/// Overwrite `handle` in the store at `url` through the Python `OverspillStore` (boto3, no index).
-fn write_with_python(url: &str, handle: &str, data: &[u8]) {
-    let python = crate::pydantic_ai::python();
-    let script = "import asyncio, sys\n\
-                  from overspill_pydantic_ai import OverspillStore\n\
-                  asyncio.run(OverspillStore(sys.argv[1]).write(sys.argv[2], sys.stdin.buffer.read()))";
-    let mut child = Command::new(&python)
-        .args(["-c", script, url, handle])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{} (run deploy/test.sh first): {e}", python.display()));
-    child.stdin.take().unwrap().write_all(data).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+/// Overwrite the payload of `handle` in the store at `url` alone (a plain PUT into the bucket),
+/// leaving its line index behind as a failed index upload would.
+async fn write_payload_alone(url: &str, handle: &str, data: Bytes) {
+    let prefix = url
+        .strip_prefix(&base_url())
+        .unwrap_or_default()
+        .trim_matches('/');
+    let key = format!(
+        "{prefix}/tool_output_limits/{}",
+        overspill::store::sanitize_key(handle)
     );
+    let key = object_store::path::Path::from(key.as_str());
+    raw_bucket().put(&key, data.into()).await.unwrap();
 }
 
 /// `data` with every `from` byte made a `to`: the same size, other lines.
@@ -239,10 +232,9 @@ async fn a_page_after_an_overwrite_shows_the_new_payload_whoever_wrote_it() {
     let v2 = reshaped(&v1, b'3', b'\n');
     b.write(handle, v2.clone()).await.unwrap();
     assert_eq!(read_tool_result(&a, &request).await.unwrap(), expected(&v2));
-    // Through the Python store, which writes the payload alone: v2's index stays behind, as it
-    // would after a failed index upload.
+    // The payload alone: v2's index stays behind, as it would after a failed index upload.
     let v3 = reshaped(&v2, b'5', b'\r');
-    write_with_python(&url, handle, &v3);
+    write_payload_alone(&url, handle, v3.clone()).await;
     assert_eq!(b.read(handle).await.unwrap(), v3);
     assert_eq!(read_tool_result(&a, &request).await.unwrap(), expected(&v3));
     assert_eq!(read_tool_result(&b, &request).await.unwrap(), expected(&v3));

@@ -157,3 +157,28 @@ def spill_page(data: bytes, handle: str, **kwargs: Any) -> str:
 
     args = {'offset': 0, 'limit': 200, 'from_end': False, 'pattern': None, **kwargs}
     return asyncio.run(_read_slice(read, handle, args['offset'], args['limit'], args['from_end'], args['pattern']))
+
+
+# --- a store's objects, inspected straight in its bucket ------------------------------------------
+
+
+def bucket_of(store_url: str) -> str:
+    """The bucket of an `s3://bucket/prefix` store URL."""
+    return store_url.split('://', 1)[1].split('/', 1)[0].split('?', 1)[0]
+
+
+def object_key(store_url: str, handle: str) -> str:
+    """Where the store at `store_url` keeps spill `handle` inside its bucket (or its root):
+    `{prefix}/tool_output_limits/{sanitized handle}`."""
+    from overspill import sanitize_key
+
+    rest = store_url.split('://', 1)[1].split('?', 1)[0]
+    prefix = rest.split('/', 1)[1].strip('/') if '/' in rest and not store_url.startswith('file:') else ''
+    return '/'.join(p for p in (prefix, 'tool_output_limits', sanitize_key(handle)) if p)
+
+
+def s3_client(store_url: str) -> Any:
+    """A boto3 client for the bucket of `store_url`, as the package builds one."""
+    from overspill.pydantic_ai._external_storage import default_s3_client
+
+    return default_s3_client(store_url)

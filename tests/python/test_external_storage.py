@@ -2,7 +2,7 @@
 
 Real pieces only: the Temporal dev server, SeaweedFS, `overspill worker` binaries started with
 `--external-storage` on the test bucket, and temporalio 1.35's own `ExternalStorage` with its
-`S3StorageDriver` on the Python side (through `overspill_pydantic_ai.external_storage`). Every
+`S3StorageDriver` on the Python side (through `overspill.pydantic_ai.external_storage`). Every
 reference the Overspill worker resolves here was written by the Python SDK, and every reference
 it writes is resolved by the Python SDK.
 
@@ -79,7 +79,7 @@ class EsStack:
         from overspill.pydantic_ai import OverspillStore
 
         # Outside an activity the package reads every spill, as the operator's CLI does.
-        store = OverspillStore(self.store_url, s3_client=self.s3)
+        store = OverspillStore(self.store_url)
         return asyncio.run(store.read(handle))
 
     def start_overspill(self, name: str, *args: str) -> tuple[Process, str]:

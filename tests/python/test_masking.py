@@ -404,4 +404,5 @@ def test_a_return_whose_spill_fails_outside_temporal_stays(tmp_path: Path, caplo
     texts = _texts(masked)
     assert texts[0] == _output(0, 5_000), 'its spill failed: it stays as it was'
     assert texts[1].startswith("[Tool output of 'fetch' cleared"), 'already spilled: masked without a write'
-    assert "Masking output of tool 'fetch' failed (PermissionError" in caplog.text
+    assert "Masking output of tool 'fetch' failed (SpillError: " in caplog.text
+    assert 'resolves outside the store' in caplog.text

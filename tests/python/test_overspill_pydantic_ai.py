@@ -1,5 +1,6 @@
-"""`overspill_pydantic_ai` without Temporal: key scheme, handle checks, store URLs, and the direct
-S3 path that `read` takes inside the `read_tool_result` activity (against SeaweedFS).
+"""`overspill.pydantic_ai` without Temporal: the key scheme, handle checks and store URLs of the
+engine it runs, and the direct path `read` takes inside the `read_tool_result` activity (against
+SeaweedFS and a local root).
 
 Needs `OVERSPILL_TEST_S3_URL` and the `AWS_*` variables (`.deploy/seaweedfs.env`) for the S3 tests.
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from overspill.pydantic_ai import OverspillStore, OverspillSummarizer, SummarizeError, sanitize_key
-from overspill.pydantic_ai._keys import StoreLocation, refusal
+from overspill.pydantic_ai._external_storage import default_s3_client
 from pydantic_ai_harness.tool_output_limits._capability import _read_slice
 from pydantic_ai_harness.tool_output_limits._store import _segments
 
@@ -38,50 +39,34 @@ def test_object_keys_sanitize_like_the_harness(key: str) -> None:
     assert sanitize_key(key) == '/'.join(_segments(key))
 
 
-def test_object_key_sits_under_the_namespace_and_prefix() -> None:
-    assert OverspillStore('s3://spills').object_key('run-1/call-1.0') == 'tool_output_limits/run-1/call-1.0'
-    store = OverspillStore('s3://spills/team/a/?region=eu-west-1&endpoint=http://127.0.0.1:9000&allow_http=true')
-    assert store.bucket == 'spills'
-    assert store.object_key('r:1/c 1.0') == 'team/a/tool_output_limits/r_1/c_1.0'
-    assert StoreLocation.parse('s3://b?region=x') == StoreLocation('b', '', None, 'x')
+@pytest.mark.parametrize('url', ['file://host/x', 'file:relative', 'ftp://x', 's3://', 's3://b?colour=red'])
+def test_store_urls_the_worker_refuses_are_refused(url: str) -> None:
+    from overspill import StoreError
 
-
-def test_file_urls_name_a_local_root() -> None:
-    assert StoreLocation.parse('file:///var/spills/').root == '/var/spills'
-    assert StoreLocation.parse('file:///a%20b').root == '/a b'
-    assert OverspillStore('file:///var/spills').object_key('r/c.0') == 'tool_output_limits/r/c.0'
+    with pytest.raises((ValueError, StoreError)):
+        OverspillStore(url).engine
 
 
 @pytest.mark.parametrize(
-    'url', ['file://host/x', 'file:relative', 'file:///x?y=1', 'memory://', 's3://', 's3://b/../x', 's3://b?colour=red']
-)
-def test_store_urls_it_cannot_serve_are_refused(url: str) -> None:
-    with pytest.raises(ValueError):
-        OverspillStore(url)
-
-
-@pytest.mark.parametrize(
-    ('handle', 'why'),
+    'handle',
     [
-        ('/etc/passwd', 'absolute path'),
-        ('\\x', 'absolute path'),
-        ('C:/x', 'absolute path'),
-        ('../x', 'path traversal'),
-        ('run/./x', 'path traversal'),
-        ('run\\..\\x', 'path traversal'),
-        ('%2e%2e/x', 'percent-encoded escape'),
-        ('s3://other/x', 'foreign prefix'),
-        ('run/x\0', 'control character'),
-        ('run/call.0.idx', 'index object'),
-        ('run/call.0.idx/', 'index object'),
-        ('run/call.0.idx//', 'index object'),
-        ('run-1/call-1.0', None),
-        ('run-1/call 1.0.content', None),
-        ('100%/x.0', None),
+        '/etc/passwd',
+        '\\x',
+        'C:/x',
+        '../x',
+        'run/./x',
+        'run\\..\\x',
+        '%2e%2e/x',
+        's3://other/x',
+        'run/x\0',
+        'run/call.0.idx',
+        'run/call.0.idx/',
     ],
 )
-def test_handles_are_refused_as_overspill_refuses_them(handle: str, why: str | None) -> None:
-    assert refusal(handle) == why
+def test_handles_overspill_refuses_read_as_missing(handle: str, tmp_path: Path) -> None:
+    store = OverspillStore(f'file://{tmp_path}')
+    with pytest.raises(FileNotFoundError):
+        asyncio.run(store.read(handle))
 
 
 def test_summarizer_outside_a_workflow_raises_so_the_band_falls_back() -> None:
@@ -105,7 +90,10 @@ def test_outside_a_workflow_write_and_read_go_to_the_bucket(s3_store: OverspillS
     handle = asyncio.run(s3_store.write('run:1/call 1.0', data))
     assert handle == 'run:1/call 1.0', 'the handle is the key, as with LocalFileStore'
     assert asyncio.run(s3_store.read(handle)) == data
-    stored = s3_store.client().get_object(Bucket=s3_store.bucket, Key=s3_store.object_key(handle))['Body'].read()
+    url = s3_store.url
+    prefix = url.split('://', 1)[1].split('/', 1)[1].split('?')[0].strip('/')
+    key = f'{prefix}/tool_output_limits/{sanitize_key(handle)}'
+    stored = default_s3_client(url).get_object(Bucket=url.split('/')[2], Key=key)['Body'].read()
     assert stored == data
 
 
@@ -137,6 +125,13 @@ def test_an_unreachable_store_is_not_reported_as_a_missing_result() -> None:
     # Non-retryable: the read_tool_result activity fails once instead of being retried forever.
     assert raised.value.non_retryable and raised.value.type == 'SpillReadError'
     assert f'from {store.url}: ' in str(raised.value) and 'OVERSPILL_STORE' in str(raised.value)
+
+
+def test_a_file_store_root_is_created_private(tmp_path: Path) -> None:
+    """The store's root is created 0700, as the worker and the CLI create it."""
+    root = tmp_path / 'spills'
+    asyncio.run(OverspillStore(root.as_uri()).write('run/call.0', b'x' * 20_000))
+    assert root.stat().st_mode & 0o777 == 0o700
 
 
 # --- OverspillToolset outside Temporal: the same pages as the worker's ---------------------------
@@ -207,8 +202,8 @@ def test_toolset_outside_a_workflow_gives_the_workers_pages(
 
 
 def test_query_tool_outside_a_workflow_gives_the_workers_page(tmp_path: Path) -> None:
-    """query_tool_result runs `overspill query` outside Temporal: the worker's exact page, and a
-    bad filter as the model's retry."""
+    """query_tool_result runs the engine's query outside Temporal, in the package's sandbox
+    process: the worker's exact page, and a bad filter as the model's retry."""
     from types import SimpleNamespace
 
     from overspill.pydantic_ai import OverspillToolset

@@ -31,7 +31,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from support import EXAMPLES, ModelEndpoint, Process, spill_page, stack_env
+from support import EXAMPLES, ModelEndpoint, Process, bucket_of, object_key, s3_client, spill_page, stack_env
 from temporalio import workflow
 
 REQUIRED = (
@@ -75,15 +75,14 @@ class Stack:
     def spill_keys(self, run_id: str) -> list[str]:
         """The spill objects under the run's folder (`{prefix}/tool_output_limits/{run}/`), leaving
         out the line indexes (`….idx`) Overspill keeps beside them."""
-        store = self.agent_module.store
-        prefix = store.object_key(run_id) + '/'
-        client = store.client()
-        listed = client.list_objects_v2(Bucket=store.bucket, Prefix=prefix)
+        url = self.agent_module.store.url
+        prefix = object_key(url, run_id) + '/'
+        listed = s3_client(url).list_objects_v2(Bucket=bucket_of(url), Prefix=prefix)
         return sorted(o['Key'] for o in listed.get('Contents', []) if not o['Key'].endswith('.idx'))
 
     def get_object(self, handle: str) -> bytes:
-        store = self.agent_module.store
-        return store.client().get_object(Bucket=store.bucket, Key=store.object_key(handle))['Body'].read()
+        url = self.agent_module.store.url
+        return s3_client(url).get_object(Bucket=bucket_of(url), Key=object_key(url, handle))['Body'].read()
 
 
 @pytest.fixture(scope='module')
@@ -250,7 +249,7 @@ def test_spill_goes_to_overspill_and_matches_local_file_store(stack: Stack, tmp_
 
     # The object, byte for byte, under tool_output_limits/ in the bucket.
     assert stack.get_object(handle) == log.encode()
-    assert stack.agent_module.store.object_key(handle).split('/')[-3] == 'tool_output_limits'
+    assert object_key(stack.agent_module.store.url, handle).split('/')[-3] == 'tool_output_limits'
 
     # read_tool_result ran in its activity, read the bucket, and returned the right page.
     assert seen[1] == spill_page(log.encode(), handle, limit=5, pattern='ERROR')
@@ -265,7 +264,7 @@ def test_spill_goes_to_overspill_and_matches_local_file_store(stack: Stack, tmp_
     local = local_agent.run_sync(f'fetch the build log, {SPILL_LINES} lines', run_id=report.run_id)
     assert local.output == report.output
     assert (tmp_path / 'spills').joinpath(
-        *stack.agent_module.store.object_key(handle).split('/')[-2:]
+        *object_key(stack.agent_module.store.url, handle).split('/')[-2:]
     ).read_bytes() == log.encode()
 
 
@@ -289,7 +288,7 @@ def test_killed_agent_worker_resumes_with_the_same_handle(stack: Stack, tmp_path
     assert spills == 1 and len(results) == 1, 'the spill ran before the kill'
     before = results[0]['handle']
     run_id = before.split('/')[0]
-    assert stack.spill_keys(run_id) == [stack.agent_module.store.object_key(before)]
+    assert stack.spill_keys(run_id) == [object_key(stack.agent_module.store.url, before)]
 
     first.kill()
     stack.start_agent_worker('agent-worker-recovered', LOG_AGENT_PAUSE_FILE=str(pause))
@@ -306,7 +305,7 @@ def test_killed_agent_worker_resumes_with_the_same_handle(stack: Stack, tmp_path
     assert seen[1].startswith(f'[handle {before!r}: 11 matching line(s)')
     spills, results = _activity_results(final_history, 'tool_output_limits.spill')
     assert spills == 1 and [r['handle'] for r in results] == [before], 'no second spill on replay'
-    assert stack.spill_keys(run_id) == [stack.agent_module.store.object_key(before)], 'no second object'
+    assert stack.spill_keys(run_id) == [object_key(stack.agent_module.store.url, before)], 'no second object'
 
 
 def test_summarize_band_calls_the_model_once_across_replays(stack: Stack, tmp_path: Path) -> None:
@@ -461,8 +460,8 @@ def test_search_tools_list_and_grep_a_spill_through_overspill(stack: Stack) -> N
     """`OverspillToolset` on Temporal: the scripted model lists the run's spills, then greps the
     spill's errors with context. Both tools run in workflow code and call Overspill's activities
     by name; only their pages enter the history, and a replay of it is deterministic."""
+    from overspill import Store
     from overspill.pydantic_ai import GREP_ACTIVITY, LIST_ACTIVITY, sanitize_key
-    from overspill.pydantic_ai._grep import GrepArgs, grep_page
 
     stack.start_agent_worker('agent-worker-search')
 
@@ -489,8 +488,8 @@ def test_search_tools_list_and_grep_a_spill_through_overspill(stack: Stack) -> N
         f'13-{log.splitlines()[12]}\n14:{log.splitlines()[13]}\n15-{log.splitlines()[14]}\n--\n'
     ), page
     assert page.endswith('\n[8 more matching line(s): call grep_tool_result again with offset=3]'), page
-    args = GrepArgs(key, 'error', ignore_case=True, context=1, limit=3)
-    assert page == grep_page(log.encode(), args), 'the Python path computes the same page'
+    request = {'handle': key, 'pattern': 'error', 'ignore_case': True, 'context': 1, 'limit': 3}
+    assert page == asyncio.run(Store(stack.store_url).grep_tool_result(request)), 'the native path, the same page'
     assert page == _overspill_read(stack.store_url, key, 'error', '-i', '-C', '1', '--limit', '3', command='grep')
 
     for name, text in ((LIST_ACTIVITY, seen[1]), (GREP_ACTIVITY, page)):

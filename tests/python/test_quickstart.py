@@ -1,7 +1,8 @@
 """The README's quickstart (`workflows/python/examples/quickstart.py`) runs as pasted against
-`overspill dev`: its agent's 200 KB tool output is spilled by Overspill, into the default store
-that `overspill dev` and `OverspillStore()` both derive, and the model reads it back by the
-handle in the marker; the script then exits cleanly.
+`overspill dev`: its agent's tool output (200 KB, or 40 MB) is spilled at the source by the
+tools' worker's `OverspillInterceptor`, into the default store that `overspill dev` and
+`OverspillStore()` both derive, and the model reads it back by the handle in the marker; the
+script then exits cleanly.
 
 Needs `TEMPORAL_ADDRESS` and `OVERSPILL_BIN`; the package comes from the installed wheel.
 """
@@ -14,10 +15,14 @@ import sys
 import uuid
 from pathlib import Path
 
+import pytest
 from support import EXAMPLES, Process
 
 
-def test_quickstart_spills_and_reads_back_against_overspill_dev(tmp_path: Path) -> None:
+@pytest.mark.parametrize('megabytes', [None, '40'])
+def test_quickstart_spills_and_reads_back_against_overspill_dev(tmp_path: Path, megabytes: str | None) -> None:
+    """The default size (200 KB), and 40 MB: at the source, the default dev path (no bucket, no
+    External Storage) takes it as pasted."""
     # The default store of both sides is `file://$TMPDIR/overspill-<euid>`: a fresh TMPDIR gives
     # this test its own, and a queue of its own keeps other workers on the server away.
     env = {k: v for k, v in os.environ.items() if k not in ('OVERSPILL_STORE', 'PYTHONPATH')}
@@ -26,7 +31,7 @@ def test_quickstart_spills_and_reads_back_against_overspill_dev(tmp_path: Path) 
     try:
         dev.wait_for('overspill dev: Temporal at')
         run = subprocess.run(
-            [sys.executable, str(EXAMPLES / 'quickstart.py')],
+            [sys.executable, str(EXAMPLES / 'quickstart.py'), *([megabytes] if megabytes else [])],
             env=env,
             cwd=tmp_path,
             capture_output=True,
@@ -41,11 +46,13 @@ def test_quickstart_spills_and_reads_back_against_overspill_dev(tmp_path: Path) 
     assert f'store file://{root}/' in dev.output(), 'overspill dev took the default store'
     # The model's answer is read_tool_result's last line of the spill, by the marker's handle.
     header, line = run.stdout.strip().split('\n')
-    assert header.startswith("[handle '") and header.endswith("/log.0': 9,001 matching line(s); showing 1]"), header
+    lines = 1_800_001 if megabytes else 9_001
+    assert header.startswith("[handle '") and header.endswith(f"/log.0': {lines:,} matching line(s); showing 1]"), header
     assert line == 'BUILD FAILED: disk full'
     handle = header.split("'")[1]
     spilled = root / 'tool_output_limits' / handle.replace(':', '_')
-    assert spilled.read_text().endswith('BUILD FAILED: disk full\n') and spilled.stat().st_size > 200_000
+    assert spilled.read_text().endswith('BUILD FAILED: disk full\n')
+    assert spilled.stat().st_size > (40_000_000 if megabytes else 200_000)
 
 
 def test_the_package_readme_shows_the_quickstart_whole() -> None:

@@ -14,6 +14,8 @@ its workflow too; the recorded histories replay.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import asyncio
 import os
 import uuid
@@ -71,8 +73,9 @@ def scoped(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 @activity.defn(name='scope_test.reads')
 async def reads(url: str, handle: str, json_handle: str, run_id: str, read_scope: str) -> dict[str, Any]:
     """Every read-back of the package, from inside this activity (as the harness runs them)."""
+    from types import SimpleNamespace
+
     from overspill.pydantic_ai import OverspillStore, OverspillToolset
-    from overspill.pydantic_ai._listing import list_page
     from pydantic_ai import ModelRetry
     from pydantic_ai_harness.tool_output_limits._capability import _read_slice  # pyright: ignore[reportPrivateUsage]
 
@@ -91,7 +94,7 @@ async def reads(url: str, handle: str, json_handle: str, run_id: str, read_scope
         out['query'] = await query
     except ModelRetry as error:
         out['query'] = f'ModelRetry: {error}'
-    out['list'] = list_page(store, run_id, 10, {})
+    out['list'] = await toolset.list_tool_results(SimpleNamespace(run_id=run_id, messages=[]), 10)  # type: ignore[arg-type]
     return out
 
 
@@ -257,26 +260,13 @@ def test_unknown_read_scopes_are_refused() -> None:
         OverspillStore('s3://spills', read_scope='run')
 
 
-def test_scopes_are_stored_as_the_worker_stores_them() -> None:
-    from overspill.pydantic_ai._scope import form_encode, scope_of, writer_of
+def test_outside_an_activity_every_spill_is_read(tmp_path: Path) -> None:
+    """A plain program (no Temporal) reads as `overspill read` does: every spill, whoever wrote it."""
+    import asyncio
 
-    assert scope_of('default', 'agent-1') == 'default/agent-1'
-    long = 'ワ' * 100
-    stored = scope_of('tenant-ü', long)
-    assert stored.startswith('tenant-ü/sha256:') and len(stored) == len('tenant-ü/sha256:') + 64
-    assert scope_of('default', stored.split('/', 1)[1]) != f'default/{stored.split("/", 1)[1]}'
-    assert writer_of(f'handle=r%2Fc.0&scope={form_encode(stored)}&chars=1') == stored
-    assert writer_of('handle=r%2Fc.0') is None
-    assert writer_of('scope=nobody') is None
-    assert form_encode('a b/~*') == 'a+b%2F%7E*'
-    # The forms the worker computes (`src/store/scope.rs` holds the same strings).
-    assert stored == 'tenant-ü/sha256:71902d2bedc44fcacf438a1d3506538c543789394f792ccb7bd7d08f9f0cf8a6'
-    assert scope_of('a/b', 'w') == 'sha256:c14cddc033f64b9dea80ea675cf280a015e672516090a5626781153dc68fea11/w'
+    from overspill.pydantic_ai import OverspillStore
 
-
-def test_outside_an_activity_every_spill_is_read() -> None:
-    """A plain program (no Temporal) reads as `overspill read` does: every spill."""
-    from overspill.pydantic_ai._scope import admits
-
-    assert admits('workflow', None)
-    assert admits('workflow', 'scope=default%2Fsomeone')
+    store = OverspillStore(tmp_path.as_uri(), read_scope='workflow')
+    for caller, key in ((('default', 'someone'), 'r/theirs.0'), (None, 'r/nobodys.0')):
+        asyncio.run(store.engine.write(key, b'spilled\n', caller=caller))
+        assert asyncio.run(store.read(key)) == b'spilled\n'

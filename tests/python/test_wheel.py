@@ -6,6 +6,7 @@ versions its dependency ranges accept, keeping them (no pin forces an upgrade or
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -19,18 +20,18 @@ PACKAGE = ROOT / 'workflows' / 'python'
 # Imports everything, builds a store and External Storage, and reports the versions it runs on.
 CHECK = """
 import importlib.metadata as m, json, sys
-import overspill_pydantic_ai as o
-o.OverspillStore('file:///tmp/x'); o.external_storage('s3://bucket')
-meta = m.metadata('overspill-pydantic-ai')
+import overspill.pydantic_ai as o
+o.OverspillStore('file:///tmp/x').engine; o.external_storage('s3://bucket')
+meta = m.metadata('overspill')
 print(json.dumps({n: m.version(n) for n in sys.argv[1:]}))
 print(json.dumps([meta['License-Expression'], meta['Requires-Python'], meta.get_payload().splitlines()[0]]))
 """
 
 
 def test_the_tests_import_the_installed_wheel() -> None:
-    import overspill.pydantic_ai
+    import overspill
 
-    path = Path(overspill_pydantic_ai.__file__).resolve()
+    path = Path(overspill.__file__).resolve()
     # The wheel venv may live inside the checkout (.deploy/), but never the package's source tree.
     assert 'site-packages' in path.parts and PACKAGE not in path.parents, path
 
@@ -49,8 +50,9 @@ def test_the_wheel_keeps_the_oldest_versions_its_ranges_accept(tmp_path: Path) -
         assert out.returncode == 0, f'{args}:\n{out.stdout}\n{out.stderr}'
         return out.stdout
 
-    run(sys.executable, '-m', 'pip', 'wheel', '-q', '--no-deps', '-w', tmp_path / 'wheels', PACKAGE)
-    (wheel,) = (tmp_path / 'wheels').glob('overspill_pydantic_ai-*.whl')
+    # The wheel deploy/lib.sh built with maturin (the engine compiled in) for the tests' venv.
+    wheels = Path(os.environ.get('OVERSPILL_DEPLOY_DIR') or ROOT / '.deploy') / 'wheels'
+    (wheel,) = wheels.glob('overspill-*.whl')
     venv = tmp_path / 'venv'
     run(sys.executable, '-m', 'venv', venv)
     pip = [venv / 'bin' / 'python', '-m', 'pip', 'install', '-q', '--disable-pip-version-check']
@@ -58,4 +60,17 @@ def test_the_wheel_keeps_the_oldest_versions_its_ranges_accept(tmp_path: Path) -
     run(*pip, wheel)
     versions, metadata = map(json.loads, run(venv / 'bin' / 'python', '-c', CHECK, *oldest).splitlines())
     assert versions == oldest
-    assert metadata == ['MIT OR Apache-2.0', '>=3.10', '# overspill-pydantic-ai'], 'license, Python, README'
+    assert metadata == ['MIT OR Apache-2.0', '>=3.10', '# Overspill for Python'], 'license, Python, README'
+
+
+def test_the_former_import_name_still_imports_with_a_warning() -> None:
+    code = 'import warnings; warnings.simplefilter("error"); import overspill_pydantic_ai'
+    done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=60)
+    assert 'is now `overspill.pydantic_ai`' in done.stderr, done.stderr
+    done = subprocess.run(
+        [sys.executable, '-W', 'ignore', '-c', 'from overspill_pydantic_ai import OverspillStore, OverspillInterceptor'],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr

@@ -1,10 +1,12 @@
 """A pydantic-ai agent on Temporal whose 200 KB tool output Overspill spills at the source, in the
 tool's own activity, so the history never holds it; the model reads it back by its handle.
-Run `overspill dev` (or `cargo run -p overspill-cli -- dev`) first; then `python quickstart.py`."""
+Run `overspill dev` (or `cargo run -p overspill-cli -- dev`) first; then `python quickstart.py`
+(or `python quickstart.py 40` for a 40 MB log: still nothing large in the history)."""
 
 import asyncio
 import os
 import re
+import sys
 import uuid
 
 from overspill.pydantic_ai import OverspillInterceptor, OverspillStore
@@ -18,9 +20,13 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 
+MEGABYTES = float(sys.argv[1]) if len(sys.argv) > 1 else 0.2
+
+
 def build_log() -> str:
-    """The tool: a 200 KB build log."""
-    return ''.join(f'{i:05d} INFO step {i % 7} done\n' for i in range(9_000)) + 'BUILD FAILED: disk full\n'
+    """The tool: a build log of MEGABYTES (200 KB by default)."""
+    lines = round(MEGABYTES * 45_000)
+    return ''.join(f'{i:05d} INFO step {i % 7} done\n' for i in range(lines)) + 'BUILD FAILED: disk full\n'
 
 
 async def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
