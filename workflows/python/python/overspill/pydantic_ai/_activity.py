@@ -44,8 +44,10 @@ class OverspillUnavailable(asyncio.CancelledError):
 
     Why an `asyncio.CancelledError`: the harness's ToolOutputLimits catches every `Exception` a
     store or summarizer raises (it logs a WARNING with the traceback and runs the band's `then`),
-    so an ordinary exception, even a Temporal `ApplicationError`, cannot end the run from a spill.
-    Only a `BaseException` passes it, and of those Temporal turns only a `CancelledError` that
+    so an ordinary exception, even a Temporal `ApplicationError`, cannot end the run from a spill
+    (a `UserError`, which `PydanticAIPlugin` fails workflows with, ends a summary but only makes a
+    spill warn and fall back; every type in its `workflow_failure_exception_types` is an
+    `Exception`). Only a `BaseException` passes it, and of those Temporal turns only a `CancelledError` that
     reaches the workflow into a failure: any other leaves the workflow open with no command
     (until its timeout). pydantic-ai passes a `CancelledError` through the run unchanged (it does
     not translate one it did not request), and Temporal, since no cancellation of the workflow was
