@@ -59,6 +59,7 @@ python_suites!(
     test_external_storage,
     test_external_storage_gc,
     test_masking,
+    test_newcomer,
     test_openai_agents,
     test_openai_agents_quickstart,
     test_overspill_pydantic_ai,

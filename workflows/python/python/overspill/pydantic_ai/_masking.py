@@ -87,7 +87,9 @@ class OverspillMasking:
     activity, journaled, so a replay gets the recorded handle back; outside a workflow, a write
     to the store. The key is `{run_id}/{tool_call_id}.masked-{sha256 of the text, 12 hex}`, so a
     re-spill overwrites the same bytes and a handle never names other content. A return whose
-    spill fails stays as it was (a WARNING is logged) and is tried again at the next request.
+    spill fails stays as it was (a WARNING is logged) and is tried again at the next request;
+    but no Overspill worker, or one on another store, ends the run (`OverspillUnavailable`)
+    unless the store's `on_unavailable` is `'fallback'`.
 
     Deterministic: the output depends only on the messages and the run id, so the same history
     gives the same masked history and the same spills, and masking a masked history changes
