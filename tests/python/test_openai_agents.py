@@ -388,3 +388,30 @@ def test_grep_and_list_return_the_workers_pages(stack: Stack) -> None:
     handles = [f'{run_id}/{activity_id}.0' for activity_id, _ in _tool_calls(history)]
     assert listing.status == 'completed' and all(h in listing.result for h in handles), listing.result
     assert listing.result.count('fetch_page') == 2, listing.result
+
+
+# --- the model-visible text -------------------------------------------------------------------
+
+
+def test_the_tools_and_markers_read_as_the_pydantic_ai_ones() -> None:
+    """The read-back tools' descriptions and argument descriptions, and the mask marker, are the
+    pydantic-ai integration's, byte for byte (the harness's `read_tool_result`, `OverspillToolset`'s
+    others, `overspill.pydantic_ai.mask_marker`)."""
+    from overspill.openai_agents import overspill_tools
+    from overspill.pydantic_ai import OverspillStore, OverspillToolset
+    from overspill.pydantic_ai import mask_marker as pydantic_marker
+    from pydantic_ai_harness.tool_output_limits import ToolOutputLimits
+
+    store = OverspillStore('file:///nonexistent')
+    theirs = dict(OverspillToolset(store).tools)
+    harness = ToolOutputLimits(store=store).get_toolset()
+    theirs['read_tool_result'] = harness.tools['read_tool_result']  # type: ignore[union-attr]
+    ours = {tool.name: tool for tool in overspill_tools()}
+    assert sorted(ours) == sorted(theirs)
+    for name, tool in theirs.items():
+        schema = tool.function_schema
+        assert ours[name].description == schema.description, name
+        arguments = {k: v.get('description') for k, v in schema.json_schema['properties'].items()}
+        assert {k: v.get('description') for k, v in ours[name].params_json_schema['properties'].items()} == arguments
+    for args in [('fetch', 'run/3.0', '60,000 chars', MASK_TOOLS), ("it's", 'r/"x".0', '1 chars', ('read_tool_result',))]:
+        assert mask_marker(*args) == pydantic_marker(*args)
