@@ -32,7 +32,8 @@ Install with `pip install 'overspill[openai-agents]'`.
 """
 
 from overspill.openai_agents._at_source import AgentsToolActivities, OverspillInterceptor
-from overspill.openai_agents._masking import SPILL_ACTIVITY, OverspillMasking, mask_marker
+from overspill._markers import mask_marker
+from overspill.openai_agents._masking import SPILL_ACTIVITY, OverspillMasking
 from overspill.openai_agents._tools import (
     GREP_ACTIVITY,
     LIST_ACTIVITY,

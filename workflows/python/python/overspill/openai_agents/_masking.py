@@ -3,9 +3,7 @@ input losslessly, leaving a marker whose handle reads them back from Overspill's
 
 from __future__ import annotations
 
-import ast
 import hashlib
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,22 +12,11 @@ from weakref import WeakKeyDictionary
 from agents.run_config import CallModelData, ModelInputData
 from temporalio import workflow
 
+from overspill._markers import is_masked, mask_marker, spill_header
 from overspill.openai_agents._worker import OverspillWorker
 
 SPILL_ACTIVITY = 'tool_output_limits.spill'
 """The Overspill activity that persists a payload under its key."""
-
-_SPILL_MARKER = re.compile(
-    r"\[Tool output too large \((?P<size>[^)]*)\); stored to handle "
-    r"""(?P<handle>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")\."""
-)
-"""The header of a spill marker (a spilled output starts with it)."""
-
-_MASK_MARKER = re.compile(
-    r"\[Tool output of (?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\") cleared from context \([^)]*\); "
-    r"""stored to handle (?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")\. Get it back with [^\]]*\]"""
-)
-"""An output already masked (its text is exactly this)."""
 
 _MODEL_ITEMS = ('function_call', 'reasoning', 'custom_tool_call')
 """Input item types the model produced: the outputs after the last of them are the current turn's."""
@@ -37,20 +24,6 @@ _MODEL_ITEMS = ('function_call', 'reasoning', 'custom_tool_call')
 _spilled_by_run: WeakKeyDictionary[Any, dict[str, str]] = WeakKeyDictionary()
 """The handles masking stored, per workflow instance: a workflow replayed from its start (a new
 instance) spills again in the same order, as its history recorded, so replay stays deterministic."""
-
-
-def mask_marker(tool_name: str, handle: str, size: str, tools: Sequence[str]) -> str:
-    """The text that replaces a masked output: the tool, its size, its handle, and how to get it back
-    (the text of `overspill.pydantic_ai.mask_marker`, byte for byte).
-
-    `[Tool output of 'fetch' cleared from context (60,000 chars); stored to handle 'run/3.0'.
-    Get it back with read_tool_result, grep_tool_result or query_tool_result.]`
-    """
-    names = ', '.join(tools[:-1]) + f' or {tools[-1]}' if len(tools) > 1 else ''.join(tools)
-    return (
-        f'[Tool output of {tool_name!r} cleared from context ({size}); stored to handle {handle!r}. '
-        f'Get it back with {names}.]'
-    )
 
 
 @dataclass
@@ -141,7 +114,7 @@ class OverspillMasking:
         output = item.get('output')
         if not isinstance(output, str) or names.get(str(item.get('call_id'))) in self.exclude_tools:
             return False
-        return len(output) >= self.min_chars and not _MASK_MARKER.fullmatch(output)
+        return len(output) >= self.min_chars and not is_masked(output)
 
     async def _marker(self, item: dict[str, Any], tool_name: str) -> str | None:
         """The marker for `item`'s output, or `None` when it could not be stored or would not be shorter."""
@@ -219,11 +192,7 @@ def _from_model(item: Any) -> bool:
 
 def _spilled(text: str) -> tuple[str, str] | None:
     """The handle and size of an output Overspill spilled (its text starts with the spill marker)."""
-    header = _SPILL_MARKER.match(text)
-    if header is None:
+    header = spill_header(text)
+    if header is None or header[0] is None:
         return None
-    try:
-        handle = ast.literal_eval(header['handle'])
-    except (ValueError, SyntaxError):
-        return None
-    return (handle, header['size']) if isinstance(handle, str) else None
+    return header[0], header[1]

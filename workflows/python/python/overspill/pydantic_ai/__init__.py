@@ -55,7 +55,8 @@ from overspill.pydantic_ai._activity import (
 )
 from overspill.pydantic_ai._at_source import OverspillInterceptor, PydanticAiTools, limits_config
 from overspill.pydantic_ai._external_storage import Boto3StorageDriverClient, external_storage
-from overspill.pydantic_ai._masking import OverspillMasking, mask_marker
+from overspill._markers import mask_marker
+from overspill.pydantic_ai._masking import OverspillMasking
 from overspill.pydantic_ai._store import (
     DEFAULT_TASK_QUEUE,
     READ_ACTIVITY,
