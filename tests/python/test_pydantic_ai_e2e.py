@@ -489,7 +489,11 @@ def test_search_tools_list_and_grep_a_spill_through_overspill(stack: Stack) -> N
     ), page
     assert page.endswith('\n[8 more matching line(s): call grep_tool_result again with offset=3]'), page
     request = {'handle': key, 'pattern': 'error', 'ignore_case': True, 'context': 1, 'limit': 3}
-    assert page == asyncio.run(Store(stack.store_url).grep_tool_result(request)), 'the native path, the same page'
+
+    async def native_page() -> str:
+        return await Store(stack.store_url).grep_tool_result(request)
+
+    assert page == asyncio.run(native_page()), 'the native path, the same page'
     assert page == _overspill_read(stack.store_url, key, 'error', '-i', '-C', '1', '--limit', '3', command='grep')
 
     for name, text in ((LIST_ACTIVITY, seen[1]), (GREP_ACTIVITY, page)):
@@ -498,10 +502,10 @@ def test_search_tools_list_and_grep_a_spill_through_overspill(stack: Stack) -> N
     _replay(stack, history)
 
 
-def test_an_agent_on_another_store_is_told_and_its_read_fails_once(stack: Stack) -> None:
-    """The agent's store is not the worker's: the spill result names the worker's store and the
-    agent logs an ERROR naming both; the read from its own (missing) bucket fails once,
-    non-retryable, and ends the run with the store's error instead of retrying forever."""
+def test_an_agent_on_another_store_ends_its_run_with_one_line(stack: Stack) -> None:
+    """The agent's store is not the worker's: the spill result names the worker's store, and the
+    run ends there, its workflow failing with one line naming both (the agent's worker logs it),
+    rather than the model being told later that its spill is not there."""
     from temporalio.client import WorkflowFailureError
 
     wrong = f's3://nosuchbucket-{uuid.uuid4().hex[:12]}'
@@ -511,35 +515,67 @@ def test_an_agent_on_another_store_is_told_and_its_read_fails_once(stack: Stack)
         handle = await _start(stack, SPILL_LINES)
         with pytest.raises(WorkflowFailureError) as failed:
             await asyncio.wait_for(handle.result(), RUN_TIMEOUT)
-        return failed.value, await handle.fetch_history()
+        assert failed.value.cause is not None
+        return failed.value.cause, await handle.fetch_history()
 
     failure, history = asyncio.run(run())
     _, spills = _activity_results(history, 'tool_output_limits.spill')
     assert [s['store'] for s in spills] == [stack.store_url], 'the spill result names the worker store'
-    assert (
-        f'stores spills in {stack.store_url}, but this OverspillStore reads {wrong}: read_tool_result will not find them'
-        in worker.output()
+    line = (
+        f"The Overspill worker on task queue {stack.env['OVERSPILL_TASK_QUEUE']!r} stores spills in "
+        f'{stack.store_url}, but this OverspillStore reads {wrong}: read_tool_result would not find them. '
+        'Give both the same store (OVERSPILL_STORE).'
     )
+    assert str(failure) == line
+    assert line in worker.output() and 'Traceback' not in worker.output()
+
+
+def test_an_agent_that_cannot_read_its_store_fails_its_read_once(stack: Stack) -> None:
+    """The agent names the worker's store but cannot read it (its credentials are refused): the
+    read from the bucket fails once, non-retryable, and ends the run with the store's error
+    instead of retrying forever, or telling the model the spill is gone."""
+    from temporalio.client import WorkflowFailureError
+
+    stack.start_agent_worker('agent-worker-refused', AWS_SECRET_ACCESS_KEY='not-the-secret')
+
+    async def run() -> tuple[BaseException, Any]:
+        handle = await _start(stack, SPILL_LINES)
+        with pytest.raises(WorkflowFailureError) as failed:
+            await asyncio.wait_for(handle.result(), RUN_TIMEOUT)
+        return failed.value, await handle.fetch_history()
+
+    failure, history = asyncio.run(run())
     causes = []
     while failure is not None:
         causes.append(failure)
         failure = failure.__cause__
-    assert any(getattr(c, 'type', None) == 'SpillReadError' and 'NoSuchBucket' in str(c) for c in causes), causes
+    assert any(getattr(c, 'type', None) == 'SpillReadError' and 'Check the store URL' in str(c) for c in causes), causes
     started = [e.activity_task_started_event_attributes.attempt for e in history.events if e.HasField('activity_task_started_event_attributes')]
     assert started and max(started) == 1, f'no activity was retried: {started}'
 
 
-def test_no_overspill_worker_on_the_queue_is_said_and_the_band_falls_back(stack: Stack) -> None:
-    """No worker polls the Overspill queue: the spill stops waiting after its start timeout, the
-    agent logs that no Overspill worker polls that queue, and the run goes on with the band's
-    `then` (a truncation) instead of hanging for minutes."""
+def test_no_overspill_worker_on_the_queue_ends_the_run_with_one_line(stack: Stack) -> None:
+    """No worker polls the Overspill queue: the spill stops waiting after its start timeout, and
+    the run ends there, its workflow failing with one line naming the queue and how to start a
+    worker (the agent's worker logs it, without a traceback), instead of going on without it."""
+    from temporalio.client import WorkflowFailureError
+
     queue = f'nobody-polls-{uuid.uuid4()}'
     worker = stack.start_agent_worker('agent-worker-no-overspill', OVERSPILL_TASK_QUEUE=queue)
 
-    async def run() -> Any:
+    async def run() -> tuple[BaseException, float]:
         handle = await _start(stack, SPILL_LINES)
-        return await asyncio.wait_for(handle.result(), RUN_TIMEOUT)
+        started = time.monotonic()
+        with pytest.raises(WorkflowFailureError) as failed:
+            await asyncio.wait_for(handle.result(), RUN_TIMEOUT)
+        assert failed.value.cause is not None
+        return failed.value.cause, time.monotonic() - started
 
-    seen = json.loads(asyncio.run(run()).output)
-    assert len(seen) == 1 and 'stored to handle' not in seen[0] and 'truncated' in seen[0].lower(), seen[0][:500]
-    assert f"no Overspill worker polls task queue {queue!r}: tool_output_limits.spill waited 0:00:10" in worker.output()
+    failure, took = asyncio.run(run())
+    line = (
+        f'no Overspill worker polls task queue {queue!r}: tool_output_limits.spill waited 0:00:10 for one to '
+        'start it. Start `overspill dev`, or `overspill worker --task-queue` with that queue.'
+    )
+    assert str(failure) == line
+    assert took < 40, f'the run ended after {took:.0f} s'
+    assert line in worker.output() and 'Traceback' not in worker.output()

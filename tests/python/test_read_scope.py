@@ -267,6 +267,10 @@ def test_outside_an_activity_every_spill_is_read(tmp_path: Path) -> None:
     from overspill.pydantic_ai import OverspillStore
 
     store = OverspillStore(tmp_path.as_uri(), read_scope='workflow')
+
+    async def write_and_read(key: str, caller: tuple[str, str] | None) -> bytes:
+        await store.engine.write(key, b'spilled\n', caller=caller)
+        return await store.read(key)
+
     for caller, key in ((('default', 'someone'), 'r/theirs.0'), (None, 'r/nobodys.0')):
-        asyncio.run(store.engine.write(key, b'spilled\n', caller=caller))
-        assert asyncio.run(store.read(key)) == b'spilled\n'
+        assert asyncio.run(write_and_read(key, caller)) == b'spilled\n'

@@ -155,8 +155,10 @@ unreachable_store = OverspillStore(
     task_queue=f'{store.task_queue}-nobody-polls',
     start_timeout=timedelta(seconds=1),
     spill_timeout=timedelta(seconds=5),
+    on_unavailable='fallback',
 )
-"""A store whose spills fail: no worker polls its queue, so every spill gives up after 1 s."""
+"""A store whose spills fail: no worker polls its queue, so every spill gives up after 1 s (and,
+with `on_unavailable='fallback'`, the run goes on without it)."""
 
 failing_agent = build_agent(
     'masking_agent_failing', store, masking=OverspillMasking(unreachable_store, budget=10_000, keep_recent=1)

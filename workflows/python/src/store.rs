@@ -34,6 +34,28 @@ pub(crate) struct Store {
 }
 
 impl Store {
+    /// The awaitable of `page`'s text, as `caller` may see the spill.
+    fn page<'py>(
+        &self,
+        py: Python<'py>,
+        page: Page,
+        caller: Caller,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (store, reader) = (self.inner.clone(), self.reader(&caller));
+        run(py, async move {
+            let spills = store.read_as(&reader);
+            errors::page(match page {
+                Page::Read(request) => read::read_tool_result(&spills, &request).await,
+                Page::Grep(request) => read::grep_tool_result(&spills, &request).await,
+                Page::Query(request, runner) => {
+                    query::query_tool_result_with(&spills, &request, &runner).await
+                }
+                Page::List(request) => (store.list_run(&request, &reader).await)
+                    .map(|listing| listing.render(std::time::SystemTime::now())),
+            })
+        })
+    }
+
     /// How `caller` reads and writes here.
     pub(crate) fn reader(&self, caller: &Caller) -> Reader {
         match caller {
@@ -151,11 +173,7 @@ impl Store {
         request: &Bound<'py, PyDict>,
         caller: Caller,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let request: ReadRequest = from_dict(request)?;
-        let (store, reader) = (self.inner.clone(), self.reader(&caller));
-        run(py, async move {
-            errors::page(read::read_tool_result(&store.read_as(&reader), &request).await)
-        })
+        self.page(py, Page::Read(from_dict(request)?), caller)
     }
 
     /// `grep_tool_result`'s page for `request` (`{'handle': …, 'pattern': …, 'regex': …,
@@ -167,11 +185,7 @@ impl Store {
         request: &Bound<'py, PyDict>,
         caller: Caller,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let request: GrepRequest = from_dict(request)?;
-        let (store, reader) = (self.inner.clone(), self.reader(&caller));
-        run(py, async move {
-            errors::page(read::grep_tool_result(&store.read_as(&reader), &request).await)
-        })
+        self.page(py, Page::Grep(from_dict(request)?), caller)
     }
 
     /// `query_tool_result`'s page for `request` (`{'handle': …, 'filter': …, 'offset': …,
@@ -183,18 +197,13 @@ impl Store {
         request: &Bound<'py, PyDict>,
         caller: Caller,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let request: QueryRequest = from_dict(request)?;
         let Some(runner) = self.queries.clone() else {
             return Err(PyRuntimeError::new_err(
                 "query_tool_result runs a model's jq filter only in a sandbox bounded in memory: \
                  give Store(query_sandbox=…) the `overspill-query-sandbox` executable",
             ));
         };
-        let (store, reader) = (self.inner.clone(), self.reader(&caller));
-        run(py, async move {
-            let store = store.read_as(&reader);
-            errors::page(query::query_tool_result_with(&store, &request, &runner).await)
-        })
+        self.page(py, Page::Query(from_dict(request)?, runner), caller)
     }
 
     /// `list_tool_results`' page for `request` (`{'run_id': …, 'limit': …, 'tool_names': …}`):
@@ -206,12 +215,7 @@ impl Store {
         request: &Bound<'py, PyDict>,
         caller: Caller,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let request: ListRequest = from_dict(request)?;
-        let (store, reader) = (self.inner.clone(), self.reader(&caller));
-        run(py, async move {
-            let listing = store.list_run(&request, &reader).await;
-            errors::page(listing.map(|l| l.render(std::time::SystemTime::now())))
-        })
+        self.page(py, Page::List(from_dict(request)?), caller)
     }
 
     fn __repr__(&self) -> String {
@@ -221,6 +225,14 @@ impl Store {
             self.read_scope.to_string()
         )
     }
+}
+
+/// A read-back tool's request.
+enum Page {
+    Read(ReadRequest),
+    Grep(GrepRequest),
+    Query(QueryRequest, QueryRunner),
+    List(ListRequest),
 }
 
 /// The executable name of the package's query sandbox (`[project.scripts]`).

@@ -10,7 +10,8 @@ reduces, spills and pages tool outputs exactly as the worker does:
 - `OverspillInterceptor`: a Temporal worker interceptor that reduces tool outputs in the tools'
   own activities, before Temporal records them.
 
-Integrations: `overspill.pydantic_ai` (pydantic-ai agents).
+Integrations: `overspill.pydantic_ai` (pydantic-ai agents) and `overspill.openai_agents` (the
+OpenAI Agents SDK on Temporal, with the `openai-agents` extra).
 """
 
 from overspill._interceptor import OverspillInterceptor, Reduced, ToolActivities, ToolCallSite, ToolOutputParts

@@ -19,10 +19,12 @@ each).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -164,8 +166,32 @@ class _ReduceOutputs(ActivityInboundInterceptor):
         for tools in self._root.tools:
             site = tools.call_site(info, input.args)
             if site is not None:
-                return await self._root.reduce(tools, site, result)
+                async with _heartbeating(info):
+                    return await self._root.reduce(tools, site, result)
         return result
+
+
+@asynccontextmanager
+async def _heartbeating(info: activity.Info) -> AsyncIterator[None]:
+    """Heartbeat at half the activity's heartbeat timeout while the body runs: a spill of a large
+    output can take longer than the timeout the tool's own heartbeats were sized for."""
+    if info.heartbeat_timeout is None:
+        yield
+        return
+    interval = info.heartbeat_timeout.total_seconds() / 2
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(interval)
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with suppress(asyncio.CancelledError):
+            await task
 
 
 def _reduced(parts: ToolOutputParts, reduced: Mapping[str, Any]) -> Reduced:

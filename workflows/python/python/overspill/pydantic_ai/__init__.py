@@ -37,15 +37,26 @@ worker = Worker(client, task_queue='agent', workflows=[...], interceptors=[Overs
 The model sees exactly the text it would see with the harness's `LocalFileStore`: the
 interceptor runs Overspill's engine, whose markers and previews are the harness's byte for byte.
 
+When no Overspill worker polls the task queue, or the worker keeps its spills in another store
+than the agent reads, the run ends: its workflow fails with one line saying which
+(`OverspillUnavailable`). `on_unavailable='fallback'` (on `OverspillStore`, `OverspillSummarizer`)
+keeps the run going with the band's `then` instead, logging one line.
+
 This package was `overspill_pydantic_ai` (distribution `overspill-pydantic-ai`); that name still
 imports, re-exporting these names with a `DeprecationWarning`.
 """
 
 from overspill._native import sanitize_key
-from overspill.pydantic_ai._activity import NoWorkerError
+from overspill.pydantic_ai._activity import (
+    NoWorkerError,
+    OtherStoreError,
+    OverspillUnavailable,
+    UnavailableError,
+)
 from overspill.pydantic_ai._at_source import OverspillInterceptor, PydanticAiTools, limits_config
 from overspill.pydantic_ai._external_storage import Boto3StorageDriverClient, external_storage
-from overspill.pydantic_ai._masking import OverspillMasking, mask_marker
+from overspill._markers import mask_marker
+from overspill.pydantic_ai._masking import OverspillMasking
 from overspill.pydantic_ai._store import (
     DEFAULT_TASK_QUEUE,
     READ_ACTIVITY,
@@ -64,6 +75,7 @@ __all__ = [
     'GREP_ACTIVITY',
     'LIST_ACTIVITY',
     'NoWorkerError',
+    'OtherStoreError',
     'READ_ACTIVITY',
     'SPILL_ACTIVITY',
     'SUMMARIZE_ACTIVITY',
@@ -72,11 +84,13 @@ __all__ = [
     'OverspillStore',
     'OverspillSummarizer',
     'OverspillToolset',
+    'OverspillUnavailable',
     'PydanticAiTools',
     'QUERY_ACTIVITY',
     'SpillError',
     'SpillReadError',
     'SummarizeError',
+    'UnavailableError',
     'default_store_url',
     'external_storage',
     'limits_config',

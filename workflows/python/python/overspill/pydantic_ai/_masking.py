@@ -3,10 +3,8 @@ losslessly, leaving a marker whose handle reads them back from Overspill's store
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import logging
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -25,37 +23,13 @@ from pydantic_ai.messages import (
 )
 from temporalio import workflow
 
+from overspill._markers import is_masked, mask_marker, spill_header
 from overspill.pydantic_ai._store import OverspillStore
 
 CHARS_PER_TOKEN = 4
 """The token estimate without a tokenizer: ~4 chars per token, as the harness's `over_tokens`."""
 
-_SPILL_MARKER = re.compile(
-    r"\[Tool output too large \((?P<size>[^)]*)\); stored to handle "
-    r"""(?P<handle>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")\."""
-)
-"""The header of the harness's spill marker (a spilled return's content starts with it)."""
-
-_MASK_MARKER = re.compile(
-    r"\[Tool output of (?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\") cleared from context \([^)]*\); "
-    r"""stored to handle (?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")\. Get it back with [^\]]*\]"""
-)
-"""A return `OverspillMasking` already masked (its content is exactly this)."""
-
 _logger = logging.getLogger('overspill.pydantic_ai.masking')
-
-
-def mask_marker(tool_name: str, handle: str, size: str, tools: Sequence[str]) -> str:
-    """The text that replaces a masked return: the tool, its size, its handle, and how to get it back.
-
-    `[Tool output of 'fetch' cleared from context (60,000 chars); stored to handle 'run/call-1.0'.
-    Get it back with read_tool_result, grep_tool_result or query_tool_result.]`
-    """
-    names = ', '.join(tools[:-1]) + f' or {tools[-1]}' if len(tools) > 1 else ''.join(tools)
-    return (
-        f'[Tool output of {tool_name!r} cleared from context ({size}); stored to handle {handle!r}. '
-        f'Get it back with {names}.]'
-    )
 
 
 @dataclass
@@ -87,7 +61,9 @@ class OverspillMasking:
     activity, journaled, so a replay gets the recorded handle back; outside a workflow, a write
     to the store. The key is `{run_id}/{tool_call_id}.masked-{sha256 of the text, 12 hex}`, so a
     re-spill overwrites the same bytes and a handle never names other content. A return whose
-    spill fails stays as it was (a WARNING is logged) and is tried again at the next request.
+    spill fails stays as it was (a WARNING is logged) and is tried again at the next request;
+    but no Overspill worker, or one on another store, ends the run (`OverspillUnavailable`)
+    unless the store's `on_unavailable` is `'fallback'`.
 
     Deterministic: the output depends only on the messages and the run id, so the same history
     gives the same masked history and the same spills, and masking a masked history changes
@@ -183,7 +159,7 @@ class OverspillMasking:
         if part.files:
             return False
         text = part.model_response_str()
-        return len(text) >= self.min_chars and not _MASK_MARKER.fullmatch(text)
+        return len(text) >= self.min_chars and not is_masked(text)
 
     async def _mask(self, run_id: str, part: ToolReturnPart) -> ToolReturnPart | None:
         """`part` with its content replaced by the marker, or `None` if its output could not be stored."""
@@ -215,19 +191,16 @@ class OverspillMasking:
 
 def _spilled(part: ToolReturnPart, text: str) -> tuple[str, str] | None:
     """The handle and size of a return the harness spilled (its content is the spill marker)."""
-    header = _SPILL_MARKER.match(text)
+    header = spill_header(text)
     if header is None:
         return None
     metadata = part.metadata if isinstance(part.metadata, dict) else {}
     handle = metadata.get('overflow_handle')
     if not isinstance(handle, str):
-        try:
-            handle = ast.literal_eval(header['handle'])
-        except (ValueError, SyntaxError):
-            handle = None
-        if not isinstance(handle, str):
+        handle = header[0]
+        if handle is None:
             return None  # then it is masked like any text: its marker, preview and all, is spilled
-    return handle, header['size']
+    return handle, header[1]
 
 
 def _part_text(part: Any) -> str:

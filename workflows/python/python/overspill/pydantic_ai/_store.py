@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from temporalio import activity, workflow
 from temporalio.exceptions import ApplicationError
 
-from overspill.pydantic_ai._activity import execute_activity
+from overspill.pydantic_ai._activity import ON_UNAVAILABLE, OnUnavailable, OtherStoreError, execute_activity, unavailable
 from overspill._caller import current_caller
 
 if TYPE_CHECKING:
@@ -73,8 +73,12 @@ class OverspillStore:
     `file:///path` (when the agent's workers run on the Overspill worker's machine; its root is
     created `0700`). Without one it is the default every
     Overspill command takes: `OVERSPILL_STORE`, else `file://$TMPDIR/overspill-<euid>` (the store
-    of `overspill dev` and of a worker started without `--store`). Each spill's result names the
-    worker's store; when it is not this one, the agent logs an ERROR naming both.
+    of `overspill dev` and of a worker started without `--store`).
+
+    When no Overspill worker polls `task_queue`, or the worker's store (each spill's result names
+    it) is not this one, the run ends: its workflow fails with one line naming the queue, or both
+    stores (`OverspillUnavailable`, which says how). `on_unavailable='fallback'` lets the spill
+    fall back to its band's `then` instead, with one WARNING line.
 
     - `write(key, data)` in workflow code (where ToolOutputLimits' `after_tool_execute` runs)
       executes `tool_output_limits.spill` on Overspill's task queue and returns the handle from its
@@ -115,8 +119,15 @@ class OverspillStore:
     and ToolOutputLimits runs the band's `then` (logging a WARNING) instead of hanging the run."""
 
     start_timeout: timedelta = timedelta(seconds=10)
-    """How long a spill (or a workflow-side read) waits for a worker to start it: then it fails
-    with an ERROR saying no Overspill worker polls `task_queue`, and the band's `then` runs."""
+    """How long a spill (or a workflow-side read) waits for a worker to start it: then no Overspill
+    worker polls `task_queue`, and `on_unavailable` says what happens."""
+
+    on_unavailable: OnUnavailable = 'fail'
+    """When no Overspill worker polls `task_queue` within `start_timeout`, or the worker stores
+    spills in another store than `url`: `'fail'` ends the run, its workflow failing with one line
+    that says which (`OverspillUnavailable`); `'fallback'` makes the spill fail with an
+    `UnavailableError`, so ToolOutputLimits runs the band's `then` (a truncation, say) and logs
+    one WARNING line, and the run goes on without the spill."""
 
     read_timeout: timedelta = timedelta(minutes=1)
     """`schedule_to_close_timeout` of a workflow-side read through `read_activity()`."""
@@ -137,6 +148,8 @@ class OverspillStore:
     def __post_init__(self) -> None:
         if self.read_scope not in READ_SCOPES:
             raise ValueError(f'read_scope {self.read_scope!r} is not one of {", ".join(READ_SCOPES)}')
+        if self.on_unavailable not in ON_UNAVAILABLE:
+            raise ValueError(f'on_unavailable {self.on_unavailable!r} is not one of {", ".join(ON_UNAVAILABLE)}')
 
     @cached_property
     def engine(self) -> Store:
@@ -172,6 +185,7 @@ class OverspillStore:
             task_queue=self.task_queue,
             schedule_to_close_timeout=self.spill_timeout,
             start_timeout=self.start_timeout,
+            on_unavailable=self.on_unavailable,
             summary=f'spill {key}',
         )
         if not isinstance(response, dict) or not isinstance(handle := response.get('handle'), str):
@@ -181,20 +195,21 @@ class OverspillStore:
                 f'{SPILL_ACTIVITY} stored {response.get("overflow_bytes")} bytes for {key!r}, not {len(data)}'
             )
         if isinstance(theirs := response.get('store'), str) and not self.same_place(theirs):
-            workflow.logger.error(
-                'The Overspill worker on task queue %r stores spills in %s, but this OverspillStore reads %s: '
-                'read_tool_result will not find them. Give both the same store (OVERSPILL_STORE).',
-                self.task_queue,
-                theirs,
-                self.url,
+            message = (
+                f'The Overspill worker on task queue {self.task_queue!r} stores spills in {theirs}, but this '
+                f'OverspillStore reads {self.url}: read_tool_result would not find them. Give both the same '
+                'store (OVERSPILL_STORE).'
             )
+            raise unavailable(message, self.on_unavailable, OtherStoreError)
         return handle
 
     async def read(self, handle: str) -> bytes:
         """Return the payload stored for `handle` (the `OverflowStore` protocol).
 
         Raises `FileNotFoundError` for an unknown or refused handle (the harness then tells the
-        model there is no such result) and `SpillReadError` when the store cannot be reached.
+        model there is no such result) and `SpillReadError` when the store cannot be reached. In
+        workflow code, a read no worker starts within `start_timeout` ends the run whatever
+        `on_unavailable` says (a read has no `then`): `OverspillUnavailable`, or `NoWorkerError`.
         """
         if workflow.in_workflow():
             data = await execute_activity(
@@ -204,6 +219,7 @@ class OverspillStore:
                 result_type=bytes,
                 schedule_to_close_timeout=self.read_timeout,
                 start_timeout=self.start_timeout,
+                on_unavailable=self.on_unavailable,
                 summary=f'read {handle}',
             )
             if not isinstance(data, bytes):

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from temporalio import workflow
 
-from overspill.pydantic_ai._activity import execute_activity
+from overspill.pydantic_ai._activity import ON_UNAVAILABLE, OnUnavailable, execute_activity
 from overspill.pydantic_ai._store import default_task_queue
 
 SUMMARIZE_ACTIVITY = 'tool_output_limits.summarize'
@@ -30,6 +30,11 @@ class OverspillSummarizer:
     summary instead of calling the model again -- unlike an ordinary custom `summarize` callable,
     which the harness documents as possibly re-run on replay.
 
+    When no Overspill worker polls `task_queue`, the run ends, its workflow failing with one line
+    naming the queue (`OverspillUnavailable`); `on_unavailable='fallback'` runs the band's `then`
+    instead, with one WARNING line. A worker that answers with an error (no model configured, the
+    model's endpoint down) makes the band run its `then`, the harness logging a WARNING.
+
     Outside a workflow there is no activity to run: the call raises `SummarizeError`, which the
     harness logs at WARNING before running the band's `then`. The model's token usage is reported
     by the activity but, as for any custom `summarize` callable, not folded into the run's usage.
@@ -48,8 +53,18 @@ class OverspillSummarizer:
     """`schedule_to_close_timeout` of the call, retries included; then the band's `then` runs."""
 
     start_timeout: timedelta = timedelta(seconds=10)
-    """How long the call waits for a worker to start it; then it fails with an ERROR saying no
-    Overspill worker polls `task_queue`, and the band's `then` runs."""
+    """How long the call waits for a worker to start it; then no Overspill worker polls
+    `task_queue`, and `on_unavailable` says what happens."""
+
+    on_unavailable: OnUnavailable = 'fail'
+    """When no Overspill worker starts the call within `start_timeout`: `'fail'` ends the run, its
+    workflow failing with one line naming the queue (`OverspillUnavailable`); `'fallback'` makes
+    the call fail with `NoWorkerError`, so ToolOutputLimits runs the band's `then` and logs one
+    WARNING line."""
+
+    def __post_init__(self) -> None:
+        if self.on_unavailable not in ON_UNAVAILABLE:
+            raise ValueError(f'on_unavailable {self.on_unavailable!r} is not one of {", ".join(ON_UNAVAILABLE)}')
 
     async def __call__(self, tool_name: str, text: str) -> str:
         """Return the summary of `text`, the output of tool `tool_name`."""
@@ -68,6 +83,7 @@ class OverspillSummarizer:
             task_queue=self.task_queue,
             schedule_to_close_timeout=self.timeout,
             start_timeout=self.start_timeout,
+            on_unavailable=self.on_unavailable,
             summary=f'summarize {tool_name}',
         )
         if not isinstance(response, dict) or not isinstance(summary := response.get('summary'), str):

@@ -12,7 +12,7 @@ from pydantic_ai.messages import ModelResponse, ToolCallPart
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from overspill.pydantic_ai._activity import execute_activity
+from overspill.pydantic_ai._activity import UnavailableError, execute_activity
 from overspill._caller import current_caller
 from overspill.pydantic_ai._store import OverspillStore
 
@@ -45,6 +45,10 @@ class OverspillToolset(FunctionToolset[Any]):
     enters the workflow history; a replay takes it from there. Outside a workflow they run the
     same engine in this process (`store.engine`), with the same text. A bad argument or pattern is
     a `ModelRetry` with the worker's message.
+
+    When no Overspill worker polls `store.task_queue`, the run ends (`store.on_unavailable`, see
+    `OverspillStore`); with `on_unavailable='fallback'` the model is told in one line that the
+    tool is unavailable in this run, and the agent logs one WARNING line.
     """
 
     def __init__(
@@ -158,7 +162,9 @@ class OverspillToolset(FunctionToolset[Any]):
         return await _page(self.store.engine.list_tool_results, request)
 
     async def _run(self, name: str, request: dict[str, Any], summary: str) -> str:
-        """Run Overspill activity `name`; its `ModelRetry` failures become the model's retries."""
+        """Run Overspill activity `name`; its `ModelRetry` failures become the model's retries.
+        With no worker to run it, the run ends, or with `on_unavailable='fallback'` the model is
+        told the tool is unavailable (`_unavailable_tool`)."""
         try:
             text = await execute_activity(
                 name,
@@ -166,8 +172,13 @@ class OverspillToolset(FunctionToolset[Any]):
                 task_queue=self.store.task_queue,
                 schedule_to_close_timeout=self.activity_timeout,
                 start_timeout=self.store.start_timeout,
+                on_unavailable=self.store.on_unavailable,
                 summary=summary,
             )
+        except UnavailableError as error:
+            tool = name.rpartition('.')[2]
+            workflow.logger.warning('%s is unavailable in this run: %s', tool, error.message)
+            return _unavailable_tool(tool)
         except ActivityError as error:
             cause = error.cause
             if isinstance(cause, ApplicationError) and cause.type == 'ModelRetry':
@@ -176,6 +187,12 @@ class OverspillToolset(FunctionToolset[Any]):
         if not isinstance(text, str):
             raise TypeError(f'{name} returned {type(text).__name__}, not the page text')
         return text
+
+
+def _unavailable_tool(tool: str) -> str:
+    """What the model is told when no Overspill worker runs `tool` (`on_unavailable='fallback'`):
+    not to call it again, since no retry of the model's would find a worker either."""
+    return f'[{tool} is unavailable in this run: do not call it again.]'
 
 
 async def _page(tool: Callable[..., Awaitable[str]], request: dict[str, Any]) -> str:

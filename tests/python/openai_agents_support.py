@@ -1,0 +1,465 @@
+"""What the OpenAI Agents SDK tests (and `benches/openai_agents.py`) share: a scripted model that
+implements the SDK's own `Model` and `ModelProvider` (as `temporalio.openai_agents.testing` does;
+no network), the tool activity, the agent workflow (and the same agent on pydantic-ai, for the
+side by side), and a run's figures read off its history.
+
+The model answers from its input alone, so a retried or replayed model activity answers the
+same: the prompt `fetch 100 pages of 200000 chars` makes it call `fetch_page` 100 times, then
+answer; `, then read <pattern> [at offset <n>]` after it makes it read back, through
+`read_tool_result`, the first line containing the pattern (after `n` of them) of the first
+output that names a handle (a spill or a mask marker), and answer with what that returned;
+`, then grep <pattern>` does the same with `grep_tool_result`, and `, then list` calls
+`list_tool_results`.
+`fetch 2000 records, then query <jq filter>` makes it call `fetch_records` once, run the filter
+over the spill with `query_tool_result` and answer with its page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+# No traces to export: the runs have no OpenAI key, and the SDK would say so on every run.
+os.environ.setdefault('OPENAI_AGENTS_DISABLE_TRACING', '1')
+
+from agents import (  # noqa: E402
+    Agent,
+    AgentOutputSchemaBase,
+    Handoff,
+    Model,
+    ModelProvider,
+    ModelResponse,
+    ModelSettings,
+    ModelTracing,
+    RunConfig,
+    Runner,
+    Tool,
+    TResponseInputItem,
+    Usage,
+)
+from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+from overspill.openai_agents import OverspillMasking, OverspillWorker, overspill_tools
+from pydantic_ai.usage import UsageLimits
+from temporalio import activity, workflow
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import RetryPolicy
+from temporalio.openai_agents import ModelActivityParameters, OpenAIAgentsPlugin
+from temporalio.openai_agents.workflow import activity_as_tool
+
+MODEL_ACTIVITY = 'invoke_model_activity'
+"""The integration's model-call activity: its input is the whole conversation so far."""
+
+_PROMPT = re.compile(r'fetch (\d+) pages? of (\d+) chars(?:, then (read|grep|list)(?: (\S+))?(?: at offset (-?\d+))?)?')
+_RECORDS = re.compile(r'fetch (\d+) records, then query (.+)')
+_HANDLE = re.compile(r"stored to handle '([^']+)'")
+
+
+# --- the tool ---------------------------------------------------------------------------------
+
+
+def page_text(n: int, chars: int) -> str:
+    """Page `n` of the crawl log: `chars` chars of numbered lines, the same on every call."""
+    line = 0
+    parts: list[str] = []
+    size = 0
+    while size < chars:
+        text = f'page {n:04d} line {line:06d} status={"ok" if (line * 7 + n) % 13 else "ERROR"} ms={(line * 37 + n) % 997}\n'
+        parts.append(text)
+        size += len(text)
+        line += 1
+    return ''.join(parts)[:chars]
+
+
+@activity.defn
+async def fetch_page(n: int, chars: int) -> str:
+    """Fetch page `n` of the crawl log.
+
+    Args:
+        n: The page number.
+        chars: How many chars of the page to fetch.
+    """
+    return page_text(n, chars)
+
+
+@activity.defn
+async def fetch_records(count: int) -> list[dict[str, Any]]:
+    """Fetch the first `count` records of the crawl.
+
+    Args:
+        count: How many records to fetch.
+    """
+    return [{'id': i, 'status': 'ERROR' if i % 13 == 0 else 'ok', 'page': i // 50} for i in range(count)]
+
+
+# --- the scripted model ----------------------------------------------------------------------
+
+
+def item_text(item: Any) -> str:
+    """The model-visible text of one input item: a message's text, a call's arguments, an output."""
+    if isinstance(item, str):
+        return item
+    if not isinstance(item, dict):
+        return ''
+    kind = item.get('type')
+    if kind == 'function_call':
+        return str(item.get('arguments', ''))
+    if kind == 'function_call_output':
+        output = item.get('output', '')
+        return output if isinstance(output, str) else json.dumps(output)
+    content = item.get('content', '')
+    if isinstance(content, str):
+        return content
+    return ''.join(str(part.get('text', '')) for part in content if isinstance(part, dict))
+
+
+@dataclass
+class ScriptedModel(Model):
+    """A model that follows the prompt's script (see the module docstring), counting what it is sent."""
+
+    requests: list[int] = field(default_factory=list)
+    """Chars of model-visible text (instructions and items) of each request, in order."""
+
+    async def get_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        model_settings: ModelSettings,
+        tools: list[Tool],
+        output_schema: AgentOutputSchemaBase | None,
+        handoffs: list[Handoff],
+        tracing: ModelTracing,
+        **kwargs: Any,
+    ) -> ModelResponse:
+        items: list[Any] = [{'role': 'user', 'content': input}] if isinstance(input, str) else list(input)
+        self.requests.append(len(system_instructions or '') + sum(len(item_text(i)) for i in items))
+        return ModelResponse(output=[next_step(items)], usage=Usage(), response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError('the scripted model does not stream')
+
+
+def next_step(items: Sequence[Any]) -> Any:
+    """The script: the model's next output item for a conversation."""
+    prompt = next(item_text(i) for i in items if isinstance(i, dict) and i.get('role') == 'user')
+    calls = [i for i in items if isinstance(i, dict) and i.get('type') == 'function_call']
+    outputs = [item_text(i) for i in items if isinstance(i, dict) and i.get('type') == 'function_call_output']
+    records = _RECORDS.search(prompt)
+    if records is not None:
+        if not calls:
+            return _call(0, 'fetch_records', {'count': int(records[1])})
+        handle = _HANDLE.search(outputs[0])
+        if len(calls) == 1 and handle is not None:
+            return _call(1, 'query_tool_result', {'handle': handle[1], 'filter': records[2], 'limit': 3})
+        return _message(outputs[-1])
+    script = _PROMPT.search(prompt)
+    if script is None:
+        return _message(f'no script in {prompt!r}')
+    pages, chars, then, pattern, offset = int(script[1]), int(script[2]), script[3], script[4], int(script[5] or 0)
+    fetched = sum(1 for c in calls if c.get('name') == 'fetch_page')
+    if fetched < pages:
+        return _call(len(calls), 'fetch_page', {'n': fetched, 'chars': chars})
+    if then is None:
+        return _message(f'fetched {fetched} pages')
+    if calls[-1].get('name') != 'fetch_page':
+        return _message(outputs[-1])
+    if then == 'list':
+        return _call(len(calls), 'list_tool_results', {})
+    handles = [h[1] for o in outputs if (h := _HANDLE.search(o))]
+    if not handles:
+        return _message(f'no handle in any page; the last: {outputs[-1][:200]!r}')
+    arguments = {'handle': handles[0], 'pattern': pattern, 'offset': offset, 'limit': 1}
+    return _call(len(calls), f'{then}_tool_result', arguments)
+
+
+def _call(k: int, name: str, arguments: dict[str, Any]) -> ResponseFunctionToolCall:
+    return ResponseFunctionToolCall(
+        arguments=json.dumps(arguments),
+        call_id=f'call-{k}',
+        name=name,
+        type='function_call',
+        id=f'fc-{k}',
+        status='completed',
+    )
+
+
+def _message(text: str) -> ResponseOutputMessage:
+    return ResponseOutputMessage(
+        id='msg',
+        content=[ResponseOutputText(text=text, annotations=[], type='output_text')],
+        role='assistant',
+        status='completed',
+        type='message',
+    )
+
+
+class ScriptedProvider(ModelProvider):
+    """The `ModelProvider` of the scripted model, whatever model name an agent asks for."""
+
+    def __init__(self, model: ScriptedModel | None = None) -> None:
+        self.model = model or ScriptedModel()
+
+    def get_model(self, model_name: str | None) -> Model:
+        return self.model
+
+
+def plugin(provider: ScriptedProvider) -> OpenAIAgentsPlugin:
+    """The integration's plugin with the scripted model, for the client (and so its workers)."""
+    return OpenAIAgentsPlugin(
+        model_params=ModelActivityParameters(
+            start_to_close_timeout=timedelta(seconds=60), retry_policy=RetryPolicy(maximum_attempts=3)
+        ),
+        model_provider=provider,
+    )
+
+
+# --- the agent workflow ----------------------------------------------------------------------
+
+
+@dataclass
+class AgentRequest:
+    """What the agent workflow runs: a prompt for the scripted model, how many turns it may take,
+    and how Overspill serves it (nothing by default: the integration's docs' setup)."""
+
+    prompt: str
+    max_turns: int = 1_000
+    overspill_queue: str = ''
+    """The Overspill worker's task queue: the agent gets `overspill_tools()` on it ('': none)."""
+    masking_budget: int | None = None
+    """`OverspillMasking`'s budget in chars (None: no masking)."""
+
+
+@workflow.defn
+class CrawlAgent:
+    """An OpenAI agent on Temporal whose tool is an activity (`activity_as_tool`)."""
+
+    @workflow.run
+    async def run(self, request: AgentRequest) -> str:
+        tools: list[Tool] = [
+            activity_as_tool(tool, start_to_close_timeout=timedelta(seconds=60)) for tool in (fetch_page, fetch_records)
+        ]
+        run_config = RunConfig()
+        if request.overspill_queue:
+            tools += overspill_tools(task_queue=request.overspill_queue)
+        if request.masking_budget is not None:
+            worker = OverspillWorker(task_queue=request.overspill_queue)
+            run_config = RunConfig(call_model_input_filter=OverspillMasking(budget=request.masking_budget, worker=worker))
+        agent = Agent[None](name='crawler', instructions='Fetch the pages you are asked for, then answer.', tools=tools)
+        result = await Runner.run(agent, request.prompt, max_turns=request.max_turns, run_config=run_config)
+        return str(result.final_output)
+
+
+# --- a run's figures -------------------------------------------------------------------------
+
+
+@dataclass
+class RunFigures:
+    """How a run ended and what it recorded."""
+
+    status: str
+    """`completed`, `stuck` (a workflow task failing over and over; terminated) or another end."""
+    tool_calls: int
+    """Tool activities completed (`fetch_page`, or pydantic-ai's `…__call_tool`)."""
+    model_calls: int
+    """Model-call activities scheduled."""
+    history_bytes: int
+    """The history's size as the server counts it (what its 50 MB limit applies to)."""
+    events: int
+    """The history's events (the server's limit is 51,200)."""
+    largest_model_input: int
+    """Bytes of the largest model-call activity input recorded."""
+    total_model_chars: int
+    """Chars of model-visible text sent to the model over the run (instructions and items)."""
+    failure: str = ''
+    """The workflow task's failure, when stuck."""
+    seconds: float = 0.0
+    """Wall time of the run."""
+    result: Any = None
+    """The workflow's result, when completed."""
+
+
+async def run_agent(client: Client, run: Any, arg: Any, *, task_queue: str, timeout: float) -> tuple[RunFigures, Any]:
+    """Start workflow `run` and wait, at most `timeout` s, until it ends or a workflow task fails
+    (a payload over the limit fails every retry of the task while the run shows Running: it is
+    then terminated). Its figures and history."""
+    started = time.monotonic()
+    handle: WorkflowHandle[Any, Any] = await client.start_workflow(
+        run, arg, id=f'oa-{uuid.uuid4()}', task_queue=task_queue, execution_timeout=timedelta(seconds=timeout)
+    )
+    status, failure, result = 'timed out', '', None
+    waiter = asyncio.ensure_future(handle.result())
+    try:
+        while time.monotonic() - started < timeout:
+            await asyncio.wait({waiter}, timeout=2)
+            if waiter.done():
+                error = waiter.exception()
+                if error is None:
+                    status, result = 'completed', waiter.result()
+                else:
+                    status = f'failed: {error.__cause__ or error}'
+                break
+            failure = await task_failure(handle)
+            if failure:
+                status = 'stuck'
+                await handle.terminate('a workflow task fails over and over')
+                break
+    finally:
+        waiter.cancel()
+    seconds = time.monotonic() - started
+    if status == 'timed out':
+        await handle.terminate('no end within the test bound')
+    history = await handle.fetch_history()
+    description = await handle.describe()
+    return figures(history, status, description.raw_description.workflow_execution_info.history_size_bytes,
+                   failure, seconds, result), history
+
+
+async def task_failure(handle: WorkflowHandle[Any, Any]) -> str:
+    """The message of the run's failed workflow task, when its pending task is being retried, or `''`."""
+    description = await handle.describe()
+    if description.raw_description.pending_workflow_task.attempt < 2:
+        return ''
+    async for event in handle.fetch_history_events():
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+            return str(event.workflow_task_failed_event_attributes.failure.message)
+    return ''
+
+
+def figures(history: Any, status: str, history_bytes: int, failure: str, seconds: float, result: Any) -> RunFigures:
+    """A run's figures from its history: tool and model calls, model inputs' bytes and chars (of
+    the OpenAI Agents integration's model activity, or of pydantic-ai's `…__model_request`)."""
+    tool_calls = 0
+    model_inputs: list[tuple[bytes, int]] = []
+    scheduled: dict[int, str] = {}
+    for event in history.events:
+        if event.HasField('activity_task_scheduled_event_attributes'):
+            attributes = event.activity_task_scheduled_event_attributes
+            name = attributes.activity_type.name
+            scheduled[event.event_id] = name
+            payload = attributes.input.payloads[0] if attributes.input.payloads else None
+            # An input External Storage offloaded is a reference here: its size, but no chars.
+            inline = payload is not None and payload.metadata.get('encoding') == b'json/plain'
+            data = payload.data if payload is not None else b''
+            if name == MODEL_ACTIVITY:
+                model_inputs.append((data, model_input_chars(data) if inline else 0))
+            elif name.endswith('__model_request'):
+                model_inputs.append((data, pydantic_input_chars(data) if inline else 0))
+        elif event.HasField('activity_task_completed_event_attributes'):
+            name = scheduled.get(event.activity_task_completed_event_attributes.scheduled_event_id, '')
+            if name == 'fetch_page' or name.endswith('__call_tool'):
+                tool_calls += 1
+    return RunFigures(
+        status=status,
+        tool_calls=tool_calls,
+        model_calls=len(model_inputs),
+        history_bytes=history_bytes,
+        events=len(history.events),
+        largest_model_input=max((len(d) for d, _ in model_inputs), default=0),
+        total_model_chars=sum(c for _, c in model_inputs),
+        failure=failure,
+        seconds=seconds,
+        result=result,
+    )
+
+
+def model_input_chars(data: bytes) -> int:
+    """Chars of model-visible text in one recorded model-call input (`ActivityModelInput`)."""
+    model_input = json.loads(data)
+    items = model_input['input']
+    items = [items] if isinstance(items, str) else items
+    return len(model_input.get('system_instructions') or '') + sum(len(item_text(i)) for i in items)
+
+
+# --- the same agent on pydantic-ai, for the side by side ---------------------------------------
+
+
+def pydantic_agent(name: str, store_url: str | None, overspill_queue: str = '') -> tuple[type, Any, Any]:
+    """The crawler as a pydantic-ai agent on `TemporalDurability`, with the same scripted model:
+    its workflow class, and the `ToolOutputLimits` it has (`None` without Overspill: nothing limits
+    what the tool returns) and the `OverspillInterceptor` for its worker (or `None`). With a store,
+    outputs are reduced under the limits' defaults (spilled over 10,000 chars) by the interceptor,
+    in the tool's activity."""
+    from overspill.pydantic_ai import OverspillInterceptor as PydanticInterceptor
+    from overspill.pydantic_ai import OverspillStore
+    from pydantic_ai import Agent as PydanticAgent
+    from pydantic_ai.durable_exec.temporal import TemporalDurability
+    from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse as PydanticResponse, TextPart
+    from pydantic_ai.messages import ToolCallPart, ToolReturnPart, UserPromptPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai_harness.tool_output_limits import ToolOutputLimits
+
+    async def fetch_page(n: int, chars: int) -> str:
+        """Fetch page `n` of the crawl log."""
+        return page_text(n, chars)
+
+    async def model(messages: list[ModelMessage], info: AgentInfo) -> PydanticResponse:
+        parts = [p for m in messages if isinstance(m, ModelRequest) for p in m.parts]
+        prompt = ' '.join(str(p.content) for p in parts if isinstance(p, UserPromptPart))
+        script = _PROMPT.search(prompt)
+        assert script is not None, prompt
+        pages, chars = int(script[1]), int(script[2])
+        fetched = sum(1 for p in parts if isinstance(p, ToolReturnPart))
+        if fetched < pages:
+            return PydanticResponse(parts=[ToolCallPart('fetch_page', {'n': fetched, 'chars': chars}, tool_call_id=f'call-{fetched}')])
+        return PydanticResponse(parts=[TextPart(f'fetched {fetched} pages')])
+
+    capabilities: list[Any] = []
+    limits = interceptor = None
+    if store_url is not None:
+        limits = ToolOutputLimits(store=OverspillStore(store_url, task_queue=overspill_queue))
+        capabilities.append(limits)
+        interceptor = PydanticInterceptor(limits)
+    capabilities.append(TemporalDurability(activity_config={'start_to_close_timeout': timedelta(seconds=60)}))
+    agent = PydanticAgent(FunctionModel(model, model_name='scripted'), name=name, tools=[fetch_page], capabilities=capabilities)
+
+    workflow_class = PydanticCrawl if store_url is None else PydanticCrawlOverspill
+    # Read by PydanticAIPlugin when the worker is built: it registers the agent's activities.
+    workflow_class.__pydantic_ai_agents__ = (agent,)
+    return workflow_class, limits, interceptor
+
+
+@workflow.defn
+class PydanticCrawl:
+    """The crawler on pydantic-ai (the agent `pydantic_agent` set last, without Overspill)."""
+
+    __pydantic_ai_agents__: tuple[Any, ...] = ()
+
+    @workflow.run
+    async def run(self, request: AgentRequest) -> str:
+        limits = UsageLimits(request_limit=request.max_turns)
+        return str((await self.__pydantic_ai_agents__[0].run(request.prompt, usage_limits=limits)).output)
+
+
+@workflow.defn
+class PydanticCrawlOverspill(PydanticCrawl):
+    """The crawler on pydantic-ai (the agent `pydantic_agent` set last, with Overspill)."""
+
+    __pydantic_ai_agents__: tuple[Any, ...] = ()
+
+    @workflow.run
+    async def run(self, request: AgentRequest) -> str:
+        limits = UsageLimits(request_limit=request.max_turns)
+        return str((await self.__pydantic_ai_agents__[0].run(request.prompt, usage_limits=limits)).output)
+
+
+def pydantic_input_chars(data: bytes) -> int:
+    """Chars of model-visible text in one recorded pydantic-ai model-request input (its messages)."""
+    total = 0
+    for message in json.loads(data).get('messages', []):
+        for part in message.get('parts', []):
+            kind = part.get('part_kind')
+            if kind == 'tool-call':
+                args = part.get('args')
+                total += len(args if isinstance(args, str) else json.dumps(args))
+            else:
+                content = part.get('content')
+                total += len(content) if isinstance(content, str) else len(json.dumps(content)) if content else 0
+    return total
