@@ -495,14 +495,10 @@ def test_sigkill_after_the_spill_write_then_a_retry_gives_the_same_handle_and_on
     _replay(run.history)
 
 
-@pytest.mark.xfail(
-    reason='OverspillInterceptor reduces after the tool function returned, outside pydantic-ai\'s heartbeating(): '
-    'a reduction longer than the activity\'s heartbeat_timeout times the activity out, and every retry again',
-    strict=False,
-)
 def test_a_reduction_longer_than_the_heartbeat_timeout_completes(stack: Stack, tmp_path: Path) -> None:
-    """A 40 MB output under a 5 s heartbeat timeout (the debug build takes longer to spill it):
-    the activity heartbeats while its output is reduced, and the run completes."""
+    """A 40 MB output under a 5 s heartbeat timeout (a debug build on a loaded machine takes longer
+    to spill it): the activity heartbeats while its output is reduced (after the tool returned,
+    outside pydantic-ai's own heartbeats), and the run completes."""
     no_pause = tmp_path / 'no-pause'
     no_pause.write_text('')
     worker = stack.start('kill', 'kill-heartbeat', **{PAUSE_FILE_ENV: str(no_pause)})
