@@ -10,6 +10,11 @@ reduces, spills and pages tool outputs exactly as the worker does:
 - `OverspillInterceptor`: a Temporal worker interceptor that reduces tool outputs in the tools'
   own activities, before Temporal records them.
 
+The store's methods and `reduce` run on the engine's own threads, without the GIL, and return
+awaitables bound to the running event loop: await them in a coroutine
+(`asyncio.run(main())` where `main` awaits `store.read(handle)`), never pass one to
+`asyncio.run` directly, which has no loop yet when the call is made.
+
 Integrations: `overspill.pydantic_ai` (pydantic-ai agents) and `overspill.openai_agents` (the
 OpenAI Agents SDK on Temporal, with the `openai-agents` extra).
 """
