@@ -54,8 +54,8 @@ class SpillReadError(ApplicationError):
 
     Deliberately not an `OSError`: the harness turns an `OSError` into its "No stored tool result"
     answer, which would tell the model a spill is gone when the store could not be asked. It is
-    non-retryable: boto3 already retried a transient failure (3 attempts), and a configuration
-    error does not heal, so the `read_tool_result` activity fails once and the run ends with this
+    non-retryable: the engine already retried a transient failure within its timeouts, and a
+    configuration error does not heal, so the `read_tool_result` activity fails once and the run ends with this
     message instead of retrying forever.
     """
 
