@@ -174,6 +174,10 @@ class Conversation(Generic[Item]):
     examined: int = 0
     """Items described so far: each item once, however many calls see it."""
 
+    masked_now: list[int] = field(default_factory=list)
+    """The positions of the items the last `mask` call replaced outputs in: what a hook that keeps
+    its edits (LangGraph's state update by message id) sends back."""
+
     _handles: dict[str, str] = field(default_factory=dict)
     """The handles this conversation's spills returned, by key: each output is spilled once."""
 
@@ -184,6 +188,7 @@ class Conversation(Generic[Item]):
         """The items to send: `items` with the outputs masked so far, and those masked now if the
         input (with the `fixed` text, such as instructions) measures over budget."""
         self._catch_up(items)
+        self.masked_now = []
         if self._measure(fixed) > self.settings.budget:
             await self._batch(run_id, spill)
         return list(self._state.view)
@@ -256,6 +261,8 @@ class Conversation(Generic[Item]):
                 continue
             item, k = at
             self._state.view[item] = self.replace(self._state.view[item], k, marker)
+            if item not in self.masked_now:
+                self.masked_now.append(item)
             new_chars, new_tokens = self._size((marker,))
             self._state.chars += new_chars - chars
             self._state.tokens += new_tokens - tokens
