@@ -189,6 +189,11 @@ def test_the_interceptor_spills_each_tool_message_under_its_call_id(tmp_path: An
     assert first.content.startswith(f"[Tool output too large ({len(big):,} chars); stored to handle 'run-1/call-a.0'.")
     assert stored == big.encode() and second is update['messages'][1]
 
+    by_activity = OverspillInterceptor([ToolActivities(suffix='.tools', codec=TOOL_MESSAGE, call_ids=False)], store=store)
+    reduced = asyncio.run(by_activity.reduce(by_activity.tools[0], site, update))
+    assert "stored to handle 'run-1/7-0.0'." in reduced['messages'][0].content, 'keyed by the activity, then the index'
+
+
 
 def test_records_spill_as_json_lines_by_default_and_as_given_otherwise(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """A list of records reads back one record per line; `OVERSPILL_STORE` names the default store."""
@@ -277,14 +282,17 @@ def test_masking_batches_at_the_budget_and_never_masks_what_the_model_has_not_se
     conversation, spills = _conversation(budget=65_000, keep_recent=2), _Spills()
     items: list[Item] = [{'kind': 'user', 'call': '', 'text': 'go'}]
     sent: list[list[Item]] = []
+    masked_now: list[list[int]] = []
     for k in range(12):
         items += _turn(k, 10_000)
         sent.append(asyncio.run(conversation.mask(items, run_id='run', spill=spills)))
+        masked_now.append(conversation.masked_now)
     masked = [[i['call'] for i in s if i['kind'] == 'output' and i['text'].startswith('[Tool output of')] for s in sent]
     batches = [k for k in range(1, 12) if sent[k][: len(sent[k - 1])] != sent[k - 1]]
     assert batches == [6, 10], masked  # 7 outputs (70,000 chars) pass the budget
     assert masked[6] == ['c0', 'c1', 'c2', 'c3'] and masked[10] == ['c0', 'c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7']
     assert [i['call'] for i in sent[6] if i['kind'] == 'output' and i['call'] not in masked[6]] == ['c4', 'c5', 'c6']
+    assert masked_now[6] == [2, 4, 6, 8] and masked_now[7] == [] and masked_now[10] == [10, 12, 14, 16]
     assert all(s[-1]['text'].startswith(f'{k:04d}') for k, s in enumerate(sent)), 'the current turn is never masked'
     assert spills.keys == [k for k in dict.fromkeys(spills.keys)], 'each output spilled once'
     marker = sent[10][2]['text']

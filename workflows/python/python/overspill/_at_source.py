@@ -23,6 +23,7 @@ another store (`OtherStoreError`).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import math
@@ -119,6 +120,12 @@ class ToolActivities:
     codec: Codec = UNTYPED
     """Where the outputs are in the result (see `overspill._codecs`)."""
 
+    call_ids: bool = True
+    """Key each spill by the tool call id the result carries, where it has one (the handle then
+    names the framework's call); `False`: always by the activity. A model-chosen id that repeats
+    within a run would make a later spill overwrite an earlier one's object: choose `False` where
+    the ids are the model's and may repeat (a workflow's own ids, as Deep Agents' and ADK's, do not)."""
+
     @classmethod
     def of(
         cls, tools: Sequence[Callable[..., Any] | str], *, codec: Codec = UNTYPED, named_by: str = 'function'
@@ -151,8 +158,9 @@ class ToolActivities:
         return ToolCallSite(tool_name=tool_name, run_id=info.workflow_run_id, tool_call_id=info.activity_id)
 
     def outputs(self, result: Any) -> Sequence[ToolOutputParts]:
-        """The codec's outputs."""
-        return self.codec.outputs(result)
+        """The codec's outputs (without their call ids unless `call_ids`)."""
+        outputs = self.codec.outputs(result)
+        return outputs if self.call_ids else [dataclasses.replace(o, call_id=None) for o in outputs]
 
     def with_outputs(self, result: Any, reduced: Sequence[Reduced | None]) -> Any:
         """The codec's rebuilt result."""
