@@ -490,6 +490,39 @@ def test_the_model_sees_the_rust_workers_text_byte_for_byte(stack: Stack) -> Non
 # --- the model-visible text -------------------------------------------------------------------
 
 
+def test_the_masking_filter_examines_only_new_items_and_keeps_at_source_handles() -> None:
+    """`OverspillMasking` over 1,000 model calls whose outputs were spilled at the source (markers
+    with a 1,000-char preview): each item is examined once (the filter ran long enough in a
+    workflow to trip Temporal's deadlock detector when it went over the whole conversation at every
+    call), the masked outputs keep their at-source handles (no spill), and the current turn's
+    output is never masked."""
+    from agents import Agent
+    from agents.run_config import CallModelData, ModelInputData
+    from overspill.openai_agents import OverspillMasking
+
+    masking = OverspillMasking(budget=30_000)
+    items: list[Any] = [{'role': 'user', 'content': 'fetch'}]
+    agent = Agent[None](name='crawler')
+
+    async def run() -> list[Any]:
+        sent: list[Any] = []
+        for k in range(1_000):
+            marker = f"[Tool output too large (200,000 chars); stored to handle 'run/{k}.0'. …]\n" + 'x' * 1_000
+            items.extend([
+                {'type': 'function_call', 'call_id': f'c{k}', 'name': 'fetch_page', 'arguments': '{}'},
+                {'type': 'function_call_output', 'call_id': f'c{k}', 'output': marker},
+            ])
+            data = CallModelData(model_data=ModelInputData(input=[dict(i) for i in items], instructions='go'), agent=agent, context=None)
+            sent = (await masking(data)).input
+        return sent
+
+    sent = asyncio.run(run())
+    assert masking._conversations._outside is not None and masking._conversations._outside.examined == len(items) == 2_001
+    outputs = [i['output'] for i in sent if i.get('type') == 'function_call_output']
+    assert outputs[0] == mask_marker('fetch_page', 'run/0.0', '200,000 chars', MASK_TOOLS)
+    assert all(o.startswith('[Tool output of') for o in outputs[:-4]) and outputs[-1].startswith('[Tool output too large')
+
+
 def test_the_tools_are_the_engines_table() -> None:
     """`overspill_tools()` is the engine's read-back table (`overspill.READ_BACK_TOOLS`): names,
     descriptions, and parameters (in their strict form: every one required, an optional one may be
