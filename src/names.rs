@@ -1,6 +1,7 @@
 //! The names other processes call Overspill by: the activities' names and the default task queue,
-//! declared once for the worker, workflow code and the engine (the Python package's copies are
-//! checked against them by a test).
+//! declared once for the worker, workflow code and the engine. The Python package takes the
+//! read-back tools' activity names from the engine's tool table (`overspill::tools`, built from
+//! these); its own literals (the task queue, spill, summarize) are checked against these by a test.
 
 /// The reduce activity's name.
 pub const REDUCE: &str = "tool_output_limits.reduce";
@@ -24,7 +25,8 @@ mod tests {
     use super::*;
 
     /// Every `NAME = '…'` the Python package declares for an activity or the task queue is one
-    /// of the names above, and the package declares the ones it calls.
+    /// of the names above, and the package declares the ones it calls that are not the read-back
+    /// tools' (those come from the engine's tool table).
     #[test]
     fn the_python_package_uses_these_names() {
         let ours = [
@@ -74,13 +76,7 @@ mod tests {
                 }
             }
         }
-        for called in [
-            SPILL,
-            SUMMARIZE,
-            GREP_TOOL_RESULT,
-            LIST_TOOL_RESULTS,
-            DEFAULT_TASK_QUEUE,
-        ] {
+        for called in [SPILL, SUMMARIZE, DEFAULT_TASK_QUEUE] {
             assert!(
                 declared.iter().any(|d| d == called),
                 "{called} not declared"

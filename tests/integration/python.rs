@@ -57,6 +57,7 @@ macro_rules! python_suites {
 python_suites!(
     test_activities_by_name,
     test_at_source,
+    test_core,
     test_external_storage,
     test_external_storage_gc,
     test_masking,

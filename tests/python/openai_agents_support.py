@@ -11,7 +11,8 @@ output that names a handle (a spill or a mask marker), and answer with what that
 `, then grep <pattern>` does the same with `grep_tool_result`, and `, then list` calls
 `list_tool_results`.
 `fetch 2000 records, then query <jq filter>` makes it call `fetch_records` once, run the filter
-over the spill with `query_tool_result` and answer with its page.
+over the spill with `query_tool_result` and answer with its page (`, then read <pattern>` reads the
+first record containing the pattern instead).
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ MODEL_ACTIVITY = 'invoke_model_activity'
 """The integration's model-call activity: its input is the whole conversation so far."""
 
 _PROMPT = re.compile(r'fetch (\d+) pages? of (\d+) chars(?:, then (read|grep|list)(?: (\S+))?(?: at offset (-?\d+))?)?')
-_RECORDS = re.compile(r'fetch (\d+) records, then query (.+)')
+_RECORDS = re.compile(r'fetch (\d+) records, then (query|read) (.+)')
 _HANDLE = re.compile(r"stored to handle '([^']+)'")
 
 
@@ -157,8 +158,10 @@ def next_step(items: Sequence[Any]) -> Any:
         if not calls:
             return _call(0, 'fetch_records', {'count': int(records[1])})
         handle = _HANDLE.search(outputs[0])
+        if len(calls) == 1 and handle is not None and records[2] == 'query':
+            return _call(1, 'query_tool_result', {'handle': handle[1], 'filter': records[3], 'limit': 3})
         if len(calls) == 1 and handle is not None:
-            return _call(1, 'query_tool_result', {'handle': handle[1], 'filter': records[2], 'limit': 3})
+            return _call(1, 'read_tool_result', {'handle': handle[1], 'pattern': records[3], 'limit': 2})
         return _message(outputs[-1])
     script = _PROMPT.search(prompt)
     if script is None:
@@ -176,7 +179,9 @@ def next_step(items: Sequence[Any]) -> Any:
     handles = [h[1] for o in outputs if (h := _HANDLE.search(o))]
     if not handles:
         return _message(f'no handle in any page; the last: {outputs[-1][:200]!r}')
-    arguments = {'handle': handles[0], 'pattern': pattern, 'offset': offset, 'limit': 1}
+    arguments: dict[str, Any] = {'handle': handles[0], 'pattern': pattern, 'offset': offset}
+    if then == 'read':
+        arguments['limit'] = 1
     return _call(len(calls), f'{then}_tool_result', arguments)
 
 
@@ -235,6 +240,8 @@ class AgentRequest:
     """The Overspill worker's task queue: the agent gets `overspill_tools()` on it ('': none)."""
     masking_budget: int | None = None
     """`OverspillMasking`'s budget in chars (None: no masking)."""
+    overspill_start_timeout: float = 10.0
+    """How long an Overspill activity waits for a worker to start it, in seconds."""
 
 
 @workflow.defn
@@ -247,10 +254,11 @@ class CrawlAgent:
             activity_as_tool(tool, start_to_close_timeout=timedelta(seconds=60)) for tool in (fetch_page, fetch_records)
         ]
         run_config = RunConfig()
+        start_timeout = timedelta(seconds=request.overspill_start_timeout)
         if request.overspill_queue:
-            tools += overspill_tools(task_queue=request.overspill_queue)
+            tools += overspill_tools(task_queue=request.overspill_queue, start_timeout=start_timeout)
         if request.masking_budget is not None:
-            worker = OverspillWorker(task_queue=request.overspill_queue)
+            worker = OverspillWorker(task_queue=request.overspill_queue, start_timeout=start_timeout)
             run_config = RunConfig(call_model_input_filter=OverspillMasking(budget=request.masking_budget, worker=worker))
         agent = Agent[None](name='crawler', instructions='Fetch the pages you are asked for, then answer.', tools=tools)
         result = await Runner.run(agent, request.prompt, max_turns=request.max_turns, run_config=run_config)

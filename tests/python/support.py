@@ -179,6 +179,6 @@ def object_key(store_url: str, handle: str) -> str:
 
 def s3_client(store_url: str) -> Any:
     """A boto3 client for the bucket of `store_url`, as the package builds one."""
-    from overspill.pydantic_ai._external_storage import default_s3_client
+    from overspill.external_storage import default_s3_client
 
     return default_s3_client(store_url)

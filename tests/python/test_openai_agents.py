@@ -18,6 +18,7 @@ import os
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -34,9 +35,10 @@ from openai_agents_support import (
     pydantic_agent,
     run_agent,
 )
+from overspill import Store
 from overspill.openai_agents import SPILL_ACTIVITY, OverspillInterceptor, mask_marker
 from support import Process
-from temporalio import activity
+from temporalio import activity, workflow
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import (
@@ -162,28 +164,32 @@ def _scheduled(history: Any) -> list[tuple[str, bytes]]:
     ]
 
 
-def test_masking_clears_old_outputs_and_the_model_reads_one_back(stack: Stack) -> None:
-    """8 outputs of 20 KB under a 50,000-char budget: older outputs reach the model as markers
-    whose handles read the exact bytes back; the 3 newest never are masked; each is spilled once;
-    the model reads page 0's first ERROR line back by its marker's handle; the history replays."""
+def test_masking_clears_seen_outputs_and_the_model_reads_one_back(stack: Stack) -> None:
+    """8 outputs of 20 KB under a 50,000-char budget: once over it, the outputs the model has seen
+    (but the 3 newest of those) reach it as markers whose handles read the exact bytes back; the
+    current turn's output is never masked, nor counted among the 3; later inputs shrink; each output
+    is spilled once; the model reads page 0's first ERROR line back by its marker's handle; the
+    history replays."""
     figures, history = _run(
         AgentRequest('fetch 8 pages of 20000 chars, then read ERROR', overspill_queue=stack.queue, masking_budget=50_000)
     )
     assert figures.status == 'completed', figures
     run_id = history.events[0].workflow_execution_started_event_attributes.original_execution_run_id
     inputs = _model_inputs(history)
-    last = inputs[-2]  # the call that read back: 8 outputs, the last 3 kept
+    last = inputs[-2]  # the call that read back: 7 outputs seen, the 8th its current turn's
     outputs = [i['output'] for i in last if i.get('type') == 'function_call_output']
     assert len(outputs) == 8
     page = page_text(0, 20_000)
     handle = f'{run_id}/call-0.masked-{hashlib.sha256(page.encode()).hexdigest()[:12]}'
     assert outputs[0] == mask_marker('fetch_page', handle, '20,000 chars', MASK_TOOLS)
-    assert all(o.startswith("[Tool output of 'fetch_page' cleared from context") for o in outputs[:5]), outputs
-    assert outputs[5:] == [page_text(n, 20_000) for n in (5, 6, 7)]
+    assert all(o.startswith("[Tool output of 'fetch_page' cleared from context") for o in outputs[:4]), outputs
+    assert outputs[4:] == [page_text(n, 20_000) for n in (4, 5, 6, 7)]
     assert _stored(stack, handle) == page.encode()
-    # Pages 0-4 by the read-back call, page 5 by the last call (the read's output is newer).
+    sizes = [len(json.dumps(i)) for i in inputs]
+    assert max(sizes[5:]) < max(sizes[:5]) + 10_000, f'later inputs stay near the budget: {sizes}'
+    # Pages 0-3 by the read-back call and those before it (one a call), page 4 by the last call.
     keys = [json.loads(data)['key'] for name, data in _scheduled(history) if name == SPILL_ACTIVITY]
-    assert [key.split('/')[1].split('.')[0] for key in keys] == [f'call-{k}' for k in range(6)], 'each spilled once'
+    assert [key.split('/')[1].split('.')[0] for key in keys] == [f'call-{k}' for k in range(5)], 'each spilled once'
     errors = [line for line in page.split('\n') if 'ERROR' in line]
     assert figures.result == f"[handle {handle!r}: {len(errors):,} matching line(s); showing 1]\n{errors[0]}"
     _replay(history)
@@ -202,13 +208,13 @@ def test_a_bad_argument_goes_back_to_the_model_as_the_tools_error(stack: Stack) 
 # --- at the source ----------------------------------------------------------------------------
 
 
-def _tool_calls(history: Any) -> list[tuple[str, int]]:
-    """The activity id and last attempt of each `fetch_page` call."""
+def _tool_calls(history: Any, tool: str = 'fetch_page') -> list[tuple[str, int]]:
+    """The activity id and last attempt of each call of `tool`."""
     attempts: dict[int, tuple[str, int]] = {}
     for e in history.events:
         if e.HasField('activity_task_scheduled_event_attributes'):
             a = e.activity_task_scheduled_event_attributes
-            if a.activity_type.name == 'fetch_page':
+            if a.activity_type.name == tool:
                 attempts[e.event_id] = (a.activity_id, 1)
         elif e.HasField('activity_task_started_event_attributes'):
             started = e.activity_task_started_event_attributes
@@ -226,12 +232,12 @@ def _objects(stack: Stack, run_id: str) -> list[str]:
     return [o['Key'].removeprefix(f'{stack.prefix}/') for o in listing.get('Contents', []) if not o['Key'].endswith('.idx')]
 
 
-def test_a_5_mb_output_is_spilled_at_the_source_and_read_back_by_its_handle(stack: Stack) -> None:
-    """The tool returns 5 MB: the interceptor spills it in the tool's activity, so the history never
-    holds it (it stays far under 5 MB); the model gets the marker, reads the 4th ERROR line back
-    through the Overspill worker by the marker's handle (`{run id}/{activity id}.0`), and the
-    recorded history replays."""
-    chars = 5_000_000
+def test_a_40_mb_output_completes_without_external_storage_and_is_read_back_by_its_handle(stack: Stack) -> None:
+    """The tool returns 40 MB: the interceptor spills it in the tool's activity, so it never reaches
+    a payload (Temporal's limit is 2 MiB) and the history stays under 100 KB, without External
+    Storage; the model gets the marker, reads the 4th ERROR line back through the Overspill worker
+    by the marker's handle (`{run id}/{activity id}.0`), and the recorded history replays."""
+    chars = 40_000_000
     figures, history = _run(
         AgentRequest(f'fetch 1 page of {chars} chars, then read ERROR at offset 3', overspill_queue=stack.queue),
         interceptors=[OverspillInterceptor([fetch_page], store=stack.store_url)],
@@ -344,30 +350,41 @@ def test_100_calls_of_200_kb_side_by_side_with_pydantic_ai(stack: Stack) -> None
             assert f.largest_model_input < PAYLOAD_LIMIT // 4, (name, f)
 
 
-def test_a_structured_output_is_spilled_as_json_and_queried_back(stack: Stack) -> None:
-    """A tool returning 2,000 records (a list of dicts): spilled at the source as the JSON the
-    workflow would decode, and the model runs a jq filter over it with `query_tool_result`."""
+RECORDS = [{'id': i, 'status': 'ERROR' if i % 13 == 0 else 'ok', 'page': i // 50} for i in range(2000)]
+"""What `fetch_records(2000)` returns."""
+
+RECORD_LINES = '\n'.join(json.dumps(r, separators=(',', ':')) for r in RECORDS)
+"""How the spill of `RECORDS` reads: one compact record per line (JSON Lines)."""
+
+
+def test_records_spill_as_json_lines_that_read_and_query_back(stack: Stack) -> None:
+    """A tool returning 2,000 records (a list of dicts) is spilled at the source as JSON Lines, one
+    record per line: `read_tool_result` (what the marker recommends) returns whole records, and
+    `query_tool_result` runs a jq filter on each."""
+    interceptors = [OverspillInterceptor([fetch_page, fetch_records], store=stack.store_url)]
     figures, history = _run(
-        AgentRequest('fetch 2000 records, then query .[] | select(.status == "ERROR") | .id', overspill_queue=stack.queue),
-        interceptors=[OverspillInterceptor([fetch_page, fetch_records], store=stack.store_url)],
+        AgentRequest('fetch 2000 records, then query select(.status == "ERROR") | .id', overspill_queue=stack.queue),
+        interceptors=interceptors,
     )
     assert figures.status == 'completed', figures
     run_id = history.events[0].workflow_execution_started_event_attributes.original_execution_run_id
-    records = json.dumps(
-        [{'id': i, 'status': 'ERROR' if i % 13 == 0 else 'ok', 'page': i // 50} for i in range(2000)],
-        ensure_ascii=False, separators=(',', ':'),
-    )
     marker = [i['output'] for i in _model_inputs(history)[1] if i.get('type') == 'function_call_output'][0]
     handle = marker.split("'")[1]
-    assert handle.startswith(f'{run_id}/') and marker.startswith(f'[Tool output too large ({len(records):,} chars);')
-    assert _stored(stack, handle) == records.encode()
+    assert handle.startswith(f'{run_id}/') and marker.startswith(f'[Tool output too large ({len(RECORD_LINES):,} chars);')
+    assert _stored(stack, handle) == RECORD_LINES.encode()
     header, *ids, more = figures.result.splitlines()
     assert header.startswith(f"[handle {handle!r}: 154 result(s) of filter") and ids == ['0', '13', '26'], figures.result
     assert more == '[151 more result(s): call query_tool_result again with offset=3]'
+    read, _ = _run(
+        AgentRequest('fetch 2000 records, then read "ERROR"', overspill_queue=stack.queue), interceptors=interceptors
+    )
+    header, first, second = read.result.splitlines()
+    assert (first, second) == (json.dumps(RECORDS[0], separators=(',', ':')), json.dumps(RECORDS[13], separators=(',', ':')))
 
 
 def test_grep_and_list_return_the_workers_pages(stack: Stack) -> None:
-    """`grep_tool_result` and `list_tool_results` on the spills of the run, with the worker's text."""
+    """`grep_tool_result` and `list_tool_results` on the spills of the run: the model gets the
+    worker's page, the one the engine gives for the same request, byte for byte."""
     interceptors = [OverspillInterceptor([fetch_page], store=stack.store_url)]
     grep, history = _run(
         AgentRequest('fetch 1 page of 20000 chars, then grep ERROR', overspill_queue=stack.queue),
@@ -375,12 +392,16 @@ def test_grep_and_list_return_the_workers_pages(stack: Stack) -> None:
     )
     run_id = history.events[0].workflow_execution_started_event_attributes.original_execution_run_id
     [(activity_id, _)] = _tool_calls(history)
+    handle = f'{run_id}/{activity_id}.0'
+
+    async def engine_page() -> str:
+        page: str = await Store(stack.store_url).grep_tool_result({'handle': handle, 'pattern': 'ERROR', 'offset': 0})
+        return page
+
     lines = page_text(0, 20_000).split('\n')
     first = next(n for n, line in enumerate(lines, 1) if 'ERROR' in line)
-    errors = sum(1 for line in lines if 'ERROR' in line)
-    header, match, more = grep.result.splitlines()
-    assert header.startswith(f"[handle '{run_id}/{activity_id}.0': {errors:,} matching line(s)"), grep.result
-    assert match == f'{first}:{lines[first - 1]}' and more.startswith(f'[{errors - 1:,} more'), grep.result
+    assert grep.status == 'completed' and grep.result == asyncio.run(engine_page()), grep.result
+    assert f'{first}:{lines[first - 1]}' in grep.result.splitlines(), grep.result
     listing, history = _run(
         AgentRequest('fetch 2 pages of 20000 chars, then list', overspill_queue=stack.queue), interceptors=interceptors
     )
@@ -390,28 +411,128 @@ def test_grep_and_list_return_the_workers_pages(stack: Stack) -> None:
     assert listing.result.count('fetch_page') == 2, listing.result
 
 
+# --- what a newcomer met --------------------------------------------------------------------------
+
+
+def test_a_worker_on_another_store_ends_the_run_with_one_line(stack: Stack) -> None:
+    """The interceptor spills into one store, the Overspill worker reads another: the first read
+    of a handle this run's interceptor gave ends the run, saying so in one line, instead of every
+    read answering "No stored tool result" and the run completing."""
+    elsewhere = f'{stack.store_url}-elsewhere'
+    figures, _ = _run(
+        AgentRequest('fetch 1 page of 50000 chars, then read ERROR', overspill_queue=stack.queue),
+        interceptors=[OverspillInterceptor([fetch_page], store=elsewhere)],
+    )
+    assert figures.status.startswith('failed: '), figures
+    assert "has no spill '" in figures.status and f'OverspillInterceptor stored in {elsewhere} for this run' in figures.status
+    assert 'Give both the same store (OVERSPILL_STORE).' in figures.status and '\n' not in figures.status, figures.status
+
+
+def test_no_worker_on_the_queue_ends_the_run_with_one_line(stack: Stack) -> None:
+    """No Overspill worker polls the read-back tools' queue: the run ends within the start timeout,
+    naming the queue."""
+    nobody = f'nobody-{uuid.uuid4()}'
+    figures, _ = _run(
+        AgentRequest('fetch 1 page of 50000 chars, then read ERROR', overspill_queue=nobody, overspill_start_timeout=1),
+        interceptors=[OverspillInterceptor([fetch_page], store=stack.store_url)],
+    )
+    assert figures.status.startswith('failed: '), figures
+    assert f'no Overspill worker polls task queue {nobody!r}: tool_output_limits.read_tool_result waited 0:00:01' in figures.status
+
+
+@workflow.defn
+class ReduceOnTheWorker:
+    """Runs the Overspill worker's own `tool_output_limits.reduce` on a request."""
+
+    @workflow.run
+    async def run(self, queue: str, request: dict[str, Any]) -> dict[str, Any]:
+        reply: dict[str, Any] = await workflow.execute_activity(
+            'tool_output_limits.reduce', request, task_queue=queue, start_to_close_timeout=timedelta(seconds=60)
+        )
+        return reply
+
+
+def _reduce_on_worker(stack: Stack, request: dict[str, Any]) -> dict[str, Any]:
+    async def main() -> dict[str, Any]:
+        client = await _client(ScriptedProvider())  # the plugin's converter, which keeps a dict's key order
+        queue = f'oa-probe-{uuid.uuid4()}'
+        async with Worker(client, task_queue=queue, workflows=[ReduceOnTheWorker], workflow_runner=UnsandboxedWorkflowRunner()):
+            reply: dict[str, Any] = await client.execute_workflow(
+                ReduceOnTheWorker.run, args=[stack.queue, request], id=queue, task_queue=queue
+            )
+            return reply
+
+    return asyncio.run(main())
+
+
+def test_the_model_sees_the_rust_workers_text_byte_for_byte(stack: Stack) -> None:
+    """What the model sees for a 200 KB text and for 2,000 records reduced at the source is what
+    the Overspill worker's own `tool_output_limits.reduce` makes of the same output, call and
+    limits (the interceptor's defaults, `DEFAULT_LIMITS`), byte for byte."""
+    from overspill import DEFAULT_LIMITS
+
+    interceptors = [OverspillInterceptor([fetch_page, fetch_records], store=stack.store_url)]
+    cases = [
+        ('fetch 1 page of 200000 chars', 'fetch_page', {'text': page_text(0, 200_000)}),
+        ('fetch 2000 records, then query .id', 'fetch_records', {'json': RECORDS}),
+    ]
+    for prompt, tool, output in cases:
+        figures, history = _run(AgentRequest(prompt, overspill_queue=stack.queue), interceptors=interceptors)
+        assert figures.status == 'completed', figures
+        run_id = history.events[0].workflow_execution_started_event_attributes.original_execution_run_id
+        [(activity_id, _)] = _tool_calls(history, tool)
+        [seen] = [i['output'] for i in _model_inputs(history)[1] if i.get('type') == 'function_call_output']
+        request = {'tool_name': tool, 'run_id': run_id, 'tool_call_id': activity_id, 'output': output, 'config': dict(DEFAULT_LIMITS)}
+        reduced = _reduce_on_worker(stack, request)
+        assert reduced['return_value'] == {'text': seen} and seen.startswith('[Tool output too large ('), (tool, seen[:300])
+
+
 # --- the model-visible text -------------------------------------------------------------------
 
 
-def test_the_tools_and_markers_read_as_the_pydantic_ai_ones() -> None:
-    """The read-back tools' descriptions and argument descriptions, and the mask marker, are the
-    pydantic-ai integration's, byte for byte (the harness's `read_tool_result`, `OverspillToolset`'s
-    others, `overspill.pydantic_ai.mask_marker`)."""
-    from overspill.openai_agents import overspill_tools
-    from overspill.pydantic_ai import OverspillStore, OverspillToolset
-    from overspill.pydantic_ai import mask_marker as pydantic_marker
-    from pydantic_ai_harness.tool_output_limits import ToolOutputLimits
+def test_the_masking_filter_examines_only_new_items_and_keeps_at_source_handles() -> None:
+    """`OverspillMasking` over 1,000 model calls whose outputs were spilled at the source (markers
+    with a 1,000-char preview): each item is examined once (the filter ran long enough in a
+    workflow to trip Temporal's deadlock detector when it went over the whole conversation at every
+    call), the masked outputs keep their at-source handles (no spill), and the current turn's
+    output is never masked."""
+    from agents import Agent
+    from agents.run_config import CallModelData, ModelInputData
+    from overspill.openai_agents import OverspillMasking
 
-    store = OverspillStore('file:///nonexistent')
-    theirs = dict(OverspillToolset(store).tools)
-    harness = ToolOutputLimits(store=store).get_toolset()
-    theirs['read_tool_result'] = harness.tools['read_tool_result']  # type: ignore[union-attr]
-    ours = {tool.name: tool for tool in overspill_tools()}
-    assert sorted(ours) == sorted(theirs)
-    for name, tool in theirs.items():
-        schema = tool.function_schema
-        assert ours[name].description == schema.description, name
-        arguments = {k: v.get('description') for k, v in schema.json_schema['properties'].items()}
-        assert {k: v.get('description') for k, v in ours[name].params_json_schema['properties'].items()} == arguments
-    for args in [('fetch', 'run/3.0', '60,000 chars', MASK_TOOLS), ("it's", 'r/"x".0', '1 chars', ('read_tool_result',))]:
-        assert mask_marker(*args) == pydantic_marker(*args)
+    masking = OverspillMasking(budget=30_000)
+    items: list[Any] = [{'role': 'user', 'content': 'fetch'}]
+    agent = Agent[None](name='crawler')
+
+    async def run() -> list[Any]:
+        sent: list[Any] = []
+        for k in range(1_000):
+            marker = f"[Tool output too large (200,000 chars); stored to handle 'run/{k}.0'. …]\n" + 'x' * 1_000
+            items.extend([
+                {'type': 'function_call', 'call_id': f'c{k}', 'name': 'fetch_page', 'arguments': '{}'},
+                {'type': 'function_call_output', 'call_id': f'c{k}', 'output': marker},
+            ])
+            data = CallModelData(model_data=ModelInputData(input=[dict(i) for i in items], instructions='go'), agent=agent, context=None)
+            sent = (await masking(data)).input
+        return sent
+
+    sent = asyncio.run(run())
+    assert masking._conversations._outside is not None and masking._conversations._outside.examined == len(items) == 2_001
+    outputs = [i['output'] for i in sent if i.get('type') == 'function_call_output']
+    assert outputs[0] == mask_marker('fetch_page', 'run/0.0', '200,000 chars', MASK_TOOLS)
+    assert all(o.startswith('[Tool output of') for o in outputs[:-4]) and outputs[-1].startswith('[Tool output too large')
+
+
+def test_the_tools_are_the_engines_table() -> None:
+    """`overspill_tools()` is the engine's read-back table (`overspill.READ_BACK_TOOLS`): names,
+    descriptions, and parameters (in their strict form: every one required, an optional one may be
+    null), with no copy of a tool's words here."""
+    from agents.strict_schema import ensure_strict_json_schema
+    from overspill import READ_BACK_TOOLS
+    from overspill.openai_agents import overspill_tools
+
+    tools = overspill_tools()
+    assert [(t.name, t.description) for t in tools] == [(t.name, t.description) for t in READ_BACK_TOOLS]
+    for ours, table in zip(tools, READ_BACK_TOOLS):
+        strict = ensure_strict_json_schema(table.strict_parameters())  # as the SDK sends it
+        assert ours.strict_json_schema and ours.params_json_schema == strict, ours.name

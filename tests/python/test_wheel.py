@@ -17,6 +17,12 @@ from support import ROOT
 
 PACKAGE = ROOT / 'workflows' / 'python'
 
+# Without any extra: the core and External Storage's module import, and boto3 is not installed.
+CHECK_CORE = """
+import importlib.util, overspill, overspill.external_storage
+assert importlib.util.find_spec('boto3') is None, 'boto3 came without the external-storage extra'
+"""
+
 # Imports everything, builds a store and External Storage, and reports the versions it runs on.
 CHECK = """
 import importlib.metadata as m, json, sys
@@ -39,11 +45,14 @@ def test_the_tests_import_the_installed_wheel() -> None:
 def test_the_wheel_keeps_the_oldest_versions_its_ranges_accept(tmp_path: Path) -> None:
     project = tomllib.loads((PACKAGE / 'pyproject.toml').read_text())['project']
     assert project['license'] and project['readme'] == 'README.md' and project['requires-python']
-    oldest = {}
-    for requirement in project['dependencies']:
-        name, low = re.fullmatch(r'([\w-]+)(?:\[\w+\])?[^>]*>=([\w.]+).*', requirement).groups()  # type: ignore[union-attr]
-        oldest[name] = low
-    assert not any('==' in r for r in project['dependencies']), 'ranges, not pins'
+
+    def lows(requirements: list[str]) -> dict[str, str]:
+        assert not any('==' in r for r in requirements), 'ranges, not pins'
+        pattern = r'([\w-]+)(?:\[\w+\])?[^>]*>=([\w.]+).*'
+        return dict(re.fullmatch(pattern, r).groups() for r in requirements)  # type: ignore[union-attr, misc]
+
+    oldest = lows(project['dependencies'])
+    storage = lows(project['optional-dependencies']['external-storage'])
 
     def run(*args: object) -> str:
         out = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=900)
@@ -58,8 +67,10 @@ def test_the_wheel_keeps_the_oldest_versions_its_ranges_accept(tmp_path: Path) -
     pip = [venv / 'bin' / 'python', '-m', 'pip', 'install', '-q', '--disable-pip-version-check']
     run(*pip, *(f'{name}=={version}' for name, version in oldest.items()))
     run(*pip, wheel)
-    versions, metadata = map(json.loads, run(venv / 'bin' / 'python', '-c', CHECK, *oldest).splitlines())
-    assert versions == oldest
+    run(venv / 'bin' / 'python', '-c', CHECK_CORE)
+    run(*pip, f'{wheel}[external-storage]', *(f'{name}=={version}' for name, version in storage.items()))
+    versions, metadata = map(json.loads, run(venv / 'bin' / 'python', '-c', CHECK, *oldest, *storage).splitlines())
+    assert versions == {**oldest, **storage}
     assert metadata == ['MIT OR Apache-2.0', '>=3.10', '# Overspill for Python'], 'license, Python, README'
 
 

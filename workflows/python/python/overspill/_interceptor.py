@@ -1,86 +1,37 @@
-"""`OverspillInterceptor`: tool outputs reduced in the tool's own activity, before Temporal records them.
+"""The interceptor's former private interface, kept for `overspill.pydantic_ai` until it moves onto
+the core (`overspill._at_source`), which then deletes this module.
 
-An agent on Temporal runs its loop in the workflow and each tool as an activity. Whatever an
-activity returns is recorded in the workflow's history, travels to the workflow worker, and is
-carried in every later model call's input; a hook in the workflow (pydantic-ai's
-`ToolOutputLimits`, the Agents SDK's input filters) sees an output only after all that. On the
-worker that runs the tools, this interceptor reduces each covered tool's output when its
-activity completes, with the engine the Overspill worker runs: Truncate and Spill happen right
-there (a spill is written to the store under `{run}/{call}.{retry}`, the same key a retry or a
-replay derives again, so it is an overwrite, never a second object), and only the reduced form
-is recorded. A Summarize band runs there only with a `model`; without one the output goes on to
-the workflow unchanged, to be summarized there. A spill the store refuses falls back to its
-band's `then` with a WARNING on the logger `overspill`.
-
-Which activities are tool calls, and where their output is, is the agent framework's business: a
-`ToolActivities` adapter says it (`overspill.pydantic_ai` and `overspill.openai_agents` have one
-each).
+It takes the former signature, `OverspillInterceptor(limits, store=None, *, tools=[...])`, with
+single-output adapters (`call_site(info, args)`, `output`, `with_output`), and passes `limits` to
+the engine as they are (pydantic-ai's byte-compatible path: no `DEFAULT_LIMITS`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
-import math
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from temporalio import activity
-from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
+from temporalio.worker import ExecuteActivityInput
 
-from overspill._caller import current_caller
-from overspill._native import Limits, Model, Store, reduce
+from overspill._at_source import OverspillInterceptor as _Core
+from overspill._at_source import ToolCallSite, engine_output
+from overspill._codecs import Reduced, ToolOutputParts
+from overspill._native import Limits, Model, Store
 
-_logger = logging.getLogger('overspill.interceptor')
-
-
-@dataclass(frozen=True)
-class ToolCallSite:
-    """Which tool call an activity runs, and the parts of its spill key (`{run_id}/{tool_call_id}.{retry}`)."""
-
-    tool_name: str
-    run_id: str
-    tool_call_id: str
-    retry: int = 0
-
-
-@dataclass(frozen=True)
-class ToolOutputParts:
-    """A tool's return, as the engine reduces it: the value, and a ToolReturn envelope's text
-    `content` and `metadata` (`envelope`: there is an envelope at all)."""
-
-    value: Any
-    content: Any = None
-    metadata: Any = None
-    envelope: bool = False
-
-
-@dataclass(frozen=True)
-class Reduced:
-    """What the engine made of a tool's return: the value and content the model sees (each the
-    original object where it was left as it was), the metadata, and whether it is an envelope."""
-
-    value: Any
-    content: Any
-    metadata: Any
-    envelope: bool
-    kind: str
-    """What happened to the value: `truncated`, `spilled`, `summarized` or `passthrough`."""
+__all__ = ['OverspillInterceptor', 'Reduced', 'ToolActivities', 'ToolCallSite', 'ToolOutputParts', 'engine_output']
 
 
 class ToolActivities(Protocol):
-    """How one agent framework runs tools as activities."""
+    """A single-output adapter, as `overspill.pydantic_ai.PydanticAiTools` is."""
 
     def call_site(self, info: activity.Info, args: Sequence[Any]) -> ToolCallSite | None:
         """The tool call the activity `info` runs with `args`, or `None` if it is not one this covers."""
         ...
 
     def output(self, result: Any) -> ToolOutputParts | None:
-        """The tool's return inside the activity's `result`, or `None` if it carries none (an
-        error or a retry request, carried as data)."""
+        """The tool's return inside the activity's `result`, or `None` if it carries none."""
         ...
 
     def with_output(self, result: Any, reduced: Reduced) -> Any:
@@ -88,18 +39,29 @@ class ToolActivities(Protocol):
         ...
 
 
-class OverspillInterceptor(Interceptor):
-    """Reduce the outputs of the tool activities `tools` cover, in the activity, under `limits`.
+class _OneOutput:
+    """A single-output adapter as a `ToolSelection`."""
 
-    ```python
-    worker = Worker(client, task_queue='agent', activities=[...],
-                    interceptors=[OverspillInterceptor(limits, store, tools=[MyFrameworkTools()])])
-    ```
+    def __init__(self, tools: ToolActivities) -> None:
+        self._tools = tools
 
-    `limits` is a `Limits`, or its JSON (a string, or a mapping) as `overspill worker --limits`
-    takes it; `store` a `Store`, or its URL (`None`: `OVERSPILL_STORE`, else the local default
-    every Overspill command shares); `model`, if any, writes the summaries of Summarize bands.
-    """
+    def call_site(self, info: activity.Info, input: ExecuteActivityInput) -> ToolCallSite | None:
+        return self._tools.call_site(info, input.args)
+
+    def outputs(self, result: Any) -> Sequence[ToolOutputParts]:
+        parts = self._tools.output(result)
+        return [] if parts is None else [parts]
+
+    def with_outputs(self, result: Any, reduced: Sequence[Reduced | None]) -> Any:
+        (new,) = reduced
+        return result if new is None else self._tools.with_output(result, new)
+
+    def covers(self, activity_type: str) -> bool:
+        return False  # such adapters check their store themselves
+
+
+class OverspillInterceptor(_Core):
+    """The core interceptor under its former signature (for `overspill.pydantic_ai`)."""
 
     def __init__(
         self,
@@ -109,138 +71,6 @@ class OverspillInterceptor(Interceptor):
         tools: Sequence[ToolActivities],
         model: Model | None = None,
     ) -> None:
-        if limits is None or isinstance(limits, str):
-            limits = Limits(limits)
-        elif not isinstance(limits, Limits):
-            limits = Limits(json.dumps(limits))
-        self.limits = limits
-        self.store = store if isinstance(store, Store) else Store(store)
-        self.tools = tuple(tools)
-        self.model = model
-
-    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
-        """Wrap each activity's execution."""
-        return _ReduceOutputs(next, self)
-
-    async def reduce(self, tools: ToolActivities, site: ToolCallSite, result: Any) -> Any:
-        """`result` with its tool output reduced, or as it is when there is nothing to reduce here."""
-        parts = tools.output(result)
-        if parts is None:
-            return result
-        output = engine_output(parts.value)
-        if output is None:
-            return result  # a value the engine cannot render as the framework would: the workflow's
-        text, structured = output
-        try:
-            reduced = await reduce(
-                self.limits,
-                self.store,
-                tool_name=site.tool_name,
-                output=text,
-                structured=structured,
-                run_id=site.run_id,
-                tool_call_id=site.tool_call_id,
-                retry=site.retry,
-                content=parts.content,
-                metadata=parts.metadata,
-                envelope=parts.envelope,
-                caller=current_caller(),
-                model=self.model,
-            )
-        except (TypeError, ValueError) as error:  # content or metadata the engine cannot carry
-            _logger.debug('leaving the output of tool %r to the workflow: %s', site.tool_name, error)
-            return result
-        if reduced is None:
-            return result
-        return tools.with_output(result, _reduced(parts, reduced))
-
-
-class _ReduceOutputs(ActivityInboundInterceptor):
-    def __init__(self, next: ActivityInboundInterceptor, root: OverspillInterceptor) -> None:
-        super().__init__(next)
-        self._root = root
-
-    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
-        result = await super().execute_activity(input)
-        info = activity.info()
-        for tools in self._root.tools:
-            site = tools.call_site(info, input.args)
-            if site is not None:
-                async with _heartbeating(info):
-                    return await self._root.reduce(tools, site, result)
-        return result
-
-
-@asynccontextmanager
-async def _heartbeating(info: activity.Info) -> AsyncIterator[None]:
-    """Heartbeat at half the activity's heartbeat timeout while the body runs: a spill of a large
-    output can take longer than the timeout the tool's own heartbeats were sized for."""
-    if info.heartbeat_timeout is None:
-        yield
-        return
-    interval = info.heartbeat_timeout.total_seconds() / 2
-
-    async def beat() -> None:
-        while True:
-            activity.heartbeat()
-            await asyncio.sleep(interval)
-
-    task = asyncio.create_task(beat())
-    try:
-        yield
-    finally:
-        task.cancel()
-        with suppress(asyncio.CancelledError):
-            await task
-
-
-def _reduced(parts: ToolOutputParts, reduced: Mapping[str, Any]) -> Reduced:
-    """The engine's reduced result, with the original objects where it left them."""
-    value = parts.value if reduced['kind'] == 'passthrough' else _python(reduced['return_value'])
-    content = parts.content if reduced.get('content_kind') == 'passthrough' else reduced.get('content')
-    return Reduced(
-        value=value,
-        content=content,
-        metadata=reduced.get('metadata'),
-        envelope=bool(reduced.get('envelope')),
-        kind=reduced['kind'],
-    )
-
-
-def _python(output: Mapping[str, Any]) -> Any:
-    """An engine output form (`{'text': …}`, `{'json': …}`) as the Python value."""
-    if 'text' in output:
-        return output['text']
-    return output.get('json')
-
-
-def engine_output(value: Any) -> tuple[str | bytes, bool] | None:
-    """`value` as the engine takes it: a `str` or `bytes` as itself, a JSON value (dicts with
-    string keys, lists, strings, finite floats, integers within 64 bits, booleans, `None`) as its
-    JSON text with `structured`; anything else (`None` returned) is left to the workflow, whose
-    serializer knows its Python type."""
-    if isinstance(value, (str, bytes)):
-        return value, False
-    if not _plain_json(value, depth=0):
-        return None
-    return json.dumps(value, ensure_ascii=False, separators=(',', ':')), True
-
-
-_MAX_DEPTH = 256
-"""Deeper values are left to the workflow (the engine parses JSON up to 128 levels)."""
-
-
-def _plain_json(value: Any, depth: int) -> bool:
-    if depth > _MAX_DEPTH // 2:
-        return False
-    if value is None or isinstance(value, (bool, str)):
-        return True
-    if isinstance(value, int):
-        return -(2**63) <= value < 2**64
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if type(value) is list:
-        return all(_plain_json(item, depth + 1) for item in value)
-    if type(value) is dict:
-        return all(isinstance(k, str) and _plain_json(v, depth + 1) for k, v in value.items())
-    return False
+        if not isinstance(limits, Limits):
+            limits = Limits(limits if limits is None or isinstance(limits, str) else json.dumps(limits))
+        super().__init__([_OneOutput(t) for t in tools], limits, store, model=model)
