@@ -33,9 +33,10 @@ ensure_wheel_venv() {
     -m "$OVERSPILL_ROOT/workflows/python/Cargo.toml" -o "$wheels"
   # Constraints take no extras: `pkg[extra]==v` pins `pkg==v`.
   sed 's/\[[^]]*\]//' "$OVERSPILL_ROOT/deploy/requirements.txt" > "$wheels/constraints.txt"
-  # With the extras: the OpenAI Agents SDK's integration and External Storage are tested (and typed) too.
+  # With every extra: each framework's integration and External Storage are tested (and typed) too.
   local wheel=("$wheels"/overspill-*.whl)
-  "$WHEEL_VENV/bin/pip" install "${pip[@]}" -c "$wheels/constraints.txt" "${wheel[0]}[openai-agents,external-storage]" pytest mypy
+  local extras=openai-agents,external-storage,langgraph,deepagents,google-adk,strands
+  "$WHEEL_VENV/bin/pip" install "${pip[@]}" -c "$wheels/constraints.txt" "${wheel[0]}[$extras]" mcp pytest mypy
 }
 
 # The benchmarks' venv: the reference (pydantic-ai-harness 0.62.0) alone, in .deploy/bench-venv.
