@@ -31,6 +31,8 @@ export {
   reduce,
   sanitizeKey,
   engineNames,
+  readBackTools,
+  type ToolSpec,
   OverspillError,
   NotFoundError,
   StoreError,

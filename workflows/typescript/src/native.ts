@@ -304,3 +304,14 @@ function onPath(name: string): string | null {
   }
   return null;
 }
+
+/** A read-back tool as a model sees it: its name, the Overspill activity that serves it, its
+ * description and its parameters (a JSON Schema object). */
+export type ToolSpec = Native.ToolSpec;
+
+/** The read-back tools `read_tool_result`, `grep_tool_result`, `query_tool_result` and
+ * `list_tool_results`, as every Overspill integration gives them to its model (the engine's
+ * table). Workflow code has the same table as `READ_BACK_TOOLS` from `…/workflow`. */
+export function readBackTools(): ToolSpec[] {
+  return native.readBackTools();
+}

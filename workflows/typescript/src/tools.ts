@@ -12,20 +12,16 @@
 import { type JSONSchema7, type Tool, jsonSchema, tool } from 'ai';
 import { workflowInfo } from '@temporalio/workflow';
 
+import type * as Native from '../native/index.js';
 import engine from './generated/engine.json';
 import { OverspillWorker, type OverspillWorkerOptions } from './overspill-worker';
 
 /** A read-back tool as the engine declares it: its model-visible name, description and parameters,
  * and the Overspill activity that runs it. */
-export interface ToolSpec {
-  name: string;
-  activity: string;
-  description: string;
-  parameters: Record<string, unknown>;
-}
+export type ToolSpec = Native.ToolSpec;
 
-/** The engine's read-back tools. */
-export const READ_BACK_TOOLS: readonly ToolSpec[] = engine.tools as ToolSpec[];
+/** The engine's read-back tools (its table, as `readBackTools()` gives it on the worker). */
+export const READ_BACK_TOOLS: readonly ToolSpec[] = engine.tools;
 
 /** What {@link overspillTools} needs: the Overspill worker's queue and timeouts, or the worker. */
 export interface OverspillToolsOptions extends OverspillWorkerOptions {

@@ -257,6 +257,11 @@ pub(crate) async fn reduce(
     Some(reduced)
 }
 
+/// The read-back tools as a model sees them: name, activity, description, JSON Schema parameters.
+pub(crate) fn read_back_tools() -> Vec<overspill::tools::ToolSpec> {
+    overspill::tools::read_back_tools()
+}
+
 /// `key`'s object path inside a store's `tool_output_limits/` folder, made safe as the worker
 /// makes it.
 pub(crate) fn sanitize_key(key: &str) -> String {

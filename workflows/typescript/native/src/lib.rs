@@ -6,6 +6,7 @@
 //!   `query_tool_result` and `list_tool_results`.
 //! - [`Limits`] (the worker's `--limits` JSON), [`Model`] (an OpenAI-compatible summarizer) and
 //!   [`reduce`], one tool return reduced by size bands.
+//! - [`read_back_tools`]: the read-back tools as a model sees them (`overspill::tools`).
 //!
 //! Every call that touches a store or a model returns a Promise settled from a task on napi's
 //! Tokio runtime, off the Node event loop. A call that fails resolves to a [`Failure`] (which the
@@ -364,6 +365,34 @@ pub fn names() -> Names {
         task_queue: engine::names::DEFAULT_TASK_QUEUE.to_owned(),
         spill: engine::names::SPILL.to_owned(),
     }
+}
+
+/// A read-back tool as a model sees it.
+#[napi(object)]
+pub struct ToolSpec {
+    /// The tool's name as the model calls it.
+    pub name: String,
+    /// The Overspill activity that serves it (`tool_output_limits.<name>`).
+    pub activity: String,
+    /// What the model reads about the tool.
+    pub description: String,
+    /// Its arguments: a JSON Schema object, each property with its type, description, default and
+    /// bounds (the engine's own checks and clamps).
+    pub parameters: Value,
+}
+
+/// The read-back tools `read_tool_result`, `grep_tool_result`, `query_tool_result` and
+/// `list_tool_results`, as every Overspill integration gives them to its model.
+#[napi]
+pub fn read_back_tools() -> Vec<ToolSpec> {
+    (engine::read_back_tools().into_iter())
+        .map(|tool| ToolSpec {
+            name: tool.name.to_owned(),
+            activity: tool.activity.to_owned(),
+            description: tool.description.to_owned(),
+            parameters: tool.parameters,
+        })
+        .collect()
 }
 
 /// `key`'s object path inside a store's `tool_output_limits/` folder: each `/`-separated segment
