@@ -27,6 +27,7 @@ mod support {
 }
 mod temporal;
 mod tls;
+mod typescript;
 
 /// The checkout's root (this target's package is `src/cli/`).
 fn root() -> &'static std::path::Path {
