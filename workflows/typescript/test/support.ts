@@ -94,7 +94,11 @@ export async function overspillWorker(store: string, queue = unique('tool-output
 
 /** A Temporal client of the test server. */
 export async function client(): Promise<Client> {
-  const connection = await Connection.connect({ address: env('TEMPORAL_ADDRESS') });
+  // Histories of runs without Overspill pass gRPC's default 4 MB message limit.
+  const connection = await Connection.connect({
+    address: env('TEMPORAL_ADDRESS'),
+    channelArgs: { 'grpc.max_receive_message_length': 256 << 20 },
+  });
   return new Client({ connection, namespace: process.env['TEMPORAL_NAMESPACE'] || 'default' });
 }
 
