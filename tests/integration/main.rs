@@ -23,6 +23,7 @@ mod store;
 mod summarize;
 /// Harnesses that several test modules build on.
 mod support {
+    pub(crate) mod suite;
     pub(crate) mod temporal;
 }
 mod temporal;

@@ -8,11 +8,11 @@
 //! runs it, so that cargo runs them beside the rest of the suite. Needs `OVERSPILL_TEST_S3_URL` and
 //! the `AWS_*` variables from `.deploy/seaweedfs.env`.
 
-use std::io::Read as _;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
+use crate::support::suite::run_suite;
 use crate::support::temporal::temporal_address;
 
 /// How long one file of the suite may take; every wait inside it is bounded, and this keeps a hang
@@ -31,7 +31,9 @@ fn node() -> PathBuf {
         "aarch64" => "arm64",
         other => other,
     };
-    crate::root().join(format!(".deploy/node/node_modules/node-linux-{arch}/bin/node"))
+    crate::root().join(format!(
+        ".deploy/node/node_modules/node-linux-{arch}/bin/node"
+    ))
 }
 
 /// One test per file of `workflows/typescript/test/`, run from its compiled form.
@@ -75,47 +77,23 @@ fn run_node_tests(name: &str) {
         node.display(),
         compiled.display()
     );
-    let log = tempfile::NamedTempFile::new().expect("a temp file for the tests' output");
-    let path = format!(
-        "{}:{}",
-        node.parent().expect("node's bin directory").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let mut tests = Command::new(&node)
+    let mut tests = Command::new(&node);
+    tests
         .args(["--test", "--test-reporter=tap"])
         .arg(&compiled)
         .current_dir(&package)
         .env("OVERSPILL_BIN", env!("CARGO_BIN_EXE_overspill"))
         .env("OVERSPILL_PYTHON", crate::python::python())
-        .env("TEMPORAL_ADDRESS", temporal_address())
-        .env("PATH", path)
-        .stdin(Stdio::null())
-        .stdout(log.reopen().expect("reopen the log"))
-        .stderr(log.reopen().expect("reopen the log"))
-        .spawn()
-        .expect("run node --test");
-    let deadline = Instant::now() + TIMEOUT;
-    let status = loop {
-        if let Some(status) = tests.try_wait().expect("wait for node") {
-            break Some(status);
-        }
-        if Instant::now() > deadline {
-            let _ = tests.kill();
-            let _ = tests.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    let mut report = String::new();
-    log.reopen()
-        .and_then(|mut file| file.read_to_string(&mut report))
-        .expect("read the tests' output");
+        .env("TEMPORAL_ADDRESS", temporal_address());
+    let (status, report) = run_suite(tests, TIMEOUT);
     let Some(status) = status else {
         panic!("{name}.test.js did not finish within {TIMEOUT:?}:\n{report}");
     };
     assert!(status.success(), "{name}.test.js failed:\n{report}");
     assert!(
-        report.contains("\n# fail 0") && !report.contains("\n# pass 0") && report.contains("\n# skipped 0"),
+        report.contains("\n# fail 0")
+            && !report.contains("\n# pass 0")
+            && report.contains("\n# skipped 0"),
         "node ran no test, or skipped some:\n{report}"
     );
 }
