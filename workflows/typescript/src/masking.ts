@@ -9,7 +9,7 @@
  * @module
  */
 
-import type { ModelMessage, ToolResultPart } from 'ai';
+import type { Instructions, ModelMessage, ToolResultPart } from 'ai';
 import { log, workflowInfo } from '@temporalio/workflow';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
@@ -34,9 +34,6 @@ export interface OverspillMaskingOptions {
   /** The Overspill worker that stores the outputs masking spills (its queue and timeouts). */
   worker?: OverspillWorker;
 }
-
-/** The instructions `prepareStep` is given: a string, a system message, or several. */
-type Instructions = string | { content: unknown } | readonly { content: unknown }[] | undefined;
 
 /**
  * Clears old tool outputs from the model's input without losing them: an AI SDK `prepareStep`.
@@ -91,14 +88,14 @@ export class OverspillMasking {
   /** An AI SDK `prepareStep`: the step's messages with old outputs masked, once over budget. */
   readonly prepareStep = async (step: {
     messages: ModelMessage[];
-    instructions?: Instructions;
+    instructions?: Instructions | undefined;
   }): Promise<{ messages: ModelMessage[] } | undefined> => {
     const messages = await this.mask(step.messages, step.instructions);
     return messages === undefined ? undefined : { messages };
   };
 
   /** `messages` with old outputs masked, or `undefined` when within budget or nothing was masked. */
-  async mask(messages: readonly ModelMessage[], instructions?: Instructions): Promise<ModelMessage[] | undefined> {
+  async mask(messages: readonly ModelMessage[], instructions?: Instructions | undefined): Promise<ModelMessage[] | undefined> {
     if (measure(messages, instructions) <= this.budget) return undefined;
     const masked = messages.map((message) =>
       message.role === 'tool' ? { ...message, content: [...message.content] } : message,
@@ -182,7 +179,7 @@ export class OverspillMasking {
 }
 
 /** Chars of model-visible text in a model's input: the instructions and every message's text. */
-export function measure(messages: readonly ModelMessage[], instructions?: Instructions): number {
+export function measure(messages: readonly ModelMessage[], instructions?: Instructions | undefined): number {
   const system = instructions === undefined ? [] : Array.isArray(instructions) ? instructions : [instructions];
   let total = 0;
   for (const part of system) total += typeof part === 'string' ? chars(part) : contentChars(part.content);
