@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Fail on an import circle inside a crate: `overspill` (src/), `overspill-workflows`
-(workflows/src/), `overspill-python` (workflows/python/src/) and `overspill-cli` (src/cli/).
+(workflows/src/), `overspill-python` (workflows/python/src/), `overspill-node`
+(workflows/typescript/native/src/) and `overspill-cli` (src/cli/).
 
 Every file is a module (`src/limits/unit.rs` is `limits::unit`, `src/cli/example/tools.rs` is
 `example::tools` of the CLI). A path `crate::…`, `super::…` or `self::…` in one module that names
@@ -16,7 +17,7 @@ from graphlib import CycleError, TopologicalSorter
 ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), '..')
 
 
-CRATES = ('src', 'workflows/src', 'workflows/python/src', 'src/cli')
+CRATES = ('src', 'workflows/src', 'workflows/python/src', 'workflows/typescript/native/src', 'src/cli')
 
 
 def modules(base):

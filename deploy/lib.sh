@@ -39,6 +39,36 @@ ensure_wheel_venv() {
   "$WHEEL_VENV/bin/pip" install "${pip[@]}" -c "$wheels/constraints.txt" "${wheel[0]}[$extras]" mcp pytest mypy
 }
 
+# Node.js 22 for the TypeScript package (workflows/typescript; its Temporal and AI SDK packages
+# need >= 22.12, Debian offers 18): the npm package `node-linux-<arch>` carries the binary, so
+# npm installs it into .deploy/node, again only when the version changes.
+NODE_VERSION=22.23.5
+NODE_BIN="$DEPLOY_DIR/node/node_modules/node-linux-$(uname -m | sed 's/x86_64/x64/; s/aarch64/arm64/')/bin"
+ensure_node() {
+  if [ "$("$NODE_BIN/node" --version 2>/dev/null)" = "v$NODE_VERSION" ]; then return; fi
+  if ! command -v npm >/dev/null; then apt-get install -y --no-install-recommends npm; fi
+  rm -rf "$DEPLOY_DIR/node"
+  npm install --silent --prefix "$DEPLOY_DIR/node" --no-save --no-package-lock --no-audit --no-fund \
+    "$(basename "$(dirname "$NODE_BIN")")@$NODE_VERSION"
+  "$NODE_BIN/node" --version >/dev/null
+}
+
+# The TypeScript package as its tests use it: its npm dependencies at package-lock.json's
+# versions (`npm ci`, again only when the lock changes), its native addon built by @napi-rs/cli
+# (a debug build in cargo's target dir, like the Python wheel's), and tsc's strict compile into
+# dist/. npm and the package's scripts run on .deploy/node's Node 22.
+TS_PACKAGE="$OVERSPILL_ROOT/workflows/typescript"
+ensure_typescript() {
+  ensure_node
+  local stamp="$TS_PACKAGE/node_modules/.lock.sha" want
+  want="$(sha256sum "$TS_PACKAGE/package-lock.json" | cut -d' ' -f1)"
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    (cd "$TS_PACKAGE" && PATH="$NODE_BIN:$PATH" npm ci --silent --no-audit --no-fund)
+    echo "$want" > "$stamp"
+  fi
+  (cd "$TS_PACKAGE" && PATH="$NODE_BIN:$PATH" npm run --silent build)
+}
+
 # The benchmarks' venv: the reference (pydantic-ai-harness 0.62.0) alone, in .deploy/bench-venv.
 BENCH_VENV="$DEPLOY_DIR/bench-venv"
 ensure_bench_venv() {

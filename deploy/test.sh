@@ -34,6 +34,9 @@ report_servers() {
 
 ensure_venv
 ensure_wheel_venv
+# The TypeScript package: Node 22, its npm dependencies, its native addon (@napi-rs/cli) and tsc's
+# strict compile of the package, its tests and its quickstart (tests/integration/typescript.rs).
+ensure_typescript
 
 # nginx proxies TLS to the Temporal server, so it starts after it.
 for svc in seaweedfs seaweedfs-https azurite fakegcs temporal nginx llama; do

@@ -23,10 +23,12 @@ mod store;
 mod summarize;
 /// Harnesses that several test modules build on.
 mod support {
+    pub(crate) mod suite;
     pub(crate) mod temporal;
 }
 mod temporal;
 mod tls;
+mod typescript;
 
 /// The checkout's root (this target's package is `src/cli/`).
 fn root() -> &'static std::path::Path {

@@ -8,11 +8,11 @@
 //! fails with pytest's report when any test does. Needs `OVERSPILL_TEST_S3_URL` and the `AWS_*`
 //! variables from `.deploy/seaweedfs.env`.
 
-use std::io::Read as _;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
+use crate::support::suite::run_suite;
 use crate::support::temporal::temporal_address;
 
 /// How long one file of the Python suite may take (the External Storage tests move gigabytes, in
@@ -81,35 +81,14 @@ fn run_pytest(file: &str) {
         "{} is missing: run deploy/test.sh (it installs the package's wheel into .deploy/wheel-venv)",
         python.display()
     );
-    let log = tempfile::NamedTempFile::new().expect("a temp file for pytest's output");
-    let mut pytest = Command::new(&python)
+    let mut pytest = Command::new(&python);
+    pytest
         .args(["-m", "pytest", file, "-v", "-p", "no:cacheprovider"])
         .current_dir(root)
         .env("OVERSPILL_BIN", env!("CARGO_BIN_EXE_overspill"))
         .env("TEMPORAL_ADDRESS", temporal_address())
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .stdin(Stdio::null())
-        .stdout(log.reopen().expect("reopen pytest's log"))
-        .stderr(log.reopen().expect("reopen pytest's log"))
-        .spawn()
-        .expect("run pytest in the project venv");
-    // Every wait inside the suite is bounded; this backstop keeps a hang from stalling CI.
-    let deadline = Instant::now() + TIMEOUT;
-    let status = loop {
-        if let Some(status) = pytest.try_wait().expect("wait for pytest") {
-            break Some(status);
-        }
-        if Instant::now() > deadline {
-            let _ = pytest.kill();
-            let _ = pytest.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    let mut report = String::new();
-    log.reopen()
-        .and_then(|mut file| file.read_to_string(&mut report))
-        .expect("read pytest's log");
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    let (status, report) = run_suite(pytest, TIMEOUT);
     let Some(status) = status else {
         panic!("pytest did not finish within {TIMEOUT:?}:\n{report}");
     };
