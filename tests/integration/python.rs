@@ -60,6 +60,7 @@ python_suites!(
     test_core,
     test_external_storage,
     test_external_storage_gc,
+    test_langgraph,
     test_masking,
     test_newcomer,
     test_openai_agents,
