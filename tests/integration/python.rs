@@ -58,6 +58,7 @@ python_suites!(
     test_activities_by_name,
     test_at_source,
     test_core,
+    test_deepagents,
     test_external_storage,
     test_external_storage_gc,
     test_langgraph,

@@ -261,6 +261,53 @@ class GraphCrawl:
         return str(state['messages'][-1].content)
 
 
+# --- Deep Agents -------------------------------------------------------------------------------------
+
+
+@dataclass
+class DeepRequest:
+    """What the Deep Agents workflow runs: a prompt, and how Overspill serves it (nothing by default)."""
+
+    prompt: str
+    overspill_queue: str = ''
+    """The Overspill worker's task queue: the agent gets `overspill_tools()` on it ('': none)."""
+    masking_budget: int | None = None
+    """`OverspillMasking`'s budget in chars (None: no masking middleware)."""
+
+
+@workflow.defn
+class DeepCrawl:
+    """A deep agent with `tool_as_activity` tools (`fetch_page`, `fetch_records`) and an
+    `activity_as_tool` one (`fetch_spec`): its answer, the files in its final state (where its
+    eviction puts outputs) and the tool outputs there."""
+
+    @workflow.run
+    async def run(self, request: DeepRequest) -> dict[str, Any]:
+        from deepagents import create_deep_agent
+        from temporalio.deepagents import activity_as_tool, tool_as_activity
+
+        with workflow.unsafe.imports_passed_through():
+            from overspill.deepagents import OverspillMasking as DeepMasking
+            from overspill.deepagents import overspill_tools as deep_tools
+
+        worker = OverspillWorker(task_queue=request.overspill_queue)
+        tools: list[Any] = [tool_as_activity(fetch, **TIMEOUT) for fetch in (fetch_page, fetch_records)]
+        tools.append(activity_as_tool(fetch_spec, **TIMEOUT))
+        tools += deep_tools(worker) if request.overspill_queue else []
+        middleware = [] if request.masking_budget is None else [DeepMasking(budget=request.masking_budget, worker=worker)]
+        agent = create_deep_agent(model='scripted', tools=tools, middleware=middleware)
+        state = await agent.ainvoke({'messages': [HumanMessage(request.prompt)]}, {'recursion_limit': 100_000})
+        outputs = [str(m.content) for m in state['messages'] if isinstance(m, ToolMessage)]
+        return {'answer': str(state['messages'][-1].content), 'files': sorted(state.get('files') or {}), 'outputs': outputs}
+
+
+def deep_agents_plugin() -> Any:
+    """`DeepAgentsPlugin` with the scripted model for every model name."""
+    from temporalio.deepagents import DeepAgentsPlugin
+
+    return DeepAgentsPlugin(model_provider=lambda name: MODEL)
+
+
 # --- a run's figures -------------------------------------------------------------------------------
 
 
