@@ -61,6 +61,7 @@ python_suites!(
     test_deepagents,
     test_external_storage,
     test_external_storage_gc,
+    test_langchain_quickstarts,
     test_langgraph,
     test_masking,
     test_newcomer,

@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -396,3 +397,37 @@ async def reduce_on_worker(stack: Stack, request: dict[str, Any], *, plugins: Se
     async with Worker(client, task_queue=queue, workflows=[ReduceOnTheWorker], workflow_runner=UnsandboxedWorkflowRunner()):
         reply: dict[str, Any] = await client.execute_workflow(ReduceOnTheWorker.run, args=[stack.queue, request], id=queue, task_queue=queue)
     return reply
+
+
+# --- the README's quickstarts, as pasted, against `overspill dev` ---------------------------------
+
+
+def run_quickstart(example: Path, tmp_path: Path, **env: str) -> str:
+    """Run `example` as a user would, against `overspill dev` on the default store under a fresh
+    `TMPDIR` (`tmp_path`) and a queue of its own (other workers on the server stay away), with
+    `env`; its output, once it exited cleanly."""
+    environment = {k: v for k, v in os.environ.items() if k not in ('OVERSPILL_STORE', 'PYTHONPATH')}
+    environment.update(TMPDIR=str(tmp_path), OVERSPILL_TASK_QUEUE=f'quickstart-overspill-{uuid.uuid4()}', **env)
+    dev = Process('overspill-dev', [os.environ['OVERSPILL_BIN'], 'dev', '--no-demo'], environment, tmp_path)
+    try:
+        dev.wait_for('overspill dev: Temporal at')
+        run = subprocess.run(
+            [sys.executable, str(example)], env=environment, cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
+    finally:
+        dev.stop()
+    assert run.returncode == 0, f'{run.stdout}\n{run.stderr}\n{dev.output()[-3000:]}'
+    assert 'Fatal Python error' not in run.stderr, run.stderr
+    return run.stdout
+
+
+def quickstart_read_back(stdout: str, tmp_path: Path) -> str:
+    """The handle a quickstart's model read the spill's last line back by (`read_tool_result`'s
+    page is its answer), checked against the spill in the default store `overspill dev` shares."""
+    header, line = stdout.strip().split('\n')
+    assert header.startswith("[handle '") and header.endswith("': 9,001 matching line(s); showing 1]"), header
+    assert line == 'BUILD FAILED: disk full'
+    handle = header.split("'")[1]
+    spilled = tmp_path / f'overspill-{os.geteuid()}' / 'tool_output_limits' / handle
+    assert spilled.read_text().endswith('BUILD FAILED: disk full\n') and spilled.stat().st_size > 200_000
+    return handle

@@ -92,7 +92,8 @@ def activity_tool(fn: Callable[..., Any], *, name: str | None = None, descriptio
 
 async def run_tool_node(node: ToolNode, state: Mapping[str, Any], config: RunnableConfig, runtime: Runtime[Any]) -> Any:
     """The update of the prebuilt `ToolNode` `node` for `state`, from a node function of your own
-    (`async def tools(state, config, runtime)`) labelled `workflow` or `activity`.
+    labelled `workflow` or `activity`: `async def tools(state, config: RunnableConfig, runtime:
+    Runtime)` (LangGraph passes `config` and `runtime` to parameters so annotated).
 
     In an activity the state arrives as plain dicts: its messages are made messages again. There
     the plugin passes on a single `Command` only, so the update of a tool returning a `Command` is
