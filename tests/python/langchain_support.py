@@ -1,6 +1,7 @@
-"""What the LangGraph and Deep Agents tests (and `benches/langchain.py`) share: a scripted chat model
-(LangChain's own `BaseChatModel`, no network), the tool activities, the LangGraph graph and its
-workflow, the Deep Agents workflow, and a run's figures read off its history.
+"""What the LangGraph and Deep Agents tests (and `benches/langgraph_deepagents.py`) share: a
+scripted chat model (LangChain's own `BaseChatModel`, no network), the tool activities, the
+LangGraph graph and its workflow, the Deep Agents workflow, and a run's figures read off its
+history.
 
 The model answers from its input alone, so a retried or replayed model activity answers the same.
 The first human message is its script:

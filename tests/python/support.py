@@ -296,6 +296,30 @@ class FailFirstAttempt(Interceptor):
 
         return FailFirst(next)
 
+# --- a run's history -------------------------------------------------------------------------------
+
+
+def run_id_of(history: Any) -> str:
+    """The run id a run's spills are keyed by (its first run's)."""
+    return str(history.events[0].workflow_execution_started_event_attributes.original_execution_run_id)
+
+
+def activity_calls(history: Any, activity_type: str) -> list[tuple[str, int, Any]]:
+    """Each activity of `activity_type` the run scheduled: its id, its last attempt and its input (decoded JSON)."""
+    found: dict[int, tuple[str, int, Any]] = {}
+    for event in history.events:
+        if event.HasField('activity_task_scheduled_event_attributes'):
+            scheduled = event.activity_task_scheduled_event_attributes
+            if scheduled.activity_type.name == activity_type:
+                found[event.event_id] = (scheduled.activity_id, 1, json.loads(scheduled.input.payloads[0].data))
+        elif event.HasField('activity_task_started_event_attributes'):
+            started = event.activity_task_started_event_attributes
+            if started.scheduled_event_id in found:
+                activity_id, _, data = found[started.scheduled_event_id]
+                found[started.scheduled_event_id] = (activity_id, started.attempt, data)
+    return list(found.values())
+
+
 # --- a store's objects, inspected straight in its bucket ------------------------------------------
 
 

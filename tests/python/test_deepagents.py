@@ -23,7 +23,7 @@ import pytest
 from langchain_support import DeepCrawl, DeepRequest, deep_agents_plugin, fetch_spec, records, run_agent
 from overspill import DEFAULT_LIMITS, mask_marker, masked_key
 from overspill.deepagents import OverspillPlugin, overspill_tools
-from support import FailFirstAttempt, RunFigures, Stack, overspill_stack, page_text, reduce_on_worker
+from support import FailFirstAttempt, activity_calls, run_id_of, RunFigures, Stack, overspill_stack, page_text, reduce_on_worker
 from temporalio.client import Client
 from temporalio.worker import Interceptor, Replayer, UnsandboxedWorkflowRunner, Worker
 
@@ -62,36 +62,16 @@ def _replay(history: Any) -> None:
     asyncio.run(replayer.replay_workflow(history))
 
 
-def _run_id(history: Any) -> str:
-    return str(history.events[0].workflow_execution_started_event_attributes.original_execution_run_id)
-
-
-def _activities(history: Any, activity_type: str) -> list[tuple[str, int, Any]]:
-    """Each activity of `activity_type`: its id, last attempt and decoded input."""
-    found: dict[int, tuple[str, int, Any]] = {}
-    for e in history.events:
-        if e.HasField('activity_task_scheduled_event_attributes'):
-            a = e.activity_task_scheduled_event_attributes
-            if a.activity_type.name == activity_type:
-                found[e.event_id] = (a.activity_id, 1, json.loads(a.input.payloads[0].data))
-        elif e.HasField('activity_task_started_event_attributes'):
-            started = e.activity_task_started_event_attributes
-            if started.scheduled_event_id in found:
-                activity_id, _, data = found[started.scheduled_event_id]
-                found[started.scheduled_event_id] = (activity_id, started.attempt, data)
-    return list(found.values())
-
-
 def _tool_outputs(history: Any) -> list[list[str]]:
     """The `ToolMessage` contents of each model call's input (messages in `dumpd` form)."""
-    inputs = [data['messages'] for _, _, data in _activities(history, MODEL)]
+    inputs = [data['messages'] for _, _, data in activity_calls(history, MODEL)]
     return [[str(m['kwargs']['content']) for m in messages if m['id'][-1] == 'ToolMessage'] for messages in inputs]
 
 
 def _invoke_tool_handle(history: Any) -> str:
     """The handle of the one `deepagents.invoke_tool` call's spill: `{run id}/{its tool_call_id}.0`."""
-    [(_, _, request)] = _activities(history, INVOKE_TOOL)
-    return f"{_run_id(history)}/{request['tool_call_id']}.0"
+    [(_, _, request)] = activity_calls(history, INVOKE_TOOL)
+    return f"{run_id_of(history)}/{request['tool_call_id']}.0"
 
 
 def test_a_40_mb_output_completes_without_external_storage_and_is_read_back_by_its_handle(stack: Stack) -> None:
@@ -127,13 +107,13 @@ def test_the_model_sees_the_rust_workers_text_and_greps_and_queries_it_back(stac
         assert figures.status == 'completed', figures
         [seen] = _tool_outputs(history)[1]
         if tool == 'fetch_spec':
-            [(call_id, _, _)] = _activities(history, tool)
+            [(call_id, _, _)] = activity_calls(history, tool)
         else:
             call_id = _invoke_tool_handle(history).split('/')[1].removesuffix('.0')
-        request = {'tool_name': tool, 'run_id': _run_id(history), 'tool_call_id': call_id, 'output': output, 'config': dict(DEFAULT_LIMITS)}
+        request = {'tool_name': tool, 'run_id': run_id_of(history), 'tool_call_id': call_id, 'output': output, 'config': dict(DEFAULT_LIMITS)}
         reduced = asyncio.run(reduce_on_worker(stack, request, plugins=[deep_agents_plugin()]))
         assert reduced['return_value'] == {'text': seen} and seen.startswith('[Tool output too large ('), (tool, seen[:300])
-        handle = f'{_run_id(history)}/{call_id}.0'
+        handle = f'{run_id_of(history)}/{call_id}.0'
         answer = figures.result['answer']
         if tool == 'fetch_spec':
             assert answer.startswith(f'[handle {handle!r}: ') and '\n1:page 0000 line 000000 status=ERROR' in answer, answer
@@ -150,9 +130,9 @@ def test_a_retried_tool_activity_writes_one_object(stack: Stack) -> None:
         interceptors=[FailFirstAttempt(INVOKE_TOOL)],
     )
     assert figures.status == 'completed', figures
-    [(_, attempt, _)] = _activities(history, INVOKE_TOOL)
+    [(_, attempt, _)] = activity_calls(history, INVOKE_TOOL)
     handle = _invoke_tool_handle(history)
-    assert attempt == 2 and stack.objects(_run_id(history)) == [handle]
+    assert attempt == 2 and stack.objects(run_id_of(history)) == [handle]
     assert figures.result['answer'].startswith(f'[handle {handle!r}: '), figures.result
 
 
@@ -180,14 +160,14 @@ def test_masking_clears_seen_outputs_in_the_state_and_the_model_reads_one_back(s
     figures, history = _run(DeepRequest('fetch 8 pages of 20000 chars, then read ERROR', overspill_queue=stack.queue, masking_budget=50_000))
     assert figures.status == 'completed', figures
     page = page_text(0, 20_000)
-    handle = masked_key(_run_id(history), 'call-0', page)
+    handle = masked_key(run_id_of(history), 'call-0', page)
     outputs = _tool_outputs(history)
     assert outputs[-2][0] == mask_marker('fetch_page', handle, '20,000 chars', MASK_TOOLS)
     assert all(o.startswith("[Tool output of 'fetch_page' cleared from context") for o in outputs[-2][:4]), outputs[-2]
     assert outputs[-2][4:] == [page_text(n, 20_000) for n in (4, 5, 6, 7)], 'the 3 newest seen and the current turn stay'
     assert figures.result['outputs'][:5] == outputs[-1][:5], 'the state keeps the markers'
     assert stack.stored(handle) == page.encode()
-    spills = [data['key'] for _, _, data in _activities(history, 'tool_output_limits.spill')]
+    spills = [data['key'] for _, _, data in activity_calls(history, 'tool_output_limits.spill')]
     assert [key.split('/')[1].split('.')[0] for key in spills] == [f'call-{k}' for k in range(5)], 'each spilled once'
     errors = [line for line in page.split('\n') if 'ERROR' in line]
     assert figures.result['answer'] == f"[handle {handle!r}: {len(errors):,} matching line(s); showing 1]\n{errors[0]}"

@@ -30,7 +30,7 @@ from langchain_support import (
 )
 from overspill import DEFAULT_LIMITS, READ_BACK_TOOLS, Store, mask_marker, masked_key
 from overspill.langgraph import OverspillPlugin, overspill_tools
-from support import FailFirstAttempt, RunFigures, Stack, overspill_stack, page_text, reduce_on_worker
+from support import FailFirstAttempt, activity_calls, run_id_of, RunFigures, Stack, overspill_stack, page_text, reduce_on_worker
 from temporalio.client import Client
 from temporalio.langgraph import LangGraphPlugin
 from temporalio.worker import Interceptor, Replayer, UnsandboxedWorkflowRunner, Worker
@@ -71,29 +71,9 @@ def _replay(history: Any, setup: GraphSetup) -> None:
     asyncio.run(replayer.replay_workflow(history))
 
 
-def _run_id(history: Any) -> str:
-    return str(history.events[0].workflow_execution_started_event_attributes.original_execution_run_id)
-
-
-def _activities(history: Any, activity_type: str) -> list[tuple[str, int, bytes]]:
-    """Each activity of `activity_type`: its id, last attempt and input."""
-    found: dict[int, tuple[str, int, bytes]] = {}
-    for e in history.events:
-        if e.HasField('activity_task_scheduled_event_attributes'):
-            a = e.activity_task_scheduled_event_attributes
-            if a.activity_type.name == activity_type:
-                found[e.event_id] = (a.activity_id, 1, a.input.payloads[0].data)
-        elif e.HasField('activity_task_started_event_attributes'):
-            started = e.activity_task_started_event_attributes
-            if started.scheduled_event_id in found:
-                activity_id, _, data = found[started.scheduled_event_id]
-                found[started.scheduled_event_id] = (activity_id, started.attempt, data)
-    return list(found.values())
-
-
 def _tool_outputs(history: Any) -> list[list[str]]:
     """The `ToolMessage` contents of each model node's input (the whole state, as plain dicts)."""
-    inputs = [json.loads(data)['args'][0]['messages'] for _, _, data in _activities(history, 'crawl.agent')]
+    inputs = [data['args'][0]['messages'] for _, _, data in activity_calls(history, 'crawl.agent')]
     return [[str(m['content']) for m in messages if m.get('type') == 'tool'] for messages in inputs]
 
 
@@ -106,8 +86,8 @@ def test_a_40_mb_output_completes_without_external_storage_and_is_read_back_by_i
     setup = GraphSetup(overspill_queue=stack.queue)
     figures, history = _run(f'fetch 1 page of {chars} chars, then read ERROR at offset 3', setup, store=stack.store_url)
     assert figures.status == 'completed', figures
-    [(activity_id, _, _)] = _activities(history, 'fetch_page')
-    handle = f'{_run_id(history)}/{activity_id}.0'
+    [(activity_id, _, _)] = activity_calls(history, 'fetch_page')
+    handle = f'{run_id_of(history)}/{activity_id}.0'
     errors = [line for line in page_text(0, chars).split('\n') if 'ERROR' in line]
     assert figures.result == f"[handle {handle!r}: {len(errors):,} matching line(s); showing 1]\n{errors[3]}"
     assert _tool_outputs(history)[1][0].startswith(f"[Tool output too large ({chars:,} chars); stored to handle {handle!r}.")
@@ -129,12 +109,12 @@ def test_the_model_sees_the_rust_workers_text_and_greps_and_queries_it_back(stac
     for prompt, tool, output in cases:
         figures, history = _run(prompt, setup, store=stack.store_url)
         assert figures.status == 'completed', figures
-        [(activity_id, _, _)] = _activities(history, tool)
+        [(activity_id, _, _)] = activity_calls(history, tool)
         [seen] = _tool_outputs(history)[1]
-        request = {'tool_name': tool, 'run_id': _run_id(history), 'tool_call_id': activity_id, 'output': output, 'config': dict(DEFAULT_LIMITS)}
+        request = {'tool_name': tool, 'run_id': run_id_of(history), 'tool_call_id': activity_id, 'output': output, 'config': dict(DEFAULT_LIMITS)}
         reduced = asyncio.run(reduce_on_worker(stack, request))
         assert reduced['return_value'] == {'text': seen} and seen.startswith('[Tool output too large ('), (tool, seen[:300])
-        handle = f'{_run_id(history)}/{activity_id}.0'
+        handle = f'{run_id_of(history)}/{activity_id}.0'
         if tool == 'fetch_page':
             engine = asyncio.run(_grep(stack, {'handle': handle, 'pattern': 'status=ERROR', 'offset': 0}))
             assert figures.result == engine and 'page 0000 line 000000 status=ERROR' in engine, figures.result
@@ -156,9 +136,9 @@ def test_a_retried_tool_activity_writes_one_object(stack: Stack) -> None:
         interceptors=[FailFirstAttempt('fetch_page')],
     )
     assert figures.status == 'completed', figures
-    [(activity_id, attempt, _)] = _activities(history, 'fetch_page')
-    handle = f'{_run_id(history)}/{activity_id}.0'
-    assert attempt == 2 and stack.objects(_run_id(history)) == [handle]
+    [(activity_id, attempt, _)] = activity_calls(history, 'fetch_page')
+    handle = f'{run_id_of(history)}/{activity_id}.0'
+    assert attempt == 2 and stack.objects(run_id_of(history)) == [handle]
     assert figures.result.startswith(f'[handle {handle!r}: '), figures.result
 
 
@@ -172,15 +152,15 @@ def test_masking_clears_seen_outputs_in_the_state_and_the_model_reads_one_back(s
     assert figures.status == 'completed', figures
     outputs = _tool_outputs(history)
     page = page_text(0, 20_000)
-    handle = masked_key(_run_id(history), 'call-0', page)
+    handle = masked_key(run_id_of(history), 'call-0', page)
     assert outputs[-2][0] == mask_marker('fetch_page', handle, '20,000 chars', MASK_TOOLS)
     assert all(o.startswith("[Tool output of 'fetch_page' cleared from context") for o in outputs[-2][:4]), outputs[-2]
     assert outputs[-2][4:] == [page_text(n, 20_000) for n in (4, 5, 6, 7)], 'the 3 newest seen and the current turn stay'
     assert outputs[4] == [page_text(n, 20_000) for n in range(4)], 'under the budget nothing is masked'
     assert stack.stored(handle) == page.encode()
-    spills = [json.loads(data)['key'] for _, _, data in _activities(history, 'tool_output_limits.spill')]
+    spills = [data['key'] for _, _, data in activity_calls(history, 'tool_output_limits.spill')]
     assert [key.split('/')[1].split('.')[0] for key in spills] == [f'call-{k}' for k in range(5)], 'each spilled once'
-    sizes = [len(data) for _, _, data in _activities(history, 'crawl.agent')]
+    sizes = [len(json.dumps(data)) for _, _, data in activity_calls(history, 'crawl.agent')]
     assert max(sizes) < 100_000 < sizes[4] + 4 * 20_000, f'inputs stop growing at the budget and 3 outputs: {sizes}'
     errors = [line for line in page.split('\n') if 'ERROR' in line]
     assert figures.result == f"[handle {handle!r}: {len(errors):,} matching line(s); showing 1]\n{errors[0]}"
@@ -196,9 +176,9 @@ def test_a_tool_node_run_as_an_activity_has_each_tool_message_reduced(stack: Sta
     for fetcher in ('fetch_page', 'fetch_page_command'):
         figures, history = _run(f'fetch 2 pages of 50000 chars at once using {fetcher}, then read ERROR', setup, store=stack.store_url)
         assert figures.status == 'completed', (fetcher, figures)
-        [(activity_id, _, _)] = _activities(history, 'crawl.tools')
-        handles = [f'{_run_id(history)}/{activity_id}-{k}.0' for k in (0, 1)]
-        assert sorted(stack.objects(_run_id(history))) == handles and stack.stored(handles[1]) == page_text(1, 50_000).encode()
+        [(activity_id, _, _)] = activity_calls(history, 'crawl.tools')
+        handles = [f'{run_id_of(history)}/{activity_id}-{k}.0' for k in (0, 1)]
+        assert sorted(stack.objects(run_id_of(history))) == handles and stack.stored(handles[1]) == page_text(1, 50_000).encode()
         assert [o[:80] for o in _tool_outputs(history)[1]] == [f"[Tool output too large (50,000 chars); stored to handle {h!r}."[:80] for h in handles]
         assert figures.result.startswith(f'[handle {handles[0]!r}: '), figures.result
         _replay(history, setup)
