@@ -86,7 +86,7 @@ def _key(message: Any) -> Hashable:
 def _describe(message: Any) -> Entry:
     kind = getattr(message, 'type', None)
     text = _texts(getattr(message, 'content', None)) or ''
-    calls = [json.dumps(call.get('args', {})) for call in getattr(message, 'tool_calls', None) or ()]
+    calls = [json.dumps(call.get('args', {}), default=str) for call in getattr(message, 'tool_calls', None) or ()]
     outputs: tuple[ToolOutput, ...] = ()
     if kind == 'tool':
         ok = getattr(message, 'status', 'success') != 'error'

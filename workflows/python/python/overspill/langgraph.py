@@ -10,7 +10,7 @@ from overspill.langgraph import OverspillMasking, OverspillPlugin, activity_tool
 TOOLS = ToolNode([activity_tool(fetch, start_to_close_timeout=timedelta(minutes=1)), *overspill_tools()])
 MASKING = OverspillMasking()
 
-async def tools(state, config, runtime):  # execute_in='workflow': each tool call runs its own activity
+async def tools(state, config: RunnableConfig, runtime: Runtime):  # execute_in='workflow' (annotated: LangGraph passes them)
     return await run_tool_node(TOOLS, state, config, runtime)
 
 graph.add_node('mask', MASKING.node, metadata={'execute_in': 'workflow'})  # START -> mask -> model
@@ -115,7 +115,8 @@ async def run_tool_node(node: ToolNode, state: Mapping[str, Any], config: Runnab
                 messages.extend(value if isinstance(value, list) else [value])
             else:
                 update[key] = value
-        goto.extend(command.goto if isinstance(command.goto, (list, tuple)) else [command.goto] if command.goto else [])
+        targets = command.goto if isinstance(command.goto, (list, tuple)) else [command.goto]
+        goto.extend(target for target in targets if target)
     return Command(update={**update, 'messages': messages}, goto=goto)
 
 
