@@ -17,12 +17,9 @@ first record containing the pattern instead).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
-import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -49,9 +46,9 @@ from agents import (  # noqa: E402
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 from overspill.openai_agents import OverspillMasking, OverspillWorker, overspill_tools
 from pydantic_ai.usage import UsageLimits
+from support import RunFigures, page_text, run_workflow
 from temporalio import activity, workflow
-from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client
 from temporalio.common import RetryPolicy
 from temporalio.openai_agents import ModelActivityParameters, OpenAIAgentsPlugin
 from temporalio.openai_agents.workflow import activity_as_tool
@@ -65,19 +62,6 @@ _HANDLE = re.compile(r"stored to handle '([^']+)'")
 
 
 # --- the tool ---------------------------------------------------------------------------------
-
-
-def page_text(n: int, chars: int) -> str:
-    """Page `n` of the crawl log: `chars` chars of numbered lines, the same on every call."""
-    line = 0
-    parts: list[str] = []
-    size = 0
-    while size < chars:
-        text = f'page {n:04d} line {line:06d} status={"ok" if (line * 7 + n) % 13 else "ERROR"} ms={(line * 37 + n) % 997}\n'
-        parts.append(text)
-        size += len(text)
-        line += 1
-    return ''.join(parts)[:chars]
 
 
 @activity.defn
@@ -268,77 +252,11 @@ class CrawlAgent:
 # --- a run's figures -------------------------------------------------------------------------
 
 
-@dataclass
-class RunFigures:
-    """How a run ended and what it recorded."""
-
-    status: str
-    """`completed`, `stuck` (a workflow task failing over and over; terminated) or another end."""
-    tool_calls: int
-    """Tool activities completed (`fetch_page`, or pydantic-ai's `…__call_tool`)."""
-    model_calls: int
-    """Model-call activities scheduled."""
-    history_bytes: int
-    """The history's size as the server counts it (what its 50 MB limit applies to)."""
-    events: int
-    """The history's events (the server's limit is 51,200)."""
-    largest_model_input: int
-    """Bytes of the largest model-call activity input recorded."""
-    total_model_chars: int
-    """Chars of model-visible text sent to the model over the run (instructions and items)."""
-    failure: str = ''
-    """The workflow task's failure, when stuck."""
-    seconds: float = 0.0
-    """Wall time of the run."""
-    result: Any = None
-    """The workflow's result, when completed."""
-
-
 async def run_agent(client: Client, run: Any, arg: Any, *, task_queue: str, timeout: float) -> tuple[RunFigures, Any]:
-    """Start workflow `run` and wait, at most `timeout` s, until it ends or a workflow task fails
-    (a payload over the limit fails every retry of the task while the run shows Running: it is
-    then terminated). Its figures and history."""
-    started = time.monotonic()
-    handle: WorkflowHandle[Any, Any] = await client.start_workflow(
-        run, arg, id=f'oa-{uuid.uuid4()}', task_queue=task_queue, execution_timeout=timedelta(seconds=timeout)
-    )
-    status, failure, result = 'timed out', '', None
-    waiter = asyncio.ensure_future(handle.result())
-    try:
-        while time.monotonic() - started < timeout:
-            await asyncio.wait({waiter}, timeout=2)
-            if waiter.done():
-                error = waiter.exception()
-                if error is None:
-                    status, result = 'completed', waiter.result()
-                else:
-                    status = f'failed: {error.__cause__ or error}'
-                break
-            failure = await task_failure(handle)
-            if failure:
-                status = 'stuck'
-                await handle.terminate('a workflow task fails over and over')
-                break
-    finally:
-        waiter.cancel()
-    seconds = time.monotonic() - started
-    if status == 'timed out':
-        await handle.terminate('no end within the test bound')
-    history = await handle.fetch_history()
-    description = await handle.describe()
-    return figures(history, status, description.raw_description.workflow_execution_info.history_size_bytes,
-                   failure, seconds, result), history
-
-
-async def task_failure(handle: WorkflowHandle[Any, Any]) -> str:
-    """The message of the run's failed workflow task, when its pending task is being retried, or `''`."""
-    description = await handle.describe()
-    if description.raw_description.pending_workflow_task.attempt < 2:
-        return ''
-    async for event in handle.fetch_history_events():
-        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
-            return str(event.workflow_task_failed_event_attributes.failure.message)
-    return ''
+    """Start workflow `run` and wait, at most `timeout` s, until it ends or gets stuck
+    (`support.run_workflow`). Its figures and history."""
+    ended, history = await run_workflow(client, run, arg, task_queue=task_queue, timeout=timeout)
+    return figures(history, ended.status, ended.history_bytes, ended.failure, ended.seconds, ended.result), history
 
 
 def figures(history: Any, status: str, history_bytes: int, failure: str, seconds: float, result: Any) -> RunFigures:

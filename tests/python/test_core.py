@@ -94,10 +94,16 @@ def _reduced(text: str) -> overspill.Reduced:
 
 
 def test_the_private_apis_relied_on_are_there_and_a_missing_one_names_the_version() -> None:
+    import importlib
+    import pkgutil
+
+    import overspill._compat
     from overspill._compat import UnsupportedVersion, installed, private
     from overspill._compat import temporalio as compat
 
-    compat.check()  # fails on an unsupported temporalio, naming its version
+    # Each framework's module: fails on an unsupported version of it, naming that version.
+    for module in pkgutil.iter_modules(overspill._compat.__path__):
+        importlib.import_module(f'overspill._compat.{module.name}').check()
 
     class Gone:
         pass

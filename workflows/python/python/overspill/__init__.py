@@ -20,7 +20,7 @@ adapter over:
   Temporal worker interceptor that reduces tool outputs in the tools' own activities, before
   Temporal records them; `ToolActivities` selects a framework's tool activities (by name, suffix
   or predicate) with a codec for its results (`TEXT`, `UNTYPED`, `TOOL_MESSAGE`, `MCP_RESULT`,
-  `STRANDS_RESULT`).
+  `STRANDS_RESULT`). `OverspillPlugin(tools, ...)`: the same in one line, for a client's plugins.
 - The read-back tools: `READ_BACK_TOOLS`, the engine's table (`ReadBackTool`: name, activity,
   description, JSON Schema parameters, `request(...)`, and `await tool(arguments, worker=...)`
   from workflow code).
@@ -60,6 +60,7 @@ from overspill._markers import mask_marker
 from overspill._masking import Conversation, Conversations, Entry, MaskingSettings, ToolOutput, masked_key
 from overspill._names import DEFAULT_TASK_QUEUE, SPILL_ACTIVITY, SUMMARIZE_ACTIVITY, default_store_url, default_task_queue
 from overspill._native import ArgumentError, ConfigError, Limits, Model, Store, StoreError, sanitize_key
+from overspill._plugin import OverspillPlugin
 from overspill._tools import READ_BACK_TOOLS, ReadBackTool
 
 __all__ = [
@@ -80,6 +81,7 @@ __all__ = [
     'OnUnavailable',
     'OtherStoreError',
     'OverspillInterceptor',
+    'OverspillPlugin',
     'OverspillUnavailable',
     'OverspillWorker',
     'READ_BACK_TOOLS',

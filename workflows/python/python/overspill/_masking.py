@@ -43,7 +43,8 @@ from weakref import WeakKeyDictionary
 
 from temporalio import workflow
 
-from overspill._activity import UnavailableError
+from overspill._activity import OverspillWorker, UnavailableError
+from overspill._at_source import at_source_stores
 from overspill._markers import is_masked, mask_marker, spill_header
 from overspill._tools import READ_BACK_TOOLS
 
@@ -192,6 +193,22 @@ class Conversation(Generic[Item]):
         if self._measure(fixed) > self.settings.budget:
             await self._batch(run_id, spill)
         return list(self._state.view)
+
+    async def mask_in_workflow(self, items: Sequence[Item], worker: OverspillWorker, *, fixed: str = '') -> list[Item]:
+        """`mask` as a framework's hook runs it in workflow code: spills go through `worker`'s
+        `tool_output_limits.spill` under the workflow's run id, checked against the store this
+        run's at-source spills went to (`OtherStoreError` when the worker keeps another). Outside a
+        workflow nothing can be spilled: an output that would need it stays, with a WARNING."""
+        in_workflow = workflow.in_workflow()
+        stores = at_source_stores()
+        store = next(iter(stores)) if len(stores) == 1 else None
+
+        async def spill(key: str, data: bytes) -> str:
+            if not in_workflow:
+                raise RuntimeError('masking spills from workflow code: run the agent on Temporal')
+            return await worker.spill(key, data, store=store)
+
+        return await self.mask(items, run_id=workflow.info().run_id if in_workflow else 'run', spill=spill, fixed=fixed)
 
     def _catch_up(self, items: Sequence[Item]) -> None:
         """Examine the items not seen yet; start over when `items` is another conversation."""

@@ -7,10 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.run_config import CallModelData, ModelInputData
-from temporalio import workflow
 
 from overspill._activity import OverspillWorker
-from overspill._at_source import at_source_stores
 from overspill._masking import Conversation, Conversations, Entry, MaskingSettings, ToolOutput
 
 
@@ -56,21 +54,7 @@ class OverspillMasking(MaskingSettings):
         """The input to send: the model's input with the outputs masked so far."""
         model_data = data.model_data
         conversation = self._conversations.get(self._conversation)
-        in_workflow = workflow.in_workflow()
-        stores = at_source_stores()
-        store = next(iter(stores)) if len(stores) == 1 else None
-
-        async def spill(key: str, data: bytes) -> str:
-            if not in_workflow:
-                raise RuntimeError('OverspillMasking spills in a Temporal workflow (an agent on OpenAIAgentsPlugin)')
-            return await self.worker.spill(key, data, store=store)
-
-        items = await conversation.mask(
-            model_data.input,
-            run_id=workflow.info().run_id if in_workflow else 'run',
-            spill=spill,
-            fixed=model_data.instructions or '',
-        )
+        items = await conversation.mask_in_workflow(model_data.input, self.worker, fixed=model_data.instructions or '')
         return ModelInputData(input=items, instructions=model_data.instructions)
 
     def _conversation(self) -> Conversation[Any]:
