@@ -8,6 +8,7 @@
 //! - [`summarize`]: summaries from an OpenAI-compatible model.
 //! - [`api`]: the request and response forms shared by the CLI and the activities.
 //! - [`names`]: the activities' names and the default task queue.
+//! - [`tools`]: the read-back tools as a model sees them (names, descriptions, parameters).
 //! - [`redact`]: secrets kept out of logs, `Debug` output and error texts.
 //!
 //! The `worker` feature (default) adds the Temporal side:
@@ -35,5 +36,6 @@ pub mod store;
 pub mod summarize;
 #[cfg(test)]
 mod test_logs;
+pub mod tools;
 #[cfg(feature = "worker")]
 pub mod worker;

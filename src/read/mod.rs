@@ -27,11 +27,14 @@ mod source;
 mod store_error;
 
 pub use cache::IndexCache;
-pub use grep::{DEFAULT_GREP_LIMIT, GrepRequest, MAX_CONTEXT, grep_page, grep_tool_result};
+pub use grep::{
+    DEFAULT_GREP_CONTEXT, DEFAULT_GREP_LIMIT, DEFAULT_GREP_MATCHES, GrepRequest, MAX_CONTEXT,
+    MAX_GREP_CONTEXT, MAX_GREP_MATCHES, grep_page, grep_tool_result,
+};
 pub use line_index::Version;
 pub use lines::split_lines;
 pub use request::{DEFAULT_LIMIT, ReadError, ReadRequest, no_stored_result};
-pub(crate) use request::{MAX_READ_CHARS, MAX_READ_LINES};
+pub(crate) use request::{MAX_READ_BYTES, MAX_READ_CHARS, MAX_READ_LINES};
 pub use source::{CHUNK_BYTES, Fetched, Part, SpillReader};
 pub(crate) use source::{fetch_checked, joined};
 pub use store_error::StoreError;

@@ -19,6 +19,8 @@ use crate::limits::pyfmt::{repr, thousands};
 pub(crate) const MAX_READ_LINES: i64 = 1_000;
 /// Chars of joined body returned by one call at most.
 pub(crate) const MAX_READ_CHARS: usize = 50_000;
+/// Bytes returned by one call with `unit='bytes'` at most (the clamp of its `limit`).
+pub(crate) const MAX_READ_BYTES: i64 = MAX_READ_CHARS as i64;
 /// Bytes of lines that always decode to more chars than a page shows (a char takes at most 4
 /// bytes), so a page never needs more than this many bytes from its first line on.
 pub(crate) const PAGE_BYTES_CAP: usize = 4 * (MAX_READ_CHARS + 4);

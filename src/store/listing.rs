@@ -26,7 +26,7 @@ use crate::read::{Part, ReadError, ReadOutcomeError, SpillReader};
 /// Spills listed per call when the caller does not say.
 pub const DEFAULT_LIST_LIMIT: i64 = 50;
 /// The most spills listed per call.
-const MAX_LIST_LIMIT: i64 = 1_000;
+pub(crate) const MAX_LIST_LIMIT: i64 = 1_000;
 /// Spills whose facts are fetched at once.
 const CONCURRENCY: usize = 8;
 

@@ -74,6 +74,7 @@ pub(crate) use explain::{explain, rejection};
 pub use gc::{GcReport, SpillInfo};
 use key::{INDEX_SUFFIX, NAMESPACE, check_handle};
 pub use key::{sanitize_key, sanitize_segment};
+pub(crate) use listing::MAX_LIST_LIMIT;
 pub use listing::{DEFAULT_LIST_LIMIT, ListRequest, ListedSpill, RunListing};
 pub use meta::SpillFacts;
 pub use options::StoreOptions;

@@ -41,6 +41,14 @@ use super::{ReadOutcomeError, outcome};
 pub const DEFAULT_GREP_LIMIT: i64 = 50;
 /// The most context lines shown on each side of a match.
 pub const MAX_CONTEXT: i64 = 20;
+/// Context lines on each side of a match when the caller does not say (the harness's).
+pub const DEFAULT_GREP_CONTEXT: i64 = 2;
+/// Matches per page when the caller does not say (the harness's `max_matches`).
+pub const DEFAULT_GREP_MATCHES: i64 = 20;
+/// The most context lines shown on each side of a match (the harness's clamp).
+pub const MAX_GREP_CONTEXT: i64 = 10;
+/// The most matches shown per page (the harness's clamp of `max_matches`).
+pub const MAX_GREP_MATCHES: i64 = 200;
 /// The longest pattern accepted, in bytes.
 const MAX_PATTERN_BYTES: usize = 4_096;
 /// The compiled regex's size limit (`RegexBuilder::size_limit`).

@@ -5,6 +5,7 @@
 //!   `list_tool_results`.
 //! - [`reduce`]: `Limits` (the worker's `--limits` JSON), `Model` (an OpenAI-compatible
 //!   summarizer) and `reduce`, one tool return reduced by size bands.
+//! - `read_back_tools`: the read-back tools as a model sees them (`overspill::tools`).
 //!
 //! Every call that touches a store or a model returns an awaitable that runs on a Tokio runtime
 //! of its own, without the GIL, so it blocks neither other Python threads nor the event loop.
@@ -24,6 +25,15 @@ fn sanitize_key(key: &str) -> String {
     overspill::store::sanitize_key(key)
 }
 
+/// The read-back tools as a model sees them: for each of `read_tool_result`, `grep_tool_result`,
+/// `query_tool_result` and `list_tool_results`, a dict of its `name`, the Overspill `activity`
+/// that serves it, its `description` and its `parameters` (a JSON Schema object).
+#[pyfunction]
+fn read_back_tools(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    pythonize::pythonize(py, &overspill::tools::read_back_tools())
+        .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))
+}
+
 /// The module: its classes, functions and exceptions.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -36,6 +46,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(reduce::reduce, m)?)?;
     m.add_function(wrap_pyfunction!(store::serve_query_sandbox, m)?)?;
     m.add_function(wrap_pyfunction!(sanitize_key, m)?)?;
+    m.add_function(wrap_pyfunction!(read_back_tools, m)?)?;
     errors::register(m)?;
     Ok(())
 }

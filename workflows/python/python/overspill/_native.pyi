@@ -1,7 +1,7 @@
 """Overspill's engine (Rust), as the worker runs it. See `overspill` for the overview."""
 
 from collections.abc import Awaitable
-from typing import Any
+from typing import Any, TypedDict
 
 Caller = tuple[str, str | None] | None
 
@@ -73,4 +73,18 @@ def reduce(
     model: Model | None = None,
 ) -> Awaitable[dict[str, Any] | None]: ...
 def sanitize_key(key: str) -> str: ...
+
+class ToolSpec(TypedDict):
+    """A read-back tool as a model sees it."""
+
+    name: str
+    """The tool's name as the model calls it."""
+    activity: str
+    """The Overspill activity that serves it (`tool_output_limits.<name>`)."""
+    description: str
+    """What the model reads about the tool."""
+    parameters: dict[str, Any]
+    """Its arguments, a JSON Schema object (each property with its type, description, default and bounds)."""
+
+def read_back_tools() -> list[ToolSpec]: ...
 def serve_query_sandbox() -> None: ...
