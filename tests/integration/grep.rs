@@ -104,7 +104,7 @@ async fn grep_pages_stream_byte_exact_from_seaweedfs() {
     let regex = GrepRequest {
         regex: true,
         context: 1,
-        limit: 1,
+        max_matches: 1,
         offset: 1,
         ..grep(&handle, r"(?i)^\S+ error:? (retry \d|timeout)")
     };
@@ -120,7 +120,7 @@ async fn grep_pages_stream_byte_exact_from_seaweedfs() {
 
     let from_end = GrepRequest {
         from_end: true,
-        limit: 2,
+        max_matches: 2,
         context: 1,
         ..grep(&handle, "served in 12ms")
     };

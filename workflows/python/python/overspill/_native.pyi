@@ -65,6 +65,7 @@ def reduce(
     run_id: str | None = None,
     tool_call_id: str | None = None,
     retry: int = 0,
+    run_step: int | None = None,
     tool_kind: str | None = None,
     content: Any = None,
     metadata: Any = None,
