@@ -89,6 +89,13 @@ impl Harness {
         }
     }
 
+    /// The release a pydantic-ai-harness package version speaks: its `major.minor` (`0.75.0` is
+    /// 0.75); a version of no known release is refused, naming the known ones.
+    pub fn of_package(version: &str) -> Result<Self, UnknownHarness> {
+        let release: Vec<&str> = version.splitn(3, '.').take(2).collect();
+        (release.join(".").parse()).map_err(|_| UnknownHarness(version.to_owned()))
+    }
+
     /// The known releases as a message names them (`0.62 and 0.75`).
     pub fn known() -> String {
         let versions: Vec<_> = Self::KNOWN.iter().map(|h| h.version()).collect();
@@ -198,6 +205,11 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "unknown harness release \"0.80\": Overspill knows 0.62 and 0.75"
+        );
+        assert_eq!(Harness::of_package("0.75.0"), Ok(Harness::V0_75));
+        assert_eq!(
+            Harness::of_package("0.76.0").map_err(|e| e.to_string()),
+            Err("unknown harness release \"0.76.0\": Overspill knows 0.62 and 0.75".into())
         );
         let json: Harness = serde_json::from_str("\"0.75\"").expect("known");
         assert_eq!(
