@@ -39,12 +39,15 @@ _logger = logging.getLogger('overspill.interceptor')
 
 @dataclass(frozen=True)
 class ToolCallSite:
-    """Which tool call an activity runs, and the parts of its spill key (`{run_id}/{tool_call_id}.{retry}`)."""
+    """Which tool call an activity runs, and the parts of its spill key (`{run_id}/{tool_call_id}.{retry}`,
+    or `{run_id}/{run_step}/{tool_call_id}.{retry}` when the limits' harness keys a call id an
+    earlier step of the run spilled by the step)."""
 
     tool_name: str
     run_id: str
     tool_call_id: str
     retry: int = 0
+    run_step: int | None = None
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,7 @@ class OverspillInterceptor(Interceptor):
                 run_id=site.run_id,
                 tool_call_id=site.tool_call_id,
                 retry=site.retry,
+                run_step=site.run_step,
                 content=parts.content,
                 metadata=parts.metadata,
                 envelope=parts.envelope,
@@ -166,13 +170,13 @@ class _ReduceOutputs(ActivityInboundInterceptor):
         for tools in self._root.tools:
             site = tools.call_site(info, input.args)
             if site is not None:
-                async with _heartbeating(info):
+                async with heartbeating(info):
                     return await self._root.reduce(tools, site, result)
         return result
 
 
 @asynccontextmanager
-async def _heartbeating(info: activity.Info) -> AsyncIterator[None]:
+async def heartbeating(info: activity.Info) -> AsyncIterator[None]:
     """Heartbeat at half the activity's heartbeat timeout while the body runs: a spill of a large
     output can take longer than the timeout the tool's own heartbeats were sized for."""
     if info.heartbeat_timeout is None:
