@@ -34,6 +34,7 @@ report_servers() {
 
 ensure_venv
 ensure_wheel_venv
+ensure_lowest_wheel_venv
 
 # nginx proxies TLS to the Temporal server, so it starts after it.
 for svc in seaweedfs seaweedfs-https azurite fakegcs temporal nginx llama; do
