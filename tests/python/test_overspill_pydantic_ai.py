@@ -315,3 +315,51 @@ async def harness_outcome(page: Any) -> dict[str, Any]:
     result = await wrap_tool_call_result(page)
     dumped: dict[str, Any] = TypeAdapter(CallToolResult).dump_python(result, mode='json')
     return dumped
+
+
+def test_the_read_back_tools_are_the_harness_tools_in_its_words() -> None:
+    """Overspill's tool table (`read_back_tools()`) describes `read_tool_result` and
+    `grep_tool_result` in the harness's own words, as pydantic-ai renders them from the harness
+    0.75's functions; `grep_tool_result` adds only Overspill's `regex`. Under 0.62, whose harness
+    has no grep, OverspillToolset offers it, and the table's read is 0.75's (with `unit`)."""
+    from overspill._native import read_back_tools
+    from overspill.pydantic_ai import OverspillToolset
+    from overspill.pydantic_ai._harness import harness_has_grep
+    from pydantic_ai.models.test import TestModel
+    from pydantic_ai.usage import RunUsage
+    from pydantic_ai_harness.tool_output_limits import ToolOutputLimits
+
+    ours = {spec['name']: spec for spec in read_back_tools()}
+    limits = ToolOutputLimits(store=OverspillStore('file:///tmp/unused'))
+    toolset = limits.get_toolset()
+    assert toolset is not None
+
+    async def definitions(toolset: Any) -> dict[str, Any]:
+        from pydantic_ai._run_context import RunContext
+
+        ctx = RunContext(deps=None, model=TestModel(), usage=RunUsage())
+        return {name: tool.tool_def for name, tool in (await toolset.get_tools(ctx)).items()}
+
+    harness = asyncio.run(definitions(toolset))
+    offered = asyncio.run(definitions(OverspillToolset(OverspillStore('file:///tmp/unused'))))
+    assert sorted(offered) == (
+        ['list_tool_results', 'query_tool_result'] if harness_has_grep() else
+        ['grep_tool_result', 'list_tool_results', 'query_tool_result']
+    )
+    for name, tool_def in offered.items():
+        assert (tool_def.description, tool_def.parameters_json_schema) == (
+            ours[name]['description'],
+            ours[name]['parameters'],
+        ), name
+    if not harness_has_grep():
+        return
+    for name in ('read_tool_result', 'grep_tool_result'):
+        theirs, spec = harness[name], ours[name]
+        assert spec['description'] == theirs.description, name
+        properties = theirs.parameters_json_schema['properties']
+        ours_properties = {k: v for k, v in spec['parameters']['properties'].items() if k != 'regex'}
+        assert list(ours_properties) == list(properties), name
+        for parameter, schema in properties.items():
+            assert ours_properties[parameter]['description'] == schema['description'], (name, parameter)
+            assert ours_properties[parameter].get('default') == schema.get('default'), (name, parameter)
+        assert spec['parameters']['required'] == theirs.parameters_json_schema['required'], name
