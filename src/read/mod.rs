@@ -58,7 +58,6 @@ pub const GREP_WORKING_SET: u64 = (2 * CHUNK_BYTES
     + 2 * request::PAGE_BYTES_CAP) as u64;
 
 use crate::limits::Pages;
-use page::FillKeeper;
 use scan::{Page, Query};
 use source::PageError;
 
@@ -90,21 +89,8 @@ async fn pattern_page_of<R: SpillReader>(
         let scanned = scan::scan_spill(reader, handle, query, Page::new(PAGE_BYTES_CAP)).await?;
         return Ok(pattern_page(request, query, (scanned.total, scanned.page)));
     }
-    let scanned = scan::scan_spill(reader, handle, query, FillKeeper::new(false)).await?;
-    let page = scanned.page.fill.finish();
-    let cut_at = match page.cut {
-        Some((line, shown)) => {
-            Some(source::line_offset(reader, handle, &scanned.version, line).await? + shown)
-        }
-        None => None,
-    };
-    Ok(page::read_text(
-        request,
-        scanned.total,
-        query.window(scanned.total),
-        &page,
-        cut_at,
-    ))
+    let scanned = page::scan_spill(reader, handle, query, false).await?;
+    Ok(scanned_page(request, query, scanned))
 }
 
 /// A page, or why there is none (see [`read_tool_result`]).
@@ -159,19 +145,21 @@ pub fn read_page(data: &[u8], request: &ReadRequest) -> Result<String, ReadError
             pattern_page(request, &query, scan::scan_memory(data, &query, page))
         }
         (ReadUnit::Lines, Some(query)) => {
-            let (total, kept) = scan::scan_memory(data, &query, FillKeeper::new(false));
-            let page = kept.fill.finish();
-            let line_start = |line| {
-                lines::split_lines(data)
-                    .nth(line as usize)
-                    .map_or(0, |r| r.start)
-            };
-            let cut_at = page
-                .cut
-                .map(|(line, shown)| line_start(line) as u64 + shown);
-            page::read_text(request, total, query.window(total), &page, cut_at)
+            scanned_page(request, &query, page::scan_memory(data, &query, false))
         }
     })
+}
+
+/// A 0.75 page by pattern, from what the scan kept.
+fn scanned_page(request: &ReadRequest, query: &Query, scanned: page::Scanned) -> String {
+    let window = query.window(scanned.total);
+    page::read_text(
+        request,
+        scanned.total,
+        window,
+        &scanned.page,
+        scanned.cut_at,
+    )
 }
 
 /// A page by pattern, as the scan sees it (`None` or `""`: a page by offset). Under 0.62 a

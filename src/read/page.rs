@@ -14,9 +14,12 @@
 
 use std::ops::Range;
 
+use crate::limits::DEFAULT_READ_TOOL_NAME;
 use crate::limits::pyfmt::{repr, thousands};
+use crate::read::lines::split_lines;
 use crate::read::request::{MAX_READ_CHARS, ReadRequest};
-use crate::read::scan::{Keeper, Kept};
+use crate::read::scan::{self, Keeper, Kept, Query};
+use crate::read::source::{PageError, SpillReader, line_offset};
 
 /// The lines one page shows, and what it left out.
 #[derive(Debug, Default, Clone)]
@@ -187,11 +190,17 @@ fn char_prefix(bytes: &[u8], chars: usize) -> &[u8] {
 
 /// The `read_tool_result` calls a page's header points to, named as the model calls the tool.
 pub(crate) struct Reader<'a> {
-    pub(crate) handle: &'a str,
-    pub(crate) name: &'a str,
+    handle: &'a str,
+    name: &'a str,
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
+    /// The read tool for spill `handle`, under `name` (`None`: `read_tool_result`).
+    pub(crate) fn new(handle: &'a str, name: Option<&'a str>) -> Self {
+        let name = name.unwrap_or(DEFAULT_READ_TOOL_NAME);
+        Self { handle, name }
+    }
+
     fn call(&self, args: &str) -> String {
         format!("{}(handle={}, {args})", self.name, repr(self.handle))
     }
@@ -271,6 +280,51 @@ impl Keeper for FillKeeper {
             (true, false) => format!("{}-", number + 1),
         };
         self.fill.offer(number, is_match, line, &prefix, separate);
+    }
+}
+
+/// What a scan kept for a 0.75 page: the matches in all, the filled page, and the byte offset
+/// its cut line's rest starts at, if a line was cut.
+pub(crate) struct Scanned {
+    pub(crate) total: u64,
+    pub(crate) page: Filled,
+    pub(crate) cut_at: Option<u64>,
+}
+
+/// Scan `reader`'s spill for `query` into a page (a search's, `numbered`, or a read's); a cut
+/// line's offset is found by streaming the spill again up to it.
+pub(crate) async fn scan_spill<R: SpillReader>(
+    reader: &R,
+    handle: &str,
+    query: &Query,
+    numbered: bool,
+) -> Result<Scanned, PageError> {
+    let scanned = scan::scan_spill(reader, handle, query, FillKeeper::new(numbered)).await?;
+    let page = scanned.page.fill.finish();
+    let cut_at = match page.cut {
+        Some((line, shown)) => {
+            Some(line_offset(reader, handle, &scanned.version, line).await? + shown)
+        }
+        None => None,
+    };
+    let total = scanned.total;
+    Ok(Scanned {
+        total,
+        page,
+        cut_at,
+    })
+}
+
+/// [`scan_spill`] over a payload in memory.
+pub(crate) fn scan_memory(data: &[u8], query: &Query, numbered: bool) -> Scanned {
+    let (total, kept) = scan::scan_memory(data, query, FillKeeper::new(numbered));
+    let page = kept.fill.finish();
+    let line_start = |line| split_lines(data).nth(line as usize).map_or(0, |r| r.start);
+    let cut_at = (page.cut).map(|(line, shown)| line_start(line) as u64 + shown);
+    Scanned {
+        total,
+        page,
+        cut_at,
     }
 }
 

@@ -16,7 +16,6 @@ use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
-use crate::limits::DEFAULT_READ_TOOL_NAME;
 use crate::limits::Harness;
 use crate::limits::pyfmt::{repr, thousands};
 
@@ -133,13 +132,7 @@ impl ReadRequest {
 
     /// The read tool as the page's header names it.
     pub(crate) fn reader(&self) -> super::page::Reader<'_> {
-        super::page::Reader {
-            handle: &self.handle,
-            name: self
-                .read_tool_name
-                .as_deref()
-                .unwrap_or(DEFAULT_READ_TOOL_NAME),
-        }
+        super::page::Reader::new(&self.handle, self.read_tool_name.as_deref())
     }
 }
 

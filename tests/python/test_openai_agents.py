@@ -378,9 +378,12 @@ def test_grep_and_list_return_the_workers_pages(stack: Stack) -> None:
     lines = page_text(0, 20_000).split('\n')
     first = next(n for n, line in enumerate(lines, 1) if 'ERROR' in line)
     errors = sum(1 for line in lines if 'ERROR' in line)
-    header, match, more = grep.result.splitlines()
-    assert header.startswith(f"[handle '{run_id}/{activity_id}.0': {errors:,} matching line(s)"), grep.result
-    assert match == f'{first}:{lines[first - 1]}' and more.startswith(f'[{errors - 1:,} more'), grep.result
+    header, match = grep.result.splitlines()
+    assert header == (
+        f"[handle '{run_id}/{activity_id}.0': {errors:,} matching line(s); showing 1, {errors - 1:,} more; "
+        'continue with offset=1]'
+    ), grep.result
+    assert match == f'{first}:{lines[first - 1]}', grep.result
     listing, history = _run(
         AgentRequest('fetch 2 pages of 20000 chars, then list', overspill_queue=stack.queue), interceptors=interceptors
     )

@@ -38,12 +38,11 @@ mod tests;
 use regex::bytes::RegexBuilder;
 use serde::{Deserialize, Serialize};
 
-use super::page::{FillKeeper, Filled, below};
+use super::page::{self, Reader, below};
 use super::request::ReadError;
-use super::scan::{Matcher, Query, scan_memory, scan_spill};
-use super::source::{PageError, SpillReader, line_offset};
-use super::{ReadOutcomeError, lines, outcome};
-use crate::limits::DEFAULT_READ_TOOL_NAME;
+use super::scan::{Matcher, Query};
+use super::source::{PageError, SpillReader};
+use super::{ReadOutcomeError, outcome};
 use crate::limits::pyfmt::{repr, thousands};
 
 /// Context lines on each side of a match when the caller does not say (the harness's).
@@ -154,14 +153,8 @@ impl GrepRequest {
         })
     }
 
-    fn reader(&self) -> super::page::Reader<'_> {
-        super::page::Reader {
-            handle: &self.handle,
-            name: self
-                .read_tool_name
-                .as_deref()
-                .unwrap_or(DEFAULT_READ_TOOL_NAME),
-        }
+    fn reader(&self) -> Reader<'_> {
+        Reader::new(&self.handle, self.read_tool_name.as_deref())
     }
 }
 
@@ -231,43 +224,28 @@ async fn grep_spill<R: SpillReader>(
     request: &GrepRequest,
     query: &Query,
 ) -> Result<String, PageError> {
-    let handle = &request.handle;
-    let scanned = scan_spill(reader, handle, query, FillKeeper::new(true)).await?;
-    let page = scanned.page.fill.finish();
-    let cut_at = match page.cut {
-        Some((line, shown)) => {
-            Some(line_offset(reader, handle, &scanned.version, line).await? + shown)
-        }
-        None => None,
-    };
-    Ok(render(request, query, scanned.total, &page, cut_at))
+    let scanned = page::scan_spill(reader, &request.handle, query, true).await?;
+    Ok(render(request, query, scanned))
 }
 
 /// Serve one call from a payload in memory: the pure form of [`grep_tool_result`].
 pub fn grep_page(data: &[u8], request: &GrepRequest) -> Result<String, ReadError> {
     let query = request.check()?;
-    let (total, kept) = scan_memory(data, &query, FillKeeper::new(true));
-    let page = kept.fill.finish();
-    let line_start = |line| {
-        lines::split_lines(data)
-            .nth(line as usize)
-            .map_or(0, |r| r.start)
-    };
-    let cut_at = page
-        .cut
-        .map(|(line, shown)| line_start(line) as u64 + shown);
-    Ok(render(request, &query, total, &page, cut_at))
+    Ok(render(
+        request,
+        &query,
+        page::scan_memory(data, &query, true),
+    ))
 }
 
-/// The page of `total` matches: the header, with how many more there are and what the cap left
-/// out (the cut line's rest at byte `cut_at`), then the lines.
-fn render(
-    request: &GrepRequest,
-    query: &Query,
-    total: u64,
-    page: &Filled,
-    cut_at: Option<u64>,
-) -> String {
+/// The page of the scan's matches: the header, with how many more there are and what the cap
+/// left out, then the lines.
+fn render(request: &GrepRequest, query: &Query, scanned: page::Scanned) -> String {
+    let page::Scanned {
+        total,
+        page,
+        cut_at,
+    } = scanned;
     let next = query.window(total).start + page.shown;
     let remaining = match total.checked_sub(next) {
         Some(more @ 1..) => format!(", {} more; continue with offset={next}", thousands(more)),
@@ -278,7 +256,7 @@ fn render(
         repr(&request.handle),
         thousands(total),
         page.shown,
-        request.reader().capped(page, cut_at, None)
+        request.reader().capped(&page, cut_at, None)
     );
     below(header, &page.lines)
 }

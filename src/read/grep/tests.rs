@@ -37,7 +37,12 @@ fn obvious_page(data: &[u8], request: &GrepRequest) -> Result<String, ReadError>
     let cut_at = page
         .cut
         .map(|(line, shown)| ranges[line as usize].start as u64 + shown);
-    Ok(render(request, &checked, total, &page, cut_at))
+    let scanned = crate::read::page::Scanned {
+        total,
+        page,
+        cut_at,
+    };
+    Ok(render(request, &checked, scanned))
 }
 
 fn streamed(data: &[u8], request: &GrepRequest, chunk_bytes: usize) -> String {
