@@ -199,7 +199,7 @@ fn limits(over_tokens: bool, tokenizer: Tokenizer, over: i64, truncate: Truncate
             action: Action::Truncate(truncate),
         }],
         over_tokens,
-        tokenizer,
+        tokenizer: Some(tokenizer),
         ..Limits::default()
     }
 }

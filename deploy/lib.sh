@@ -69,6 +69,21 @@ ensure_typescript() {
   (cd "$TS_PACKAGE" && PATH="$NODE_BIN:$PATH" npm run --silent build)
 }
 
+# The pydantic-ai integration on the oldest releases the package declares (the lower bounds of
+# pydantic-ai-harness and pydantic-ai-slim in workflows/python/pyproject.toml), the rest at
+# requirements.txt's versions: the wheel ensure_wheel_venv built, in .deploy/wheel-venv-lowest,
+# where tests/integration/python.rs runs the pydantic-ai suites again.
+LOWEST_WHEEL_VENV="$DEPLOY_DIR/wheel-venv-lowest"
+ensure_lowest_wheel_venv() {
+  local wheels="$DEPLOY_DIR/wheels" pip=(--quiet --disable-pip-version-check)
+  rm -rf "$LOWEST_WHEEL_VENV"
+  python3 -m venv "$LOWEST_WHEEL_VENV"
+  "$LOWEST_WHEEL_VENV/bin/python" "$OVERSPILL_ROOT/deploy/lowest_constraints.py" \
+    "$OVERSPILL_ROOT/workflows/python/pyproject.toml" "$wheels/constraints.txt" >"$wheels/constraints-lowest.txt"
+  local wheel=("$wheels"/overspill-*.whl)
+  "$LOWEST_WHEEL_VENV/bin/pip" install "${pip[@]}" -c "$wheels/constraints-lowest.txt" "${wheel[0]}" pytest
+}
+
 # The benchmarks' venv: the reference (pydantic-ai-harness 0.62.0) alone, in .deploy/bench-venv.
 BENCH_VENV="$DEPLOY_DIR/bench-venv"
 ensure_bench_venv() {

@@ -34,6 +34,7 @@ report_servers() {
 
 ensure_venv
 ensure_wheel_venv
+ensure_lowest_wheel_venv
 # The TypeScript package: Node 22, its npm dependencies, its native addon (@napi-rs/cli) and tsc's
 # strict compile of the package, its tests and its quickstart (tests/integration/typescript.rs).
 ensure_typescript

@@ -5,7 +5,8 @@
 //!
 //! `read_tool_result` and `grep_tool_result` are pydantic-ai-harness 0.75's tools, their
 //! descriptions byte for byte the harness's as pydantic-ai renders them; `grep_tool_result` adds
-//! Overspill's `regex` (off unless asked). Each parameter's bounds (`minimum`, `maximum`, `enum`)
+//! Overspill's `regex` (off unless asked). `query_tool_result` and `list_tool_results` are
+//! Overspill's own, in the words their models already see. Each parameter's bounds (`minimum`, `maximum`, `enum`)
 //! are the engine's own checks and clamps, from the constants the pages use.
 //!
 //! `list_tool_results` also needs the run id (and, optionally, tool names by call id) from the
@@ -44,8 +45,11 @@ pub struct ToolSpec {
     pub parameters: Value,
 }
 
-/// The handle parameter every tool but `list_tool_results` takes, in the harness's words.
+/// The handle parameter of the harness's tools, in its words.
 const HANDLE: &str = "The handle from the overflowed tool return.";
+/// The handle parameter of Overspill's own `query_tool_result`, in the words its model sees.
+const SPILL_MARKER_HANDLE: &str =
+    "The handle from a \"[Tool output too large ... stored to handle ...]\" marker.";
 
 /// The four read-back tools: `read_tool_result`, `grep_tool_result`, `query_tool_result`,
 /// `list_tool_results`, in that order.
@@ -166,28 +170,20 @@ fn query() -> ToolSpec {
     ToolSpec {
         name: "query_tool_result",
         activity: names::QUERY_TOOL_RESULT,
-        description: "Run a jq filter over a spilled tool result that is JSON (one document, or JSON Lines).\n\nThe filter runs on each JSON value of the result (each line of JSON Lines); its results are shown one compact JSON value per line, under a header that counts them and, when more exist, gives the `offset` to continue from. Use it to pull fields out of a large JSON result, e.g. `.items[] | select(.status == \"failed\") | .id`, or to see its shape with `keys` or `.[0]`. A result longer than 10,000 chars is cut with a marker.",
+        description: "Run a jq filter over a spilled tool result that is JSON (one document, or JSON Lines).\n\nThe filter runs on each JSON value of the result (each line of JSON Lines); its results\nare shown one compact JSON value per line, under a header counting them, with a note\ngiving the `offset` of the next page when more exist. Use it to pull fields out of a\nlarge JSON result, e.g. `.items[] | select(.status == \"failed\") | .id`, or to see its\nshape with `keys` or `.[0]`. A result longer than 10,000 chars is cut with a marker.",
         parameters: object(
             &["handle", "filter"],
             [
-                ("handle", string(HANDLE)),
+                ("handle", string(SPILL_MARKER_HANDLE)),
                 (
                     "filter",
                     string("A jq filter (jq syntax, as implemented by jaq)."),
                 ),
-                (
-                    "offset",
-                    integer(
-                        "Number of results to skip, to continue a previous query. Must be >= 0.",
-                        0,
-                        0,
-                        None,
-                    ),
-                ),
+                ("offset", integer("Results to skip.", 0, 0, None)),
                 (
                     "limit",
                     integer(
-                        "Maximum number of results to return (>= 1; clamped to a built-in cap).",
+                        "Results to show (1-1000).",
                         DEFAULT_QUERY_LIMIT,
                         1,
                         Some(MAX_READ_LINES),
@@ -202,13 +198,13 @@ fn list() -> ToolSpec {
     ToolSpec {
         name: "list_tool_results",
         activity: names::LIST_TOOL_RESULTS,
-        description: "List the tool results spilled in this run, newest first.\n\nFor each: its handle, the tool that produced it, its size in chars and lines, how long ago it was written and its first line. Use it to find the handle of an earlier result whose marker is no longer in view; then search it with `grep_tool_result` or page through it with `read_tool_result`.",
+        description: "List the tool results spilled in this run, newest first.\n\nFor each: its handle, the tool that produced it, its size in chars and lines, how long ago\nit was written and its first line. Use it to find the handle of an earlier result whose\nmarker is no longer in view; then search it with `grep_tool_result` or page through it\nwith `read_tool_result`.",
         parameters: object(
             &[],
             [(
                 "limit",
                 integer(
-                    "Maximum number of spills to show, newest first (>= 1; clamped to a built-in cap).",
+                    "Spills to show, newest first (1-1000).",
                     DEFAULT_LIST_LIMIT,
                     1,
                     Some(MAX_LIST_LIMIT),

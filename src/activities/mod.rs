@@ -423,7 +423,21 @@ impl<T: SpillStore<Error = StoreError>> SpillStore for Watched<'_, T> {
     type Error = StoreError;
 
     async fn write(&self, key: &str, data: Bytes) -> Result<String, StoreError> {
-        let result = self.inner.write(key, data).await;
+        self.noted(self.inner.write(key, data).await)
+    }
+
+    async fn write_at_step(&self, key: &str, data: Bytes, step: u64) -> Result<String, StoreError> {
+        self.noted(self.inner.write_at_step(key, data, step).await)
+    }
+
+    async fn step_of(&self, key: &str) -> Result<Option<Option<u64>>, StoreError> {
+        self.noted(self.inner.step_of(key).await)
+    }
+}
+
+impl<T> Watched<'_, T> {
+    /// `result`, its failure noted.
+    fn noted<R>(&self, result: Result<R, StoreError>) -> Result<R, StoreError> {
         if let Err(e) = &result {
             self.note(Failure::store(e));
         }

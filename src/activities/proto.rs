@@ -445,7 +445,7 @@ mod tests {
             offset: 3,
             limit: 2,
             from_end: true,
-            pattern: None,
+            ..ReadRequest::default()
         };
         let camel = r#"{"handle":"r/c.0","offset":"3","limit":"2","fromEnd":true}"#;
         let snake = r#"{"handle":"r/c.0","offset":3,"limit":"2","from_end":true}"#;
@@ -457,7 +457,7 @@ mod tests {
             offset: 3,
             limit: Some(2),
             from_end: true,
-            pattern: None,
+            ..Default::default()
         }
         .encode_to_vec();
         let decoded = from_protobuf::<ReadRequest>(&binary, Encoding::BinaryProtobuf);
@@ -581,11 +581,22 @@ mod tests {
             ignore_case: true,
             context: 2,
             offset: 4,
-            limit: 9,
+            max_matches: 9,
             from_end: true,
+            read_tool_name: Some("read".into()),
         };
-        let camel = r#"{"handle":"r/c.0","pattern":"ERR","regex":true,"ignoreCase":true,"context":"2","offset":"4","limit":"9","fromEnd":true}"#;
+        let camel = r#"{"handle":"r/c.0","pattern":"ERR","regex":true,"ignoreCase":true,"context":"2","offset":"4","maxMatches":"9","fromEnd":true,"readToolName":"read"}"#;
         assert_eq!(decode::<GrepRequest>(camel).expect("decodes"), grep);
+        let read = ReadRequest {
+            handle: "r/c.0".into(),
+            unit: crate::read::ReadUnit::Bytes,
+            harness: Some(crate::limits::Harness::V0_62),
+            read_tool_name: Some("read".into()),
+            ..ReadRequest::default()
+        };
+        let camel =
+            r#"{"handle":"r/c.0","unit":"READ_UNIT_BYTES","harness":"0.62","readToolName":"read"}"#;
+        assert_eq!(decode::<ReadRequest>(camel).expect("decodes"), read);
         let list = ListRequest {
             run_id: "run-1".into(),
             limit: 5,

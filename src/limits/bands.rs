@@ -8,7 +8,7 @@ use super::unit::Unit;
 /// The action for `unit`, or `None` (passthrough) when no threshold is met.
 ///
 /// Binary is measured in bytes (even with `over_tokens`), text in chars, or with `over_tokens`
-/// in tokens of `limits.tokenizer`, counted no further than the largest threshold.
+/// in tokens of [`Limits::counter`], counted no further than the largest threshold.
 pub fn select<'b>(bands: &'b [Band], unit: &Unit, limits: &Limits) -> Option<&'b Action> {
     let size = match unit.text() {
         None => unit.binary_len(),
@@ -16,7 +16,7 @@ pub fn select<'b>(bands: &'b [Band], unit: &Unit, limits: &Limits) -> Option<&'b
         Some(text) => {
             let thresholds = bands.iter().filter_map(|b| u64::try_from(b.over).ok());
             limits
-                .tokenizer
+                .counter()
                 .count_up_to(text, thresholds.max().unwrap_or(0))
         }
     };
@@ -55,7 +55,7 @@ mod tests {
     fn by_tokens(tokenizer: Tokenizer) -> Limits {
         Limits {
             over_tokens: true,
-            tokenizer,
+            tokenizer: Some(tokenizer),
             ..Limits::default()
         }
     }

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::harness::Harness;
 use super::prompt::{DEFAULT_SUMMARY_PROMPT, Template};
 use super::serialize::SerializerKind;
 use super::tokens::Tokenizer;
@@ -44,6 +45,9 @@ impl ConfigError {
 #[derive(Clone, PartialEq, Serialize, Deserialize, derive_more::Debug)]
 #[serde(default, deny_unknown_fields)]
 pub struct Limits {
+    /// The pydantic-ai-harness release whose text and rules to produce (`"0.62"`, `"0.75"`);
+    /// absent: the newest known.
+    pub harness: Harness,
     /// Size bands; the band with the largest threshold met wins (first listed among equals).
     pub bands: Vec<Band>,
     /// Band lists that replace `bands` for the named tools.
@@ -52,8 +56,10 @@ pub struct Limits {
     pub tool_filter: ToolFilter,
     /// Measure text thresholds in tokens of `tokenizer` instead of chars.
     pub over_tokens: bool,
-    /// How tokens are counted, for `over_tokens` and `max_tokens`.
-    pub tokenizer: Tokenizer,
+    /// How tokens are counted, for `over_tokens` and `max_tokens`; absent: the harness release's
+    /// own estimate ([`Harness::estimate`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokenizer: Option<Tokenizer>,
     /// Strip ANSI escape sequences from text before measuring and reducing.
     pub strip_ansi: bool,
     /// How structured (JSON) returns are rendered to text; `None` is compact JSON.
@@ -69,6 +75,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Self {
+            harness: Harness::NEWEST,
             bands: vec![Band {
                 over: DEFAULT_THRESHOLD,
                 action: Action::Spill(Spill {
@@ -79,7 +86,7 @@ impl Default for Limits {
             per_tool: BTreeMap::new(),
             tool_filter: ToolFilter::All,
             over_tokens: false,
-            tokenizer: Tokenizer::CharsDiv4,
+            tokenizer: None,
             strip_ansi: false,
             serializer: None,
             summary_prompt: DEFAULT_SUMMARY_PROMPT.to_owned(),
@@ -119,6 +126,11 @@ impl Limits {
                 .map_err(|e| ConfigError::new("summary_prompt", e.to_string()))?;
         }
         Ok(())
+    }
+
+    /// How tokens are counted: the `tokenizer`, else the harness release's own estimate.
+    pub fn counter(&self) -> Tokenizer {
+        self.tokenizer.unwrap_or(self.harness.estimate())
     }
 
     /// The band list that applies to `tool_name` (`per_tool` replaces, never merges).
@@ -384,8 +396,10 @@ mod tests {
             r#"{"tokenizer":"o200k_base","bands":[{"over":1,"action":{"type":"truncate","max_tokens":0}}]}"#,
         )
         .expect("valid");
-        assert_eq!(good.tokenizer, Tokenizer::O200kBase);
-        assert_eq!(Limits::default().tokenizer, Tokenizer::CharsDiv4);
+        assert_eq!(good.counter(), Tokenizer::O200kBase);
+        assert_eq!(Limits::default().counter(), Tokenizer::TextEstimate);
+        let old = Limits::from_json(r#"{"harness":"0.62"}"#).expect("a known release");
+        assert_eq!(old.counter(), Tokenizer::CharsDiv4);
         let unknown = Limits::from_json(r#"{"tokenizer":"gpt2"}"#).expect_err("unknown");
         assert_eq!(unknown.path(), "tokenizer");
         for (truncate, message) in [
@@ -403,6 +417,22 @@ mod tests {
             assert_eq!(err.path(), "bands[0].action.then.max_tokens");
             assert!(err.to_string().contains(message), "{err}");
         }
+    }
+
+    #[test]
+    fn an_unknown_harness_release_is_refused_naming_the_known() {
+        let error = Limits::from_json(r#"{"harness":"0.80"}"#).expect_err("unknown release");
+        assert_eq!(error.path(), "harness");
+        assert!(
+            error
+                .to_string()
+                .contains("unknown harness release \"0.80\": Overspill knows 0.62 and 0.75"),
+            "{error}"
+        );
+        assert_eq!(
+            Limits::from_json("{}").expect("empty").harness,
+            Harness::V0_75
+        );
     }
 
     #[test]

@@ -20,18 +20,37 @@ pub struct ToolCall {
     pub tool_call_id: Option<String>,
     /// The tool call's retry (a new attempt by the model), never an activity attempt.
     pub retry: u32,
+    /// The run step (the model response) the call came from, where the framework counts them:
+    /// with a harness that keys by step, a spill of a call id an earlier step of the run already
+    /// spilled goes under it ([`ToolCall::step_key`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_step: Option<u64>,
 }
 
 impl ToolCall {
     /// The spill key, `{run_id}/{tool_call_id}.{retry}{suffix}`, exactly as the reference builds it.
     pub fn spill_key(&self, suffix: &str) -> String {
-        let run = (self.run_id.as_deref())
+        format!("{}/{}", self.run(), self.name(suffix))
+    }
+
+    /// The key of a spill at run `step` whose plain key an earlier step of the run took,
+    /// `{run_id}/{step}/{tool_call_id}.{retry}{suffix}`, as the reference (0.75) builds it.
+    pub fn step_key(&self, step: u64, suffix: &str) -> String {
+        format!("{}/{step}/{}", self.run(), self.name(suffix))
+    }
+
+    fn run(&self) -> &str {
+        (self.run_id.as_deref())
             .filter(|s| !s.is_empty())
-            .unwrap_or("run");
+            .unwrap_or("run")
+    }
+
+    /// `{tool_call_id}.{retry}{suffix}`.
+    fn name(&self, suffix: &str) -> String {
         let call = (self.tool_call_id.as_deref())
             .filter(|s| !s.is_empty())
             .unwrap_or("call");
-        format!("{run}/{call}.{}{suffix}", self.retry)
+        format!("{call}.{}{suffix}", self.retry)
     }
 }
 
@@ -152,6 +171,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(call.spill_key(""), "run-1/call-1.0");
+        assert_eq!(call.step_key(3, ".content"), "run-1/3/call-1.0.content");
         assert_eq!(
             ToolCall::default().spill_key(".content"),
             "run/call.0.content"

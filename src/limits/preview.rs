@@ -4,7 +4,6 @@
 use super::config::Limits;
 use super::pyfmt::{repr, thousands};
 use super::text::{head_chars, tail_chars};
-use super::tokens::ESTIMATED_CHARS_PER_TOKEN;
 use super::unit::Unit;
 
 /// The model-visible text of a spilled unit: header, optional `shape:` line, preview body.
@@ -25,10 +24,13 @@ pub(crate) fn spill_message(
         }
         Some(text) => {
             let chars = unit.chars();
-            // The reference's estimate whatever the tokenizer, as the reference does when a
-            // custom tokenizer chose the band: counting a whole spill would cost more than it.
+            // The release's own estimate whatever the tokenizer, as the reference does when a
+            // custom tokenizer chose the band.
             let size = if limits.over_tokens {
-                format!("{} tokens", thousands(chars / ESTIMATED_CHARS_PER_TOKEN))
+                format!(
+                    "{} tokens",
+                    thousands(limits.harness.estimate().count(text))
+                )
             } else {
                 format!("{} chars", thousands(chars))
             };

@@ -3,6 +3,7 @@
 //! measured, given the band their size falls in, and reduced by the band's action, whose `then`
 //! runs when it fails; the parts are then assembled back into one result.
 
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -13,14 +14,6 @@ use super::summarizer::{Summarizer, SummaryRequest, Usage};
 use super::truncate::{truncate_counted, truncate_to_tokens};
 use super::unit::Unit;
 use super::{bands, preview, prompt, pyfmt};
-
-/// Tool kinds whose returns are never reduced: the read-back tool's own pages, and core's
-/// capability-load / tool-search returns (core reads them back from history).
-const EXEMPT_TOOL_KINDS: [&str; 3] = [
-    crate::names::READ_TOOL_RESULT,
-    "capability-load",
-    "tool-search",
-];
 
 /// The handle suffix of a ToolReturn's `content`.
 pub(crate) const CONTENT_SUFFIX: &str = ".content";
@@ -127,9 +120,10 @@ pub async fn reduce<S: SpillStore, M: Summarizer>(
     store: &S,
     summarizer: &M,
 ) -> Reduced {
-    let exempt = (call.tool_kind.as_deref()).is_some_and(|kind| EXEMPT_TOOL_KINDS.contains(&kind));
+    let exempt_kinds = limits.harness.exempt_kinds();
+    let exempt = (call.tool_kind.as_deref()).is_some_and(|kind| exempt_kinds.contains(&kind));
     if exempt || !limits.tool_filter.matches(&call.tool_name) {
-        return assemble(result, Applied::default(), Applied::default());
+        return assemble(result, Applied::default(), Applied::default(), limits);
     }
     let bands = limits.bands_for(&call.tool_name);
     let reducer = Reducer {
@@ -162,10 +156,10 @@ pub async fn reduce<S: SpillStore, M: Summarizer>(
         }
         _ => Applied::default(),
     };
-    assemble(result, value, content)
+    assemble(result, value, content, limits)
 }
 
-fn assemble(result: ToolResult, value: Applied, content: Applied) -> Reduced {
+fn assemble(result: ToolResult, value: Applied, content: Applied, limits: &Limits) -> Reduced {
     let mut usage = value.usage;
     usage += content.usage;
     let Envelope {
@@ -177,7 +171,7 @@ fn assemble(result: ToolResult, value: Applied, content: Applied) -> Reduced {
     let envelope = Envelope {
         content: content.replacement.map(Value::String).or(old_content),
         metadata: if spilled {
-            Some(with_handles(metadata, &value.spill, &content.spill))
+            Some(with_handles(metadata, &value.spill, &content.spill, limits))
         } else {
             metadata
         },
@@ -196,24 +190,32 @@ fn assemble(result: ToolResult, value: Applied, content: Applied) -> Reduced {
 }
 
 /// Metadata after a spill, as the reference builds it: an existing mapping copied (keys
-/// stringified), a non-mapping kept under `original_metadata`, then the overflow keys.
+/// stringified) with the overflow keys added; a list (0.75) with them appended as one item;
+/// any other value kept under `original_metadata`, beside them.
 fn with_handles(
     existing: Option<Value>,
     value: &Option<(String, u64)>,
     content: &Option<(String, u64)>,
+    limits: &Limits,
 ) -> Value {
+    let mut handles = Map::new();
+    if let Some((handle, bytes)) = value {
+        handles.insert(OVERFLOW_HANDLE.into(), handle.as_str().into());
+        handles.insert(OVERFLOW_BYTES.into(), (*bytes).into());
+    }
+    if let Some((handle, _)) = content {
+        handles.insert(OVERFLOW_CONTENT_HANDLE.into(), handle.as_str().into());
+    }
     let mut meta = match existing {
         Some(Value::Object(map)) => map,
+        Some(Value::Array(mut items)) if limits.harness.keeps_metadata_lists() => {
+            items.push(Value::Object(handles));
+            return Value::Array(items);
+        }
         Some(Value::Null) | None => Map::new(),
         Some(other) => Map::from_iter([("original_metadata".to_owned(), other)]),
     };
-    if let Some((handle, bytes)) = value {
-        meta.insert(OVERFLOW_HANDLE.into(), handle.as_str().into());
-        meta.insert(OVERFLOW_BYTES.into(), (*bytes).into());
-    }
-    if let Some((handle, _)) = content {
-        meta.insert(OVERFLOW_CONTENT_HANDLE.into(), handle.as_str().into());
-    }
+    meta.extend(handles);
     Value::Object(meta)
 }
 
@@ -249,18 +251,20 @@ impl<S: SpillStore, M: Summarizer> Reducer<'_, S, M> {
                 (Action::Passthrough, _) => break,
                 (Action::Truncate(t), Some(text)) => {
                     let (keep, chars) = (t.keep_tail_lines.max(0) as usize, unit.chars() as usize);
+                    let (strategy, harness) = (t.strategy, limits.harness);
                     let clamped = match t.max_tokens {
                         Some(max) => {
-                            truncate_to_tokens(text, chars, max, t.strategy, keep, limits.tokenizer)
+                            let tokenizer = limits.counter();
+                            truncate_to_tokens(text, chars, max, strategy, keep, tokenizer, harness)
                         }
-                        None => truncate_counted(text, chars, t.max_chars, t.strategy, keep),
+                        None => truncate_counted(text, chars, t.max_chars, strategy, keep, harness),
                     };
                     return replaced(clamped, ReductionKind::Truncated, usage);
                 }
                 (Action::Spill(s), _) => {
                     let data = unit.data();
                     let bytes = data.len() as u64;
-                    match self.store.write(&call.spill_key(suffix), data).await {
+                    match self.write(data, suffix).await {
                         Ok(handle) => {
                             let text =
                                 preview::spill_message(unit, &handle, s.preview_chars, limits);
@@ -294,7 +298,8 @@ impl<S: SpillStore, M: Summarizer> Reducer<'_, S, M> {
                             match self.summarizer.summarize(request).await {
                                 Ok(summary) => {
                                     usage += summary.usage;
-                                    let text = pyfmt::py_strip(&summary.text).to_owned();
+                                    let summary = pyfmt::py_strip(&summary.text);
+                                    let text = limits.harness.summary(unit.chars(), summary);
                                     return replaced(text, ReductionKind::Summarized, usage);
                                 }
                                 Err(error) => {
@@ -316,6 +321,23 @@ impl<S: SpillStore, M: Summarizer> Reducer<'_, S, M> {
             exhausted: current.is_none(),
             ..Applied::default()
         }
+    }
+}
+
+impl<S: SpillStore, M: Summarizer> Reducer<'_, S, M> {
+    /// Spill `data` under the call's key (`suffix` ending it): the plain key, or, when the
+    /// harness keys by step and an earlier step of the run already spilled there (the store
+    /// says which step wrote it; an unknown one counts as earlier), the step key.
+    async fn write(&self, data: Bytes, suffix: &str) -> Result<String, S::Error> {
+        let (call, plain) = (self.call, self.call.spill_key(suffix));
+        let Some(step) = call.run_step.filter(|_| self.limits.harness.keys_by_step()) else {
+            return self.store.write(&plain, data).await;
+        };
+        let key = match self.store.step_of(&plain).await? {
+            Some(written) if written != Some(step) => call.step_key(step, suffix),
+            _ => plain,
+        };
+        self.store.write_at_step(&key, data, step).await
     }
 }
 

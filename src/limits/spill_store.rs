@@ -34,6 +34,26 @@ pub trait SpillStore {
 
     /// Persist `data` under `key` and return the handle the model will use to read it back.
     async fn write(&self, key: &str, data: Bytes) -> Result<String, Self::Error>;
+
+    /// [`SpillStore::write`] by run step `step`, which the store records with the spill where it
+    /// can ([`SpillStore::step_of`] finds it). By default the step is not recorded.
+    async fn write_at_step(
+        &self,
+        key: &str,
+        data: Bytes,
+        step: u64,
+    ) -> Result<String, Self::Error> {
+        let _ = step;
+        self.write(key, data).await
+    }
+
+    /// Whether a spill is stored under `key`, and the run step that wrote it: `None` for no
+    /// spill, `Some(None)` for one whose step is not known. By default a store keeps no steps and
+    /// answers `None`, so that every spill takes its plain key.
+    async fn step_of(&self, key: &str) -> Result<Option<Option<u64>>, Self::Error> {
+        let _ = key;
+        Ok(None)
+    }
 }
 
 /// A store for configurations that never spill: every write fails, so a Spill falls back.
@@ -59,10 +79,11 @@ impl SpillError for NoStoreConfigured {
     }
 }
 
-/// An in-memory [`SpillStore`], for tests and workflow-side experiments. Handle = key.
+/// An in-memory [`SpillStore`], for tests and workflow-side experiments. Handle = key. It
+/// records the run step of a write ([`SpillStore::write_at_step`]).
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    objects: Mutex<BTreeMap<String, Bytes>>,
+    objects: Mutex<BTreeMap<String, (Bytes, Option<u64>)>>,
 }
 
 impl MemoryStore {
@@ -78,10 +99,10 @@ impl MemoryStore {
 
     /// The payload stored under `handle`.
     pub fn get(&self, handle: &str) -> Option<Bytes> {
-        self.lock().get(handle).cloned()
+        self.lock().get(handle).map(|(data, _)| data.clone())
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Bytes>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, (Bytes, Option<u64>)>> {
         self.objects.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -90,7 +111,16 @@ impl SpillStore for MemoryStore {
     type Error = Infallible;
 
     async fn write(&self, key: &str, data: Bytes) -> Result<String, Infallible> {
-        self.lock().insert(key.to_owned(), data);
+        self.lock().insert(key.to_owned(), (data, None));
         Ok(key.to_owned())
+    }
+
+    async fn write_at_step(&self, key: &str, data: Bytes, step: u64) -> Result<String, Infallible> {
+        self.lock().insert(key.to_owned(), (data, Some(step)));
+        Ok(key.to_owned())
+    }
+
+    async fn step_of(&self, key: &str) -> Result<Option<Option<u64>>, Infallible> {
+        Ok(self.lock().get(key).map(|(_, step)| *step))
     }
 }

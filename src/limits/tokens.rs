@@ -1,4 +1,5 @@
-//! Token counting: the reference's `chars // 4` estimate, or OpenAI's exact BPE encodings.
+//! Token counting: the reference's estimates (0.62's `chars // 4`, 0.75's text estimate), or
+//! OpenAI's exact BPE encodings.
 //!
 //! Production counts with the `tiktoken` crate: the vocabularies are compiled in (nothing is read
 //! or downloaded, so workflow code can count too), it counts without a token list, and its
@@ -23,13 +24,18 @@ const CHUNK_BYTES: usize = 16 * 1024;
 static O200K_BASE: LazyLock<CoreBpe> = LazyLock::new(tiktoken::encoding::o200k_base);
 static CL100K_BASE: LazyLock<CoreBpe> = LazyLock::new(tiktoken::encoding::cl100k_base);
 
-/// How `over_tokens` thresholds and `max_tokens` budgets count tokens (the `tokenizer` field).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// How `over_tokens` thresholds and `max_tokens` budgets count tokens (the `tokenizer` field;
+/// without one, the harness release's own estimate, [`super::Harness::estimate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Tokenizer {
-    /// The reference's estimate, `len(text) // 4` in chars: free, and what the reference uses.
-    #[default]
+    /// pydantic-ai-harness 0.62's estimate, `len(text) // 4` in chars.
     #[serde(rename = "chars_div_4")]
     CharsDiv4,
+    /// pydantic-ai-harness 0.75's text estimate: 4 chars a token, priced up for accented Latin
+    /// and Cyrillic, other non-ASCII scripts, emoji, base64-like runs, and JSON punctuation or
+    /// digits beyond their share of prose ([`text_estimate`]).
+    #[serde(rename = "text_estimate")]
+    TextEstimate,
     /// OpenAI's `o200k_base` (GPT-4o, GPT-4.1, GPT-5, the o-series), exact.
     #[serde(rename = "o200k_base")]
     O200kBase,
@@ -41,7 +47,7 @@ pub enum Tokenizer {
 impl Tokenizer {
     fn bpe(self) -> Option<&'static CoreBpe> {
         match self {
-            Self::CharsDiv4 => None,
+            Self::CharsDiv4 | Self::TextEstimate => None,
             Self::O200kBase => Some(&O200K_BASE),
             Self::Cl100kBase => Some(&CL100K_BASE),
         }
@@ -49,9 +55,10 @@ impl Tokenizer {
 
     /// The number of tokens in `text`.
     pub fn count(self, text: &str) -> u64 {
-        match self.bpe() {
-            None => super::text::char_len(text) / ESTIMATED_CHARS_PER_TOKEN,
-            Some(bpe) => bpe.count(text) as u64,
+        match (self, self.bpe()) {
+            (_, Some(bpe)) => bpe.count(text) as u64,
+            (Self::TextEstimate, None) => text_estimate(text),
+            (_, None) => super::text::char_len(text) / ESTIMATED_CHARS_PER_TOKEN,
         }
     }
 
@@ -74,12 +81,83 @@ impl Tokenizer {
     /// The most chars a text of at most `tokens` tokens can have.
     pub fn max_chars_within(self, tokens: u64) -> u64 {
         match self {
-            Self::CharsDiv4 => tokens
+            // The text estimate is never below `chars // 4`.
+            Self::CharsDiv4 | Self::TextEstimate => tokens
                 .saturating_mul(ESTIMATED_CHARS_PER_TOKEN)
                 .saturating_add(ESTIMATED_CHARS_PER_TOKEN - 1),
             Self::O200kBase | Self::Cl100kBase => tokens.saturating_mul(LONGEST_TOKEN_BYTES),
         }
     }
+}
+
+/// pydantic-ai-harness 0.75's text estimate (its `estimate_text_tokens`), in its own float
+/// arithmetic, so that the count is the reference's to the token: `int(chars / 4 + surcharge)`.
+///
+/// The surcharge prices what tokenizes denser than English prose: accented Latin and Cyrillic at
+/// 1.5 chars a token, code points outside the BMP at 3 tokens each, other non-ASCII chars at one
+/// token each, and base64-like runs (24 or more of `[A-Za-z0-9+/_-]`, up to two `=` after, mixing
+/// digits and both cases) at 1.25 chars a token. From 32 chars on, JSON punctuation (`{}[],:"`)
+/// beyond 12% and digits beyond 8% of the chars outside those runs cost 1.25 and 0.5 tokens each.
+pub fn text_estimate(text: &str) -> u64 {
+    const BASELINE: f64 = 1.0 / ESTIMATED_CHARS_PER_TOKEN as f64;
+    let (mut chars, mut ascii, mut latin_or_cyrillic, mut astral) = (0u64, 0u64, 0u64, 0u64);
+    let (mut punctuation, mut digits) = (0u64, 0u64);
+    for c in text.chars() {
+        chars += 1;
+        ascii += u64::from(c.is_ascii());
+        latin_or_cyrillic += u64::from(matches!(c, '\u{c0}'..='\u{24f}' | '\u{400}'..='\u{4ff}'));
+        astral += u64::from(c >= '\u{10000}');
+        punctuation += u64::from(matches!(c, '{' | '}' | '[' | ']' | ',' | ':' | '"'));
+        digits += u64::from(c.is_ascii_digit());
+    }
+    let non_ascii = chars - ascii;
+    let (mut encoded, mut encoded_digits) = (0u64, 0u64);
+    for run in encoded_runs(text.as_bytes()) {
+        encoded += run.len() as u64;
+        encoded_digits += run.iter().filter(|b| b.is_ascii_digit()).count() as u64;
+    }
+    let mut surcharge = latin_or_cyrillic as f64 * (1.0 / 1.5 - BASELINE)
+        + astral as f64 * (3.0 - BASELINE)
+        + (non_ascii - latin_or_cyrillic - astral) as f64 * (1.0 - BASELINE)
+        + encoded as f64 * (1.0 / 1.25 - BASELINE);
+    if chars >= 32 {
+        let plain = (chars - encoded) as f64;
+        let digits = (digits - encoded_digits) as f64;
+        surcharge = surcharge
+            + (punctuation as f64 - 0.12 * plain).max(0.0) * (1.25 - BASELINE)
+            + (digits - 0.08 * plain).max(0.0) * (0.5 - BASELINE);
+    }
+    // Python's `int()` of a non-negative float: the integer part.
+    (chars as f64 / ESTIMATED_CHARS_PER_TOKEN as f64 + surcharge) as u64
+}
+
+/// The base64-like runs of `text`: each maximal run of 24 or more of `[A-Za-z0-9+/_-]` with up
+/// to two `=` after it (Python's `findall` of `[A-Za-z0-9+/_-]{24,}={0,2}`) that has a digit, an
+/// upper-case and a lower-case letter.
+fn encoded_runs(text: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let in_run = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'_' | b'-');
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at < text.len() {
+            let start = at + text[at..].iter().position(in_run)?;
+            let len = text[start..].iter().take_while(|b| in_run(b)).count();
+            let padding = text[start + len..]
+                .iter()
+                .take(2)
+                .take_while(|&&b| b == b'=')
+                .count();
+            at = start + len + padding;
+            let run = &text[start..at];
+            let core = &run[..len];
+            let mixed = core.iter().any(u8::is_ascii_digit)
+                && core.iter().any(u8::is_ascii_uppercase)
+                && core.iter().any(u8::is_ascii_lowercase);
+            if len >= 24 && mixed {
+                return Some(run);
+            }
+        }
+        None
+    })
 }
 
 /// `text` cut into pieces of a little over `chunk_bytes` whose counts add up to the count of
@@ -133,7 +211,7 @@ mod tests {
     /// Mixed text, code, JSON and CJK: this repository's README and engine source, a slice of a
     /// golden JSON file, and the multilingual sample.
     fn corpus() -> Vec<&'static str> {
-        let json = include_str!("../../tests/golden/truncate.json");
+        let json = include_str!("../../tests/golden/0.62/truncate.json");
         let mut end = 200_000.min(json.len());
         while !json.is_char_boundary(end) {
             end -= 1;
@@ -151,7 +229,7 @@ mod tests {
         match tokenizer {
             Tokenizer::O200kBase => tiktoken_rs::o200k_base_singleton(),
             Tokenizer::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
-            Tokenizer::CharsDiv4 => unreachable!("no BPE"),
+            Tokenizer::CharsDiv4 | Tokenizer::TextEstimate => unreachable!("no BPE"),
         }
     }
 

@@ -125,11 +125,14 @@ pub fn split_lines(data: &[u8]) -> impl Iterator<Item = Range<usize>> + '_ {
     })
 }
 
-/// Lines `window` of `data` (counted from 0 at its start), as bytes.
-pub(crate) fn window_lines(data: &[u8], window: Range<u64>) -> impl Iterator<Item = &[u8]> {
+/// The content ranges of lines `window` of `data` (counted from 0 at its start).
+pub(crate) fn window_ranges(
+    data: &[u8],
+    window: Range<u64>,
+) -> impl Iterator<Item = Range<usize>> + '_ {
     let skip = usize::try_from(window.start).unwrap_or(usize::MAX);
     let take = usize::try_from(window.end - window.start).unwrap_or(usize::MAX);
-    split_lines(data).skip(skip).take(take).map(|r| &data[r])
+    split_lines(data).skip(skip).take(take)
 }
 
 /// The start of the line holding `data[at]` (`at` is not inside a line break): just after the

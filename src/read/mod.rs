@@ -1,12 +1,13 @@
-//! `read_tool_result(handle, offset, limit, from_end, pattern)`: bounded paging into a spill, in
-//! memory and time that depend on the page, not on the spill.
+//! `read_tool_result(handle, offset, limit, from_end, pattern, unit)`: bounded paging into a
+//! spill, in memory and time that depend on the page, not on the spill.
 //!
 //! Lines follow Python's `str.splitlines()` ([`lines`]). A page by offset goes through the spill's
 //! sparse line index ([`line_index`], which also describes how such a page is read) to one ranged
 //! read of the payload; a page by pattern is a grep for a literal without context: the one
-//! streaming scan (`read::scan`) counts the matching lines and keeps only the page's. Stores serve
-//! both through [`SpillReader`]. The output is byte for byte the reference's (`read::request`
-//! states its rules).
+//! streaming scan (`read::scan`) counts the matching lines and keeps only the page's; a page by
+//! bytes is one ranged read (`read::bytes`). Stores serve all three through [`SpillReader`]. The
+//! output is byte for byte the reference's, in the release the request names (`read::request`
+//! states the rules, `read::page` how 0.75 fills a page).
 //!
 //! ```
 //! use overspill::read::{read_page, ReadRequest};
@@ -21,19 +22,22 @@ mod grep;
 pub mod line_index;
 pub mod lines;
 mod offset;
+mod page;
 mod request;
 mod scan;
+mod slice;
 mod source;
 mod store_error;
 
 pub use cache::IndexCache;
 pub use grep::{
-    DEFAULT_GREP_CONTEXT, DEFAULT_GREP_LIMIT, DEFAULT_GREP_MATCHES, GrepRequest, MAX_CONTEXT,
-    MAX_GREP_CONTEXT, MAX_GREP_MATCHES, grep_page, grep_tool_result,
+    DEFAULT_GREP_CONTEXT, DEFAULT_GREP_MATCHES, GrepRequest, MAX_GREP_CONTEXT, MAX_GREP_MATCHES,
+    grep_page, grep_tool_result,
 };
 pub use line_index::Version;
 pub use lines::split_lines;
-pub use request::{DEFAULT_LIMIT, ReadError, ReadRequest, no_stored_result};
+use request::PAGE_BYTES_CAP;
+pub use request::{DEFAULT_LIMIT, ReadError, ReadRequest, ReadUnit, no_stored_result};
 pub(crate) use request::{MAX_READ_BYTES, MAX_READ_CHARS, MAX_READ_LINES};
 pub use source::{CHUNK_BYTES, Fetched, Part, SpillReader};
 pub(crate) use source::{fetch_checked, joined};
@@ -53,6 +57,7 @@ pub const GREP_WORKING_SET: u64 = (2 * CHUNK_BYTES
     + 2 * grep::REGEX_DFA_SIZE_LIMIT
     + 2 * request::PAGE_BYTES_CAP) as u64;
 
+use crate::limits::Pages;
 use scan::{Page, Query};
 use source::PageError;
 
@@ -65,12 +70,27 @@ pub async fn read_tool_result<R: SpillReader>(
     request: &ReadRequest,
 ) -> Result<String, ReadOutcomeError> {
     let limit = request.checked_limit()?;
-    let page = match query(request, limit) {
-        None => offset::offset_page(reader, request, limit).await,
-        Some(query) => (scan::scan_spill(reader, &request.handle, &query).await)
-            .map(|found| pattern_page(request, &query, found)),
+    let page = match (request.unit, query(request, limit)) {
+        (ReadUnit::Bytes, _) => slice::byte_page(reader, request, limit).await,
+        (ReadUnit::Lines, None) => offset::offset_page(reader, request, limit).await,
+        (ReadUnit::Lines, Some(query)) => pattern_page_of(reader, request, &query).await,
     };
     outcome(&request.handle, page)
+}
+
+/// A page by pattern from `reader`, in the request's release's words.
+async fn pattern_page_of<R: SpillReader>(
+    reader: &R,
+    request: &ReadRequest,
+    query: &Query,
+) -> Result<String, PageError> {
+    let handle = &request.handle;
+    if request.harness().pages() == Pages::CutBody {
+        let scanned = scan::scan_spill(reader, handle, query, Page::new(PAGE_BYTES_CAP)).await?;
+        return Ok(pattern_page(request, query, (scanned.total, scanned.page)));
+    }
+    let scanned = page::scan_spill(reader, handle, query, false).await?;
+    Ok(scanned_page(request, query, scanned))
 }
 
 /// A page, or why there is none (see [`read_tool_result`]).
@@ -117,24 +137,46 @@ impl From<PageError> for ReadOutcomeError {
 /// Serve one call from a payload in memory: the pure form of [`read_tool_result`].
 pub fn read_page(data: &[u8], request: &ReadRequest) -> Result<String, ReadError> {
     let limit = request.checked_limit()?;
-    Ok(match query(request, limit) {
-        None => offset::offset_page_in_memory(data, request, limit),
-        Some(query) => pattern_page(request, &query, scan::scan_memory(data, &query)),
+    Ok(match (request.unit, query(request, limit)) {
+        (ReadUnit::Bytes, _) => slice::byte_page_in_memory(data, request, limit),
+        (ReadUnit::Lines, None) => offset::offset_page_in_memory(data, request, limit),
+        (ReadUnit::Lines, Some(query)) if request.harness().pages() == Pages::CutBody => {
+            let page = Page::new(PAGE_BYTES_CAP);
+            pattern_page(request, &query, scan::scan_memory(data, &query, page))
+        }
+        (ReadUnit::Lines, Some(query)) => {
+            scanned_page(request, &query, page::scan_memory(data, &query, false))
+        }
     })
 }
 
-/// A page by pattern, as the scan sees it (`None` or `""`: a page by offset); a pattern with
-/// U+FFFD matches the lines' lossy decoding (as the reference's `pattern in line` does).
+/// A 0.75 page by pattern, from what the scan kept.
+fn scanned_page(request: &ReadRequest, query: &Query, scanned: page::Scanned) -> String {
+    let window = query.window(scanned.total);
+    page::read_text(
+        request,
+        scanned.total,
+        window,
+        &scanned.page,
+        scanned.cut_at,
+    )
+}
+
+/// A page by pattern, as the scan sees it (`None` or `""`: a page by offset). Under 0.62 a
+/// pattern with U+FFFD matches the lines' lossy decoding (as the reference's `pattern in line`
+/// does); under 0.75 the lines keep their undecodable bytes apart, which no pattern matches.
 fn query(request: &ReadRequest, limit: u64) -> Option<Query> {
     let pattern = request.pattern.as_deref().filter(|p| !p.is_empty())?;
+    let cut_body = request.harness().pages() == Pages::CutBody;
     Some(Query {
         matcher: scan::Matcher::literal(pattern),
         context: 0,
         offset: request.offset,
         from_end: request.from_end,
         limit,
-        numbered: false,
-        lossy: pattern.contains('\u{FFFD}'),
+        // 0.75 names a cut line's byte offset: count the lines to know which it is.
+        numbered: !cut_body,
+        lossy: cut_body && pattern.contains('\u{FFFD}'),
     })
 }
 

@@ -7,9 +7,13 @@ use bytes::Bytes;
 use super::StoreError;
 use super::cache::Opened;
 use super::line_index::{Header, IndexBuilder, IndexError, MIN_INDEXED_BYTES, Version};
-use super::lines::{split_lines, window_lines};
+use std::ops::Range;
+
+use super::lines::{split_lines, window_ranges};
+use super::page::{Fill, read_text};
 use super::request::{PAGE_BYTES_CAP, ReadRequest, render, window};
 use super::source::{Fetched, PageError, Part, SpillReader, fetch_checked, stream_lines};
+use crate::limits::Pages;
 
 /// Tries before a spill that keeps changing under a reader fails the read.
 const ATTEMPTS: usize = 3;
@@ -146,7 +150,12 @@ async fn page<R: SpillReader>(
     let window = window(request.offset, request.from_end, total, limit);
     if window.is_empty() {
         confirm(reader, handle, payload, fresh).await?;
-        return Ok(render(handle, total, 0, std::iter::empty()));
+        let nothing = Lines {
+            data: &[],
+            line: 0,
+            offset: 0,
+        };
+        return Ok(lines_page(request, total, window, nothing));
     }
     let (start, end) = header.locate(index, window.clone());
     // The page's first line starts at most `B` bytes after `start`, and a page shows what
@@ -158,16 +167,58 @@ async fn page<R: SpillReader>(
     if range.is_empty() {
         return Err(PageError::Stale);
     }
-    let data = fetch_checked(reader, handle, Part::Payload, payload, range).await?;
-    let window = window.start - start.line..window.end - start.line;
-    let lines = window_lines(&data, window.clone());
-    Ok(render(handle, total, window.end - window.start, lines))
+    let data = fetch_checked(reader, handle, Part::Payload, payload, range.clone()).await?;
+    let at = Lines {
+        data: &data,
+        line: start.line,
+        offset: range.start,
+    };
+    Ok(lines_page(request, total, window, at))
 }
 
 /// [`offset_page`] over a payload in memory.
 pub(crate) fn offset_page_in_memory(data: &[u8], request: &ReadRequest, limit: u64) -> String {
     let total = split_lines(data).count() as u64;
     let window = window(request.offset, request.from_end, total, limit);
-    let lines = window_lines(data, window.clone());
-    render(&request.handle, total, window.end - window.start, lines)
+    let at = Lines {
+        data,
+        line: 0,
+        offset: 0,
+    };
+    lines_page(request, total, window, at)
+}
+
+/// Bytes of a payload from a line start on: `data`, where line `line` starts, at byte `offset`.
+#[derive(Clone, Copy)]
+struct Lines<'a> {
+    data: &'a [u8],
+    line: u64,
+    offset: u64,
+}
+
+/// The page of lines `window` (of `total`), which `at` holds, in the request's release's words.
+fn lines_page(request: &ReadRequest, total: u64, window: Range<u64>, at: Lines<'_>) -> String {
+    let skip = window.start.saturating_sub(at.line);
+    let ranges = window_ranges(at.data, skip..skip + (window.end - window.start));
+    match request.harness().pages() {
+        Pages::CutBody => {
+            let lines = ranges.map(|r| &at.data[r]);
+            render(&request.handle, total, window.end - window.start, lines)
+        }
+        Pages::WholeLines => {
+            let mut fill = Fill::default();
+            let mut first_at = None;
+            for (index, range) in (window.start..).zip(ranges) {
+                first_at.get_or_insert(at.offset + range.start as u64);
+                fill.offer(index, true, &at.data[range], "", false);
+            }
+            let page = fill.finish();
+            // Only a page's first line is ever cut.
+            let cut_at = page
+                .cut
+                .zip(first_at)
+                .map(|((_, shown), start)| start + shown);
+            read_text(request, total, window, &page, cut_at)
+        }
+    }
 }

@@ -1,18 +1,22 @@
 //! The paging rules, exactly as the reference applies them: the arguments and their checks, the
 //! window of lines a call selects, and the text the model sees.
 //!
-//! - `offset < 0` and `limit < 1` are ModelRetry errors, checked before any read; `limit` is
-//!   clamped to 1,000 lines.
+//! - `offset < 0` and `limit < 1` are ModelRetry errors, checked before any read, as is a
+//!   `pattern` with `unit='bytes'`; `limit` is clamped to 1,000 lines (50,000 bytes).
 //! - The window is `lines[offset : offset + limit]`, or with `from_end` the `limit` lines ending
 //!   `offset` lines before the end (still in file order). With a pattern, "lines" are the
 //!   matching lines only.
-//! - The body is the window joined by `\n`, cut to 50,000 chars; the header counts the lines (or
-//!   matching lines) in all, with thousands separators, and says how many are shown.
+//! - The header counts the lines (or matching lines) in all, with thousands separators, and says
+//!   how many are shown. Under 0.62 the body is the window joined by `\n`, cut to 50,000 chars
+//!   (`render`); under 0.75 it stops before the line that would cross them and the header says
+//!   where the rest is (`read::page`).
+//! - `unit='bytes'` slices the raw bytes instead (`read::bytes`).
 
 use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
+use crate::limits::Harness;
 use crate::limits::pyfmt::{repr, thousands};
 
 /// Lines returned by one call at most.
@@ -50,6 +54,18 @@ pub struct ReadRequest {
     /// Keep only lines containing this literal substring (never a regex).
     #[cfg_attr(feature = "clap", arg(long))]
     pub pattern: Option<String>,
+    /// What `offset` and `limit` count: `lines`, or `bytes` (a slice of the raw bytes, for
+    /// output without useful line breaks such as minified JSON).
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value_t))]
+    pub unit: ReadUnit,
+    /// The pydantic-ai-harness release whose page to produce (`0.62`, `0.75`); absent: the
+    /// newest.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub harness: Option<Harness>,
+    /// The read tool's name as the model calls it, in the header's pointers to the rest
+    /// (absent: `read_tool_result`).
+    #[cfg_attr(feature = "clap", arg(skip))]
+    pub read_tool_name: Option<String>,
 }
 
 impl Default for ReadRequest {
@@ -60,8 +76,23 @@ impl Default for ReadRequest {
             limit: DEFAULT_LIMIT,
             from_end: false,
             pattern: None,
+            unit: ReadUnit::Lines,
+            harness: None,
+            read_tool_name: None,
         }
     }
+}
+
+/// What a read's `offset` and `limit` count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "lowercase")]
+pub enum ReadUnit {
+    /// Lines, as `str.splitlines()` splits the text.
+    #[default]
+    Lines,
+    /// Bytes of the payload as stored.
+    Bytes,
 }
 
 /// A read the model must retry with other arguments.
@@ -85,7 +116,23 @@ impl ReadRequest {
         if self.limit < 1 {
             return Err(ReadError::ModelRetry("`limit` must be >= 1."));
         }
-        Ok(self.limit.min(MAX_READ_LINES) as u64)
+        match self.unit {
+            ReadUnit::Bytes if self.pattern.is_some() => Err(ReadError::ModelRetry(
+                "`pattern` filters lines, so it cannot be combined with `unit='bytes'`.",
+            )),
+            ReadUnit::Bytes => Ok(self.limit.min(MAX_READ_BYTES) as u64),
+            ReadUnit::Lines => Ok(self.limit.min(MAX_READ_LINES) as u64),
+        }
+    }
+
+    /// The release whose page to produce.
+    pub fn harness(&self) -> Harness {
+        self.harness.unwrap_or(Harness::NEWEST)
+    }
+
+    /// The read tool as the page's header names it.
+    pub(crate) fn reader(&self) -> super::page::Reader<'_> {
+        super::page::Reader::new(&self.handle, self.read_tool_name.as_deref())
     }
 }
 

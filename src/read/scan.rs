@@ -21,6 +21,7 @@ use std::ops::{ControlFlow, Range};
 use memchr::memmem::Finder;
 use regex::bytes::Regex;
 
+use super::line_index::Version;
 use super::lines::{
     ChunkSink, LineChunk, break_start, count_lines, line_start, lines_before, next_break,
 };
@@ -116,8 +117,15 @@ struct OpenLine {
     head: Option<Vec<u8>>,
 }
 
+/// Where a scan puts the lines it keeps: the window's matches and their context, in order, each
+/// line once.
+pub(crate) trait Keeper: Clone + Send + 'static {
+    /// Keep line `number` (from 0), a `kind` line, unless it is kept already.
+    fn keep(&mut self, number: u64, kind: Kept, line: &[u8]);
+}
+
 /// Counts a pattern's matching lines and keeps one window of them with their context.
-pub(crate) struct Scan {
+pub(crate) struct Scan<K> {
     query: Query,
     /// Test every line alone (see [`Matcher`]); set for good once a match crossed a break.
     per_line: bool,
@@ -132,14 +140,14 @@ pub(crate) struct Scan {
     /// The last `context` lines before the current chunk, for the context of its first match.
     carry: VecDeque<(u64, Vec<u8>)>,
     open: Option<OpenLine>,
-    page: Page,
+    page: K,
     resume_points: Option<Vec<ResumePoint>>,
     /// Stop once the window and its context are kept (second passes).
     stop_when_full: bool,
 }
 
-impl Scan {
-    fn new(query: &Query, window: Range<u64>) -> Self {
+impl<K: Keeper> Scan<K> {
+    fn new(query: &Query, window: Range<u64>, page: K) -> Self {
         Self {
             per_line: matches!(query.matcher, Matcher::Regex { per_line: true, .. }),
             query: query.clone(),
@@ -149,7 +157,7 @@ impl Scan {
             after: 0,
             carry: VecDeque::new(),
             open: None,
-            page: Page::new(PAGE_BYTES_CAP),
+            page,
             resume_points: None,
             stop_when_full: false,
         }
@@ -157,18 +165,19 @@ impl Scan {
 
     /// The first pass: it keeps the page's lines when the page counts from the first match;
     /// from the last, it only counts and notes where a second pass can resume.
-    fn first_pass(query: &Query) -> Self {
+    fn first_pass(query: &Query, page: K) -> Self {
         match query.from_end {
-            false => Self::new(query, query.window(u64::MAX)),
+            false => Self::new(query, query.window(u64::MAX), page),
             true => Self {
                 resume_points: Some(Vec::new()),
-                ..Self::new(query, 0..0)
+                ..Self::new(query, 0..0, page)
             },
         }
     }
 
     /// After a from-end first pass: where the second pass starts and the scan that keeps the
-    /// page. It resumes early enough that the page's first match has its context before it.
+    /// page (the first pass's keeper, which kept nothing). It resumes early enough that the
+    /// page's first match has its context before it.
     fn second_pass(&self) -> Option<(u64, Self)> {
         let points = self.resume_points.as_ref()?;
         let window = self.query.window(self.matches);
@@ -187,7 +196,7 @@ impl Scan {
             matches: from.matches,
             line: from.line,
             stop_when_full: true,
-            ..Self::new(&self.query, window)
+            ..Self::new(&self.query, window, self.page.clone())
         };
         Some((from.offset, scan))
     }
@@ -328,7 +337,7 @@ impl Scan {
     }
 }
 
-impl ChunkSink for Scan {
+impl<K: Keeper> ChunkSink for Scan<K> {
     fn feed(&mut self, chunk: LineChunk<'_>) -> ControlFlow<()> {
         if chunk.starts_line
             && let Some(points) = &mut self.resume_points
@@ -358,30 +367,44 @@ impl ChunkSink for Scan {
     }
 }
 
-/// Scan `reader`'s payload for `query`: the matches in all, and the lines kept for the page.
-pub(crate) async fn scan_spill<R: SpillReader>(
+/// What a scan found: the matches in all, the lines `page` kept, and the payload's version.
+pub(crate) struct Scanned<K> {
+    pub(crate) total: u64,
+    pub(crate) page: K,
+    pub(crate) version: Version,
+}
+
+/// Scan `reader`'s payload for `query`, keeping the page's lines in `page`.
+pub(crate) async fn scan_spill<R: SpillReader, K: Keeper>(
     reader: &R,
     handle: &str,
     query: &Query,
-) -> Result<(u64, Page), PageError> {
+    page: K,
+) -> Result<Scanned<K>, PageError> {
     let version = reader.head(handle).await?;
-    let mut scan = stream_lines(reader, handle, &version, 0, Scan::first_pass(query)).await?;
+    let first = Scan::first_pass(query, page);
+    let mut scan = stream_lines(reader, handle, &version, 0, first).await?;
     let total = scan.matches;
     if let Some((from, second)) = scan.second_pass() {
         scan = stream_lines(reader, handle, &version, from, second).await?;
     }
-    Ok((total, scan.page))
+    let page = scan.page;
+    Ok(Scanned {
+        total,
+        page,
+        version,
+    })
 }
 
 /// [`scan_spill`] over a payload in memory: one chunk, so a second pass starts at its start.
-pub(crate) fn scan_memory(data: &[u8], query: &Query) -> (u64, Page) {
+pub(crate) fn scan_memory<K: Keeper>(data: &[u8], query: &Query, page: K) -> (u64, K) {
     let chunk = LineChunk {
         offset: 0,
         bytes: data,
         starts_line: true,
         ends_line: true,
     };
-    let mut scan = Scan::first_pass(query);
+    let mut scan = Scan::first_pass(query, page);
     let _ = scan.feed(chunk);
     let total = scan.matches;
     if let Some((_, mut second)) = scan.second_pass() {
@@ -402,7 +425,9 @@ pub(crate) enum Kept {
     Context,
 }
 
-/// The kept lines, in order, at most `budget` bytes of them in all.
+/// The kept lines, in order, at most `budget` bytes of them in all (0.62's pages, whose body is
+/// cut at 50,000 chars: a char takes at most 4 bytes, and lines past the budget are never shown).
+#[derive(Clone)]
 pub(crate) struct Page {
     /// Each kept line's number (from 0), why it is kept, and its bytes.
     pub(crate) lines: Vec<(u64, Kept, Vec<u8>)>,
@@ -416,9 +441,10 @@ impl Page {
             budget,
         }
     }
+}
 
-    /// Keep line `number` (from 0) unless it is kept already.
-    pub(crate) fn keep(&mut self, number: u64, kind: Kept, line: &[u8]) {
+impl Keeper for Page {
+    fn keep(&mut self, number: u64, kind: Kept, line: &[u8]) {
         if self.lines.last().is_some_and(|(last, ..)| *last >= number) {
             return;
         }

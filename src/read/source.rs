@@ -10,7 +10,9 @@ use futures::future::OptionFuture;
 use super::StoreError;
 use super::cache::IndexCache;
 use super::line_index::Version;
-use super::lines::{ChunkSink, LineChunk, last_line_end, safe_piece_end};
+use super::lines::{
+    ChunkSink, LineChunk, count_lines, last_line_end, next_break, safe_piece_end, split_lines,
+};
 
 /// Bytes a payload is streamed in by default: two of these are in memory at once (one being
 /// scanned, the next being read).
@@ -124,6 +126,71 @@ pub(crate) async fn stream_lines<R: SpillReader, S: ChunkSink>(
             }
             _ => return Ok(sink),
         }
+    }
+}
+
+/// The byte offset line `index` of the payload at `version` starts at (lines as
+/// `str.splitlines()` counts them), streaming it from the start; the payload's size if it has
+/// fewer lines.
+pub(crate) async fn line_offset<R: SpillReader>(
+    reader: &R,
+    handle: &str,
+    version: &Version,
+    index: u64,
+) -> Result<u64, PageError> {
+    let finder = LineFinder {
+        target: index,
+        line: 0,
+        found: None,
+    };
+    let finder = stream_lines(reader, handle, version, 0, finder).await?;
+    Ok(finder.found.unwrap_or(version.size))
+}
+
+/// Finds where line `target` starts, counting lines chunk by chunk.
+struct LineFinder {
+    target: u64,
+    /// The number of the line that starts the next whole line of the chunk being fed.
+    line: u64,
+    found: Option<u64>,
+}
+
+impl ChunkSink for LineFinder {
+    fn feed(&mut self, chunk: LineChunk<'_>) -> ControlFlow<()> {
+        let data = chunk.bytes;
+        let mut at = 0;
+        if !chunk.starts_line {
+            // The rest of a line begun in an earlier chunk, up to its break.
+            let Some((end, len)) = next_break(data, 0) else {
+                return ControlFlow::Continue(());
+            };
+            at = end + len;
+            self.line += 1;
+        } else if !chunk.ends_line {
+            // The start of a line longer than a chunk.
+            return self.at(self.line, chunk.offset);
+        }
+        let lines = &data[at..];
+        if self.line + count_lines(lines) <= self.target {
+            self.line += count_lines(lines);
+            return ControlFlow::Continue(());
+        }
+        let skip = (self.target - self.line) as usize;
+        let start = split_lines(lines)
+            .nth(skip)
+            .map_or(lines.len(), |r| r.start);
+        self.at(self.target, chunk.offset + (at + start) as u64)
+    }
+}
+
+impl LineFinder {
+    /// Line `line` starts at `offset`: found if it is the target.
+    fn at(&mut self, line: u64, offset: u64) -> ControlFlow<()> {
+        if line == self.target {
+            self.found = Some(offset);
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
     }
 }
 

@@ -11,6 +11,7 @@ use proptest::prelude::*;
 use super::line_index::{CHECKPOINT_BYTES, Header, IndexBuilder};
 use super::request::PAGE_BYTES_CAP;
 use super::*;
+use crate::limits::Harness;
 
 /// Python's `str.splitlines()` over the lossy decoding.
 fn py_splitlines(data: &[u8]) -> Vec<String> {
@@ -98,15 +99,21 @@ fn request() -> impl Strategy<Value = ReadRequest> {
         Just(Some(String::new())),
         "[a-c]{1,2}|\u{fffd}|\n|a\nb|\u{85}|\r|\u{2028}z|b\u{fffd}".prop_map(Some),
     ];
-    (0i64..12, 1i64..8, any::<bool>(), pattern).prop_map(|(offset, limit, from_end, pattern)| {
-        ReadRequest {
+    let harness = prop_oneof![Just(Harness::V0_62), Just(Harness::V0_75)];
+    let unit = prop_oneof![4 => Just(ReadUnit::Lines), 1 => Just(ReadUnit::Bytes)];
+    (0i64..12, 1i64..8, any::<bool>(), pattern, harness, unit).prop_map(
+        |(offset, limit, from_end, pattern, harness, unit)| ReadRequest {
             handle: "h".into(),
             offset,
             limit,
             from_end,
-            pattern,
-        }
-    })
+            // A pattern with bytes is a retry, checked by the reference rules' test.
+            pattern: pattern.filter(|_| unit == ReadUnit::Lines),
+            unit,
+            harness: Some(harness),
+            read_tool_name: None,
+        },
+    )
 }
 
 static TAGS: AtomicU64 = AtomicU64::new(1);
@@ -337,12 +344,58 @@ fn bad_arguments_are_model_retries() {
 #[test]
 fn body_is_capped_at_fifty_thousand_chars() {
     let data = "é".repeat(60_000);
-    let out = read_page(data.as_bytes(), &at(0, 10)).unwrap();
+    let old = ReadRequest {
+        harness: Some(Harness::V0_62),
+        ..at(0, 10)
+    };
+    let out = read_page(data.as_bytes(), &old).unwrap();
     assert!(out.starts_with("[handle 'h': 1 matching line(s); showing 1, output capped]\n"));
     assert_eq!(
         out.split_once('\n').map(|(_, b)| b.chars().count()),
         Some(MAX_READ_CHARS)
     );
+    // 0.75 cuts the line and says where its rest starts: 50,000 chars of two bytes each.
+    let out = read_page(data.as_bytes(), &at(0, 10)).unwrap();
+    assert!(out.starts_with(
+        "[handle 'h': 1 matching line(s); showing 1, output capped at 50,000 chars; the cut line \
+         continues at read_tool_result(handle='h', unit='bytes', offset=100000, limit=50000)]\n"
+    ));
+}
+
+#[test]
+fn byte_pages_slice_the_raw_bytes() {
+    let bytes = |offset, limit, from_end| ReadRequest {
+        unit: ReadUnit::Bytes,
+        from_end,
+        ..at(offset, limit)
+    };
+    let data = "aé\nb".as_bytes();
+    assert_eq!(
+        read_page(data, &bytes(0, 2, false)).unwrap(),
+        "[handle 'h': bytes 0-2 of 5 (end exclusive)]\na\u{fffd}"
+    );
+    assert_eq!(
+        read_page(data, &bytes(1, 2, true)).unwrap(),
+        "[handle 'h': bytes 2-4 of 5 (end exclusive)]\n\u{fffd}\n"
+    );
+    assert_eq!(
+        read_page(data, &bytes(9, 2, false)).unwrap(),
+        "[handle 'h': bytes 5-5 of 5 (end exclusive)]"
+    );
+    let with_pattern = ReadRequest {
+        pattern: Some(String::new()),
+        ..bytes(0, 2, false)
+    };
+    assert_eq!(
+        read_page(data, &with_pattern),
+        Err(ReadError::ModelRetry(
+            "`pattern` filters lines, so it cannot be combined with `unit='bytes'`."
+        ))
+    );
+    // A page of bytes is one ranged read of just those bytes.
+    let reader = MemoryReader::new(vec![b'x'; 1_000_000]);
+    page(&reader, &bytes(500_000, 100_000, false));
+    assert_eq!(reader.take_reads(), [50_000, 0]);
 }
 
 proptest! {
@@ -354,8 +407,10 @@ proptest! {
         prop_assert_eq!(ours, py_splitlines(&data));
     }
 
+    /// 0.62's pages (0.75's are checked against the reference's own in `tests/golden/`).
     #[test]
     fn pages_follow_the_reference_rules(data in payload(), request in request()) {
+        let request = ReadRequest { harness: Some(Harness::V0_62), unit: ReadUnit::Lines, ..request };
         prop_assert_eq!(read_page(&data, &request), reference_page(&data, &request));
     }
 

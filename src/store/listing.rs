@@ -13,6 +13,7 @@ use std::time::{Duration, SystemTime};
 
 use futures::{FutureExt as _, StreamExt as _, TryStreamExt as _};
 use object_store::GetOptions;
+use object_store::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::StoreError;
@@ -202,12 +203,8 @@ impl Store {
         let Ok(path) = self.locate(handle) else {
             return Ok(SpillFacts::default());
         };
-        let head = SpillFacts::asked_if(true, GetOptions::new().with_head(true));
-        let head = self.inner.store.get_opts(&path, head);
-        let failed = |e| self.map_error(e, handle, super::Call::Read);
-        let failure = match self.bounded(0, head.map(|r| r.map_err(failed))).await {
-            Ok(head) => return Ok(SpillFacts::from_attributes(&head.attributes)),
-            Err(StoreError::NotFound { .. }) => return Ok(SpillFacts::default()),
+        let failure = match self.head_facts(&path, handle).await {
+            Ok(facts) => return Ok(facts.unwrap_or_default()),
             Err(e) => e,
         };
         if scoped {
@@ -220,6 +217,32 @@ impl Store {
              its tool, sizes and first line"
         );
         Ok(SpillFacts::default())
+    }
+
+    /// The facts of the spill at `path` (`handle`'s), from one `HEAD`; `None` if there is none.
+    async fn head_facts(
+        &self,
+        path: &Path,
+        handle: &str,
+    ) -> Result<Option<SpillFacts>, StoreError> {
+        let head = SpillFacts::asked_if(true, GetOptions::new().with_head(true));
+        let head = self.inner.store.get_opts(path, head);
+        let failed = |e| self.map_error(e, handle, super::Call::Read);
+        match self.bounded(0, head.map(|r| r.map_err(failed))).await {
+            Ok(head) => Ok(Some(SpillFacts::from_attributes(&head.attributes))),
+            Err(StoreError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Whether a spill is stored under `key` and the run step that wrote it (see
+    /// [`SpillStore::step_of`](crate::limits::SpillStore::step_of)): one `HEAD` (an extended
+    /// attribute's read on a local root). A spill whose metadata names no step (written without
+    /// one, or on a filesystem without extended attributes) has an unknown step.
+    pub(crate) async fn written_step(&self, key: &str) -> Result<Option<Option<u64>>, StoreError> {
+        let path = self.locate(key)?;
+        let facts = self.head_facts(&path, key).await?;
+        Ok(facts.map(|facts| facts.step))
     }
 
     /// The line count in the header of `handle`'s index, if it has one that describes a payload

@@ -1,5 +1,6 @@
 //! What a spill says about itself without a payload read: the handle its marker shows, who wrote
-//! it (its [`Scope`]), the tool that produced it, its size in chars and lines, and its first line,
+//! it (its [`Scope`]) and at which run step, the tool that produced it, its size in chars and
+//! lines, and its first line,
 //! kept as one object metadata entry (`overspill`, an `x-amz-meta-overspill` header on S3) in URL
 //! query form:
 //! `handle=wf%3Arun%2Fcall-1.0&scope=default%2Fagent-1&tool=run_command&chars=123456&lines=2048&first=Building%20...`.
@@ -69,11 +70,14 @@ pub struct SpillFacts {
     /// Its first line, cut to 120 chars (and fewer where percent-encoding would take over 480
     /// bytes).
     pub first_line: Option<String>,
+    /// The run step that wrote it, where its writer said (see
+    /// [`SpillStore::step_of`](crate::limits::SpillStore::step_of)).
+    pub step: Option<u64>,
 }
 
 impl SpillFacts {
     /// Measure `data` (on a blocking thread), the output of `tool` (if known) spilled under
-    /// `handle` by the workflow of `scope` (if any).
+    /// `handle` by the workflow of `scope` (if any) at run step `step` (if known).
     ///
     /// The facts fit [`FACTS_BUDGET`] (see the module's doc), the scope aside. A measurement that
     /// panics (a bug) is logged at ERROR and leaves the counts and first line unknown: the spill
@@ -83,8 +87,9 @@ impl SpillFacts {
         tool: Option<&str>,
         handle: &str,
         scope: Option<&Scope>,
+        step: Option<u64>,
     ) -> Self {
-        Self::measure_with(data, tool, handle, scope, Self::of).await
+        Self::measure_with(data, tool, handle, scope, step, Self::of).await
     }
 
     /// [`Self::measure`] with `of` measuring the data.
@@ -93,6 +98,7 @@ impl SpillFacts {
         tool: Option<&str>,
         handle: &str,
         scope: Option<&Scope>,
+        step: Option<u64>,
         of: fn(&[u8]) -> Self,
     ) -> Self {
         let data = data.clone();
@@ -108,6 +114,7 @@ impl SpillFacts {
         facts.tool =
             (tool.filter(|t| !t.is_empty())).map(|t| cut_encoded(t, usize::MAX, TOOL_BYTES));
         facts.handle = Some(handle.to_owned());
+        facts.step = step;
         facts.fit();
         // After the fit: the scope has a reserve of its own, and is never cut.
         facts.scope = scope.cloned();
@@ -127,6 +134,7 @@ impl SpillFacts {
             chars: Some(chars),
             lines: small.then(|| count_lines(data)),
             first_line: Some(cut_encoded(&first, FIRST_LINE_CHARS, FIRST_LINE_BYTES)),
+            step: None,
         }
     }
 
@@ -171,6 +179,7 @@ impl SpillFacts {
         put("chars", self.chars.map(|n| n.to_string()));
         put("lines", self.lines.map(|n| n.to_string()));
         put("first", self.first_line.clone());
+        put("step", self.step.map(|n| n.to_string()));
         query.finish()
     }
 
@@ -191,6 +200,7 @@ impl SpillFacts {
                 "chars" => facts.chars = value.parse().ok(),
                 "lines" => facts.lines = value.parse().ok(),
                 "first" => facts.first_line = Some(value.into_owned()),
+                "step" => facts.step = value.parse().ok(),
                 _ => {}
             }
         }
@@ -221,8 +231,14 @@ mod tests {
     async fn facts_round_trip_through_attributes() {
         let data = Bytes::from("ünïcode & more\r\nsecond\nthird");
         let scope = Scope::new("default", "wf").unwrap();
-        let facts =
-            SpillFacts::measure(&data, Some("run command"), "wf:run/c.0", Some(&scope)).await;
+        let facts = SpillFacts::measure(
+            &data,
+            Some("run command"),
+            "wf:run/c.0",
+            Some(&scope),
+            Some(7),
+        )
+        .await;
         assert_eq!(
             facts,
             SpillFacts {
@@ -232,6 +248,7 @@ mod tests {
                 chars: Some(28),
                 lines: Some(3),
                 first_line: Some("ünïcode & more".into()),
+                step: Some(7),
             }
         );
         let attributes = facts.to_attributes();
@@ -279,7 +296,8 @@ mod tests {
             );
             assert_eq!(entry.len(), 227);
             assert!(entry.len() <= SCOPE_RESERVE);
-            let facts = SpillFacts::measure(&data, Some(tool), &handle, Some(&scope)).await;
+            let facts =
+                SpillFacts::measure(&data, Some(tool), &handle, Some(&scope), Some(u64::MAX)).await;
             let bytes = header_bytes(&facts);
             assert!(bytes <= FACTS_BUDGET + SCOPE_RESERVE, "{bytes} bytes");
             assert!(bytes <= S3_METADATA_BYTES - MARGIN, "{bytes} bytes");
@@ -294,7 +312,7 @@ mod tests {
         }
         // Short names keep everything, the handle included.
         let facts =
-            SpillFacts::measure(&data, Some("run_command"), "wf:run-1/call-1.0", None).await;
+            SpillFacts::measure(&data, Some("run_command"), "wf:run-1/call-1.0", None, None).await;
         assert_eq!(facts.handle.as_deref(), Some("wf:run-1/call-1.0"));
         assert_eq!(facts.tool.as_deref(), Some("run_command"));
         // Cut where its encoding reaches 480 bytes, before its 120th char.
@@ -303,10 +321,10 @@ mod tests {
         assert_eq!((first.chars().count(), encoded.len()), (53, 474));
         // A handle of 300 ASCII chars fits; one of 300 non-ASCII chars does not.
         let ascii = format!("run/{}.0", "c".repeat(300));
-        let facts = SpillFacts::measure(&data, Some("t"), &ascii, None).await;
+        let facts = SpillFacts::measure(&data, Some("t"), &ascii, None, None).await;
         assert_eq!(facts.handle.as_deref(), Some(ascii.as_str()));
         let wide = format!("run/{}.0", "工".repeat(300));
-        let facts = SpillFacts::measure(&data, Some("t"), &wide, None).await;
+        let facts = SpillFacts::measure(&data, Some("t"), &wide, None, None).await;
         assert_eq!(facts.handle, None);
         assert!(header_bytes(&facts) <= FACTS_BUDGET);
     }
@@ -317,10 +335,11 @@ mod tests {
     async fn a_panicking_measurement_is_reported() {
         let logs = crate::test_logs::Logs::default();
         let _guard = logs.capture();
-        let facts = SpillFacts::measure_with(&Bytes::from("x"), Some("t"), "r/c.0", None, |_| {
-            panic!("measuring went wrong")
-        })
-        .await;
+        let facts =
+            SpillFacts::measure_with(&Bytes::from("x"), Some("t"), "r/c.0", None, None, |_| {
+                panic!("measuring went wrong")
+            })
+            .await;
         assert_eq!((facts.chars, facts.first_line), (None, None));
         assert_eq!(facts.handle.as_deref(), Some("r/c.0"));
         let text = logs.text();
@@ -331,7 +350,7 @@ mod tests {
     #[tokio::test]
     async fn large_spills_leave_their_line_count_to_the_index() {
         let data = Bytes::from("x\n".repeat(MIN_INDEXED_BYTES as usize));
-        let facts = SpillFacts::measure(&data, None, "r/c.0", None).await;
+        let facts = SpillFacts::measure(&data, None, "r/c.0", None, None).await;
         assert_eq!(facts.lines, None);
         assert_eq!(facts.chars, Some(data.len() as u64));
         assert_eq!(facts.first_line.as_deref(), Some("x"));
@@ -343,7 +362,7 @@ mod tests {
     async fn a_long_scope_round_trips_as_its_digest() {
         let workflow = "ワークフロー".repeat(100);
         let scope = Scope::new("tenant-ü", &workflow).unwrap();
-        let facts = SpillFacts::measure(&Bytes::from("x"), None, "r/c.0", Some(&scope)).await;
+        let facts = SpillFacts::measure(&Bytes::from("x"), None, "r/c.0", Some(&scope), None).await;
         let query = facts.to_query();
         let entry = query
             .split('&')

@@ -229,6 +229,7 @@ impl Store {
         data: Bytes,
         tool: Option<&str>,
         writer: &Reader,
+        step: Option<u64>,
     ) -> Result<String, StoreError> {
         let path = self.locate(key)?;
         self.too_long(&path, key)?;
@@ -245,7 +246,7 @@ impl Store {
         }
         // A refused or failed write returns at once, without waiting for the index.
         let built = index::build(data.clone()).map(Ok);
-        let put = self.put(&path, data, tool, key, writer);
+        let put = self.put(&path, data, tool, key, writer, step);
         let (tag, built) = futures::try_join!(put, built)?;
         if let Some(built) = built {
             let payload = Version { size: len, tag };
@@ -268,9 +269,10 @@ impl Store {
         tool: Option<&str>,
         key: &str,
         writer: &Reader,
+        step: Option<u64>,
     ) -> Result<Option<String>, StoreError> {
         let (fs, options) = (self.inner.store.as_ref(), &self.inner.options);
-        let attributes = SpillFacts::measure(&data, tool, key, writer.scope())
+        let attributes = SpillFacts::measure(&data, tool, key, writer.scope(), step)
             .await
             .to_attributes();
         let len = data.len() as u64;
@@ -465,7 +467,15 @@ impl SpillStore for Store {
     type Error = StoreError;
 
     async fn write(&self, key: &str, data: Bytes) -> Result<String, StoreError> {
-        (self.write_output(key, data, None, &Reader::operator())).await
+        (self.write_output(key, data, None, &Reader::operator(), None)).await
+    }
+
+    async fn write_at_step(&self, key: &str, data: Bytes, step: u64) -> Result<String, StoreError> {
+        (self.write_output(key, data, None, &Reader::operator(), Some(step))).await
+    }
+
+    async fn step_of(&self, key: &str) -> Result<Option<Option<u64>>, StoreError> {
+        self.written_step(key).await
     }
 }
 
@@ -482,7 +492,16 @@ impl SpillStore for ToolSpills<'_> {
 
     async fn write(&self, key: &str, data: Bytes) -> Result<String, StoreError> {
         let (tool, writer) = (Some(self.tool), self.writer);
-        self.store.write_output(key, data, tool, writer).await
+        self.store.write_output(key, data, tool, writer, None).await
+    }
+
+    async fn write_at_step(&self, key: &str, data: Bytes, step: u64) -> Result<String, StoreError> {
+        let (tool, writer) = (Some(self.tool), self.writer);
+        (self.store.write_output(key, data, tool, writer, Some(step))).await
+    }
+
+    async fn step_of(&self, key: &str) -> Result<Option<Option<u64>>, StoreError> {
+        self.store.written_step(key).await
     }
 }
 

@@ -153,6 +153,7 @@ fn request(
         limit,
         from_end,
         pattern: pattern.map(str::to_owned),
+        ..ReadRequest::default()
     }
 }
 

@@ -174,7 +174,7 @@ fn the_commands_share_one_default_store_and_name_it() {
     let (code, page, _) = run(&["grep", "run-1/c.0", "2999"], b"");
     assert_eq!(code, Some(0));
     assert!(
-        page.starts_with("[handle 'run-1/c.0': 1 matching line(s) for '2999'")
+        page.starts_with("[handle 'run-1/c.0': 1 matching line(s); showing 1]\n2998-")
             && page.ends_with("ok\n"),
         "{page}"
     );
@@ -335,7 +335,9 @@ async fn reduce_summarizes_through_the_model_as_the_worker_does() {
         Some(text(&cli.stdout).as_str())
     );
     assert!(
-        text(&cli.stdout).starts_with("Summary of "),
+        text(&cli.stdout).starts_with(
+            "[summary of 480 chars of output; rerun the original tool for the full output]\nSummary of "
+        ),
         "{}",
         text(&cli.stdout)
     );

@@ -75,26 +75,29 @@ async fn grep_pages_stream_byte_exact_from_seaweedfs() {
         }
     };
 
-    let literal = page(grep(&handle, "ERROR")).await;
+    let literal = page(GrepRequest {
+        context: 0,
+        ..grep(&handle, "ERROR")
+    })
+    .await;
     assert_eq!(
         literal,
         format!(
-            "[handle 'run-g/call-1.0': 2 matching line(s) for 'ERROR'; showing matches 1-2]\n{}\n{}",
+            "[handle 'run-g/call-1.0': 2 matching line(s); showing 2]\n{}\n--\n{}",
             shown(100..=100, &[100]),
             shown(299_990..=299_990, &[299_990])
         )
     );
 
+    // Two lines of context by default; windows that touch merge into one group.
     let ignore_case = GrepRequest {
         ignore_case: true,
-        context: 2,
         ..grep(&handle, "error")
     };
     assert_eq!(
         page(ignore_case).await,
         format!(
-            "[handle 'run-g/call-1.0': 4 matching line(s) for 'error', ignoring case; showing matches 1-4]\n\
-             {}\n--\n{}\n--\n{}",
+            "[handle 'run-g/call-1.0': 4 matching line(s); showing 4]\n{}\n--\n{}\n--\n{}",
             shown(98..=102, &[100]),
             shown(149_998..=150_003, &[150_000, 150_001]),
             shown(299_988..=299_992, &[299_990])
@@ -104,23 +107,23 @@ async fn grep_pages_stream_byte_exact_from_seaweedfs() {
     let regex = GrepRequest {
         regex: true,
         context: 1,
-        limit: 1,
+        max_matches: 1,
         offset: 1,
         ..grep(&handle, r"(?i)^\S+ error:? (retry \d|timeout)")
     };
+    // Match 3 of the file is context of match 2 of it, the page's: `-`.
     assert_eq!(
         page(regex).await,
         format!(
-            "[handle 'run-g/call-1.0': 3 matching line(s) for regex '(?i)^\\\\S+ error:? (retry \\\\d|timeout)'; \
-             showing matches 2-2]\n{}\n\
-             [1 more matching line(s): call grep_tool_result again with offset=2]",
-            shown(150_000..=150_002, &[150_000, 150_001])
+            "[handle 'run-g/call-1.0': 3 matching line(s); showing 1, 1 more; continue with offset=2]\n{}",
+            shown(150_000..=150_002, &[150_001])
         )
     );
 
+    // The earlier grep's `from_end`, still served: the offset to continue from counts forward.
     let from_end = GrepRequest {
         from_end: true,
-        limit: 2,
+        max_matches: 2,
         context: 1,
         ..grep(&handle, "served in 12ms")
     };
@@ -128,13 +131,9 @@ async fn grep_pages_stream_byte_exact_from_seaweedfs() {
     assert_eq!(
         page(from_end).await,
         format!(
-            "[handle 'run-g/call-1.0': {} matching line(s) for 'served in 12ms'; showing matches {}-{}]\n\
-             {}\n[{} earlier matching line(s): call grep_tool_result again with from_end=true, offset=2]",
+            "[handle 'run-g/call-1.0': {} matching line(s); showing 2]\n{}",
             thousands(total),
-            total - 1,
-            total,
-            shown(299_998..=300_000, &[299_998, 299_999, 300_000]),
-            thousands(total - 2)
+            shown(299_998..=300_000, &[299_999, 300_000])
         )
     );
 
@@ -212,7 +211,7 @@ async fn grep_activity_and_cli_serve_the_same_page() {
         .expect("a page");
     assert_eq!(
         text,
-        "[handle 'run-c/call-1.0': 2 matching line(s) for 'beta'; showing matches 1-2]\n\
+        "[handle 'run-c/call-1.0': 2 matching line(s); showing 2]\n\
          1-alpha\n2:beta\n3-gamma\n4:beta 2"
     );
     assert_eq!(

@@ -261,10 +261,17 @@ fn rows(json: &str, text: &str, long: &str, foreign: &str) -> Vec<Row> {
             json!({"handle": text, "pattern": "line", "offset": huge_offset, "from_end": true, "context": 20}),
             &["matching line(s)"],
         ),
+        // A literal is searched whatever its length, as the harness searches it (linear time).
         row(
             "grep: 10 KB pattern",
             GREP,
             json!({"handle": text, "pattern": "a".repeat(10_000)}),
+            &["0 matching line(s)"],
+        ),
+        row(
+            "grep: 10 KB regex",
+            GREP,
+            json!({"handle": text, "pattern": "a".repeat(10_000), "regex": true}),
             &["`pattern` is 10000 bytes long"],
         ),
         row(

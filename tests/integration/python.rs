@@ -1,12 +1,16 @@
 //! The Python package's tests: agents on Temporal (pydantic-ai, the OpenAI Agents SDK) with the
 //! `overspill` wheel and the `overspill worker` binary, and the real Python packages
-//! (pydantic-ai-slim 2.62 `TemporalDurability`, pydantic-ai-harness 0.62 `ToolOutputLimits`).
+//! (pydantic-ai-slim `TemporalDurability`, pydantic-ai-harness `ToolOutputLimits`).
 //!
 //! The scenarios live in `tests/python/` (pytest, in the venv where `deploy/test.sh` installs
 //! the package's wheel, `.deploy/wheel-venv`, or `$OVERSPILL_PYTHON`); a test here per file
 //! runs it against the Temporal dev server and SeaweedFS with the binary cargo just built, and
 //! fails with pytest's report when any test does. Needs `OVERSPILL_TEST_S3_URL` and the `AWS_*`
 //! variables from `.deploy/seaweedfs.env`.
+//!
+//! The pydantic-ai suites run twice: on the newest pydantic-ai-harness the package declares
+//! (`.deploy/wheel-venv`, deploy/requirements.txt's), and in `lowest::` on the oldest
+//! (`.deploy/wheel-venv-lowest`, the package's lower bounds, or `$OVERSPILL_LOWEST_PYTHON`).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -22,8 +26,19 @@ const TIMEOUT: Duration = Duration::from_secs(1200);
 
 /// The Python the tests run: `$OVERSPILL_PYTHON`, else the wheel venv's (`deploy/lib.sh`).
 pub(crate) fn python() -> PathBuf {
-    std::env::var_os("OVERSPILL_PYTHON").map_or_else(
-        || crate::root().join(".deploy/wheel-venv/bin/python"),
+    venv_python("OVERSPILL_PYTHON", ".deploy/wheel-venv")
+}
+
+/// The Python of the oldest pydantic-ai the package declares: `$OVERSPILL_LOWEST_PYTHON`, else
+/// `deploy/lib.sh`'s `ensure_lowest_wheel_venv`'s.
+fn lowest_python() -> PathBuf {
+    venv_python("OVERSPILL_LOWEST_PYTHON", ".deploy/wheel-venv-lowest")
+}
+
+/// `$variable`, else the Python of the venv at `venv` in the checkout.
+fn venv_python(variable: &str, venv: &str) -> PathBuf {
+    std::env::var_os(variable).map_or_else(
+        || crate::root().join(venv).join("bin/python"),
         PathBuf::from,
     )
 }
@@ -35,7 +50,7 @@ macro_rules! python_suites {
         $(
             #[test]
             fn $file() {
-                run_pytest(concat!("tests/python/", stringify!($file), ".py"));
+                run_pytest(&python(), concat!("tests/python/", stringify!($file), ".py"));
             }
         )*
 
@@ -74,17 +89,44 @@ python_suites!(
     test_wheel,
 );
 
-/// Run the pytest file `file` (relative to the checkout) and fail with pytest's report when any
-/// of its tests does, or when it runs none or skips some.
-fn run_pytest(file: &str) {
+/// The pydantic-ai suites again, on the oldest pydantic-ai-harness and pydantic-ai-slim the
+/// package declares (the rest of the suite runs on the newest only).
+mod lowest {
+    use super::{lowest_python, run_pytest};
+
+    macro_rules! lowest_suites {
+        ($($file:ident),* $(,)?) => {
+            $(
+                #[test]
+                fn $file() {
+                    run_pytest(&lowest_python(), concat!("tests/python/", stringify!($file), ".py"));
+                }
+            )*
+        };
+    }
+
+    lowest_suites!(
+        test_at_source,
+        test_masking,
+        test_newcomer,
+        test_overspill_pydantic_ai,
+        test_pydantic_ai_e2e,
+        test_quickstart,
+        test_read_scope,
+    );
+}
+
+/// Run the pytest file `file` (relative to the checkout) with `python` and fail with pytest's
+/// report when any of its tests does, or when it runs none or skips some.
+fn run_pytest(python: &std::path::Path, file: &str) {
     let root = crate::root();
-    let python = python();
     assert!(
         python.exists(),
-        "{} is missing: run deploy/test.sh (it installs the package's wheel into .deploy/wheel-venv)",
+        "{} is missing: run deploy/test.sh (it installs the package's wheel into .deploy/wheel-venv \
+         and .deploy/wheel-venv-lowest)",
         python.display()
     );
-    let mut pytest = Command::new(&python);
+    let mut pytest = Command::new(python);
     pytest
         .args(["-m", "pytest", file, "-v", "-p", "no:cacheprovider"])
         .current_dir(root)

@@ -121,9 +121,14 @@ async fn sends_the_reference_prompt_and_strips_the_summary() {
     .await;
 
     assert_eq!(reduced.kind, ReductionKind::Summarized);
+    // 0.75's summary says what it summarized and how to get it all back (0.62's was bare).
     assert_eq!(
         reduced.return_value,
-        ToolOutput::Text("The build failed at step 3.".into())
+        ToolOutput::Text(
+            "[summary of 260 chars of output; rerun the original tool for the full output]\n\
+             The build failed at step 3."
+                .into()
+        )
     );
     assert_eq!(
         reduced.usage,
@@ -187,7 +192,11 @@ async fn a_custom_prompt_and_the_actions_model_are_sent() {
     let summary = reduced.return_value.as_text().unwrap_or_default();
     assert_eq!(
         summary,
-        format!("Summary of {} characters.", sent.prompt().chars().count())
+        format!(
+            "[summary of 18 chars of output; rerun the original tool for the full output]\n\
+             Summary of {} characters.",
+            sent.prompt().chars().count()
+        )
     );
 }
 

@@ -160,13 +160,32 @@ class Process:
 
 def spill_page(data: bytes, handle: str, **kwargs: Any) -> str:
     """What the harness's own `read_tool_result` returns for `data` (its `_read_slice`)."""
-    from pydantic_ai_harness.tool_output_limits._capability import _read_slice  # pyright: ignore[reportPrivateUsage]
 
-    async def read(_: str) -> bytes:
-        return data
+    class Stored:
+        async def read(self, _: str) -> bytes:
+            return data
+
+    return asyncio.run(harness_read(Stored(), handle, **kwargs))
+
+
+def harness_read(store: Any, handle: str, **kwargs: Any) -> Any:
+    """The awaitable of the installed harness's own `read_tool_result` page of spill `handle`
+    in `store` (an `OverflowStore`): its `_read_slice`, whose signature each release changes."""
+    from pydantic_ai_harness.tool_output_limits import _capability
 
     args = {'offset': 0, 'limit': 200, 'from_end': False, 'pattern': None, **kwargs}
-    return asyncio.run(_read_slice(read, handle, args['offset'], args['limit'], args['from_end'], args['pattern']))
+    if hasattr(_capability, '_grep'):  # 0.75: the store itself, a unit and the reader's name
+        args = {'unit': 'lines', **args}
+        return _capability._read_slice(store, handle, reader_name='read_tool_result', **args)
+    return _capability._read_slice(store.read, handle, **args)
+
+
+def harness_grep(store: Any, handle: str, pattern: str, **kwargs: Any) -> Any:
+    """The awaitable of 0.75's own `grep_tool_result` page of spill `handle` in `store`."""
+    from pydantic_ai_harness.tool_output_limits import _capability
+
+    args = {'context': 2, 'max_matches': 20, 'offset': 0, **kwargs}
+    return _capability._grep(store, handle, pattern, reader_name='read_tool_result', **args)
 
 
 # --- agent runs on Temporal ----------------------------------------------------------------------

@@ -79,14 +79,23 @@ _MARKER = re.compile(r"stored to handle '([^'\\]+)'")
 # --- the agents -----------------------------------------------------------------------------------
 
 
-def build_limits() -> ToolOutputLimits[Any]:
+HARNESS_JOURNALS_SPILLS = hasattr(ToolOutputLimits, '_write_spill')
+"""pydantic-ai-harness 0.75 writes its spills itself (through `OverspillStore`, on the agent's
+worker); 0.62 through the Overspill worker, in its store."""
+PLAIN_STORE_URL = f's3://{BUCKET}/plain-spills' if HARNESS_JOURNALS_SPILLS else STORE_URL
+"""The store of the agent without the interceptor: one of its own where the harness writes it,
+since the identity test runs both agents under one run id and a spill of the same key in the
+run's store is another step's to the interceptor (a spill's step is kept with it)."""
+
+
+def build_limits(store_url: str = STORE_URL) -> ToolOutputLimits[Any]:
     """The agents' bands: 20,000 chars or more spill (else truncate), 5,000 or more truncate."""
     return ToolOutputLimits(
         bands=[
             Band(over=SPILL_OVER, action=Spill(then=Truncate())),
             Band(over=TRUNCATE_OVER, action=Truncate(max_chars=2_000)),
         ],
-        store=OverspillStore(STORE_URL, task_queue=OVERSPILL_QUEUE),
+        store=OverspillStore(store_url, task_queue=OVERSPILL_QUEUE),
     )
 
 
@@ -150,7 +159,9 @@ async def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse
     if len(returns) < calls:
         i = len(returns)
         args = {'size': size, 'call': i, 'kind': kind}
-        return ModelResponse(parts=[ToolCallPart('fetch_output', args, tool_call_id=f'call-{i}')])
+        # A provider that numbers calls per response reuses `call-0` in each.
+        call_id = 'call-0' if 'reused ids' in prompt else f'call-{i}'
+        return ModelResponse(parts=[ToolCallPart('fetch_output', args, tool_call_id=call_id)])
     return ModelResponse(parts=[TextPart(json.dumps([p.model_response_str() for p in returns]))])
 
 
@@ -167,8 +178,8 @@ def _comparable(messages: Sequence[ModelMessage]) -> Any:
     return strip(json.loads(ModelMessagesTypeAdapter.dump_json(list(messages))))
 
 
-def build_agent(name: str, queue: str, heartbeat: timedelta | None = None) -> Agent[None, str]:
-    """The test agent, its activities on `queue`."""
+def build_agent(name: str, queue: str, heartbeat: timedelta | None = None, store_url: str = STORE_URL) -> Agent[None, str]:
+    """The test agent, its activities on `queue`, its spills in `store_url`."""
     config: dict[str, Any] = {'task_queue': queue, 'start_to_close_timeout': timedelta(seconds=RUN_TIMEOUT)}
     if heartbeat is not None:
         config['heartbeat_timeout'] = heartbeat
@@ -176,12 +187,12 @@ def build_agent(name: str, queue: str, heartbeat: timedelta | None = None) -> Ag
         FunctionModel(script, model_name='scripted'),
         name=name,
         tools=[fetch_output],
-        capabilities=[build_limits(), TemporalDurability(activity_config=config)],  # type: ignore[arg-type]
+        capabilities=[build_limits(store_url), TemporalDurability(activity_config=config)],  # type: ignore[arg-type]
     )
 
 
 agent = build_agent('at_source', QUEUES['source'])
-plain_agent = build_agent('at_source_plain', QUEUES['plain'])
+plain_agent = build_agent('at_source_plain', QUEUES['plain'], store_url=PLAIN_STORE_URL)
 # A killed worker's activity is retried once its heartbeats stop.
 kill_agent = build_agent('at_source_kill', QUEUES['kill'], heartbeat=timedelta(seconds=5))
 AGENTS = {'source': agent, 'plain': plain_agent, 'kill': kill_agent}
@@ -366,8 +377,8 @@ class Run:
         ]
 
 
-def _prompt_for(calls: int, size: int, kind: str = 'text') -> str:
-    return f'{calls} calls of {size} {kind} #{uuid.uuid4().hex[:8]}'
+def _prompt_for(calls: int, size: int, kind: str = 'text', reused: bool = False) -> str:
+    return f'{calls} calls of {size} {kind}{" with reused ids" if reused else ""} #{uuid.uuid4().hex[:8]}'
 
 
 async def _start(name: str, prompt: str, queue: str = WORKFLOW_QUEUE, **request: Any) -> Any:
@@ -545,16 +556,24 @@ def test_10_mb_of_order_records_complete_at_the_source(stack: Stack) -> None:
 
 
 @pytest.mark.parametrize(
-    ('size', 'kind'),
-    [(8 * KB, 'text'), (60 * KB, 'text'), (8 * KB, 'records'), (60 * KB, 'records')],
-    ids=['truncate-text', 'spill-text', 'truncate-records', 'spill-records'],
+    ('size', 'kind', 'reused'),
+    [
+        (8 * KB, 'text', False),
+        (60 * KB, 'text', False),
+        (8 * KB, 'records', False),
+        (60 * KB, 'records', False),
+        (60 * KB, 'text', True),
+    ],
+    ids=['truncate-text', 'spill-text', 'truncate-records', 'spill-records', 'spill-reused-call-ids'],
 )
 def test_the_model_sees_byte_identical_requests_with_and_without_the_interceptor(
-    stack: Stack, size: int, kind: str
+    stack: Stack, size: int, kind: str, reused: bool
 ) -> None:
     """The same scripted agent, the same run id, once reduced in the workflow (the harness) and
-    once at the source: every request its model receives is the same, byte for byte."""
-    prompt = _prompt_for(2, size, kind)
+    once at the source: every request its model receives is the same, byte for byte, in the
+    installed harness's text. With a call id every step reuses, 0.75 keeps each step's spill
+    apart (`run_id/<step>/call-0.0` after the first), at the source as in the workflow."""
+    prompt = _prompt_for(2, size, kind, reused)
     run_id = f'identical-{uuid.uuid4().hex[:12]}'
     plain = run_agent('plain', prompt, run_id=run_id)
     source = run_agent('source', prompt, run_id=run_id)
@@ -572,3 +591,14 @@ def test_the_model_sees_byte_identical_requests_with_and_without_the_interceptor
         assert f"stored to handle '{run_id}/call-0.0'" in source.seen[0]
     else:
         assert len(source.seen[0]) <= 2_000
+    if reused:
+        second = f'{run_id}/{_run_step(source.seen[1], run_id)}/call-0.0' if HARNESS_JOURNALS_SPILLS else f'{run_id}/call-0.0'
+        assert f'stored to handle {second!r}' in source.seen[1], source.seen[1][:300]
+        assert stack.spill_object(second).startswith(b'call 000001\n'), 'each step keeps its own spill'
+
+
+def _run_step(marker: str, run_id: str) -> str:
+    """The run step segment of a step-keyed handle `run_id/<step>/…` in `marker`."""
+    match = re.search(re.escape(run_id) + r'/(\d+)/', marker)
+    assert match is not None, marker[:300]
+    return match.group(1)

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from overspill.pydantic_ai import OverspillStore, OverspillSummarizer, SummarizeError, sanitize_key
 from overspill.pydantic_ai._external_storage import default_s3_client
-from pydantic_ai_harness.tool_output_limits._capability import _read_slice
 from pydantic_ai_harness.tool_output_limits._store import _segments
+from support import harness_read
 
 KEYS = [
     'run-1/call-1.0',
@@ -101,7 +101,7 @@ def test_unknown_and_refused_handles_give_the_harness_its_no_result_answer(s3_st
     for handle in ('run-x/never-written.0', '../etc/passwd', 'run/call.0.idx'):
         with pytest.raises(FileNotFoundError):
             asyncio.run(s3_store.read(handle))
-        page = asyncio.run(_read_slice(s3_store.read, handle, 0, 200, False, None))
+        page = asyncio.run(harness_read(s3_store, handle))
         assert page.startswith(f'[No stored tool result for handle {handle!r}.')
 
 
@@ -112,7 +112,7 @@ def test_a_file_store_reads_and_writes_where_overspill_dev_keeps_spills(tmp_path
     assert (tmp_path / 'tool_output_limits' / 'run_1' / 'call_1.0').read_bytes() == data
     assert asyncio.run(store.read('run:1/call 1.0')) == data
     for handle in ('run-x/never-written.0', '../../etc/passwd', '/etc/passwd'):
-        page = asyncio.run(_read_slice(store.read, handle, 0, 200, False, None))
+        page = asyncio.run(harness_read(store, handle))
         assert page.startswith(f'[No stored tool result for handle {handle!r}.')
 
 
@@ -176,12 +176,21 @@ def test_toolset_outside_a_workflow_gives_the_workers_pages(
     calls = [ModelResponse(parts=[ToolCallPart('fetch', {}, tool_call_id='call-2')])]
     ctx: Any = SimpleNamespace(run_id='run-t', messages=calls)
 
-    for flags in ([], ['-C', '2', '--limit', '3'], ['--regex', '-i', '-C', '1', '--from-end', '--offset', '2']):
+    # The harness's arguments, Overspill's `regex`, and the earlier grep's `limit`, `-i`, `--from-end`.
+    for flags in (
+        [],
+        ['-C', '0', '--max-matches', '3'],
+        ['--regex', '-i', '-C', '1', '--from-end', '--offset', '2', '--limit', '5'],
+    ):
         pattern = r'^\d+7 error' if '--regex' in flags else 'ERROR'
+
+        def flag(name: str, default: int) -> int:
+            return int(flags[flags.index(name) + 1]) if name in flags else default
+
         kwargs: dict[str, Any] = {
-            'context': int(flags[flags.index('-C') + 1]) if '-C' in flags else 0,
-            'limit': int(flags[flags.index('--limit') + 1]) if '--limit' in flags else 50,
-            'offset': int(flags[flags.index('--offset') + 1]) if '--offset' in flags else 0,
+            'context': flag('-C', 2),
+            'max_matches': flag('--max-matches', flag('--limit', 20)),
+            'offset': flag('--offset', 0),
             'regex': '--regex' in flags,
             'ignore_case': '-i' in flags,
             'from_end': '--from-end' in flags,
@@ -221,3 +230,136 @@ def test_query_tool_outside_a_workflow_gives_the_workers_page(tmp_path: Path) ->
     assert page == _overspill('query', 'run-q/call-1.0', 'select(.ok | not) | .id', '--limit', '1', '--store', store.url)
     with pytest.raises(ModelRetry, match='not a valid jq filter: .* at char 7'):
         asyncio.run(toolset.query_tool_result(ctx, 'run-q/call-1.0', '.id | ]'))
+
+
+# --- the harness's own read-back tools, answered at the source ---------------------------------
+
+
+def test_the_interceptor_answers_the_harness_read_back_tools_with_its_text(tmp_path: Path) -> None:
+    """With a harness that has its own `grep_tool_result` (0.75), `OverspillInterceptor` answers
+    the harness's `read_tool_result` and `grep_tool_result` activities with the engine's page,
+    never running the tool (which would read the spill whole): the harness's own text, byte for
+    byte, over every kind of page. With 0.62 the harness's tool runs, as it always did."""
+    import dataclasses
+
+    from overspill.pydantic_ai import OverspillInterceptor
+    from overspill.pydantic_ai._harness import harness_has_grep
+    from pydantic_ai.tools import ToolDefinition
+    from pydantic_ai_harness.tool_output_limits import ToolOutputLimits
+    from support import harness_grep
+    from temporalio.testing import ActivityEnvironment
+    from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput
+
+    store = OverspillStore(f'file://{tmp_path}')
+    interceptor = OverspillInterceptor(ToolOutputLimits(store=store))
+    if not harness_has_grep():
+        assert interceptor.pages is None, 'the harness reads its spills itself'
+        return
+    from pydantic_ai.durable_exec._toolset import CallToolResult
+    from pydantic_ai.durable_exec.temporal._toolset import CallToolParams
+    from pydantic import TypeAdapter
+
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, activity_type='agent__a__toolset__tool_output_limits__call_tool')
+    lines = [f'{i:05d} {"ERROR" if i % 7 == 3 else "INFO"} ' + 'x' * (i % 90) for i in range(3_000)]
+    data = ('\n'.join(lines) + '\n' + 'é' * 60_000 + '\nlast\n').encode()
+    # Spilled by the workflow whose activity reads it back (the read scope's).
+    writer = (getattr(env.info, 'namespace', None) or env.info.workflow_namespace, env.info.workflow_id)
+
+    async def spill() -> str:
+        return await store.engine.write('run-h/call-1.0', data, caller=writer)
+
+    handle = asyncio.run(spill())
+
+    class Untouched(ActivityInboundInterceptor):
+        async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+            raise AssertionError('the harness tool ran: it would read the spill whole')
+
+    pages = interceptor.intercept_activity(Untouched(None))  # type: ignore[arg-type]
+    context = {'run_id': 'run-h', '_tool_names_by_kind': {'tool_output_limits.read_tool_result': 'read_tool_result'}}
+
+    def answer(tool: str, args: dict[str, Any]) -> Any:
+        tool_def = ToolDefinition(name=tool, tool_kind=f'tool_output_limits.{tool}')
+        params = CallToolParams(name=tool, tool_args=args, serialized_run_context=context, tool_def=tool_def)
+        call = ExecuteActivityInput(fn=lambda: None, args=[params, None], executor=None, headers={})
+
+        async def run() -> Any:
+            return await pages.execute_activity(call)
+
+        return TypeAdapter(CallToolResult).dump_python(asyncio.run(env.run(run)), mode='json')
+
+    reads = [
+        {},
+        {'offset': 5, 'limit': 3, 'pattern': 'ERROR'},
+        {'from_end': True, 'limit': 4},
+        {'offset': 2_990, 'limit': 1_000},  # the long line, cut
+        {'unit': 'bytes', 'offset': 100, 'limit': 50},
+        {'unit': 'bytes', 'pattern': 'x'},  # a retry
+        {'offset': -1},
+    ]
+    for args in reads:
+        expected = asyncio.run(harness_outcome(harness_read(store, handle, **args)))
+        assert answer('read_tool_result', {'handle': handle, **args}) == expected, args
+    for args in [{}, {'context': 0, 'max_matches': 500}, {'offset': 400, 'context': 10}, {'context': -1}]:
+        expected = asyncio.run(harness_outcome(harness_grep(store, handle, 'ERROR', **args)))
+        assert answer('grep_tool_result', {'handle': handle, 'pattern': 'ERROR', **args}) == expected, args
+    missing = answer('read_tool_result', {'handle': 'run-h/nope.0'})
+    assert missing['result'].startswith("[No stored tool result for handle 'run-h/nope.0'.")
+
+
+async def harness_outcome(page: Any) -> dict[str, Any]:
+    """The recorded result of a harness tool call that answers with `page`, as the activity does."""
+    from pydantic_ai.durable_exec._toolset import CallToolResult, wrap_tool_call_result
+    from pydantic import TypeAdapter
+
+    result = await wrap_tool_call_result(page)
+    dumped: dict[str, Any] = TypeAdapter(CallToolResult).dump_python(result, mode='json')
+    return dumped
+
+
+def test_the_read_back_tools_are_the_harness_tools_in_its_words() -> None:
+    """Overspill's tool table (`read_back_tools()`) describes `read_tool_result` and
+    `grep_tool_result` in the harness's own words, as pydantic-ai renders them from the harness
+    0.75's functions; `grep_tool_result` adds only Overspill's `regex`. Under 0.62, whose harness
+    has no grep, OverspillToolset offers it, and the table's read is 0.75's (with `unit`)."""
+    from overspill._native import read_back_tools
+    from overspill.pydantic_ai import OverspillToolset
+    from overspill.pydantic_ai._harness import harness_has_grep
+    from pydantic_ai.models.test import TestModel
+    from pydantic_ai.usage import RunUsage
+    from pydantic_ai_harness.tool_output_limits import ToolOutputLimits
+
+    ours = {spec['name']: spec for spec in read_back_tools()}
+    limits = ToolOutputLimits(store=OverspillStore('file:///tmp/unused'))
+    toolset = limits.get_toolset()
+    assert toolset is not None
+
+    async def definitions(toolset: Any) -> dict[str, Any]:
+        from pydantic_ai._run_context import RunContext
+
+        ctx = RunContext(deps=None, model=TestModel(), usage=RunUsage())
+        return {name: tool.tool_def for name, tool in (await toolset.get_tools(ctx)).items()}
+
+    harness = asyncio.run(definitions(toolset))
+    offered = asyncio.run(definitions(OverspillToolset(OverspillStore('file:///tmp/unused'))))
+    assert sorted(offered) == (
+        ['list_tool_results', 'query_tool_result'] if harness_has_grep() else
+        ['grep_tool_result', 'list_tool_results', 'query_tool_result']
+    )
+    for name, tool_def in offered.items():
+        assert (tool_def.description, tool_def.parameters_json_schema) == (
+            ours[name]['description'],
+            ours[name]['parameters'],
+        ), name
+    if not harness_has_grep():
+        return
+    for name in ('read_tool_result', 'grep_tool_result'):
+        theirs, spec = harness[name], ours[name]
+        assert spec['description'] == theirs.description, name
+        properties = theirs.parameters_json_schema['properties']
+        ours_properties = {k: v for k, v in spec['parameters']['properties'].items() if k != 'regex'}
+        assert list(ours_properties) == list(properties), name
+        for parameter, schema in properties.items():
+            assert ours_properties[parameter]['description'] == schema['description'], (name, parameter)
+            assert ours_properties[parameter].get('default') == schema.get('default'), (name, parameter)
+        assert spec['parameters']['required'] == theirs.parameters_json_schema['required'], name

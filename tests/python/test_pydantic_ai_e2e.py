@@ -2,8 +2,14 @@
 
 Real pieces only: the Temporal dev server (`TEMPORAL_ADDRESS`), SeaweedFS (`OVERSPILL_TEST_S3_URL`
 and the `AWS_*` variables, from `deploy/seaweedfs.sh`), the `overspill worker` binary
-(`OVERSPILL_BIN`), pydantic-ai-slim 2.62 with `TemporalDurability`, pydantic-ai-harness 0.62's
-`ToolOutputLimits`, and a local OpenAI-compatible model endpoint that counts its calls.
+(`OVERSPILL_BIN`), pydantic-ai-slim with `TemporalDurability`, pydantic-ai-harness's
+`ToolOutputLimits` (0.62 or 0.75, whichever is installed), and a local OpenAI-compatible model
+endpoint that counts its calls.
+
+pydantic-ai-harness 0.62 spills in workflow code, through the Overspill worker's
+`tool_output_limits.spill`; 0.75 journals its spill itself, in a durable operation
+(`agent__<agent>__capability__tool_output_limits__spill`, an activity on the agent's worker,
+where `OverspillStore` writes the store directly): the tests check each where they differ.
 The example agent (`workflows/python/examples/log_agent.py`) runs in worker subprocesses, so a
 test can SIGKILL one mid-run.
 
@@ -33,6 +39,11 @@ from typing import Any
 import pytest
 from support import EXAMPLES, ModelEndpoint, Process, bucket_of, object_key, s3_client, spill_page, stack_env
 from temporalio import workflow
+
+HARNESS_JOURNALS_SPILLS = hasattr(importlib.import_module('pydantic_ai_harness.tool_output_limits').ToolOutputLimits, '_write_spill')
+"""pydantic-ai-harness 0.75 spills in a durable operation of its own, 0.62 through the Overspill worker."""
+HARNESS_HAS_GREP = hasattr(importlib.import_module('pydantic_ai_harness.tool_output_limits'), 'GREP_TOOL_RESULT_KIND')
+"""pydantic-ai-harness 0.75 registers its own `grep_tool_result`."""
 
 REQUIRED = (
     'TEMPORAL_ADDRESS',
@@ -176,6 +187,29 @@ def _activity_results(history: Any, name: str) -> tuple[int, list[Any]]:
     return count, [json.loads(p.data) for p in payloads]
 
 
+def _spills(history: Any) -> tuple[int, list[str]]:
+    """How often the run spilled, and the handles its spills returned: the Overspill worker's
+    `tool_output_limits.spill` (0.62), or the harness's own durable `spill` operation (0.75)."""
+    if not HARNESS_JOURNALS_SPILLS:
+        count, results = _activity_results(history, 'tool_output_limits.spill')
+        return count, [r['handle'] for r in results]
+    names = {
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.HasField('activity_task_scheduled_event_attributes')
+    }
+    (name,) = [n for n in names if n.endswith('__capability__tool_output_limits__spill')] or ['none']
+    count, results = _activity_results(history, name)
+    return count, [r['value'] for r in results]  # a durable operation's result, with its usage
+
+
+def _summary_text(text: str, summary: str) -> str:
+    """The model-visible text of a summary of `text`: 0.75's says what it summarized."""
+    if not HARNESS_JOURNALS_SPILLS:
+        return summary
+    return f'[summary of {len(text):,} chars of output; rerun the original tool for the full output]\n{summary}'
+
+
 async def _start(stack: Stack, lines: int, run: Any = None, task_queue: str | None = None) -> Any:
     client = await _client()
     return await client.start_workflow(
@@ -198,6 +232,17 @@ def _overspill_read(store_url: str, handle: str, *args: str, command: str = 'rea
     assert out.returncode == 0, out.stderr
     assert out.stdout.endswith('\n')
     return out.stdout.removesuffix('\n')
+
+
+def _completes(stack: Stack, worker: Process) -> list[str]:
+    """What the model saw in a run of the log agent that completes."""
+
+    async def run() -> Any:
+        handle = await _start(stack, SPILL_LINES)
+        return await asyncio.wait_for(handle.result(), RUN_TIMEOUT)
+
+    seen: list[str] = json.loads(asyncio.run(run()).output)
+    return seen
 
 
 def _wait_for_file(path: Path, stack: Stack, timeout: float = 60) -> None:
@@ -225,8 +270,9 @@ def _replay(stack: Stack, history: Any) -> None:
 def test_spill_goes_to_overspill_and_matches_local_file_store(stack: Stack, tmp_path: Path) -> None:
     """The model sees the harness's marker, the object is in the bucket, read_tool_result pages it
     back, and everything the model saw is identical to a run with the harness's LocalFileStore."""
-    from pydantic_ai_harness.tool_output_limits import LocalFileStore
+    import pydantic_ai_harness.tool_output_limits as harness
 
+    local_store = getattr(harness, 'LocalFileOverflowStore', None) or harness.LocalFileStore
     stack.start_agent_worker('agent-worker-spill')
 
     async def run() -> tuple[Any, Any]:
@@ -240,9 +286,9 @@ def test_spill_goes_to_overspill_and_matches_local_file_store(stack: Stack, tmp_
     key = f'{report.run_id}/call-log.0'
 
     # The harness's spill marker, naming the handle the spill activity returned.
-    spills, results = _activity_results(history, 'tool_output_limits.spill')
-    assert spills == 1 and len(results) == 1
-    handle = results[0]['handle']
+    spills, handles = _spills(history)
+    assert spills == 1 and len(handles) == 1
+    handle = handles[0]
     assert handle == key, 'the handle is the harness key, as LocalFileStore returns it'
     assert seen[0].startswith(f'[Tool output too large ({len(log):,} chars); stored to handle {handle!r}.')
     assert f'read_tool_result(handle={handle!r}, offset=0, limit=200' in seen[0]
@@ -260,7 +306,7 @@ def test_spill_goes_to_overspill_and_matches_local_file_store(stack: Stack, tmp_
     _replay(stack, history)
 
     # The same agent with the harness's own LocalFileStore, same run id: the same text, everywhere.
-    local_agent = stack.agent_module.build_agent('log_agent_local', store=LocalFileStore(base_dir=tmp_path / 'spills'))
+    local_agent = stack.agent_module.build_agent('log_agent_local', store=local_store(base_dir=tmp_path / 'spills'))
     local = local_agent.run_sync(f'fetch the build log, {SPILL_LINES} lines', run_id=report.run_id)
     assert local.output == report.output
     assert (tmp_path / 'spills').joinpath(
@@ -284,9 +330,9 @@ def test_killed_agent_worker_resumes_with_the_same_handle(stack: Stack, tmp_path
         client = await _client()
         return await client.get_workflow_handle(handle.id).fetch_history()
 
-    spills, results = _activity_results(asyncio.run(history()), 'tool_output_limits.spill')
-    assert spills == 1 and len(results) == 1, 'the spill ran before the kill'
-    before = results[0]['handle']
+    spills, handles = _spills(asyncio.run(history()))
+    assert spills == 1 and len(handles) == 1, 'the spill ran before the kill'
+    before = handles[0]
     run_id = before.split('/')[0]
     assert stack.spill_keys(run_id) == [object_key(stack.agent_module.store.url, before)]
 
@@ -303,8 +349,8 @@ def test_killed_agent_worker_resumes_with_the_same_handle(stack: Stack, tmp_path
     assert report.run_id == run_id, 'the agent run id survived the replay'
     assert f'stored to handle {before!r}.' in seen[0]
     assert seen[1].startswith(f'[handle {before!r}: 11 matching line(s)')
-    spills, results = _activity_results(final_history, 'tool_output_limits.spill')
-    assert spills == 1 and [r['handle'] for r in results] == [before], 'no second spill on replay'
+    spills, handles = _spills(final_history)
+    assert spills == 1 and handles == [before], 'no second spill on replay'
     assert stack.spill_keys(run_id) == [object_key(stack.agent_module.store.url, before)], 'no second object'
 
 
@@ -334,7 +380,7 @@ def test_summarize_band_calls_the_model_once_across_replays(stack: Stack, tmp_pa
     request = stack.model.requests[calls_before]
     prompt = request['body']['messages'][-1]['content']
     expected = ModelEndpoint.summary_for(prompt).strip()
-    assert json.loads(report.output) == [expected], 'the model saw the summary, stripped'
+    assert json.loads(report.output) == [_summary_text(log, expected)], 'the model saw the summary, stripped'
     assert f'<output>\n{log}\n</output>' in prompt and 'the `fetch_build_log` tool' in prompt
     assert request['body']['model'] == 'fake-summarizer'
     assert request['authorization'] == 'Bearer test-key'
@@ -357,9 +403,9 @@ def test_read_tool_result_in_workflow_code_reads_through_the_read_activity(stack
     report, history = asyncio.run(run())
     seen = json.loads(report.output)
     log = stack.agent_module.build_log(SPILL_LINES)
-    count, spills = _activity_results(history, 'tool_output_limits.spill')
+    count, spills = _spills(history)
     assert count == 1 and len(spills) == 1, f'one spill, not {count} ({spills}): {seen[0][:300]}'
-    handle = spills[0]['handle']
+    handle = spills[0]
     reads = [
         e.activity_task_scheduled_event_attributes.activity_type.name
         for e in history.events
@@ -483,20 +529,22 @@ def test_search_tools_list_and_grep_a_spill_through_overspill(stack: Stack) -> N
         f'first line: {log.splitlines()[0]!r}'
     )
     page = seen[2]
+    lines = log.splitlines()
     assert page.startswith(
-        f"[handle {key!r}: 11 matching line(s) for 'error', ignoring case; showing matches 1-3]\n"
-        f'13-{log.splitlines()[12]}\n14:{log.splitlines()[13]}\n15-{log.splitlines()[14]}\n--\n'
+        f'[handle {key!r}: 11 matching line(s); showing 3, 8 more; continue with offset=3]\n'
+        f'13-{lines[12]}\n14:{lines[13]}\n15-{lines[14]}\n--\n'
     ), page
-    assert page.endswith('\n[8 more matching line(s): call grep_tool_result again with offset=3]'), page
-    request = {'handle': key, 'pattern': 'error', 'ignore_case': True, 'context': 1, 'limit': 3}
+    request = {'handle': key, 'pattern': 'ERROR', 'context': 1, 'max_matches': 3}
 
     async def native_page() -> str:
         return await Store(stack.store_url).grep_tool_result(request)
 
+    # The harness's own grep (0.75), or OverspillToolset's (0.62): the engine's page either way.
     assert page == asyncio.run(native_page()), 'the native path, the same page'
-    assert page == _overspill_read(stack.store_url, key, 'error', '-i', '-C', '1', '--limit', '3', command='grep')
+    assert page == _overspill_read(stack.store_url, key, 'ERROR', '-C', '1', '--max-matches', '3', command='grep')
 
-    for name, text in ((LIST_ACTIVITY, seen[1]), (GREP_ACTIVITY, page)):
+    workflow_pages = ((LIST_ACTIVITY, seen[1]),) if HARNESS_HAS_GREP else ((LIST_ACTIVITY, seen[1]), (GREP_ACTIVITY, page))
+    for name, text in workflow_pages:
         count, results = _activity_results(history, name)
         assert (count, results) == (1, [text]), f'{name} ran once, in workflow code; its page is its result'
     _replay(stack, history)
@@ -518,6 +566,11 @@ def test_an_agent_on_another_store_ends_its_run_with_one_line(stack: Stack) -> N
         assert failed.value.cause is not None
         return failed.value.cause, await handle.fetch_history()
 
+    if HARNESS_JOURNALS_SPILLS:
+        # The agent's worker writes its own store, whose bucket is missing: the spill falls back.
+        output = _completes(stack, worker)
+        assert 'Spilling output of tool' in worker.output() and 'truncated' in output[0], output[0][:300]
+        return
     failure, history = asyncio.run(run())
     _, spills = _activity_results(history, 'tool_output_limits.spill')
     assert [s['store'] for s in spills] == [stack.store_url], 'the spill result names the worker store'
@@ -536,7 +589,12 @@ def test_an_agent_that_cannot_read_its_store_fails_its_read_once(stack: Stack) -
     instead of retrying forever, or telling the model the spill is gone."""
     from temporalio.client import WorkflowFailureError
 
-    stack.start_agent_worker('agent-worker-refused', AWS_SECRET_ACCESS_KEY='not-the-secret')
+    worker = stack.start_agent_worker('agent-worker-refused', AWS_SECRET_ACCESS_KEY='not-the-secret')
+    if HARNESS_JOURNALS_SPILLS:
+        # The agent's worker cannot write the store either: the spill falls back, saying why.
+        output = _completes(stack, worker)
+        assert 'Spilling output of tool' in worker.output() and 'truncated' in output[0], output[0][:300]
+        return
 
     async def run() -> tuple[BaseException, Any]:
         handle = await _start(stack, SPILL_LINES)
@@ -562,6 +620,12 @@ def test_no_overspill_worker_on_the_queue_ends_the_run_with_one_line(stack: Stac
 
     queue = f'nobody-polls-{uuid.uuid4()}'
     worker = stack.start_agent_worker('agent-worker-no-overspill', OVERSPILL_TASK_QUEUE=queue)
+    if HARNESS_JOURNALS_SPILLS:
+        # The agent's worker writes the spill itself, and the harness reads it back: no
+        # Overspill worker is needed.
+        output = _completes(stack, worker)
+        assert 'stored to handle' in output[0] and output[1].startswith('[handle '), output
+        return
 
     async def run() -> tuple[BaseException, float]:
         handle = await _start(stack, SPILL_LINES)

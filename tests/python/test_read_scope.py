@@ -77,7 +77,7 @@ async def reads(url: str, handle: str, json_handle: str, run_id: str, read_scope
 
     from overspill.pydantic_ai import OverspillStore, OverspillToolset
     from pydantic_ai import ModelRetry
-    from pydantic_ai_harness.tool_output_limits._capability import _read_slice  # pyright: ignore[reportPrivateUsage]
+    from support import harness_read
 
     store = OverspillStore(url, read_scope=read_scope)
     toolset = OverspillToolset(store)
@@ -86,8 +86,8 @@ async def reads(url: str, handle: str, json_handle: str, run_id: str, read_scope
         out['read'] = (await store.read(handle)).decode()
     except FileNotFoundError as error:
         out['read'] = f'FileNotFoundError: {error}'
-    out['page'] = await _read_slice(store.read, handle, 0, 2, False, None)
-    out['page_pattern'] = await _read_slice(store.read, handle, 0, 5, False, 'line 0001')
+    out['page'] = await harness_read(store, handle, limit=2)
+    out['page_pattern'] = await harness_read(store, handle, limit=5, pattern='line 0001')
     out['grep'] = await toolset.grep_tool_result(None, handle, 'line 000[12]', regex=True)  # type: ignore[arg-type]
     try:
         query = toolset.query_tool_result(None, json_handle, '.n | select(. < 2)')  # type: ignore[arg-type]

@@ -99,10 +99,9 @@ impl AgentLoop {
                     Overspill::read_tool_result,
                     ReadRequest {
                         handle,
-                        offset: 0,
                         limit: 5,
-                        from_end: false,
                         pattern: Some("ERROR".into()),
+                        ..ReadRequest::default()
                     },
                     activity_options(),
                 )

@@ -97,6 +97,7 @@ impl ExampleTools {
                 tool_call_id: request.tool_call_id,
                 retry: request.retry,
                 tool_kind: None,
+                run_step: None,
             };
             let reduce = ReduceRequest {
                 config: request.config,

@@ -1,17 +1,24 @@
-//! `grep_tool_result(handle, pattern, regex, ignore_case, context, offset, limit, from_end)`: the
-//! lines of a spill that match a literal or a regex, with their line numbers and the lines
-//! around them, `grep -n -C` style, in pages bounded like [`read_tool_result`](super::read_tool_result)'s.
+//! `grep_tool_result(handle, pattern, context=2, max_matches=20, offset=0, regex=False)`:
+//! pydantic-ai-harness 0.75's search of a spill, the lines that contain a literal substring with
+//! their line numbers and `context` lines around them, in the harness's words; `regex` is
+//! Overspill's own, off unless asked.
 //!
 //! - Lines are `str.splitlines()` lines, numbered from 1, exactly as `read_tool_result` counts
-//!   them (so `offset = N - 1` there shows line `N`).
-//! - A matching line is `N:text`, a context line `N-text`; with `context` > 0, groups of lines
-//!   that are not adjacent are separated by a `--` line. Matching is on the raw (UTF-8) bytes of
-//!   one line at a time; lines show their lossy decoding.
-//! - `offset` / `limit` / `from_end` page through the *matches* ([`GrepRequest`]).
-//! - The header counts every matching line; the body is cut at 50,000 chars, and a closing note
-//!   says how to get the next page (`offset=…`).
-//! - Regexes are the `regex` crate's (linear time: no input makes a search backtrack), with
+//!   them (so `offset = N - 1` there shows line `N`). Matching is on the raw (UTF-8) bytes of one
+//!   line at a time; lines show their lossy decoding.
+//! - A match of the page is `N:text`, any other line `N-text` (a match outside the page that is
+//!   context of one in it too); context windows that overlap or touch merge into one group, and
+//!   groups are separated by a `--` line.
+//! - `context` is clamped to 10 and `max_matches` to 200; the header counts every matching line
+//!   and, when more remain, says how many and the `offset` to continue from.
+//! - The page stops before the line that would take it past 50,000 chars (`read::page`), and the
+//!   header lists what it left out as `read_tool_result` calls.
+//! - A regex is the `regex` crate's (linear time: no input makes a search backtrack), with
 //!   compiled-size limits. A bad or too large pattern is a ModelRetry-style [`ReadError`].
+//!
+//! Requests of the earlier Overspill grep are still served: `limit` is `max_matches`, and
+//! `ignore_case` and `from_end` (the page counted back from the last match; the offset to continue
+//! from still counts from the first) keep their meaning.
 //!
 //! The payload is streamed, in two chunks of memory and the page, by the scan that also serves
 //! pages by pattern (`read::scan`, which describes its passes).
@@ -21,26 +28,23 @@
 //!
 //! let request = GrepRequest { handle: "r/c.0".into(), pattern: "err".into(), context: 1, ..Default::default() };
 //! let page = grep_page(b"a\nerr 1\nb\nc\nd\nerr 2\n", &request)?;
-//! assert_eq!(page, "[handle 'r/c.0': 2 matching line(s) for 'err'; showing matches 1-2]\n1-a\n2:err 1\n3-b\n--\n5-d\n6:err 2");
+//! assert_eq!(page, "[handle 'r/c.0': 2 matching line(s); showing 2]\n1-a\n2:err 1\n3-b\n--\n5-d\n6:err 2");
 //! # Ok::<(), overspill::read::ReadError>(())
 //! ```
 
-pub(crate) mod render;
 #[cfg(test)]
 mod tests;
 
 use regex::bytes::RegexBuilder;
 use serde::{Deserialize, Serialize};
 
-use super::request::{MAX_READ_LINES, ReadError};
-use super::scan::{Matcher, Page, Query, scan_memory, scan_spill};
-use super::source::SpillReader;
+use super::page::{self, Reader, below};
+use super::request::ReadError;
+use super::scan::{Matcher, Query};
+use super::source::{PageError, SpillReader};
 use super::{ReadOutcomeError, outcome};
+use crate::limits::pyfmt::{repr, thousands};
 
-/// Matches per page when the caller does not say.
-pub const DEFAULT_GREP_LIMIT: i64 = 50;
-/// The most context lines shown on each side of a match.
-pub const MAX_CONTEXT: i64 = 20;
 /// Context lines on each side of a match when the caller does not say (the harness's).
 pub const DEFAULT_GREP_CONTEXT: i64 = 2;
 /// Matches per page when the caller does not say (the harness's `max_matches`).
@@ -49,8 +53,8 @@ pub const DEFAULT_GREP_MATCHES: i64 = 20;
 pub const MAX_GREP_CONTEXT: i64 = 10;
 /// The most matches shown per page (the harness's clamp of `max_matches`).
 pub const MAX_GREP_MATCHES: i64 = 200;
-/// The longest pattern accepted, in bytes.
-const MAX_PATTERN_BYTES: usize = 4_096;
+/// The longest regex accepted, in bytes.
+const MAX_REGEX_BYTES: usize = 4_096;
 /// The compiled regex's size limit (`RegexBuilder::size_limit`).
 pub(crate) const REGEX_SIZE_LIMIT: usize = 1 << 20;
 /// The lazy DFA's cache limit (`RegexBuilder::dfa_size_limit`).
@@ -65,30 +69,39 @@ pub struct GrepRequest {
     pub handle: String,
     /// The text (or, with `regex`, the regular expression) a line must contain.
     pub pattern: String,
-    /// `pattern` is a regex (the `regex` crate's syntax), not literal text.
-    #[cfg_attr(feature = "clap", arg(long))]
-    pub regex: bool,
-    /// Match without regard to case (Unicode simple case folding).
-    #[cfg_attr(feature = "clap", arg(short = 'i', long))]
-    pub ignore_case: bool,
-    /// Lines to show before and after each match (clamped to 20, [`MAX_CONTEXT`]).
+    /// Lines to show before and after each match (clamped to 10).
     #[cfg_attr(
         feature = "clap",
-        arg(short = 'C', long, default_value_t = 0, allow_negative_numbers = true)
+        arg(short = 'C', long, default_value_t = DEFAULT_GREP_CONTEXT, allow_negative_numbers = true)
     )]
     pub context: i64,
-    /// Matches to skip (from the first, or from the last with `from_end`).
+    /// Matches to show (clamped to 200); `limit` is its earlier name.
+    #[serde(alias = "limit")]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, alias = "limit", default_value_t = DEFAULT_GREP_MATCHES, allow_negative_numbers = true)
+    )]
+    pub max_matches: i64,
+    /// Matches to skip, to continue a previous search (from the last match with `from_end`).
     #[cfg_attr(
         feature = "clap",
         arg(long, default_value_t = 0, allow_negative_numbers = true)
     )]
     pub offset: i64,
-    /// Matches to show (clamped to 1,000).
-    #[cfg_attr(feature = "clap", arg(long, default_value_t = DEFAULT_GREP_LIMIT, allow_negative_numbers = true))]
-    pub limit: i64,
-    /// Count `offset` from the last match; the page is still in file order.
+    /// `pattern` is a regex (the `regex` crate's syntax), not literal text (Overspill's own).
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub regex: bool,
+    /// Match without regard to case (Unicode simple case folding; Overspill's own).
+    #[cfg_attr(feature = "clap", arg(short = 'i', long))]
+    pub ignore_case: bool,
+    /// Count `offset` back from the last match; the page is still in file order (Overspill's
+    /// own).
     #[cfg_attr(feature = "clap", arg(long))]
     pub from_end: bool,
+    /// The read tool's name as the model calls it, in the header's pointers to what a capped
+    /// page left out (absent: `read_tool_result`).
+    #[cfg_attr(feature = "clap", arg(skip))]
+    pub read_tool_name: Option<String>,
 }
 
 impl Default for GrepRequest {
@@ -96,49 +109,52 @@ impl Default for GrepRequest {
         Self {
             handle: String::new(),
             pattern: String::new(),
+            context: DEFAULT_GREP_CONTEXT,
+            max_matches: DEFAULT_GREP_MATCHES,
+            offset: 0,
             regex: false,
             ignore_case: false,
-            context: 0,
-            offset: 0,
-            limit: DEFAULT_GREP_LIMIT,
             from_end: false,
+            read_tool_name: None,
         }
     }
 }
 
 impl GrepRequest {
-    /// Check the arguments and compile the pattern, before any read: what the scan looks for.
+    /// Check the arguments (in the harness's order and words) and compile the pattern, before any
+    /// read: what the scan looks for.
     pub(crate) fn check(&self) -> Result<Query, ReadError> {
-        let retry = |message: &str| Err(ReadError::BadArgument(message.to_owned()));
-        if self.offset < 0 {
-            return retry("`offset` must be >= 0.");
-        }
-        if self.limit < 1 {
-            return retry("`limit` must be >= 1.");
+        if self.pattern.is_empty() {
+            return Err(ReadError::ModelRetry("`pattern` must not be empty."));
         }
         if self.context < 0 {
-            return retry("`context` must be >= 0.");
+            return Err(ReadError::ModelRetry("`context` must be >= 0."));
         }
-        if self.pattern.is_empty() {
-            return retry(
-                "`pattern` must not be empty. To page through every line, use read_tool_result.",
-            );
+        if self.max_matches < 1 {
+            return Err(ReadError::ModelRetry("`max_matches` must be >= 1."));
         }
-        if self.pattern.len() > MAX_PATTERN_BYTES {
+        if self.offset < 0 {
+            return Err(ReadError::ModelRetry("`offset` must be >= 0."));
+        }
+        if (self.regex || self.ignore_case) && self.pattern.len() > MAX_REGEX_BYTES {
             return Err(ReadError::BadArgument(format!(
-                "`pattern` is {} bytes long; at most {MAX_PATTERN_BYTES} are accepted.",
+                "`pattern` is {} bytes long; a regex of at most {MAX_REGEX_BYTES} is accepted.",
                 self.pattern.len()
             )));
         }
         Ok(Query {
             matcher: matcher(&self.pattern, self.regex, self.ignore_case)?,
-            context: self.context.min(MAX_CONTEXT) as u64,
+            context: self.context.min(MAX_GREP_CONTEXT) as u64,
             offset: self.offset,
             from_end: self.from_end,
-            limit: self.limit.min(MAX_READ_LINES) as u64,
+            limit: self.max_matches.min(MAX_GREP_MATCHES) as u64,
             numbered: true,
             lossy: false,
         })
+    }
+
+    fn reader(&self) -> Reader<'_> {
+        Reader::new(&self.handle, self.read_tool_name.as_deref())
     }
 }
 
@@ -200,18 +216,47 @@ pub async fn grep_tool_result<R: SpillReader>(
     request: &GrepRequest,
 ) -> Result<String, ReadOutcomeError> {
     let query = request.check()?;
-    let scanned = scan_spill(reader, &request.handle, &query).await;
-    let page = scanned.map(|found| render(request, &query, found));
-    outcome(&request.handle, page)
+    outcome(&request.handle, grep_spill(reader, request, &query).await)
+}
+
+async fn grep_spill<R: SpillReader>(
+    reader: &R,
+    request: &GrepRequest,
+    query: &Query,
+) -> Result<String, PageError> {
+    let scanned = page::scan_spill(reader, &request.handle, query, true).await?;
+    Ok(render(request, query, scanned))
 }
 
 /// Serve one call from a payload in memory: the pure form of [`grep_tool_result`].
 pub fn grep_page(data: &[u8], request: &GrepRequest) -> Result<String, ReadError> {
     let query = request.check()?;
-    Ok(render(request, &query, scan_memory(data, &query)))
+    Ok(render(
+        request,
+        &query,
+        page::scan_memory(data, &query, true),
+    ))
 }
 
-/// The page of `total` matches, from the lines the scan kept.
-fn render(request: &GrepRequest, query: &Query, (total, page): (u64, Page)) -> String {
-    page.render(request, query.context > 0, total, query.window(total))
+/// The page of the scan's matches: the header, with how many more there are and what the cap
+/// left out, then the lines.
+fn render(request: &GrepRequest, query: &Query, scanned: page::Scanned) -> String {
+    let page::Scanned {
+        total,
+        page,
+        cut_at,
+    } = scanned;
+    let next = query.window(total).start + page.shown;
+    let remaining = match total.checked_sub(next) {
+        Some(more @ 1..) => format!(", {} more; continue with offset={next}", thousands(more)),
+        _ => String::new(),
+    };
+    let header = format!(
+        "[handle {}: {} matching line(s); showing {}{remaining}{}]",
+        repr(&request.handle),
+        thousands(total),
+        page.shown,
+        request.reader().capped(&page, cut_at, None)
+    );
+    below(header, &page.lines)
 }

@@ -4,38 +4,45 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::read::lines::split_lines;
-use crate::read::request::PAGE_BYTES_CAP;
-use crate::read::scan::{Kept, Page};
+use crate::read::page::Fill;
 use crate::read::tests::{MemoryReader, dense_payload, payload, runtime};
 
-/// The page, found the obvious way: every line tested alone, then the window's matches and the
-/// lines within `context` of them kept.
+/// The page, found the obvious way: every line tested alone, the window's matches taken, every
+/// line within `context` of one of them offered in order (a gap starting a new group), and the
+/// page filled from them.
 fn obvious_page(data: &[u8], request: &GrepRequest) -> Result<String, ReadError> {
     let checked = request.check()?;
-    let lines: Vec<&[u8]> = split_lines(data).map(|r| &data[r]).collect();
+    let ranges: Vec<_> = split_lines(data).collect();
+    let lines: Vec<&[u8]> = ranges.iter().map(|r| &data[r.clone()]).collect();
     let matching: Vec<usize> = (0..lines.len())
         .filter(|&i| checked.matcher.matches(lines[i]))
         .collect();
     let total = matching.len() as u64;
-    let shown = checked.window(total);
+    let window = checked.window(total);
+    let page_matches: Vec<usize> = window.clone().map(|n| matching[n as usize]).collect();
     let c = checked.context as usize;
-    let mut page = Page::new(PAGE_BYTES_CAP);
+    let mut fill = Fill::default();
+    let mut last: Option<usize> = None;
     for (i, line) in lines.iter().enumerate() {
-        let nth = matching.binary_search(&i).ok().map(|n| n as u64);
-        let in_window = nth.filter(|n| shown.contains(n));
-        let near = shown.clone().any(|n| {
-            let m = matching[n as usize];
-            i + c >= m && i <= m + c
-        });
-        let kind = match (in_window, nth) {
-            (Some(n), _) => Kept::Match(n),
-            (None, Some(_)) if near => Kept::OtherMatch,
-            (None, None) if near => Kept::Context,
-            _ => continue,
-        };
-        page.keep(i as u64, kind, line);
+        if !page_matches.iter().any(|&m| i + c >= m && i <= m + c) {
+            continue;
+        }
+        let is_match = page_matches.contains(&i);
+        let separate = last.is_some_and(|l| i > l + 1);
+        let prefix = format!("{}{}", i + 1, if is_match { ':' } else { '-' });
+        fill.offer(i as u64, is_match, line, &prefix, separate);
+        last = Some(i);
     }
-    Ok(page.render(request, c > 0, total, shown))
+    let page = fill.finish();
+    let cut_at = page
+        .cut
+        .map(|(line, shown)| ranges[line as usize].start as u64 + shown);
+    let scanned = crate::read::page::Scanned {
+        total,
+        page,
+        cut_at,
+    };
+    Ok(render(request, &checked, scanned))
 }
 
 fn streamed(data: &[u8], request: &GrepRequest, chunk_bytes: usize) -> String {
@@ -77,15 +84,16 @@ fn grep_request() -> impl Strategy<Value = GrepRequest> {
         any::<bool>(),
     )
         .prop_map(
-            |((regex, pattern), ignore_case, context, offset, limit, from_end)| GrepRequest {
+            |((regex, pattern), ignore_case, context, offset, max_matches, from_end)| GrepRequest {
                 handle: "h".into(),
                 pattern,
                 regex,
                 ignore_case,
                 context,
                 offset,
-                limit,
+                max_matches,
                 from_end,
+                read_tool_name: None,
             },
         )
 }
@@ -112,118 +120,118 @@ proptest! {
 
 #[test]
 fn matches_show_numbers_context_and_group_separators() {
-    let data = b"one\nerror: disk\ntwo\nthree\nfour\nfive\nERROR: net\nsix\n";
+    let data = b"one\nerror: disk\ntwo\nthree\nfour\nfive\nERROR: net\nsix\nerror: late\n";
     let page = grep_page(
         data,
         &GrepRequest {
             context: 1,
             ignore_case: true,
+            max_matches: 2,
             ..grep("error")
         },
     )
     .expect("valid");
+    // Groups that touch merge; a match past the page shows as context.
     assert_eq!(
         page,
-        "[handle 'h': 2 matching line(s) for 'error', ignoring case; showing matches 1-2]\n\
+        "[handle 'h': 3 matching line(s); showing 2, 1 more; continue with offset=2]\n\
          1-one\n2:error: disk\n3-two\n--\n6-five\n7:ERROR: net\n8-six"
     );
     let regex = GrepRequest {
         regex: true,
-        limit: 1,
+        max_matches: 1,
+        context: 0,
         ..grep(r"^\w+: (disk|net)$")
     };
     assert_eq!(
         grep_page(data, &regex).expect("valid"),
-        "[handle 'h': 2 matching line(s) for regex '^\\\\w+: (disk|net)$'; showing matches 1-1]\n\
-         2:error: disk\n[1 more matching line(s): call grep_tool_result again with offset=1]"
+        "[handle 'h': 2 matching line(s); showing 1, 1 more; continue with offset=1]\n2:error: disk"
+    );
+    // By default: two lines of context, up to 20 matches, literal.
+    assert_eq!(
+        grep_page(b"a\nb\nx.y\nc\nd\ne\n", &grep("x.y")).expect("valid"),
+        "[handle 'h': 1 matching line(s); showing 1]\n1-a\n2-b\n3:x.y\n4-c\n5-d"
     );
 }
 
 #[test]
-fn notes_say_how_to_get_the_next_page() {
+fn earlier_requests_are_served() {
     let data: String = (1..=10).map(|i| format!("line {i}\n")).collect();
-    let first = grep_page(
-        data.as_bytes(),
-        &GrepRequest {
-            limit: 3,
-            ..grep("line")
-        },
-    );
+    let old: GrepRequest = serde_json::from_value(serde_json::json!({
+        "handle": "h", "pattern": "line", "limit": 3, "offset": 2, "from_end": true,
+        "context": 0, "ignore_case": false, "regex": false,
+    }))
+    .expect("an earlier request");
+    assert_eq!(old.max_matches, 3);
     assert_eq!(
-        first.expect("valid"),
-        "[handle 'h': 10 matching line(s) for 'line'; showing matches 1-3]\n\
-         1:line 1\n2:line 2\n3:line 3\n\
-         [7 more matching line(s): call grep_tool_result again with offset=3]"
-    );
-    let last = GrepRequest {
-        limit: 3,
-        offset: 2,
-        from_end: true,
-        ..grep("line")
-    };
-    assert_eq!(
-        grep_page(data.as_bytes(), &last).expect("valid"),
-        "[handle 'h': 10 matching line(s) for 'line'; showing matches 6-8]\n\
-         6:line 6\n7:line 7\n8:line 8\n\
-         [5 earlier matching line(s): call grep_tool_result again with from_end=true, offset=5]"
+        grep_page(data.as_bytes(), &old).expect("valid"),
+        "[handle 'h': 10 matching line(s); showing 3, 2 more; continue with offset=8]\n\
+         6:line 6\n7:line 7\n8:line 8"
     );
     let none = grep_page(data.as_bytes(), &grep("absent")).expect("valid");
-    assert_eq!(
-        none,
-        "[handle 'h': 0 matching line(s) for 'absent'; showing none]"
-    );
+    assert_eq!(none, "[handle 'h': 0 matching line(s); showing 0]");
 }
 
 #[test]
 fn a_capped_page_says_where_to_resume() {
     let line = "x".repeat(20_000);
     let data = format!("{line}\n{line}\n{line}\n{line}\n");
-    let page = grep_page(data.as_bytes(), &grep("x")).expect("valid");
-    let (body, note) = page.rsplit_once('\n').expect("a note");
-    assert!(
-        body.starts_with(
-            "[handle 'h': 4 matching line(s) for 'x'; showing matches 1-4, output capped]\n1:x"
-        ),
-        "{}",
-        &body[..100]
-    );
-    let header_len = body.find('\n').expect("a header") + 1;
-    assert_eq!(body[header_len..].chars().count(), 50_000);
+    let request = GrepRequest {
+        context: 0,
+        ..grep("x")
+    };
+    let page = grep_page(data.as_bytes(), &request).expect("valid");
+    let (header, body) = page.split_once('\n').expect("a body");
     assert_eq!(
-        note,
-        "[output capped at 50,000 chars after match 3: call grep_tool_result again with \
-         offset=3 for the next matches, or read_tool_result(offset=N-1, limit=1) to see line N whole]"
+        header,
+        "[handle 'h': 4 matching line(s); showing 2, 2 more; continue with offset=2]"
     );
+    assert_eq!(body.lines().count(), 2);
+    // A match longer than the cap is cut, and the header says where its rest is.
+    let long = format!("{}\n", "y".repeat(60_000));
+    let page = grep_page(long.as_bytes(), &grep("y")).expect("valid");
+    let (header, body) = page.split_once('\n').expect("a body");
+    assert_eq!(
+        header,
+        "[handle 'h': 1 matching line(s); showing 1, output capped at 50,000 chars; the cut line \
+         continues at read_tool_result(handle='h', unit='bytes', offset=49998, limit=50000)]"
+    );
+    assert_eq!(body.chars().count(), 50_000);
 }
 
 #[test]
 fn bad_arguments_and_patterns_are_model_retries() {
     let retry = |request: GrepRequest| match grep_page(b"a\n", &request) {
         Err(ReadError::BadArgument(message)) => message,
+        Err(ReadError::ModelRetry(message)) => message.to_owned(),
         other => panic!("not a retry: {other:?}"),
     };
-    assert_eq!(
-        retry(GrepRequest {
-            offset: -1,
-            ..grep("a")
-        }),
-        "`offset` must be >= 0."
-    );
-    assert_eq!(
-        retry(GrepRequest {
-            limit: 0,
-            ..grep("a")
-        }),
-        "`limit` must be >= 1."
-    );
-    assert_eq!(
-        retry(GrepRequest {
-            context: -2,
-            ..grep("a")
-        }),
-        "`context` must be >= 0."
-    );
-    assert!(retry(grep("")).contains("use read_tool_result"));
+    for (request, message) in [
+        (
+            GrepRequest {
+                offset: -1,
+                ..grep("a")
+            },
+            "`offset` must be >= 0.",
+        ),
+        (
+            GrepRequest {
+                max_matches: 0,
+                ..grep("a")
+            },
+            "`max_matches` must be >= 1.",
+        ),
+        (
+            GrepRequest {
+                context: -2,
+                ..grep("a")
+            },
+            "`context` must be >= 0.",
+        ),
+        (grep(""), "`pattern` must not be empty."),
+    ] {
+        assert_eq!(retry(request), message);
+    }
     let unclosed = retry(GrepRequest {
         regex: true,
         ..grep("(a")
@@ -241,14 +249,19 @@ fn bad_arguments_and_patterns_are_model_retries() {
         huge.starts_with("`pattern` compiles to more than"),
         "{huge}"
     );
-    let long = retry(grep(&"a".repeat(MAX_PATTERN_BYTES + 1)));
+    let long = retry(GrepRequest {
+        regex: true,
+        ..grep(&"a".repeat(MAX_REGEX_BYTES + 1))
+    });
     assert!(long.contains("at most 4096"), "{long}");
-    // A literal pattern is never a regex.
+    // A literal pattern is never a regex, and any length of it is searched.
     assert!(
         grep_page(b"(a\n", &grep("(a"))
             .expect("valid")
             .ends_with("\n1:(a")
     );
+    let literal = "a".repeat(MAX_REGEX_BYTES + 1);
+    assert!(grep_page(literal.as_bytes(), &grep(&literal)).is_ok());
 }
 
 #[test]
@@ -277,7 +290,7 @@ fn catastrophic_backtracking_patterns_take_linear_time() {
     );
     assert_eq!(
         page.expect("valid"),
-        "[handle 'h': 0 matching line(s) for regex '(a+)+$'; showing none]"
+        "[handle 'h': 0 matching line(s); showing 0]"
     );
 }
 
@@ -289,9 +302,8 @@ fn lines_longer_than_a_chunk_are_tested_whole() {
         context: 1,
         ..grep("needle")
     };
-    let expected = format!(
-        "[handle 'h': 1 matching line(s) for 'needle'; showing matches 1-1]\n1-before\n2:{long}\n3-after"
-    );
+    let expected =
+        format!("[handle 'h': 1 matching line(s); showing 1]\n1-before\n2:{long}\n3-after");
     assert_eq!(streamed(data.as_bytes(), &request, 8), expected);
 }
 
@@ -305,7 +317,7 @@ fn dense_matches_keep_their_line_numbers() {
             let request = GrepRequest {
                 offset,
                 from_end,
-                limit: 3,
+                max_matches: 3,
                 context: 1,
                 ..grep("x")
             };

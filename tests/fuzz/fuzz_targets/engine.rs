@@ -7,9 +7,9 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use overspill::limits::{Limits, TruncationStrategy, truncate::truncate_text};
+use overspill::limits::{Harness, Limits, TruncationStrategy, truncate::truncate_text};
 use overspill::read::line_index::{Header, Index};
-use overspill::read::{ReadRequest, read_page};
+use overspill::read::{GrepRequest, ReadRequest, ReadUnit, grep_page, read_page};
 
 #[derive(Debug, Arbitrary)]
 struct Input<'a> {
@@ -23,6 +23,8 @@ struct Input<'a> {
     limit: i64,
     from_end: bool,
     pattern: Option<&'a str>,
+    /// Which release, unit and grep context: the low bits pick each.
+    variant: u8,
 }
 
 fuzz_target!(|input: Input<'_>| {
@@ -31,7 +33,8 @@ fuzz_target!(|input: Input<'_>| {
         1 => TruncationStrategy::Tail,
         _ => TruncationStrategy::HeadTail,
     };
-    let out = truncate_text(input.text, input.max_chars, strategy, input.keep_tail_lines);
+    let harness = Harness::KNOWN[usize::from(input.variant) % Harness::KNOWN.len()];
+    let out = truncate_text(input.text, input.max_chars, strategy, input.keep_tail_lines, harness);
     assert!(out.chars().count() as i64 <= input.max_chars.max(0));
 
     let request = ReadRequest {
@@ -40,8 +43,20 @@ fuzz_target!(|input: Input<'_>| {
         limit: input.limit,
         from_end: input.from_end,
         pattern: input.pattern.map(str::to_owned),
+        unit: if input.variant & 4 == 0 { ReadUnit::Lines } else { ReadUnit::Bytes },
+        harness: Some(harness),
+        read_tool_name: None,
     };
     let _ = read_page(input.data, &request);
+    let grep = GrepRequest {
+        handle: "h".into(),
+        pattern: input.pattern.unwrap_or("a").to_owned(),
+        context: i64::from(input.variant >> 3),
+        max_matches: input.limit,
+        offset: input.offset,
+        ..GrepRequest::default()
+    };
+    let _ = grep_page(input.data, &grep);
     let index = Index::build(input.data);
     let encoded = index.encode("tag").expect("a short tag");
     let header = Header::decode(&encoded, encoded.len() as u64).expect("a built index decodes");

@@ -126,7 +126,7 @@ async def search_script(messages: list[ModelMessage], info: AgentInfo) -> ModelR
         return ModelResponse(parts=[ToolCallPart('list_tool_results', {}, tool_call_id='call-list')])
     handle = re.search(r"^- ('(?:[^'\\]|\\.)*')", last.model_response_str(), re.M)
     assert handle is not None, last.model_response_str()
-    args = {'handle': _unrepr(handle.group(1)), 'pattern': 'error', 'ignore_case': True, 'context': 1, 'limit': 3}
+    args = {'handle': _unrepr(handle.group(1)), 'pattern': 'ERROR', 'context': 1, 'max_matches': 3}
     return ModelResponse(parts=[ToolCallPart('grep_tool_result', args, tool_call_id='call-grep')])
 
 
@@ -158,8 +158,9 @@ def build_agent(
 
     With `read_in_workflow`, the harness's `read_tool_result` tool runs in workflow code instead of
     an activity, so `OverspillStore.read` goes through the worker's `store.read_activity()`. With
-    `search`, the agent also has `OverspillToolset`'s `list_tool_results` and `grep_tool_result`,
-    and its model lists the run's spills and greps the log's errors before it reports.
+    `search`, the agent also has `OverspillToolset`'s `list_tool_results` (and, with a harness
+    that has none of its own, `grep_tool_result`), and its model lists the run's spills and greps
+    the log's errors before it reports.
     """
     spills = store or OverspillStore()
     limits = ToolOutputLimits(

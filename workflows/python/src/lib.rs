@@ -34,6 +34,16 @@ fn read_back_tools(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
         .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))
 }
 
+/// The pydantic-ai-harness release whose text the engine speaks for the package version
+/// `version` (`0.75.0` → `0.75`), for a limits configuration's `harness`; `ConfigError`, naming
+/// the releases the engine knows, for any other.
+#[pyfunction]
+fn harness_release(version: &str) -> PyResult<&'static str> {
+    overspill::limits::Harness::of_package(version)
+        .map(|harness| harness.version())
+        .map_err(|e| errors::ConfigError::new_err(e.to_string()))
+}
+
 /// The module: its classes, functions and exceptions.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -47,6 +57,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(store::serve_query_sandbox, m)?)?;
     m.add_function(wrap_pyfunction!(sanitize_key, m)?)?;
     m.add_function(wrap_pyfunction!(read_back_tools, m)?)?;
+    m.add_function(wrap_pyfunction!(harness_release, m)?)?;
     errors::register(m)?;
     Ok(())
 }

@@ -80,14 +80,16 @@ impl Model {
 /// `output` is the return value: `str`, `bytes`, or with `structured` the JSON text of a
 /// structured value (rendered by the limits' serializer, sketched in the spill marker). `content`
 /// and `metadata` are a ToolReturn envelope's (`envelope` says there is one). A spill goes to
-/// `store` under `{run_id}/{tool_call_id}.{retry}` for `caller`.
+/// `store` under `{run_id}/{tool_call_id}.{retry}` for `caller` (under
+/// `{run_id}/{run_step}/{tool_call_id}.{retry}` when the harness keys by step and an earlier
+/// step of the run spilled that key).
 ///
 /// Returns the engine's reduced result as a dict (`kind`, `content_kind`, `return_value`,
 /// `content`, `metadata`, `envelope`, `usage`, `store`), or `None` when the return is left as it
 /// is: nothing was reduced, or its band summarizes and no `model` was given (the caller leaves
 /// the summary to whoever has one).
 #[pyfunction]
-#[pyo3(signature = (limits, store, *, tool_name, output, structured=false, run_id=None, tool_call_id=None, retry=0, tool_kind=None, content=None, metadata=None, envelope=false, caller=None, model=None))]
+#[pyo3(signature = (limits, store, *, tool_name, output, structured=false, run_id=None, tool_call_id=None, retry=0, run_step=None, tool_kind=None, content=None, metadata=None, envelope=false, caller=None, model=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn reduce<'py>(
     py: Python<'py>,
@@ -99,6 +101,7 @@ pub(crate) fn reduce<'py>(
     run_id: Option<String>,
     tool_call_id: Option<String>,
     retry: u32,
+    run_step: Option<u64>,
     tool_kind: Option<String>,
     content: Option<&Bound<'py, PyAny>>,
     metadata: Option<&Bound<'py, PyAny>>,
@@ -127,6 +130,7 @@ pub(crate) fn reduce<'py>(
         run_id,
         tool_call_id,
         retry,
+        run_step,
     };
     let (limits, writer) = (limits.inner.clone(), store.reader(&caller));
     let (store, model) = (store.inner.clone(), model.map(|m| m.inner.clone()));

@@ -63,12 +63,15 @@ JSON. (pydantic-ai's integration passes its `ToolOutputLimits`' own serializer, 
 
 @dataclass(frozen=True)
 class ToolCallSite:
-    """Which tool call an activity runs, and the parts of its spill key (`{run_id}/{tool_call_id}.{retry}`)."""
+    """Which tool call an activity runs, and the parts of its spill key (`{run_id}/{tool_call_id}.{retry}`,
+    or `{run_id}/{run_step}/{tool_call_id}.{retry}` where the limits' harness keys by run step a
+    call id that an earlier step of the run spilled)."""
 
     tool_name: str
     run_id: str
     tool_call_id: str
     retry: int = 0
+    run_step: int | None = None
 
 
 class ToolSelection(Protocol):
@@ -258,6 +261,7 @@ class OverspillInterceptor(Interceptor):
             reduced = await engine_reduce(
                 self, parts, output, tool_name=parts.tool_name or site.tool_name, run_id=site.run_id,
                 tool_call_id=call_id, retry=site.retry if parts.call_id is None else 0,
+                run_step=site.run_step,
             )
         except (TypeError, ValueError) as error:  # content or metadata the engine cannot carry
             _logger.debug('leaving the output of tool %r to the workflow: %s', site.tool_name, error)
@@ -274,6 +278,7 @@ async def engine_reduce(
     run_id: str,
     tool_call_id: str,
     retry: int,
+    run_step: int | None = None,
 ) -> Mapping[str, Any] | None:
     """The engine's reduction of one output (`None`: nothing to do), as the calling activity's
     workflow writes it: the one call across the native boundary."""
@@ -287,6 +292,7 @@ async def engine_reduce(
         run_id=run_id,
         tool_call_id=tool_call_id,
         retry=retry,
+        run_step=run_step,
         content=parts.content,
         metadata=parts.metadata,
         envelope=parts.envelope,
@@ -326,13 +332,13 @@ class _ReduceOutputs(ActivityInboundInterceptor):
         for tools in self._root.tools:
             site = tools.call_site(info, input)
             if site is not None:
-                async with _heartbeating(info):
+                async with heartbeating(info):
                     return await self._root.reduce(tools, site, result)
         return result
 
 
 @asynccontextmanager
-async def _heartbeating(info: activity.Info) -> AsyncIterator[None]:
+async def heartbeating(info: activity.Info) -> AsyncIterator[None]:
     """Heartbeat at half the activity's heartbeat timeout while the body runs: a spill of a large
     output can take longer than the timeout the tool's own heartbeats were sized for."""
     if info.heartbeat_timeout is None:

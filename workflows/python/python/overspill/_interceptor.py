@@ -16,11 +16,11 @@ from temporalio import activity
 from temporalio.worker import ExecuteActivityInput
 
 from overspill._at_source import OverspillInterceptor as _Core
-from overspill._at_source import ToolCallSite, engine_output
+from overspill._at_source import ToolCallSite, engine_output, heartbeating
 from overspill._codecs import Reduced, ToolOutputParts
 from overspill._native import Limits, Model, Store
 
-__all__ = ['OverspillInterceptor', 'Reduced', 'ToolActivities', 'ToolCallSite', 'ToolOutputParts', 'engine_output']
+__all__ = ['OverspillInterceptor', 'Reduced', 'ToolActivities', 'ToolCallSite', 'ToolOutputParts', 'engine_output', 'heartbeating']
 
 
 class ToolActivities(Protocol):

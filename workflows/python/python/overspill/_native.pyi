@@ -65,6 +65,7 @@ def reduce(
     run_id: str | None = None,
     tool_call_id: str | None = None,
     retry: int = 0,
+    run_step: int | None = None,
     tool_kind: str | None = None,
     content: Any = None,
     metadata: Any = None,
@@ -87,4 +88,5 @@ class ToolSpec(TypedDict):
     """Its arguments, a JSON Schema object (each property with its type, description, default and bounds)."""
 
 def read_back_tools() -> list[ToolSpec]: ...
+def harness_release(version: str) -> str: ...
 def serve_query_sandbox() -> None: ...

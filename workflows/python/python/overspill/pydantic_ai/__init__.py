@@ -20,9 +20,10 @@ worker = Worker(client, task_queue='agent', workflows=[...], interceptors=[Overs
 - `OverspillStore`: the `OverflowStore` (spill through `tool_output_limits.spill`, read from the
   bucket or, in workflow code, through `OverspillStore.read_activity()`).
 - `OverspillSummarizer`: the `Summarize(summarize=...)` callable (`tool_output_limits.summarize`).
-- `OverspillToolset(store)`: the model tools `grep_tool_result` (a spill's matching lines, with
-  line numbers and context), `query_tool_result` (a jq filter over a JSON spill) and
-  `list_tool_results` (the run's spills, newest first), run by the Overspill worker
+- `OverspillToolset(store)`: the model tools the harness lacks, `query_tool_result` (a jq filter
+  over a JSON spill) and `list_tool_results` (the run's spills, newest first), and with
+  pydantic-ai-harness 0.62, which has none of its own, `grep_tool_result` (a spill's matching
+  lines, with line numbers and context), run by the Overspill worker
   (`tool_output_limits.grep_tool_result` / `.query_tool_result` / `.list_tool_results`) from
   workflow code.
 - `OverspillMasking(store)`: a history processor (`ProcessHistory(OverspillMasking(store))`) that,
@@ -35,7 +36,9 @@ worker = Worker(client, task_queue='agent', workflows=[...], interceptors=[Overs
   `Client.connect(..., data_converter=DataConverter(external_storage=external_storage('s3://spills')))`.
 
 The model sees exactly the text it would see with the harness's `LocalFileStore`: the
-interceptor runs Overspill's engine, whose markers and previews are the harness's byte for byte.
+interceptor runs Overspill's engine, whose markers and previews are the harness's byte for byte,
+in the installed release's words (pydantic-ai-harness 0.62 or 0.75; another is refused at
+start-up, naming those).
 
 When no Overspill worker polls the task queue, or the worker keeps its spills in another store
 than the agent reads, the run ends: its workflow fails with one line saying which

@@ -80,13 +80,17 @@ class OverspillStore:
     stores (`OverspillUnavailable`, which says how). `on_unavailable='fallback'` lets the spill
     fall back to its band's `then` instead, with one WARNING line.
 
-    - `write(key, data)` in workflow code (where ToolOutputLimits' `after_tool_execute` runs)
-      executes `tool_output_limits.spill` on Overspill's task queue and returns the handle from its
-      result: the write is journaled, a replay returns the recorded handle without writing again,
-      and a write retried after a crash overwrites the same object. Outside a workflow (a plain
-      `agent.run()`, or a tool's activity under `OverspillInterceptor`), it writes the object
-      into the store directly, under the same key, exactly as the worker does (line index and
-      writer included).
+    - `write(key, data)` in workflow code (where pydantic-ai-harness 0.62's `after_tool_execute`
+      writes) executes `tool_output_limits.spill` on Overspill's task queue and returns the handle
+      from its result: the write is journaled, a replay returns the recorded handle without
+      writing again, and a write retried after a crash overwrites the same object. Outside a
+      workflow (a plain `agent.run()`, a tool's activity under `OverspillInterceptor`, or
+      pydantic-ai-harness 0.75's own `spill` durable operation, an activity
+      `agent__<agent>__capability__tool_output_limits__spill` on the agent's worker, which
+      journals the write itself), it writes the object into the store directly, under the same
+      key, exactly as the worker does (line index and writer included). Under 0.75 the agent's
+      worker therefore needs the store's credentials, and the output to spill travels in that
+      activity's input (the tool's own result already did).
     - `read(handle)` outside workflow code, which includes the activity in which the harness runs
       its `read_tool_result` tool, reads the object straight from the store. In workflow code
       (when `read_tool_result` is configured to run in the workflow) it executes the Python
@@ -97,8 +101,9 @@ class OverspillStore:
     Temporal activity, which includes the harness's `read_tool_result` and `read_activity()`, a
     spill another workflow wrote reads exactly as a missing one.
 
-    Handles are the harness's keys, unchanged (`{run_id}/{tool_call_id}.{retry}[.content]`), so
-    they are identical to the handles `LocalFileStore` produces. Objects live at
+    Handles are the harness's keys, unchanged (`{run_id}/{tool_call_id}.{retry}[.content]`, and
+    0.75's `{run_id}/{run_step}/{tool_call_id}.{retry}` for a call id an earlier step spilled), so
+    they are identical to the handles `LocalFileStore` (`LocalFileOverflowStore`) produces. Objects live at
     `{prefix}/tool_output_limits/{sanitized handle}` in the bucket (`{path}/tool_output_limits/…`
     for `file://`), where Overspill's own `read_tool_result` and `overspill read` find them too.
 

@@ -1,20 +1,26 @@
-"""`OverspillToolset`: `grep_tool_result`, `query_tool_result` and `list_tool_results` for a pydantic-ai agent whose
-spills go to Overspill (`OverspillStore`)."""
+"""`OverspillToolset`: the read-back tools the agent's harness lacks, for a pydantic-ai agent whose
+spills go to Overspill (`OverspillStore`): `query_tool_result` and `list_tool_results`, and,
+with a harness that has no `grep_tool_result` of its own (0.62), that too."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_ai import FunctionToolset, ModelRetry, RunContext, Tool
 from pydantic_ai.messages import ModelResponse, ToolCallPart
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from overspill.pydantic_ai._activity import UnavailableError, execute_activity
 from overspill._caller import current_caller
+from overspill._native import read_back_tools
+from overspill.pydantic_ai._activity import UnavailableError, execute_activity
+from overspill.pydantic_ai._harness import READ_KIND, harness_has_grep, installed_harness
 from overspill.pydantic_ai._store import OverspillStore
+
+if TYPE_CHECKING:
+    from overspill._native import ToolSpec
 
 GREP_ACTIVITY = 'tool_output_limits.grep_tool_result'
 """The Overspill activity that searches a spill."""
@@ -31,7 +37,10 @@ runs the Overspill activity, so only the bounded page enters the history."""
 
 
 class OverspillToolset(FunctionToolset[Any]):
-    """Adds `grep_tool_result` and `list_tool_results` to an agent that spills through `store`.
+    """The read-back tools an agent that spills through `store` lacks: `query_tool_result` (a jq
+    filter over a JSON spill) and `list_tool_results` (the run's spills, newest first), and
+    `grep_tool_result` (a spill's matching lines with their line numbers) when the harness has
+    none of its own (pydantic-ai-harness 0.62; 0.75's `ToolOutputLimits` registers it).
 
     ```python
     store = OverspillStore('s3://spills')
@@ -39,114 +48,55 @@ class OverspillToolset(FunctionToolset[Any]):
                   toolsets=[OverspillToolset(store)])
     ```
 
-    On Temporal, both tools run in workflow code and execute the Overspill worker's
-    `tool_output_limits.grep_tool_result` / `tool_output_limits.list_tool_results` activities on
-    `store.task_queue`: the worker streams the spill, and only the page (at most 50,000 chars)
-    enters the workflow history; a replay takes it from there. Outside a workflow they run the
-    same engine in this process (`store.engine`), with the same text. A bad argument or pattern is
-    a `ModelRetry` with the worker's message.
+    The tools' names, descriptions and parameters are Overspill's read-back tools'
+    (`overspill._native.read_back_tools()`): `grep_tool_result` is the harness 0.75's, with
+    Overspill's `regex`. On Temporal, they run in workflow code and execute the Overspill
+    worker's activities (`tool_output_limits.grep_tool_result`, `.query_tool_result`,
+    `.list_tool_results`) on `store.task_queue`: the worker streams the spill, and only the page
+    (at most 50,000 chars) enters the workflow history; a replay takes it from there. Outside a
+    workflow they run the same engine in this process (`store.engine`), with the same text. A bad
+    argument or pattern is a `ModelRetry` with the worker's message.
 
     When no Overspill worker polls `store.task_queue`, the run ends (`store.on_unavailable`, see
     `OverspillStore`); with `on_unavailable='fallback'` the model is told in one line that the
     tool is unavailable in this run, and the agent logs one WARNING line.
+
+    A pydantic-ai-harness release Overspill does not know is refused here, naming the known ones.
     """
 
     def __init__(
         self, store: OverspillStore, *, activity_timeout: timedelta = timedelta(minutes=1), id: str = 'overspill'
     ) -> None:
         """`activity_timeout` is each activity's `schedule_to_close_timeout`, retries included."""
+        installed_harness()
         self.store = store
         self.activity_timeout = activity_timeout
-        super().__init__(
-            [
-                Tool(self.grep_tool_result, metadata=_NO_ACTIVITY),
-                Tool(self.query_tool_result, metadata=_NO_ACTIVITY),
-                Tool(self.list_tool_results, metadata=_NO_ACTIVITY),
-            ],
-            id=id,
-        )
-
-    async def grep_tool_result(
-        self,
-        ctx: RunContext[Any],
-        handle: str,
-        pattern: str,
-        regex: bool = False,
-        ignore_case: bool = False,
-        context: int = 0,
-        offset: int = 0,
-        limit: int = 50,
-        from_end: bool = False,
-    ) -> str:
-        """Search a spilled tool result for lines containing `pattern`, like `grep -n -C`.
-
-        Returns a header with the total number of matching lines, then the matches as
-        `N:line` (N = 1-based line number) with `context` lines around each as `N-line`,
-        groups separated by `--`, and a note with the `offset` of the next page when more
-        matches exist. Use it to find where something is in a large result (errors, a name,
-        an id); then use `read_tool_result(handle, offset=N-1)` to read the lines around line N.
-        `read_tool_result`'s own `pattern` only filters lines, without line numbers or context.
-
-        Args:
-            ctx: The run context (supplied by the agent).
-            handle: The handle from a "[Tool output too large ... stored to handle ...]" marker.
-            pattern: Text a line must contain (a regular expression when `regex` is true).
-            regex: Treat `pattern` as a regex (Rust `regex` syntax: no look-around or backreferences).
-            ignore_case: Match regardless of letter case.
-            context: Lines to show before and after each match (0-20).
-            offset: Matches to skip (from the first, or from the last with `from_end`).
-            limit: Matches to show (1-1000).
-            from_end: Count `offset` back from the last match (the page stays in file order).
-        """
-        request = {
-            'handle': handle,
-            'pattern': pattern,
-            'regex': regex,
-            'ignore_case': ignore_case,
-            'context': context,
-            'offset': offset,
-            'limit': limit,
-            'from_end': from_end,
+        pages: dict[str, Callable[..., Awaitable[str]]] = {
+            'grep_tool_result': self.grep_tool_result,
+            'query_tool_result': self.query_tool_result,
+            'list_tool_results': self.list_tool_results,
         }
+        if harness_has_grep():
+            del pages['grep_tool_result']
+        specs = [spec for spec in read_back_tools() if spec['name'] in pages]
+        super().__init__([_tool(spec, pages[spec['name']]) for spec in specs], id=id)
+
+    async def grep_tool_result(self, ctx: RunContext[Any], handle: str, pattern: str, **args: Any) -> str:
+        """The page of lines of spill `handle` that contain `pattern` (the tool's other arguments in `args`)."""
+        request = {'handle': handle, 'pattern': pattern, **args, **_reader_name(ctx)}
         if workflow.in_workflow():
             return await self._run(GREP_ACTIVITY, request, f'grep {handle}')
         return await _page(self.store.engine.grep_tool_result, request)
 
-    async def query_tool_result(
-        self, ctx: RunContext[Any], handle: str, filter: str, offset: int = 0, limit: int = 50
-    ) -> str:
-        """Run a jq filter over a spilled tool result that is JSON (one document, or JSON Lines).
-
-        The filter runs on each JSON value of the result (each line of JSON Lines); its results
-        are shown one compact JSON value per line, under a header counting them, with a note
-        giving the `offset` of the next page when more exist. Use it to pull fields out of a
-        large JSON result, e.g. `.items[] | select(.status == "failed") | .id`, or to see its
-        shape with `keys` or `.[0]`. A result longer than 10,000 chars is cut with a marker.
-
-        Args:
-            ctx: The run context (supplied by the agent).
-            handle: The handle from a "[Tool output too large ... stored to handle ...]" marker.
-            filter: A jq filter (jq syntax, as implemented by jaq).
-            offset: Results to skip.
-            limit: Results to show (1-1000).
-        """
-        request = {'handle': handle, 'filter': filter, 'offset': offset, 'limit': limit}
+    async def query_tool_result(self, ctx: RunContext[Any], handle: str, filter: str, **args: Any) -> str:
+        """The page of results of jq filter `filter` over spill `handle`."""
+        request = {'handle': handle, 'filter': filter, **args}
         if workflow.in_workflow():
             return await self._run(QUERY_ACTIVITY, request, f'query {handle}')
         return await _page(self.store.engine.query_tool_result, request)
 
-    async def list_tool_results(self, ctx: RunContext[Any], limit: int = 50) -> str:
-        """List the tool results spilled in this run, newest first.
-
-        For each: its handle, the tool that produced it, its size in chars and lines, how long ago
-        it was written and its first line. Use it to find the handle of an earlier result whose
-        marker is no longer in view; then search it with `grep_tool_result` or page through it
-        with `read_tool_result`.
-
-        Args:
-            ctx: The run context (supplied by the agent).
-            limit: Spills to show, newest first (1-1000).
-        """
+    async def list_tool_results(self, ctx: RunContext[Any], limit: int | None = None) -> str:
+        """The run's spills, newest first (at most `limit`)."""
         run_id = ctx.run_id or 'run'
         # The harness's spills carry no tool name: the run's own calls name them.
         tool_names = {
@@ -156,7 +106,9 @@ class OverspillToolset(FunctionToolset[Any]):
             for part in message.parts
             if isinstance(part, ToolCallPart)
         }
-        request = {'run_id': run_id, 'limit': limit, 'tool_names': tool_names}
+        request: dict[str, Any] = {'run_id': run_id, 'tool_names': tool_names}
+        if limit is not None:
+            request['limit'] = limit
         if workflow.in_workflow():
             return await self._run(LIST_ACTIVITY, request, f'list spills of {run_id}')
         return await _page(self.store.engine.list_tool_results, request)
@@ -193,6 +145,23 @@ def _unavailable_tool(tool: str) -> str:
     """What the model is told when no Overspill worker runs `tool` (`on_unavailable='fallback'`):
     not to call it again, since no retry of the model's would find a worker either."""
     return f'[{tool} is unavailable in this run: do not call it again.]'
+
+
+def _tool(spec: ToolSpec, page: Callable[..., Awaitable[str]]) -> Tool[Any]:
+    """The tool `spec` describes, answered by `page`, kept in workflow code under Temporal."""
+    tool: Tool[Any] = Tool.from_schema(
+        page, name=spec['name'], description=spec['description'], json_schema=spec['parameters'], takes_ctx=True
+    )
+    tool.metadata = _NO_ACTIVITY
+    return tool
+
+
+def _reader_name(ctx: RunContext[Any] | None) -> dict[str, str]:
+    """`read_tool_result` as the run names it, for the pointers a capped page gives (`{}`: the
+    default name, or a context that cannot tell)."""
+    name_for_kind = getattr(ctx, 'tool_name_for_kind', None)
+    name = name_for_kind(READ_KIND) if name_for_kind is not None else None
+    return {'read_tool_name': name} if isinstance(name, str) else {}
 
 
 async def _page(tool: Callable[..., Awaitable[str]], request: dict[str, Any]) -> str:
