@@ -337,6 +337,8 @@ pub fn reduce<'env>(
         run_id: call.run_id,
         tool_call_id: call.tool_call_id,
         retry: call.retry.unwrap_or(0),
+        // The AI SDK's tool call ids are unique within a run: no step in the key.
+        run_step: None,
     };
     let (limits, spills) = (limits.inner.clone(), store.spills.clone());
     let (by, model) = (caller(by), model.map(|m| m.inner.clone()));
