@@ -153,3 +153,49 @@ async fn query_activity_and_cli_serve_the_same_page_and_stop_runaways() {
         "{stderr}"
     );
 }
+
+/// A sandbox that cannot bound its memory (here: it may open no file, so it cannot read
+/// `/proc/self/status`, as on a system without `/proc`) runs nothing: the query is refused for
+/// good, saying why, from the activity and the command line alike, never retried.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sandbox_that_cannot_bound_itself_refuses_the_query_for_good() {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    use overspill::query::{QueryPlace, QueryRunner};
+
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let exe = dir.path().join("overspill-without-files");
+    let script = format!(
+        "#!/bin/sh\nulimit -n 3\nexec '{}' \"$@\"\n",
+        env!("CARGO_BIN_EXE_overspill")
+    );
+    std::fs::write(&exe, script).expect("the wrapper");
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).expect("executable");
+    let store = Store::open(Some("memory://")).expect("store");
+    let handle = (store
+        .write("run-u/call-1.0", Bytes::from_static(b"{\"n\":1}\n"))
+        .await)
+        .expect("spill");
+    let runner = QueryRunner {
+        place: QueryPlace::Sandboxed {
+            exe,
+            memory: 256 << 20,
+        },
+        ..QueryRunner::default()
+    };
+    let activities = OverspillActivities::new(store.into()).with_query_runner(runner);
+    let failure = activities
+        .query_request(query(&handle, ".n"), &Caller::Operator)
+        .await
+        .expect_err("refused");
+    assert_eq!(
+        (failure.type_name, failure.retryable),
+        ("QuerySandboxUnbounded", false)
+    );
+    assert!(
+        failure.message.contains("cannot read /proc/self/status")
+            && failure.message.contains("Too many open files"),
+        "{}",
+        failure.message
+    );
+}
