@@ -338,7 +338,7 @@ pub fn serve_sandbox() -> Result<(), SandboxError> {
     let order: Order =
         serde_json::from_slice(&line).map_err(|e| SandboxError::BadOrder(e.to_string()))?;
     let status = std::fs::read_to_string("/proc/self/status")
-        .map_err(|e| format!("cannot read /proc/self/status ({e}), where it finds what it maps"));
+        .map_err(|e| format!("cannot read /proc/self/status to learn what it maps ({e})"));
     if let Err(why) = status.and_then(|status| bound_memory(&status, order.memory)) {
         return answer(&Answer::Unbounded(why));
     }
