@@ -22,17 +22,19 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from temporalio import activity
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
 from overspill._caller import current_caller
 from overspill._native import Limits, Model, Store, reduce
+
+if TYPE_CHECKING:
+    from overspill._native import Reduction  # a TypedDict of the type stub only
 
 _logger = logging.getLogger('overspill.interceptor')
 
@@ -127,17 +129,13 @@ class OverspillInterceptor(Interceptor):
         parts = tools.output(result)
         if parts is None:
             return result
-        output = engine_output(parts.value)
-        if output is None:
-            return result  # a value the engine cannot render as the framework would: the workflow's
-        text, structured = output
         try:
+            # The value crosses into the engine once, as it is: a str or bytes, or a JSON value.
             reduced = await reduce(
                 self.limits,
                 self.store,
                 tool_name=site.tool_name,
-                output=text,
-                structured=structured,
+                output=parts.value,
                 run_id=site.run_id,
                 tool_call_id=site.tool_call_id,
                 retry=site.retry,
@@ -147,7 +145,9 @@ class OverspillInterceptor(Interceptor):
                 caller=current_caller(),
                 model=self.model,
             )
-        except (TypeError, ValueError) as error:  # content or metadata the engine cannot carry
+        except (TypeError, ValueError) as error:
+            # A value, content or metadata that is not JSON: the workflow's serializer knows its
+            # Python type, and renders it as the framework would.
             _logger.debug('leaving the output of tool %r to the workflow: %s', site.tool_name, error)
             return result
         if reduced is None:
@@ -194,53 +194,13 @@ async def _heartbeating(info: activity.Info) -> AsyncIterator[None]:
             await task
 
 
-def _reduced(parts: ToolOutputParts, reduced: Mapping[str, Any]) -> Reduced:
+def _reduced(parts: ToolOutputParts, reduced: Reduction) -> Reduced:
     """The engine's reduced result, with the original objects where it left them."""
-    value = parts.value if reduced['kind'] == 'passthrough' else _python(reduced['return_value'])
-    content = parts.content if reduced.get('content_kind') == 'passthrough' else reduced.get('content')
+    value, content = reduced['return_value'], reduced['content']
     return Reduced(
-        value=value,
-        content=content,
-        metadata=reduced.get('metadata'),
-        envelope=bool(reduced.get('envelope')),
+        value=parts.value if value is None else value,
+        content=parts.content if content is None else content,
+        metadata=reduced['metadata'],
+        envelope=reduced['envelope'],
         kind=reduced['kind'],
     )
-
-
-def _python(output: Mapping[str, Any]) -> Any:
-    """An engine output form (`{'text': …}`, `{'json': …}`) as the Python value."""
-    if 'text' in output:
-        return output['text']
-    return output.get('json')
-
-
-def engine_output(value: Any) -> tuple[str | bytes, bool] | None:
-    """`value` as the engine takes it: a `str` or `bytes` as itself, a JSON value (dicts with
-    string keys, lists, strings, finite floats, integers within 64 bits, booleans, `None`) as its
-    JSON text with `structured`; anything else (`None` returned) is left to the workflow, whose
-    serializer knows its Python type."""
-    if isinstance(value, (str, bytes)):
-        return value, False
-    if not _plain_json(value, depth=0):
-        return None
-    return json.dumps(value, ensure_ascii=False, separators=(',', ':')), True
-
-
-_MAX_DEPTH = 256
-"""Deeper values are left to the workflow (the engine parses JSON up to 128 levels)."""
-
-
-def _plain_json(value: Any, depth: int) -> bool:
-    if depth > _MAX_DEPTH // 2:
-        return False
-    if value is None or isinstance(value, (bool, str)):
-        return True
-    if isinstance(value, int):
-        return -(2**63) <= value < 2**64
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if type(value) is list:
-        return all(_plain_json(item, depth + 1) for item in value)
-    if type(value) is dict:
-        return all(isinstance(k, str) and _plain_json(v, depth + 1) for k, v in value.items())
-    return False
