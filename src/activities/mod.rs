@@ -157,13 +157,8 @@ impl OverspillActivities {
         request: ReduceRequest,
         caller: &Caller,
     ) -> Result<ReduceResponse, Failure> {
-        let limits = request
-            .limits(&self.limits)
-            .map_err(|e| Failure::invalid_config(Surface::Activity, &e))?;
-        let call = request.call(caller.workflow_run_id());
-        let result = request.into_result();
         let reduction = (self.service)
-            .reduce(&limits, &call, result, &self.summarizer, caller)
+            .reduce_request(request, &self.limits, &self.summarizer, caller)
             .await?;
         let reduced = reduction.reduced;
         if let Some(failure) = reduction.failure {

@@ -24,7 +24,7 @@ use std::time::SystemTime;
 
 use bytes::Bytes;
 
-use crate::api::{GrepRequest, ListRequest, QueryRequest, ReadRequest};
+use crate::api::{GrepRequest, ListRequest, QueryRequest, ReadRequest, ReduceRequest};
 use crate::limits::{
     self, Limits, Reduced, SpillStore, SummarizeError, Summarizer, Summary, SummaryRequest,
     ToolCall, ToolResult,
@@ -242,6 +242,22 @@ impl Service {
         }
         let failure = (store.failure.into_inner()).or(summarizer.failure.into_inner());
         Ok(Reduction { reduced, failure })
+    }
+
+    /// Reduce the tool result `request` carries for `caller`, under the request's limits or
+    /// `defaults`; the caller's workflow run id fills a missing `run_id` (the reduce activity's
+    /// body, and a binding's that takes the activity's request).
+    pub async fn reduce_request<M: Summarizer>(
+        &self,
+        request: ReduceRequest,
+        defaults: &Limits,
+        summarizer: &M,
+        caller: &Caller,
+    ) -> Result<Reduction, Failure> {
+        let limits =
+            (request.limits(defaults)).map_err(|e| Failure::invalid_config(self.surface, &e))?;
+        let call = request.call(caller.workflow_run_id());
+        (self.reduce(&limits, &call, request.into_result(), summarizer, caller)).await
     }
 
     /// Store `data` under `key` for `caller`, with its line index and the facts of its writer and
