@@ -1,6 +1,6 @@
 """Chars sent to the model with and without `OverspillMasking`: a scripted run of 30 tool calls.
 
-    python3 -m venv /tmp/v && /tmp/v/bin/pip install ./workflows/python
+    deploy/wheels.sh && python3 -m venv /tmp/v && /tmp/v/bin/pip install --find-links dist overspill
     /tmp/v/bin/python benches/masking.py [--budget 100000] [--keep-recent 3]
 
 The example agent of `workflows/python/examples/masking_agent.py` (a `FunctionModel` script):

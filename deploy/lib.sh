@@ -20,23 +20,26 @@ ensure_venv() {
   fi
 }
 
-# The Python package as users install it: its wheel, built by maturin from workflows/python (the
-# engine compiled in, a debug build sharing cargo's target/ with the rest), installed with pytest
-# and mypy into a fresh venv (.deploy/wheel-venv) at requirements.txt's tested versions. The
-# Python tests run there, never on the checkout's sources.
+# The Python package as users install it: the wheels deploy/wheels.sh builds for users (the
+# engine's abi3 module and the `overspill` command, linked against glibc 2.17; the dev profile,
+# in cargo's target/<triple>/debug), installed with pytest and mypy into a fresh venv
+# (.deploy/wheel-venv) at requirements.txt's tested versions. The Python tests run there, never on
+# the checkout's sources; tests/python/test_wheel.py installs the same wheels once more, as a user
+# does.
 WHEEL_VENV="$DEPLOY_DIR/wheel-venv"
 ensure_wheel_venv() {
   local wheels="$DEPLOY_DIR/wheels" pip=(--quiet --disable-pip-version-check)
   rm -rf "$WHEEL_VENV" "$wheels"
   python3 -m venv "$WHEEL_VENV"
-  "$VENV/bin/maturin" build --quiet --profile dev --interpreter "$WHEEL_VENV/bin/python" \
-    -m "$OVERSPILL_ROOT/workflows/python/Cargo.toml" -o "$wheels"
+  "$OVERSPILL_ROOT/deploy/wheels.sh" --dev --out "$wheels"
   # Constraints take no extras: `pkg[extra]==v` pins `pkg==v`.
   sed 's/\[[^]]*\]//' "$OVERSPILL_ROOT/deploy/requirements.txt" > "$wheels/constraints.txt"
-  # With every extra: each framework's integration and External Storage are tested (and typed) too.
+  # With every extra: each framework's integration and External Storage are tested (and typed)
+  # too; `overspill-cli`, which the package requires, comes from the same directory.
   local wheel=("$wheels"/overspill-*.whl)
   local extras=openai-agents,external-storage,langgraph,deepagents,google-adk,strands
-  "$WHEEL_VENV/bin/pip" install "${pip[@]}" -c "$wheels/constraints.txt" "${wheel[0]}[$extras]" mcp pytest mypy
+  "$WHEEL_VENV/bin/pip" install "${pip[@]}" -c "$wheels/constraints.txt" --find-links "$wheels" \
+    "${wheel[0]}[$extras]" mcp pytest mypy
 }
 
 # Node.js 22 for the TypeScript package (workflows/typescript; its Temporal and AI SDK packages
@@ -81,7 +84,8 @@ ensure_lowest_wheel_venv() {
   "$LOWEST_WHEEL_VENV/bin/python" "$OVERSPILL_ROOT/deploy/lowest_constraints.py" \
     "$OVERSPILL_ROOT/workflows/python/pyproject.toml" "$wheels/constraints.txt" >"$wheels/constraints-lowest.txt"
   local wheel=("$wheels"/overspill-*.whl)
-  "$LOWEST_WHEEL_VENV/bin/pip" install "${pip[@]}" -c "$wheels/constraints-lowest.txt" "${wheel[0]}" pytest
+  "$LOWEST_WHEEL_VENV/bin/pip" install "${pip[@]}" -c "$wheels/constraints-lowest.txt" --find-links "$wheels" \
+    "${wheel[0]}" pytest
 }
 
 # The benchmarks' venv: the reference (pydantic-ai-harness 0.62.0) alone, in .deploy/bench-venv.

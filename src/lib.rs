@@ -7,6 +7,8 @@
 //! - [`store`]: where spills live (local files, S3, GCS, Azure, memory).
 //! - [`summarize`]: summaries from an OpenAI-compatible model.
 //! - [`api`]: the request and response forms shared by the CLI and the activities.
+//! - [`service`]: the one layer every caller (the activities, the CLI, the Python and Node
+//!   bindings) calls: scoped reads, the read-back tools' answers, typed failures.
 //! - [`names`]: the activities' names and the default task queue.
 //! - [`tools`]: the read-back tools as a model sees them (names, descriptions, parameters).
 //! - [`redact`]: secrets kept out of logs, `Debug` output and error texts.
@@ -32,6 +34,7 @@ pub mod probes;
 pub mod query;
 pub mod read;
 pub mod redact;
+pub mod service;
 pub mod store;
 pub mod summarize;
 #[cfg(test)]

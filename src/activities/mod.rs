@@ -15,7 +15,8 @@
 //! Who calls ([`Caller`]) comes from the activity's own info, never from its request: a spill
 //! records its workflow, and the read-backs see only the spills the worker's [`ReadScope`]
 //! admits for the caller (see [`crate::store::Reader`]); any other reads as a missing one.
-//! Failures are typed ([`errors`]) and logged at WARN ([`LogFailures`]). An input may be an
+//! The bodies are the [`Service`]'s calls, which the Python module and the Node addon make too;
+//! failures are typed ([`errors`]) and logged at WARN ([`LogFailures`]). An input may be an
 //! External Storage reference, fetched inside the activity after charging the
 //! [`InflightBudget`]; a reply over the threshold is offloaded ([`crate::external_storage`]).
 
@@ -32,10 +33,7 @@ pub mod payload;
 pub mod proto;
 mod registered;
 
-use std::sync::{Arc, OnceLock};
-use std::time::SystemTime;
-
-use bytes::Bytes;
+use std::sync::Arc;
 
 use crate::api::{
     GrepRequest, ListRequest, QueryRequest, ReadRequest, ReadResponse, ReduceRequest,
@@ -44,19 +42,19 @@ use crate::api::{
 pub use crate::api::{GrepResponse, ListResponse, QueryResponse};
 use crate::external_storage::ExternalStorage;
 use crate::limits::{
-    self, Limits, NoSummarizer, ReductionKind, SpillStore, SummarizeError, Summarizer, Summary,
-    SummaryRequest, Unit, preview, prompt, pyfmt,
+    self, Limits, NoSummarizer, ReductionKind, Summarizer, SummaryRequest, Unit, preview, prompt,
+    pyfmt,
 };
 pub use crate::names::{
     DEFAULT_TASK_QUEUE, GREP_TOOL_RESULT, LIST_TOOL_RESULTS, QUERY_TOOL_RESULT, READ_TOOL_RESULT,
     REDUCE, SPILL, SUMMARIZE,
 };
 use crate::query::QueryRunner;
-use crate::read::{self, ReadOutcomeError};
-use crate::store::{ReadScope, Reader, Scope, Store, StoreError};
+pub use crate::service::{Caller, Failure};
+use crate::service::{Service, Surface};
+use crate::store::{ReadScope, Store};
 use crate::summarize::{ChunkProgress, Chunked, OpenAiSummarizer};
 pub use encoding::Encoding;
-pub use errors::Failure;
 pub use failure_log::LogFailures;
 pub use inflight::{InflightBudget, InflightPermit, available_memory};
 pub use metrics::Metrics;
@@ -65,33 +63,12 @@ pub use payload::Wire;
 /// The `tool_output_limits.*` activities over one store, one summarizer and default limits.
 #[derive(Debug, Clone)]
 pub struct OverspillActivities {
-    store: Arc<Store>,
+    service: Service,
     limits: Arc<Limits>,
     summarizer: Option<Chunked<OpenAiSummarizer>>,
     metrics: Metrics,
     external_storage: Option<Arc<ExternalStorage>>,
     budget: InflightBudget,
-    read_scope: ReadScope,
-    query_runner: QueryRunner,
-}
-
-/// Who calls an activity body: the workflow an activity runs for, from the activity's own info
-/// (never from its request), or an operator.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Caller {
-    /// An operator, or a program outside Temporal: writes spills of no workflow and reads every
-    /// spill.
-    Operator,
-    /// An activity of the workflow its info names.
-    Activity {
-        /// The namespace it runs in.
-        namespace: String,
-        /// Its workflow's id; `None` for a standalone activity, whose spills belong to no
-        /// workflow.
-        workflow_id: Option<String>,
-        /// Its workflow's run id, which stands in for a request's missing `run_id`.
-        workflow_run_id: Option<String>,
-    },
 }
 
 impl Caller {
@@ -101,73 +78,40 @@ impl Caller {
         let (workflow_id, run_id) = (info.workflow_id.as_deref(), info.workflow_run_id.as_deref());
         Self::activity(&info.namespace, workflow_id, run_id)
     }
-
-    /// An activity in `namespace` of workflow `workflow_id` at run `run_id` (each `None` or empty:
-    /// none).
-    fn activity(namespace: &str, workflow_id: Option<&str>, run_id: Option<&str>) -> Self {
-        let given = |id: Option<&str>| id.filter(|id| !id.is_empty()).map(str::to_owned);
-        Self::Activity {
-            namespace: namespace.to_owned(),
-            workflow_id: given(workflow_id),
-            workflow_run_id: given(run_id),
-        }
-    }
-
-    /// The workflow run id that fills a request's missing `run_id`.
-    pub fn workflow_run_id(&self) -> Option<&str> {
-        match self {
-            Self::Operator => None,
-            Self::Activity {
-                workflow_run_id, ..
-            } => workflow_run_id.as_deref(),
-        }
-    }
 }
 
 impl OverspillActivities {
     /// Activities over `store`: default limits, no model, no External Storage, a budget of
-    /// half the available memory.
+    /// half the available memory, queries in this process.
     pub fn new(store: Arc<Store>) -> Self {
+        let service =
+            Service::new(store, Surface::Activity).with_query_runner(Some(QueryRunner::default()));
         Self {
-            store,
+            service,
             limits: Arc::new(Limits::default()),
             summarizer: None,
             metrics: Metrics::default(),
             external_storage: None,
             budget: InflightBudget::default(),
-            read_scope: ReadScope::default(),
-            query_runner: QueryRunner::default(),
         }
     }
 
     /// Let activities read the spills `scope` admits (default [`ReadScope::Workflow`]).
     pub fn with_read_scope(mut self, scope: ReadScope) -> Self {
-        self.read_scope = scope;
+        self.service = self.service.with_read_scope(scope);
         self
-    }
-
-    /// How `caller` reads and writes spills.
-    fn reader(&self, caller: &Caller) -> Reader {
-        match caller {
-            Caller::Operator => Reader::operator(),
-            Caller::Activity {
-                namespace,
-                workflow_id,
-                ..
-            } => {
-                let scope = workflow_id
-                    .as_deref()
-                    .and_then(|id| Scope::new(namespace, id));
-                Reader::new(self.read_scope, scope)
-            }
-        }
     }
 
     /// Run queries as `runner` says (the worker runs each in a child process bounded in memory;
     /// the default, in this process, bounds time only).
     pub fn with_query_runner(mut self, runner: QueryRunner) -> Self {
-        self.query_runner = runner;
+        self.service = self.service.with_query_runner(Some(runner));
         self
+    }
+
+    /// The memory one query holds while it runs, as the in-flight budget charges it.
+    pub(crate) fn query_memory(&self) -> u64 {
+        (self.service.query_runner()).map_or(0, QueryRunner::memory)
     }
 
     /// Resolve input references from `storage`, and offload replies over its threshold to it.
@@ -213,24 +157,11 @@ impl OverspillActivities {
         request: ReduceRequest,
         caller: &Caller,
     ) -> Result<ReduceResponse, Failure> {
-        let limits = request
-            .limits(&self.limits)
-            .map_err(|e| Failure::invalid_config(&e))?;
-        if request.call.tool_name.is_empty() {
-            return Err(Failure::invalid_input("tool_name", "must not be empty"));
-        }
-        let call = request.call(caller.workflow_run_id());
-        let result = request.into_result();
-        let writer = self.reader(caller);
-        let spills = self.store.for_tool(&call.tool_name, &writer);
-        let store = Watched::new(&spills);
-        let summarizer = Watched::new(&self.summarizer);
-        let mut reduced = limits::reduce(&limits, &call, result, &store, &summarizer).await;
-        if reduced.overflow_handle().is_some() || reduced.overflow_content_handle().is_some() {
-            reduced.store = Some(self.store.url().to_owned());
-        }
-
-        if let Some(failure) = (store.failure.into_inner()).or(summarizer.failure.into_inner()) {
+        let reduction = (self.service)
+            .reduce_request(request, &self.limits, &self.summarizer, caller)
+            .await?;
+        let reduced = reduction.reduced;
+        if let Some(failure) = reduction.failure {
             self.metrics.fallback();
             if reduced.exhausted {
                 return Err(failure);
@@ -253,16 +184,21 @@ impl OverspillActivities {
         caller: &Caller,
     ) -> Result<SpillResponse, Failure> {
         let limits = match request.config.take() {
-            Some(config) => Limits::from_value(config).map_err(|e| Failure::invalid_config(&e))?,
+            Some(config) => Limits::from_value(config)
+                .map_err(|e| Failure::invalid_config(Surface::Activity, &e))?,
             None => (*self.limits).clone(),
         };
         if !matches!(request.suffix.as_str(), "" | limits::CONTENT_SUFFIX) {
             let problem = "must be \"\" or \".content\"";
-            return Err(Failure::invalid_input("suffix", problem));
+            return Err(Failure::invalid_input(Surface::Activity, "suffix", problem));
         }
         if request.preview_chars < 0 {
             let problem = "preview_chars must be non-negative.";
-            return Err(Failure::invalid_input("preview_chars", problem));
+            return Err(Failure::invalid_input(
+                Surface::Activity,
+                "preview_chars",
+                problem,
+            ));
         }
         let key = match request.key.take().filter(|k| !k.is_empty()) {
             Some(key) => key,
@@ -274,20 +210,15 @@ impl OverspillActivities {
         let unit = Unit::new(&request.output, &limits);
         let data = unit.data();
         let bytes = data.len() as u64;
-        let writer = self.reader(caller);
-        let handle = self
-            .store
-            .for_tool(&request.call.tool_name, &writer)
-            .write(&key, data)
-            .await
-            .map_err(|e| Failure::store(&e))?;
+        let tool = &request.call.tool_name;
+        let handle = self.service.write(&key, data, tool, caller).await?;
         self.metrics.spilled(bytes);
         Ok(SpillResponse {
             preview: preview::spill_message(&unit, &handle, request.preview_chars, &limits),
             shape: unit.sketch.clone(),
             handle,
             overflow_bytes: bytes,
-            store: self.store.url().to_owned(),
+            store: self.service.store().url().to_owned(),
         })
     }
 
@@ -316,7 +247,7 @@ impl OverspillActivities {
             .as_deref()
             .unwrap_or(&self.limits.summary_prompt);
         let rendered = prompt::Template::parse(template)
-            .map_err(|e| Failure::invalid_input("prompt", e))?
+            .map_err(|e| Failure::invalid_input(Surface::Activity, "prompt", e))?
             .render(&request.tool_name, &request.output);
         let summary_request = SummaryRequest {
             tool_name: &request.tool_name,
@@ -342,9 +273,8 @@ impl OverspillActivities {
         request: ReadRequest,
         caller: &Caller,
     ) -> Result<ReadResponse, Failure> {
-        let reader = self.reader(caller);
-        let page = read::read_tool_result(&self.store.read_as(&reader), &request).await;
-        answer(page).map(ReadResponse)
+        let answer = self.service.read_tool_result(&request, caller).await?;
+        Ok(ReadResponse(answer.text))
     }
 
     /// Grep a spill for `caller` (the body of [`GREP_TOOL_RESULT`], without Temporal).
@@ -353,9 +283,8 @@ impl OverspillActivities {
         request: GrepRequest,
         caller: &Caller,
     ) -> Result<GrepResponse, Failure> {
-        let reader = self.reader(caller);
-        let page = read::grep_tool_result(&self.store.read_as(&reader), &request).await;
-        answer(page).map(GrepResponse)
+        let answer = self.service.grep_tool_result(&request, caller).await?;
+        Ok(GrepResponse(answer.text))
     }
 
     /// Run a jq filter over a spill for `caller` (the body of [`QUERY_TOOL_RESULT`], without
@@ -365,95 +294,19 @@ impl OverspillActivities {
         request: QueryRequest,
         caller: &Caller,
     ) -> Result<QueryResponse, Failure> {
-        let reader = self.reader(caller);
-        let store = self.store.read_as(&reader);
-        let page = crate::query::query_tool_result_with(&store, &request, &self.query_runner).await;
-        answer(page).map(QueryResponse)
+        let answer = self.service.query_tool_result(&request, caller).await?;
+        Ok(QueryResponse(answer.text))
     }
 
     /// List a run's spills that `caller` may see, newest first (the body of
     /// [`LIST_TOOL_RESULTS`]); its workflow run id fills a missing `run_id`.
     pub async fn list_request(
         &self,
-        mut request: ListRequest,
+        request: ListRequest,
         caller: &Caller,
     ) -> Result<ListResponse, Failure> {
-        if request.run_id.is_empty() {
-            request.run_id = caller.workflow_run_id().unwrap_or_default().to_owned();
-        }
-        let listing = self.store.list_run(&request, &self.reader(caller)).await;
-        answer(listing.map(|l| l.render(SystemTime::now()))).map(ListResponse)
-    }
-}
-
-/// What a read-back answers the model: its page, or the text for a handle the store does not
-/// have; a bad argument is `ModelRetry`, else a store (or query sandbox) failure.
-fn answer(page: Result<String, ReadOutcomeError>) -> Result<String, Failure> {
-    match page {
-        Ok(page) => Ok(page),
-        Err(missing @ ReadOutcomeError::NoStoredResult(_)) => Ok(missing.to_string()),
-        Err(ReadOutcomeError::Retry(retry)) => Err(Failure::model_retry(retry.to_string())),
-        Err(ReadOutcomeError::Store(e)) => Err(Failure::store(&e)),
-        Err(ReadOutcomeError::Sandbox(e)) => Err(Failure::query_sandbox(e.as_ref())),
-    }
-}
-
-/// A store or summarizer that remembers its first failure, so the activity can tell a reduction
-/// that fell back from one that ran out of fallbacks.
-struct Watched<'a, T> {
-    inner: &'a T,
-    /// The first failure noted, if any.
-    failure: OnceLock<Failure>,
-}
-
-impl<'a, T> Watched<'a, T> {
-    fn new(inner: &'a T) -> Self {
-        Self {
-            inner,
-            failure: OnceLock::new(),
-        }
-    }
-
-    fn note(&self, failure: Failure) {
-        let _ = self.failure.set(failure);
-    }
-}
-
-impl<T: SpillStore<Error = StoreError>> SpillStore for Watched<'_, T> {
-    type Error = StoreError;
-
-    async fn write(&self, key: &str, data: Bytes) -> Result<String, StoreError> {
-        self.noted(self.inner.write(key, data).await)
-    }
-
-    async fn write_at_step(&self, key: &str, data: Bytes, step: u64) -> Result<String, StoreError> {
-        self.noted(self.inner.write_at_step(key, data, step).await)
-    }
-
-    async fn step_of(&self, key: &str) -> Result<Option<Option<u64>>, StoreError> {
-        self.noted(self.inner.step_of(key).await)
-    }
-}
-
-impl<T> Watched<'_, T> {
-    /// `result`, its failure noted.
-    fn noted<R>(&self, result: Result<R, StoreError>) -> Result<R, StoreError> {
-        if let Err(e) = &result {
-            self.note(Failure::store(e));
-        }
-        result
-    }
-}
-
-impl<T: Summarizer> Summarizer for Watched<'_, T> {
-    async fn summarize(&self, request: SummaryRequest<'_>) -> Result<Summary, SummarizeError> {
-        let result = self.inner.summarize(request).await;
-        if let Err(e) = &result
-            && !matches!(e, SummarizeError::NotConfigured(_))
-        {
-            self.note(Failure::model(e));
-        }
-        result
+        let answer = self.service.list_tool_results(request, caller).await?;
+        Ok(ListResponse(answer.text))
     }
 }
 
@@ -484,19 +337,6 @@ mod tests {
             "output": {"text": "x".repeat(2_000)}, "config": config,
         }))
         .expect("request")
-    }
-
-    /// An empty workflow id names no workflow: its caller reads like a standalone activity's,
-    /// never sharing one scope with every other caller whose id is empty.
-    #[test]
-    fn an_empty_workflow_id_is_no_scope() {
-        let acts = OverspillActivities::new(Arc::new(Store::open(Some("memory://")).unwrap()));
-        let empty = Caller::activity("default", Some(""), Some(""));
-        assert_eq!(empty, Caller::activity("default", None, None));
-        assert_eq!(acts.reader(&empty).scope(), None);
-        let named = Caller::activity("default", Some("wf"), Some("run"));
-        assert!(acts.reader(&named).scope().is_some());
-        assert_eq!(named.workflow_run_id(), Some("run"));
     }
 
     #[tokio::test]

@@ -22,6 +22,7 @@ use super::encoding::Encoding;
 use super::errors::Failure;
 use super::proto::{self, ProtoForm, decode_json};
 use crate::external_storage::{self, ExternalStorage, Reference};
+use crate::service::Surface;
 
 /// The payload metadata key naming the encoding.
 const ENCODING_KEY: &str = "encoding";
@@ -90,6 +91,7 @@ impl<T> Wire<T> {
                 let raw = raw.map(String::from_utf8_lossy).unwrap_or_default();
                 let send = "send json/plain, json/protobuf or binary/protobuf";
                 Failure::invalid_input(
+                    Surface::Activity,
                     "encoding",
                     format!("unsupported payload encoding {raw:?}; {send}"),
                 )
@@ -108,7 +110,11 @@ impl<T: ProtoForm + DeserializeOwned> Wire<T> {
         {
             let got = String::from_utf8_lossy(message_type);
             let problem = format!("expected {}, got {got}", T::MESSAGE_TYPE);
-            return Err(Failure::invalid_input("messageType", problem));
+            return Err(Failure::invalid_input(
+                Surface::Activity,
+                "messageType",
+                problem,
+            ));
         }
         let data = &self.payload.data;
         let value = match encoding {

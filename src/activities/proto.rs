@@ -42,6 +42,7 @@ use crate::api::{
     ReadResponse, ReduceRequest, ReduceResponse, SpillRequest, SpillResponse, SummarizeRequest,
     SummarizeResponse,
 };
+use crate::service::Surface;
 
 /// The generated `overspill.v1` messages (prost), for Rust callers that build protobuf payloads.
 #[allow(missing_docs, unreachable_pub, clippy::all)]
@@ -115,7 +116,7 @@ pub(crate) fn decode_json<'de, T: Deserialize<'de>>(
 ) -> Result<T, Failure> {
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
-        Failure::invalid_input(&path, e.into_inner().to_string())
+        Failure::invalid_input(Surface::Activity, &path, e.into_inner().to_string())
     })
 }
 
@@ -127,13 +128,13 @@ pub(crate) fn from_protobuf<T: ProtoForm + DeserializeOwned>(
     let descriptor = descriptor(T::MESSAGE_TYPE);
     let message = if encoding == Encoding::BinaryProtobuf {
         DynamicMessage::decode(descriptor, data)
-            .map_err(|e| Failure::invalid_input("request", e))?
+            .map_err(|e| Failure::invalid_input(Surface::Activity, "request", e))?
     } else {
         let mut track = serde_path_to_error::Track::new();
         let de = &mut serde_json::Deserializer::from_slice(data);
         let de = serde_path_to_error::Deserializer::new(de, &mut track);
         DynamicMessage::deserialize(descriptor, de)
-            .map_err(|e| Failure::invalid_input(&track.path().to_string(), e))?
+            .map_err(|e| Failure::invalid_input(Surface::Activity, &track.path().to_string(), e))?
     };
     decode_json(plain_message(message, "")?)
 }
@@ -198,7 +199,8 @@ fn plain_message(mut message: DynamicMessage, path: &str) -> Result<Value, Failu
         };
         let value = match plain_value(value, &field.kind(), &path)? {
             Value::String(text) if json_field(field.name()).is_some() => {
-                serde_json::from_str(&text).map_err(|e| Failure::invalid_input(&path, e))?
+                serde_json::from_str(&text)
+                    .map_err(|e| Failure::invalid_input(Surface::Activity, &path, e))?
             }
             Value::Null => continue,
             value => value,
@@ -424,7 +426,7 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(missing.path(), "bands[0]");
-        let failure = Failure::invalid_config(&missing);
+        let failure = Failure::invalid_config(Surface::Activity, &missing);
         assert_eq!(failure.type_name, "InvalidConfig");
         assert!(
             failure

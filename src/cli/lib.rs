@@ -76,8 +76,8 @@ pub fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Reduce(args) => reduce::run(args).await,
-            Command::Read(args) => read::run(args, overspill::read::read_tool_result).await,
-            Command::Grep(args) => read::run(args, overspill::read::grep_tool_result).await,
+            Command::Read(args) => read::read(args).await,
+            Command::Grep(args) => read::grep(args).await,
             Command::Query(args) => read::query(args).await,
             Command::Spills(cmd) => spills::run(cmd).await,
             Command::ExternalStorage(cmd) => external_storage::run(cmd).await,
@@ -88,11 +88,27 @@ pub fn main() -> ExitCode {
     });
     match result {
         Ok(code) => code,
+        // The reader of stdout is gone (`overspill read … | head`): nothing is left to say, and
+        // no one to say it to, as for any Unix tool.
+        Err(e) if closed_pipe(e.as_ref()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("overspill: {e}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether `error`, or an error it wraps, is a write to a pipe whose reader closed it.
+fn closed_pipe(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    while let Some(error) = cause {
+        let io = error.downcast_ref::<std::io::Error>();
+        if io.is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
 }
 
 /// The async runtime: the main thread alone for the one-shot commands (they do one thing at a

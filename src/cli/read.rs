@@ -1,5 +1,5 @@
 //! `overspill read`, `grep` and `query`: exactly what read_tool_result, grep_tool_result and
-//! query_tool_result return for a handle.
+//! query_tool_result return for a handle, answered by the service the worker's activities call.
 //!
 //! They read a spill as the worker does, through the store's ranged reads into buffers they own
 //! (a spill is never mapped: another process may rewrite it while it is paged), so a page costs
@@ -7,11 +7,13 @@
 
 use std::io::Write as _;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytesize::ByteSize;
-use overspill::query::{DEFAULT_QUERY_MEMORY, QueryRequest, QueryRunner, query_tool_result_with};
-use overspill::read::ReadOutcomeError;
+use overspill::query::{DEFAULT_QUERY_MEMORY, QueryRequest, QueryRunner};
+use overspill::read::{GrepRequest, ReadRequest};
+use overspill::service::{Answer, Caller, Failure, Service, Surface};
 use overspill::store::Store;
 
 use super::CliResult;
@@ -89,6 +91,32 @@ pub(crate) struct QueryArgs {
     memory: QueryMemory,
 }
 
+impl<R: clap::Args> Args<R> {
+    /// The service of the store `--store` names, for an operator at the command line.
+    fn service(&self) -> Result<Service, overspill::store::StoreError> {
+        let store = Store::open(self.store.as_deref())?;
+        Ok(Service::new(Arc::new(store), Surface::Cli))
+    }
+}
+
+/// `overspill read`.
+pub(crate) async fn read(args: Args<ReadRequest>) -> CliResult {
+    let service = args.service()?;
+    let page = service
+        .read_tool_result(&args.request, &Caller::Operator)
+        .await;
+    print_page(page, &service)
+}
+
+/// `overspill grep`.
+pub(crate) async fn grep(args: Args<GrepRequest>) -> CliResult {
+    let service = args.service()?;
+    let page = service
+        .grep_tool_result(&args.request, &Caller::Operator)
+        .await;
+    print_page(page, &service)
+}
+
 /// `overspill query`: the query runs in a child process bounded by `--query-memory`, as in the
 /// worker.
 pub(crate) async fn query(args: QueryArgs) -> CliResult {
@@ -96,47 +124,33 @@ pub(crate) async fn query(args: QueryArgs) -> CliResult {
         .memory
         .runner(None)
         .map_err(|e| format!("cannot find this executable to run the query in: {e}"))?;
-    run(args.args, async |store, request| {
-        query_tool_result_with(store, request, &runner).await
-    })
-    .await
-}
-
-/// `overspill read`, `grep` or `query`: open the store, answer the request with `answer`
-/// (`read_tool_result`, `grep_tool_result` or `query_tool_result`) and print the page.
-pub(crate) async fn run<R: clap::Args>(
-    args: Args<R>,
-    answer: impl AsyncFnOnce(&Store, &R) -> Result<String, ReadOutcomeError>,
-) -> CliResult {
-    let store = Store::open(args.store.as_deref())?;
-    let page = answer(&store, &args.request).await;
-    print_page(page, store.url())
+    let service = args.args.service()?.with_query_runner(Some(runner));
+    let page = (service.query_tool_result(&args.args.request, &Caller::Operator)).await;
+    print_page(page, &service)
 }
 
 /// Print a page (and a newline) on stdout; a bad argument is its message on stderr and exit
 /// code 2. A handle the store does not have prints the text the model reads, and
-/// [`nothing_found`] in `store`.
-pub(crate) fn print_page(page: Result<String, ReadOutcomeError>, store: &str) -> CliResult {
-    let (page, found) = match page {
-        Ok(page) => (page, true),
-        Err(missing @ ReadOutcomeError::NoStoredResult(_)) => (missing.to_string(), false),
-        Err(ReadOutcomeError::Retry(retry)) => {
+/// [`nothing_found`] in the service's store.
+pub(crate) fn print_page(page: Result<Answer, Failure>, service: &Service) -> CliResult {
+    let answer = match page {
+        Ok(answer) => answer,
+        Err(retry) if retry.is_model_retry() => {
             eprintln!("{retry}");
             return Ok(ExitCode::from(2));
         }
-        Err(ReadOutcomeError::Store(e)) => return Err(e.into()),
-        Err(ReadOutcomeError::Sandbox(e)) => return Err(e),
+        Err(failure) => return Err(failure.into()),
     };
-    writeln!(std::io::stdout().lock(), "{page}")?;
-    Ok(if found {
+    writeln!(std::io::stdout().lock(), "{}", answer.text)?;
+    Ok(if answer.found {
         ExitCode::SUCCESS
     } else {
-        nothing_found(store)
+        nothing_found(service.store().url())
     })
 }
 
 /// Exit code 1, after stderr names `store`, the store searched, for a page that found nothing.
-pub(crate) fn nothing_found(store: &str) -> ExitCode {
+fn nothing_found(store: &str) -> ExitCode {
     eprintln!("overspill: nothing found in {store} (--store or OVERSPILL_STORE names another)");
     ExitCode::FAILURE
 }

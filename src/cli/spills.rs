@@ -6,12 +6,14 @@
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use overspill::store::{ListRequest, Reader, SpillInfo, Store, StoreOptions};
+use overspill::service::{Caller, Service, Surface};
+use overspill::store::{ListRequest, SpillInfo, Store, StoreOptions};
 
 use super::CliResult;
-use super::read::{nothing_found, print_page};
+use super::read::print_page;
 
 /// Spill housekeeping.
 #[derive(Debug, clap::Subcommand)]
@@ -91,16 +93,10 @@ pub(crate) async fn run(cmd: Command) -> CliResult {
                 limit,
                 ..ListRequest::default()
             };
-            let store = store.open()?;
-            let listing = store.list_run(&request, &Reader::operator()).await;
+            let service = Service::new(Arc::new(store.open()?), Surface::Cli);
+            let listing = service.list_tool_results(request, &Caller::Operator).await;
             drop(out);
-            let empty = listing.as_ref().is_ok_and(|l| l.total == 0);
-            let shown = print_page(listing.map(|l| l.render(now)), store.url())?;
-            return Ok(if empty {
-                nothing_found(store.url())
-            } else {
-                shown
-            });
+            return print_page(listing, &service);
         }
         Command::Ls {
             run: None, store, ..

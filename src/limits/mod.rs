@@ -36,6 +36,8 @@ pub(crate) use reduce::CONTENT_SUFFIX;
 pub use reduce::{Reduced, ReductionKind, reduce};
 pub use serialize::SerializerKind;
 pub use spill_store::{MemoryStore, NoStore, NoStoreConfigured, SpillError, SpillStore};
-pub use summarizer::{NoSummarizer, SummarizeError, Summarizer, Summary, SummaryRequest, Usage};
+pub use summarizer::{
+    Deferred, NoSummarizer, SummarizeError, Summarizer, Summary, SummaryRequest, Usage,
+};
 pub use tokens::Tokenizer;
 pub use unit::Unit;

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::config::{Action, Band, Limits};
+use super::config::{Action, Limits};
 use super::output::{Envelope, ToolCall, ToolOutput, ToolResult};
 use super::spill_store::{SpillError as _, SpillStore};
 use super::summarizer::{Summarizer, SummaryRequest, Usage};
@@ -111,8 +111,10 @@ struct Applied {
 
 /// Reduce one tool result under `limits`, spilling to `store` and summarizing with `summarizer`.
 ///
-/// Never fails: a store or model error runs the action's `then` (logged at WARN), and with no
-/// `then` the output passes through unreduced.
+/// Each part is measured and given its band once. A summarizer that [defers](Summarizer::defers)
+/// leaves the whole result as it is when any part's band summarizes. Never fails: a store or model
+/// error runs the action's `then` (logged at WARN), and with no `then` the output passes through
+/// unreduced.
 pub async fn reduce<S: SpillStore, M: Summarizer>(
     limits: &Limits,
     call: &ToolCall,
@@ -126,22 +128,31 @@ pub async fn reduce<S: SpillStore, M: Summarizer>(
         return assemble(result, Applied::default(), Applied::default(), limits);
     }
     let bands = limits.bands_for(&call.tool_name);
+    let value_unit = Unit::new(&result.return_value, limits);
+    let value_action = bands::select(bands, &value_unit, limits);
+    let content_unit = match &result.envelope.content {
+        Some(Value::String(text)) => {
+            Some(Unit::from_text(text.as_str().into(), String::new(), limits))
+        }
+        _ => None,
+    };
+    let content_action =
+        (content_unit.as_ref()).and_then(|unit| bands::select(bands, unit, limits));
+    let summarizes = |action: Option<&Action>| matches!(action, Some(Action::Summarize(_)));
+    if summarizer.defers() && (summarizes(value_action) || summarizes(content_action)) {
+        return assemble(result, Applied::default(), Applied::default());
+    }
     let reducer = Reducer {
-        bands,
         limits,
         call,
         store,
         summarizer,
     };
-    let value = reducer
-        .apply(&Unit::new(&result.return_value, limits), "")
-        .await;
-    let content = match &result.envelope.content {
-        Some(Value::String(text)) => {
-            let unit = Unit::from_text(text.as_str().into(), String::new(), limits);
-            reducer.apply(&unit, CONTENT_SUFFIX).await
-        }
-        Some(Value::Array(parts)) => {
+    let value = reducer.apply(&value_unit, value_action, "").await;
+    drop(value_unit);
+    let content = match (&result.envelope.content, content_unit) {
+        (_, Some(unit)) => reducer.apply(&unit, content_action, CONTENT_SUFFIX).await,
+        (Some(Value::Array(parts)), None) => {
             // Multimodal content is never reduced; the reference warns when it would have been.
             let text: String = parts.iter().filter_map(Value::as_str).collect();
             let unit = Unit::from_text(text.into(), String::new(), limits);
@@ -219,9 +230,8 @@ fn with_handles(
     Value::Object(meta)
 }
 
-/// What one result is reduced with: its bands, the limits, the call, the store and the model.
+/// What one result is reduced with: the limits, the call, the store and the model.
 struct Reducer<'a, S, M> {
-    bands: &'a [Band],
     limits: &'a Limits,
     call: &'a ToolCall,
     store: &'a S,
@@ -229,13 +239,13 @@ struct Reducer<'a, S, M> {
 }
 
 impl<S: SpillStore, M: Summarizer> Reducer<'_, S, M> {
-    /// Apply the action of `unit`'s band, descending the `then` chain when an action fails (a
-    /// store or model error, an unusable prompt) or cannot apply (Truncate and Summarize of
-    /// binary). `suffix` ends the spill key.
-    async fn apply(&self, unit: &Unit, suffix: &str) -> Applied {
+    /// Apply `action`, the action of `unit`'s band, descending the `then` chain when an action
+    /// fails (a store or model error, an unusable prompt) or cannot apply (Truncate and Summarize
+    /// of binary). `suffix` ends the spill key.
+    async fn apply(&self, unit: &Unit, action: Option<&Action>, suffix: &str) -> Applied {
         let (limits, call) = (self.limits, self.call);
         let mut usage = Usage::default();
-        let mut current = bands::select(self.bands, unit, limits);
+        let mut current = action;
         if current.is_none() {
             return Applied::default();
         }

@@ -136,6 +136,27 @@ impl SummarizeError {
 pub trait Summarizer {
     /// Summarize `request.output`; the engine strips the returned text.
     async fn summarize(&self, request: SummaryRequest<'_>) -> Result<Summary, SummarizeError>;
+
+    /// Whether summaries are left to someone else: then a result any part of which falls in a
+    /// Summarize band passes through whole, unreduced ([`Deferred`]). Default: no.
+    fn defers(&self) -> bool {
+        false
+    }
+}
+
+/// Summaries made elsewhere: a result with a part in a Summarize band is left as it is, for
+/// whoever has the model (a Python tool worker without one leaves it to the workflow's harness).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Deferred;
+
+impl Summarizer for Deferred {
+    async fn summarize(&self, request: SummaryRequest<'_>) -> Result<Summary, SummarizeError> {
+        NoSummarizer.summarize(request).await
+    }
+
+    fn defers(&self) -> bool {
+        true
+    }
 }
 
 /// A summarizer for configurations without a model: every call fails, so a Summarize falls back.
@@ -157,6 +178,10 @@ impl<S: Summarizer> Summarizer for Option<S> {
             Some(summarizer) => summarizer.summarize(request).await,
             None => NoSummarizer.summarize(request).await,
         }
+    }
+
+    fn defers(&self) -> bool {
+        self.as_ref().is_some_and(S::defers)
     }
 }
 

@@ -8,11 +8,14 @@
 //! - The parent writes one line of JSON, the [`Order`] (the job and the memory bound), then the
 //!   spill's bytes as it reads them from the store, on the child's stdin; the child answers one
 //!   JSON [`Answer`] on stdout and exits 0.
-//! - The child first bounds its own address space (`RLIMIT_AS`) to what it maps at that point,
-//!   the query thread's stack reservation ([`STACK_BYTES`], of which a filter may use the stack
-//!   guard's 256 MiB) and the memory bound. Its allocator reserves no address space ahead
-//!   (`MIMALLOC_ARENA_RESERVE=0`), so what the bound counts is what the filter and the parsed
-//!   values take. An allocation past it aborts the child.
+//! - The child first bounds its own address space (`RLIMIT_AS`) to what it maps at that point
+//!   (its `VmSize` in `/proc/self/status`), the query thread's stack reservation
+//!   ([`STACK_BYTES`], of which a filter may use the stack guard's 256 MiB) and the memory bound.
+//!   Its allocator reserves no address space ahead (`MIMALLOC_ARENA_RESERVE=0`), so what the
+//!   bound counts is what the filter and the parsed values take. An allocation past it aborts
+//!   the child. A child that cannot bound itself (no `/proc`, a refused `setrlimit`) runs
+//!   nothing: it answers why, and the query is refused with a final
+//!   [`SandboxError::Unbounded`], never retried.
 //! - A child that ends by a signal of running out of memory (an aborted allocation, the
 //!   kernel's OOM killer) is [`Runaway::Memory`]; one still running at its deadline plus [`GRACE`] is killed and is
 //!   [`Runaway::Time`]. The child is killed too when the query's future is dropped (an activity
@@ -164,9 +167,10 @@ pub enum SandboxError {
     /// The order on the child's stdin is missing or does not decode.
     #[error("the query sandbox's order does not decode: {0}")]
     BadOrder(String),
-    /// The child could not bound its own memory.
+    /// The child could not bound its own memory, and ran nothing: final, since every attempt
+    /// on this system would meet the same.
     #[error("the query sandbox cannot bound its memory: {0}")]
-    Limit(String),
+    Unbounded(String),
 }
 
 /// What the parent sends before the payload: the run and the memory bound.
@@ -177,11 +181,13 @@ pub(crate) struct Order {
     pub(crate) memory: u64,
 }
 
-/// What the child answers: how the run ended, or the model's message for a refused filter.
+/// What the child answers: how the run ended, the model's message for a refused filter, or why
+/// it could not bound itself (and ran nothing).
 #[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum Answer {
     Ended(Ended),
     Refused(String),
+    Unbounded(String),
 }
 
 impl From<Result<Ended, ReadError>> for Answer {
@@ -310,6 +316,7 @@ pub(crate) fn judge(
     match serde_json::from_slice::<Answer>(answer) {
         Ok(Answer::Ended(ended)) => Ok(ended),
         Ok(Answer::Refused(message)) => Err(ReadError::BadArgument(message).into()),
+        Ok(Answer::Unbounded(why)) => Err(sandbox(SandboxError::Unbounded(why))),
         Err(error) => Err(sandbox(SandboxError::Undecodable {
             bytes: answer.len(),
             error: error.to_string(),
@@ -318,7 +325,8 @@ pub(crate) fn judge(
 }
 
 /// The child's side (`overspill query-sandbox`): read the `Order` and the payload on stdin,
-/// bound this process's memory, run the engine, and write the `Answer` on stdout.
+/// bound this process's memory, run the engine, and write the `Answer` on stdout. A child that
+/// cannot bound itself answers why and runs nothing.
 ///
 /// A filter that allocates past the bound aborts this process; the parent tells.
 pub fn serve_sandbox() -> Result<(), SandboxError> {
@@ -329,7 +337,11 @@ pub fn serve_sandbox() -> Result<(), SandboxError> {
         .read_until(b'\n', &mut line)?;
     let order: Order =
         serde_json::from_slice(&line).map_err(|e| SandboxError::BadOrder(e.to_string()))?;
-    bound_memory(order.memory)?;
+    let status = std::fs::read_to_string("/proc/self/status")
+        .map_err(|e| format!("cannot read /proc/self/status to learn what it maps ({e})"));
+    if let Err(why) = status.and_then(|status| bound_memory(&status, order.memory)) {
+        return answer(&Answer::Unbounded(why));
+    }
     let (tx, rx) = mpsc::channel(1);
     let answer = engine::spawn(order.job, rx)?;
     loop {
@@ -347,22 +359,24 @@ pub fn serve_sandbox() -> Result<(), SandboxError> {
     let ended = answer
         .blocking_recv()
         .map_err(|_| std::io::Error::other("the query thread ended without an answer"))?;
-    let answer = serde_json::to_vec(&Answer::from(ended))
-        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    self::answer(&Answer::from(ended))
+}
+
+/// Write `answer` on stdout.
+fn answer(answer: &Answer) -> Result<(), SandboxError> {
+    let answer = serde_json::to_vec(answer).map_err(|e| std::io::Error::other(e.to_string()))?;
     let mut out = std::io::stdout().lock();
     out.write_all(&answer)?;
     out.flush()?;
     Ok(())
 }
 
-/// Bound this process's address space to what it maps now, the query thread's stack, a little
-/// slack and `memory` (never above the limit it inherited).
-fn bound_memory(memory: u64) -> Result<(), SandboxError> {
+/// Bound this process's address space to what it maps now (the `VmSize` of its
+/// `/proc/self/status` text, `status`), the query thread's stack, a little slack and `memory`
+/// (never above the limit it inherited); or say why it cannot.
+fn bound_memory(status: &str, memory: u64) -> Result<(), String> {
     use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
-    let status = std::fs::read_to_string("/proc/self/status")
-        .map_err(|e| SandboxError::Limit(format!("cannot read /proc/self/status: {e}")))?;
-    let mapped = vm_size(&status)
-        .ok_or_else(|| SandboxError::Limit("no VmSize in /proc/self/status".into()))?;
+    let mapped = vm_size(status).ok_or("/proc/self/status has no VmSize")?;
     let wanted = mapped
         .saturating_add(STACK_BYTES as u64)
         .saturating_add(SLACK_BYTES)
@@ -376,7 +390,7 @@ fn bound_memory(memory: u64) -> Result<(), SandboxError> {
             maximum: Some(limit),
         },
     )
-    .map_err(|e| SandboxError::Limit(format!("setrlimit(RLIMIT_AS, {limit}): {e}")))
+    .map_err(|e| format!("setrlimit(RLIMIT_AS, {limit}) failed: {e}"))
 }
 
 /// The `VmSize` of a `/proc/<pid>/status` text, in bytes.
@@ -566,6 +580,24 @@ mod tests {
         assert_eq!(size_text(3 << 29), "1.5 GiB");
         assert_eq!(size_text(100_000_000), "96 MiB");
         assert_eq!(size_text(1000), "1 KiB");
+    }
+
+    /// A child that cannot bound itself says why, and the parent refuses the query for good.
+    #[test]
+    fn a_child_that_cannot_bound_itself_is_unbounded() {
+        let why = bound_memory("Name:\toverspill\n", 1 << 30).expect_err("no VmSize");
+        assert_eq!(why, "/proc/self/status has no VmSize");
+        let wire = serde_json::to_vec(&Answer::Unbounded(why)).expect("encodes");
+        match judge(ExitStatus::from_raw(0), &wire, b"") {
+            Err(ReadOutcomeError::Sandbox(e)) => assert!(
+                matches!(
+                    e.downcast_ref::<SandboxError>(),
+                    Some(SandboxError::Unbounded(why)) if why == "/proc/self/status has no VmSize"
+                ),
+                "{e}"
+            ),
+            other => panic!("an unbounded sandbox, got {other:?}"),
+        }
     }
 
     #[test]

@@ -522,3 +522,41 @@ async fn reduce_holds_its_own_copy_of_a_file_on_stdin() {
     assert!(stdout.contains("line 0: ok\n"), "{stdout}");
     assert!(stdout.contains("line 19999: ok"), "{stdout}");
 }
+
+/// `overspill read … | head`: a reader that closes the pipe early ends the command quietly, as
+/// for any Unix tool, whatever it was printing (a page, the spills' table, a reduced output).
+#[test]
+fn a_closed_pipe_ends_the_command_quietly() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let store = format!("file://{}", dir.path().display());
+    let log: String = (0..20_000).map(|i| format!("line {i}: ok\n")).collect();
+    let reduce = ["reduce", "--tool", "t", "--run-id", "r", "--call-id", "c"];
+    let spilled = overspill(
+        &[&reduce[..], &["--store", &store]].concat(),
+        log.as_bytes(),
+    );
+    assert!(spilled.status.success(), "{}", text(&spilled.stderr));
+    let commands: [&[&str]; 3] = [
+        &["read", "r/c.0", "--limit", "1000", "--store", &store],
+        &["spills", "ls", "--store", &store],
+        &["reduce", "--tool", "t", "--store", "memory://"],
+    ];
+    for args in commands {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_overspill"))
+            .args(args)
+            .env_remove("OVERSPILL_STORE")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the overspill binary starts");
+        // The reader is gone before the command prints anything.
+        drop(child.stdout.take());
+        let mut stdin = child.stdin.take().expect("stdin is piped");
+        let _ = stdin.write_all(&log.as_bytes()[..4_000]);
+        drop(stdin);
+        let out = child.wait_with_output().expect("overspill finishes");
+        assert_eq!(text(&out.stderr), "", "{args:?}");
+        assert!(out.status.success(), "{args:?}: {:?}", out.status);
+    }
+}

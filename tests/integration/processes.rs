@@ -592,6 +592,10 @@ fn overspill_dev_runs_the_demo() {
         stdout.contains(": 50 matching line(s); showing 5]\nERROR step      996:"),
         "{stdout}"
     );
+    // Not on PATH: the command to page through the spill is this binary's path.
+    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_overspill")).expect("the binary");
+    let page_through = format!("Page through it yourself: {} read '", exe.display());
+    assert!(stdout.contains(&page_through), "{stdout}");
 }
 
 /// `overspill dev` where no server answers starts one through `deploy/temporal.sh`, runs the
@@ -610,6 +614,12 @@ fn overspill_dev_starts_and_stops_its_own_server() {
     std::os::unix::fs::symlink(&venv, deploy.path().join("venv"))
         .unwrap_or_else(|e| panic!("{}: {e} (run deploy/test.sh first)", venv.display()));
     let ui_port = ui_port.to_string();
+    // The binary on PATH, as an installed one is: the command it prints is `overspill`.
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_overspill"));
+    let now = std::env::var_os("PATH").unwrap_or_default();
+    let dirs = (exe.parent().map(std::path::Path::to_path_buf).into_iter())
+        .chain(std::env::split_paths(&now));
+    let path = std::env::join_paths(dirs).unwrap_or_else(|e| panic!("PATH: {e}"));
     let stdout = run_dev(
         &[
             "--demo-lines",
@@ -620,10 +630,15 @@ fn overspill_dev_starts_and_stops_its_own_server() {
         &[
             ("OVERSPILL_DEPLOY_DIR", deploy.path().as_os_str()),
             ("TEMPORAL_UI_PORT", ui_port.as_ref()),
+            ("PATH", path.as_os_str()),
         ],
     );
     assert!(stdout.contains("no Temporal server at"), "{stdout}");
     assert!(stdout.contains("stored to handle '"), "{stdout}");
+    assert!(
+        stdout.contains("Page through it yourself: overspill read '"),
+        "{stdout}"
+    );
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
     assert!(
         std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_err(),

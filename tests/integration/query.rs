@@ -153,3 +153,59 @@ async fn query_activity_and_cli_serve_the_same_page_and_stop_runaways() {
         "{stderr}"
     );
 }
+
+/// A sandbox that cannot bound its memory (here it runs where `/proc` is an empty directory, as
+/// on a system without `/proc`, so it cannot learn what it maps) runs nothing: the query is
+/// refused for good, saying why, never retried.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sandbox_that_cannot_bound_itself_refuses_the_query_for_good() {
+    use overspill::query::{QueryPlace, QueryRunner};
+
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let exe = without_proc(dir.path(), env!("CARGO_BIN_EXE_overspill"));
+    let store = Store::open(Some("memory://")).expect("store");
+    let handle = (store
+        .write("run-u/call-1.0", Bytes::from_static(b"{\"n\":1}\n"))
+        .await)
+        .expect("spill");
+    let runner = QueryRunner {
+        place: QueryPlace::Sandboxed {
+            exe,
+            memory: 256 << 20,
+        },
+        ..QueryRunner::default()
+    };
+    let activities = OverspillActivities::new(store.into()).with_query_runner(runner);
+    let failure = activities
+        .query_request(query(&handle, ".n"), &Caller::Operator)
+        .await
+        .expect_err("refused");
+    assert_eq!(
+        (failure.type_name, failure.retryable),
+        ("QuerySandboxUnbounded", false),
+        "{}",
+        failure.message
+    );
+    assert!(
+        failure.message.ends_with(
+            "cannot read /proc/self/status to learn what it maps (No such file or directory \
+             (os error 2))"
+        ),
+        "{}",
+        failure.message
+    );
+}
+
+/// An executable in `dir` that runs `exe` in a mount namespace of its own whose `/proc` is an
+/// empty tmpfs (the tests run as root, as `deploy/test.sh` does).
+fn without_proc(dir: &std::path::Path, exe: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt as _;
+    let wrapper = dir.join("overspill-without-proc");
+    let script = format!(
+        "#!/bin/sh\nexec /usr/bin/unshare --mount /bin/sh -c \
+         '/bin/mount -t tmpfs none /proc && exec \"$0\" \"$@\"' '{exe}' \"$@\"\n"
+    );
+    std::fs::write(&wrapper, script).expect("the wrapper");
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("mode");
+    wrapper
+}

@@ -508,7 +508,7 @@ async fn assert_misconfigured(store: &Store, what: &[&str]) {
         assert!(error.to_string().contains(words), "{words} not in {error}");
         assert!(log.contains(words), "{words} not in the WARN: {log}");
     }
-    let failure = overspill::activities::Failure::store(&error);
+    let failure = overspill::service::Failure::store(overspill::service::Surface::Activity, &error);
     assert_eq!(failure.type_name, "StoreMisconfigured");
     assert!(!failure.retryable);
 }
@@ -762,7 +762,7 @@ async fn a_key_over_s3s_limit_never_reaches_the_store() {
         matches!(error, StoreError::KeyTooLong { max: 1024, .. }),
         "{error}"
     );
-    let failure = overspill::activities::Failure::store(&error);
+    let failure = overspill::service::Failure::store(overspill::service::Surface::Activity, &error);
     assert_eq!(
         (failure.type_name, failure.retryable),
         ("StoreRefused", false)
@@ -797,7 +797,7 @@ async fn a_deterministic_4xx_falls_back_at_once() {
         "{error:?}"
     );
     assert!(!error.is_retryable());
-    let failure = overspill::activities::Failure::store(&error);
+    let failure = overspill::service::Failure::store(overspill::service::Surface::Activity, &error);
     assert_eq!(
         (failure.type_name, failure.retryable),
         ("StoreRejected", false)

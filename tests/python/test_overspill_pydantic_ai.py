@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import uuid
 from typing import Any
 from pathlib import Path
@@ -363,3 +364,34 @@ def test_the_read_back_tools_are_the_harness_tools_in_its_words() -> None:
             assert ours_properties[parameter]['description'] == schema['description'], (name, parameter)
             assert ours_properties[parameter].get('default') == schema.get('default'), (name, parameter)
         assert spec['parameters']['required'] == theirs.parameters_json_schema['required'], name
+
+
+def test_a_query_sandbox_that_cannot_bound_itself_refuses_the_query_for_good(tmp_path: Path) -> None:
+    """Queries run in the installed `overspill` command's sandbox; one that cannot bound its memory
+    (here it runs where `/proc` is an empty directory, as on a system without `/proc`: a mount
+    namespace of its own, the tests running as root) runs nothing, and the query fails for good
+    with why: a `StoreError` that is not retryable, never a retry loop."""
+    from overspill import Store, StoreError
+
+    store = Store(f'file://{tmp_path}')
+    assert store.query_sandbox == str(Path(sys.executable).parent / 'overspill'), store.query_sandbox
+    wrapper = tmp_path / 'overspill-without-proc'
+    wrapper.write_text(
+        '#!/bin/sh\nexec /usr/bin/unshare --mount /bin/sh -c '
+        f'\'/bin/mount -t tmpfs none /proc && exec "$0" "$@"\' \'{store.query_sandbox}\' "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    unbounded = Store(f'file://{tmp_path}', query_sandbox=str(wrapper))
+
+    async def query() -> str:
+        await unbounded.write('run-u/call-1.0', b'{"n":1}\n')
+        return await unbounded.query_tool_result({'handle': 'run-u/call-1.0', 'filter': '.n'})
+
+    with pytest.raises(StoreError, match='cannot read /proc/self/status to learn what it maps') as raised:
+        asyncio.run(query())
+    assert (raised.value.kind, raised.value.retryable) == ('QuerySandboxUnbounded', False)
+    # A sandbox that fails otherwise is the same typed error, worth retrying.
+    unbounded = Store(f'file://{tmp_path}', query_sandbox='/bin/false')
+    with pytest.raises(StoreError, match='the query sandbox failed') as raised:
+        asyncio.run(query())
+    assert (raised.value.kind, raised.value.retryable) == ('QuerySandboxFailed', True)

@@ -1,13 +1,15 @@
-//! The exceptions the engine's errors become in Python.
+//! The exceptions the service's failures become in Python.
 //!
 //! - An unknown, refused or unseen handle: `FileNotFoundError` (what an `OverflowStore` raises).
-//! - A store that failed: `StoreError`, with `retryable` (a timeout, a store that is down) and
-//!   `kind` (the engine's error type: `Timeout`, `Misconfigured`, …).
-//! - A bad argument of a read-back tool: `ArgumentError`, whose message the model gets to retry.
+//! - A bad argument, the model's to retry (a read-back tool's) or the caller's (a keyword the
+//!   message names): `ArgumentError`.
 //! - A limits configuration the engine refuses: `ConfigError`.
+//! - Anything else the service failed at (the store, the query sandbox): `StoreError`, with
+//!   `kind` (the failure's kind, as the worker's activities name it: `StoreUnavailable`,
+//!   `QuerySandboxUnbounded`, …) and `retryable` (whether the same call may succeed later).
 
-use overspill::read::ReadOutcomeError;
-use overspill::store::StoreError as EngineStoreError;
+use overspill::service::{Failure, INVALID_CONFIG, INVALID_INPUT};
+use overspill::store::StoreError as Missing;
 use pyo3::exceptions::{PyException, PyFileNotFoundError, PyValueError};
 use pyo3::prelude::*;
 
@@ -15,13 +17,15 @@ pyo3::create_exception!(
     overspill,
     StoreError,
     PyException,
-    "A spill store failed: it is down, slow, refuses the credentials, or is misconfigured."
+    "A spill store or the query sandbox failed: `kind` says how, `retryable` whether the same \
+     call may succeed later."
 );
 pyo3::create_exception!(
     overspill,
     ArgumentError,
     PyValueError,
-    "A read-back tool's argument is wrong: the message tells the model what to change."
+    "An argument is wrong: a read-back tool's (the message tells the model what to change), or \
+     a call's (the message names the keyword)."
 );
 pyo3::create_exception!(
     overspill,
@@ -39,13 +43,16 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// A store's error as Python sees it.
-pub(crate) fn store_error(error: EngineStoreError) -> PyErr {
-    if error.is_unknown_handle() {
-        return PyFileNotFoundError::new_err(error.to_string());
+/// A service failure as Python sees it.
+pub(crate) fn failure(failure: Failure) -> PyErr {
+    if failure.is_model_retry() || failure.type_name == INVALID_INPUT {
+        return ArgumentError::new_err(failure.message);
     }
-    let (kind, retryable) = (error.type_name(), error.is_retryable());
-    let raised = StoreError::new_err(error.to_string());
+    if failure.type_name == INVALID_CONFIG {
+        return ConfigError::new_err(failure.message);
+    }
+    let (kind, retryable) = (failure.type_name, failure.retryable);
+    let raised = StoreError::new_err(failure.message);
     Python::attach(|py| {
         let value = raised.value(py);
         // Plain attributes on a fresh exception instance: setting them cannot fail.
@@ -55,16 +62,8 @@ pub(crate) fn store_error(error: EngineStoreError) -> PyErr {
     raised
 }
 
-/// A read-back page, or why there is none: an unknown handle is an answer the model sees, as the
-/// worker's activities answer it.
-pub(crate) fn page(page: Result<String, ReadOutcomeError>) -> PyResult<String> {
-    match page {
-        Ok(page) => Ok(page),
-        Err(missing @ ReadOutcomeError::NoStoredResult(_)) => Ok(missing.to_string()),
-        Err(ReadOutcomeError::Retry(retry)) => Err(ArgumentError::new_err(retry.to_string())),
-        Err(ReadOutcomeError::Store(e)) => Err(store_error(e)),
-        Err(ReadOutcomeError::Sandbox(e)) => Err(StoreError::new_err(format!(
-            "the query sandbox failed: {e}"
-        ))),
-    }
+/// The `FileNotFoundError` of a handle the store does not have (or the caller may not see).
+pub(crate) fn not_found(handle: &str) -> PyErr {
+    let handle = handle.to_owned();
+    PyFileNotFoundError::new_err(Missing::NotFound { handle }.to_string())
 }

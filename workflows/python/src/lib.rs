@@ -1,8 +1,9 @@
-//! `overspill._native`: Overspill's engine for Python, the very code the worker runs.
+//! `overspill._native`: Overspill's engine for Python, the very code the worker runs: a binding
+//! of the engine's service layer (`overspill::service`), which the worker's activities call too.
 //!
 //! - [`store`]: `Store`, a spill store by URL (the worker's keys, line index and writer facts),
-//!   with the read-back pages `read_tool_result`, `grep_tool_result`, `query_tool_result` and
-//!   `list_tool_results`.
+//!   with the read-back pages `read_tool_result`, `grep_tool_result`, `query_tool_result` (run in
+//!   the `overspill` command's query sandbox) and `list_tool_results`.
 //! - [`reduce`]: `Limits` (the worker's `--limits` JSON), `Model` (an OpenAI-compatible
 //!   summarizer) and `reduce`, one tool return reduced by size bands.
 //! - `read_back_tools`: the read-back tools as a model sees them (`overspill::tools`).
@@ -54,7 +55,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<reduce::Limits>()?;
     m.add_class::<reduce::Model>()?;
     m.add_function(wrap_pyfunction!(reduce::reduce, m)?)?;
-    m.add_function(wrap_pyfunction!(store::serve_query_sandbox, m)?)?;
     m.add_function(wrap_pyfunction!(sanitize_key, m)?)?;
     m.add_function(wrap_pyfunction!(read_back_tools, m)?)?;
     m.add_function(wrap_pyfunction!(harness_release, m)?)?;

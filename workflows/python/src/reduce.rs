@@ -1,20 +1,31 @@
 //! `reduce`: one tool return reduced by the engine under a `Limits`, spilling to a `Store` and
-//! summarizing with a `Model`.
+//! summarizing with a `Model`, through the engine's service layer.
+//!
+//! The return value crosses into Rust once: a `str` or `bytes` is copied as it is, any other
+//! value is converted, in one walk, into the JSON value the engine renders (no JSON text in
+//! between). What comes back is a small dict (`Reduction` in `_native.pyi`): the replacement
+//! texts, never the value itself.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use overspill::limits::{self, Action, Envelope, ToolCall, ToolOutput, ToolResult, Unit, bands};
+use overspill::limits::{
+    self, Deferred, Envelope, ReductionKind, ToolCall, ToolOutput, ToolResult,
+};
+use overspill::service::{Failure, Surface};
 use overspill::summarize::{ChunkBudget, Chunked, OpenAiSummarizer};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString};
 use pythonize::{depythonize, pythonize};
-use serde_json::Value;
+use serde_json::{Map, Number, Value};
 
-use crate::errors::ConfigError;
-use crate::store::{Caller, Store, run};
+use crate::errors;
+use crate::store::{Caller, Store, caller, run};
+
+/// The deepest nesting of a structured return the engine takes (as deep as it parses JSON).
+const MAX_DEPTH: usize = 128;
 
 /// Size bands and their actions: the JSON `overspill worker --limits` takes (`None`: the
 /// defaults, one band spilling outputs over 10,000 chars and truncating when the spill fails).
@@ -30,9 +41,8 @@ impl Limits {
     fn new(config: Option<&str>) -> PyResult<Self> {
         let inner = match config {
             None => limits::Limits::default(),
-            Some(json) => {
-                limits::Limits::from_json(json).map_err(|e| ConfigError::new_err(e.to_string()))?
-            }
+            Some(json) => limits::Limits::from_json(json)
+                .map_err(|e| errors::failure(Failure::invalid_config(Surface::Python, &e)))?,
         };
         Ok(Self {
             inner: Arc::new(inner),
@@ -77,19 +87,20 @@ impl Model {
 
 /// Reduce one tool return, as the worker's `tool_output_limits.reduce` activity does.
 ///
-/// `output` is the return value: `str`, `bytes`, or with `structured` the JSON text of a
-/// structured value (rendered by the limits' serializer, sketched in the spill marker). `content`
+/// `output` is the return value: a `str`, `bytes`, or a JSON value (dicts with string keys,
+/// lists, strings, finite floats, integers within 64 bits, booleans, `None`; a `TypeError` names
+/// anything else), rendered by the limits' serializer and sketched in the spill marker. `content`
 /// and `metadata` are a ToolReturn envelope's (`envelope` says there is one). A spill goes to
 /// `store` under `{run_id}/{tool_call_id}.{retry}` for `caller` (under
 /// `{run_id}/{run_step}/{tool_call_id}.{retry}` when the harness keys by step and an earlier
 /// step of the run spilled that key).
 ///
-/// Returns the engine's reduced result as a dict (`kind`, `content_kind`, `return_value`,
-/// `content`, `metadata`, `envelope`, `usage`, `store`), or `None` when the return is left as it
-/// is: nothing was reduced, or its band summarizes and no `model` was given (the caller leaves
-/// the summary to whoever has one).
+/// Returns a `Reduction` (what happened to the value and the content, their replacement texts,
+/// the metadata, the usage and the store a spill went to), or `None` when the return is left as
+/// it is: nothing was reduced, or a part's band summarizes and no `model` was given (the caller
+/// leaves the summary to whoever has one).
 #[pyfunction]
-#[pyo3(signature = (limits, store, *, tool_name, output, structured=false, run_id=None, tool_call_id=None, retry=0, run_step=None, tool_kind=None, content=None, metadata=None, envelope=false, caller=None, model=None))]
+#[pyo3(signature = (limits, store, *, tool_name, output, run_id=None, tool_call_id=None, retry=0, run_step=None, tool_kind=None, content=None, metadata=None, envelope=false, caller=None, model=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn reduce<'py>(
     py: Python<'py>,
@@ -97,7 +108,6 @@ pub(crate) fn reduce<'py>(
     store: &Store,
     tool_name: String,
     output: &Bound<'py, PyAny>,
-    structured: bool,
     run_id: Option<String>,
     tool_call_id: Option<String>,
     retry: u32,
@@ -109,14 +119,13 @@ pub(crate) fn reduce<'py>(
     caller: Caller,
     model: Option<&Model>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let return_value = tool_output(output, structured)?;
     let json = |value: Option<&Bound<'py, PyAny>>| -> PyResult<Option<Value>> {
         value
             .map(|v| depythonize(v).map_err(|e| PyTypeError::new_err(e.to_string())))
             .transpose()
     };
     let result = ToolResult {
-        return_value,
+        return_value: tool_output(output)?,
         envelope: Envelope {
             content: json(content)?,
             metadata: json(metadata)?,
@@ -132,67 +141,105 @@ pub(crate) fn reduce<'py>(
         retry,
         run_step,
     };
-    let (limits, writer) = (limits.inner.clone(), store.reader(&caller));
-    let (store, model) = (store.inner.clone(), model.map(|m| m.inner.clone()));
-    if model.is_none() && summarizes(&limits, &call.tool_name, &result) {
-        return run(py, async { Ok(None::<Py<PyAny>>) });
-    }
+    let (limits, service) = (limits.inner.clone(), store.service.clone());
+    let (model, caller) = (model.map(|m| m.inner.clone()), self::caller(caller));
     run(py, async move {
-        let spills = store.for_tool(&call.tool_name, &writer);
-        let mut reduced = limits::reduce(&limits, &call, result, &spills, &model).await;
+        let reduction = match &model {
+            Some(model) => service.reduce(&limits, &call, result, model, &caller).await,
+            None => {
+                service
+                    .reduce(&limits, &call, result, &Deferred, &caller)
+                    .await
+            }
+        };
+        let reduced = reduction.map_err(errors::failure)?.reduced;
         if !reduced.changed() {
             return Ok(None);
         }
-        if reduced.overflow_handle().is_some() || reduced.overflow_content_handle().is_some() {
-            reduced.store = Some(store.url().to_owned());
-        }
         Python::attach(|py| {
-            Ok(Some(
-                pythonize(py, &reduced)
-                    .map_err(|e| PyValueError::new_err(e.to_string()))?
-                    .unbind(),
-            ))
+            let dict = PyDict::new(py);
+            let replaced = |kind: ReductionKind, text: Option<&str>| {
+                text.filter(|_| kind != ReductionKind::Passthrough)
+                    .map(str::to_owned)
+            };
+            dict.set_item("kind", pythonize(py, &reduced.kind)?)?;
+            dict.set_item("content_kind", pythonize(py, &reduced.content_kind)?)?;
+            let value = replaced(reduced.kind, reduced.return_value.as_text());
+            dict.set_item("return_value", value)?;
+            let content = (reduced.envelope.content.as_ref()).and_then(Value::as_str);
+            dict.set_item("content", replaced(reduced.content_kind, content))?;
+            dict.set_item("metadata", pythonize(py, &reduced.envelope.metadata)?)?;
+            dict.set_item("envelope", reduced.envelope.wrapped)?;
+            dict.set_item("usage", pythonize(py, &reduced.usage)?)?;
+            dict.set_item("store", reduced.store)?;
+            Ok(Some(dict.into_any().unbind()))
         })
+        .map_err(|e: pythonize::PythonizeError| PyValueError::new_err(e.to_string()))
     })
 }
 
-/// The engine's form of a Python return value.
-fn tool_output(output: &Bound<'_, PyAny>, structured: bool) -> PyResult<ToolOutput> {
+/// The engine's form of a Python return value: text and bytes copied as they are, anything else
+/// converted as a JSON value.
+fn tool_output(output: &Bound<'_, PyAny>) -> PyResult<ToolOutput> {
     if let Ok(text) = output.cast::<PyString>() {
-        let text = text.to_str()?;
-        return if structured {
-            serde_json::from_str(text)
-                .map(ToolOutput::Json)
-                .map_err(|e| PyValueError::new_err(format!("structured output is not JSON: {e}")))
-        } else {
-            Ok(ToolOutput::Text(text.to_owned().into()))
-        };
+        return Ok(ToolOutput::Text(text.to_str()?.to_owned().into()));
     }
     if let Ok(data) = output.cast::<PyBytes>() {
         return Ok(ToolOutput::Bytes(Bytes::copy_from_slice(data.as_bytes())));
     }
-    Err(PyTypeError::new_err(format!(
-        "output must be str or bytes (JSON text with structured=True), not {}",
-        output.get_type().name()?
-    )))
+    json_value(output, 0).map(ToolOutput::Json)
 }
 
-/// Whether the band the return value (or a text content) falls in summarizes.
-fn summarizes(limits: &limits::Limits, tool_name: &str, result: &ToolResult) -> bool {
-    let bands = limits.bands_for(tool_name);
-    if !bands.iter().any(|band| band.action.can_summarize()) {
-        return false;
+/// `value` as a JSON value, if it is one: `None`, a `bool`, an `int` within 64 bits, a finite
+/// `float`, a `str`, a `list` of them or a `dict` with `str` keys (exactly those containers, as
+/// a JSON serializer takes them without a default), nested at most [`MAX_DEPTH`] deep.
+fn json_value(value: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
+    if depth > MAX_DEPTH {
+        let deep = format!("output is nested deeper than {MAX_DEPTH} levels");
+        return Err(PyTypeError::new_err(deep));
     }
-    let content = (result.envelope.content.as_ref())
-        .and_then(Value::as_str)
-        .map(|text| ToolOutput::Text(text.to_owned().into()));
-    std::iter::once(&result.return_value)
-        .chain(content.as_ref())
-        .any(|output| {
-            let unit = Unit::new(output, limits);
-            matches!(
-                bands::select(bands, &unit, limits),
-                Some(Action::Summarize(_))
-            )
-        })
+    if value.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(flag) = value.cast::<PyBool>() {
+        return Ok(Value::Bool(flag.is_true()));
+    }
+    if let Ok(text) = value.cast::<PyString>() {
+        return Ok(Value::String(text.to_str()?.to_owned()));
+    }
+    if let Ok(number) = value.cast::<PyInt>() {
+        if let Ok(n) = number.extract::<i64>() {
+            return Ok(Value::from(n));
+        }
+        if let Ok(n) = number.extract::<u64>() {
+            return Ok(Value::from(n));
+        }
+        return Err(PyTypeError::new_err(
+            "output holds an integer beyond 64 bits",
+        ));
+    }
+    if let Ok(number) = value.cast::<PyFloat>() {
+        let finite = Number::from_f64(number.value());
+        let finite =
+            finite.ok_or_else(|| PyTypeError::new_err("output holds a NaN or infinity"))?;
+        return Ok(Value::Number(finite));
+    }
+    if let Ok(list) = value.cast_exact::<PyList>() {
+        let items = list.iter().map(|item| json_value(&item, depth + 1));
+        return items.collect::<PyResult<_>>().map(Value::Array);
+    }
+    if let Ok(dict) = value.cast_exact::<PyDict>() {
+        let mut map = Map::with_capacity(dict.len());
+        for (key, item) in dict.iter() {
+            let key = key.cast::<PyString>().map_err(|_| {
+                PyTypeError::new_err("output holds a dict with a key that is not a str")
+            })?;
+            map.insert(key.to_str()?.to_owned(), json_value(&item, depth + 1)?);
+        }
+        return Ok(Value::Object(map));
+    }
+    Err(PyTypeError::new_err(format!(
+        "output is not a JSON value: it holds a {}",
+        value.get_type().name()?
+    )))
 }

@@ -1,15 +1,13 @@
-//! `Store`: spills by URL, written and read exactly as the worker writes and reads them.
+//! `Store`: spills by URL, written and read exactly as the worker writes and reads them, through
+//! the engine's service layer.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use overspill::api::{GrepRequest, ListRequest, QueryRequest, ReadRequest};
-use overspill::limits::SpillStore as _;
 use overspill::query::{self, DEFAULT_QUERY_MEMORY, QueryPlace, QueryRunner};
-use overspill::read;
-use overspill::store::{ReadScope, Reader, Scope};
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use overspill::service::{Caller as ServiceCaller, Failure, Service, Surface};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use pythonize::depythonize;
@@ -22,15 +20,23 @@ use crate::errors;
 /// standalone activity, which sees no scoped spill).
 pub(crate) type Caller = Option<(String, Option<String>)>;
 
+/// The service's caller for a Python `caller`.
+pub(crate) fn caller(caller: Caller) -> ServiceCaller {
+    match caller {
+        None => ServiceCaller::Operator,
+        Some((namespace, workflow_id)) => {
+            ServiceCaller::activity(&namespace, workflow_id.as_deref(), None)
+        }
+    }
+}
+
 /// A spill store: `file:///path`, `s3://bucket/prefix`, `gs://…`, `az://…` or `memory://`
 /// (`None`: the local default, `file://$TMPDIR/overspill-<euid>`), as `overspill worker --store`
 /// takes it. Reads inside an activity see the spills `read_scope` admits for its workflow
 /// (`workflow`, `namespace` or `any`); any other reads as a missing one.
 #[pyclass(frozen, module = "overspill._native")]
 pub(crate) struct Store {
-    pub(crate) inner: Arc<overspill::store::Store>,
-    read_scope: ReadScope,
-    queries: Option<QueryRunner>,
+    pub(crate) service: Arc<Service>,
 }
 
 impl Store {
@@ -41,39 +47,33 @@ impl Store {
         page: Page,
         caller: Caller,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (store, reader) = (self.inner.clone(), self.reader(&caller));
+        let (service, caller) = (self.service.clone(), self::caller(caller));
         run(py, async move {
-            let spills = store.read_as(&reader);
-            errors::page(match page {
-                Page::Read(request) => read::read_tool_result(&spills, &request).await,
-                Page::Grep(request) => read::grep_tool_result(&spills, &request).await,
-                Page::Query(request, runner) => {
-                    query::query_tool_result_with(&spills, &request, &runner).await
-                }
-                Page::List(request) => (store.list_run(&request, &reader).await)
-                    .map(|listing| listing.render(std::time::SystemTime::now())),
-            })
+            let answer = match page {
+                Page::Read(request) => service.read_tool_result(&request, &caller).await,
+                Page::Grep(request) => service.grep_tool_result(&request, &caller).await,
+                Page::Query(request) => service.query_tool_result(&request, &caller).await,
+                Page::List(request) => service.list_tool_results(request, &caller).await,
+            };
+            answer.map(|answer| answer.text).map_err(errors::failure)
         })
     }
+}
 
-    /// How `caller` reads and writes here.
-    pub(crate) fn reader(&self, caller: &Caller) -> Reader {
-        match caller {
-            None => Reader::operator(),
-            Some((namespace, workflow_id)) => {
-                let scope = (workflow_id.as_deref()).and_then(|id| Scope::new(namespace, id));
-                Reader::new(self.read_scope, scope)
-            }
-        }
-    }
+/// A read-back tool's request.
+enum Page {
+    Read(ReadRequest),
+    Grep(GrepRequest),
+    Query(QueryRequest),
+    List(ListRequest),
 }
 
 #[pymethods]
 impl Store {
     /// Open the store at `url`. `query_sandbox` is the executable each `query_tool_result` runs
-    /// in, bounded in memory and time (default: the package's `overspill-query-sandbox` script
-    /// beside this Python, else on `PATH`; the `overspill` binary serves too): without one,
-    /// queries are refused rather than run unbounded in this process.
+    /// in, as `overspill query-sandbox`, bounded in memory and time (default: the `overspill`
+    /// command the `overspill-cli` package installs beside this Python, else on `PATH`): without
+    /// one, queries are refused rather than run unbounded in this process.
     #[new]
     #[pyo3(signature = (url=None, *, read_scope="workflow", query_sandbox=None))]
     fn new(
@@ -83,7 +83,8 @@ impl Store {
         query_sandbox: Option<PathBuf>,
     ) -> PyResult<Self> {
         let read_scope = read_scope.parse().map_err(PyValueError::new_err)?;
-        let inner = overspill::store::Store::open(url).map_err(errors::store_error)?;
+        let store = overspill::store::Store::open(url)
+            .map_err(|e| errors::failure(Failure::store(Surface::Python, &e)))?;
         let query_sandbox = match query_sandbox {
             Some(exe) => Some(exe),
             None => default_sandbox(py)?,
@@ -95,31 +96,42 @@ impl Store {
             },
             deadline: query::QUERY_DEADLINE,
         });
+        let service = Service::new(Arc::new(store), Surface::Python)
+            .with_read_scope(read_scope)
+            .with_query_runner(queries);
         Ok(Self {
-            inner: Arc::new(inner),
-            read_scope,
-            queries,
+            service: Arc::new(service),
         })
     }
 
     /// The store's URL, as the worker shows it (no query parameters, no password).
     #[getter]
     fn url(&self) -> &str {
-        self.inner.url()
+        self.service.store().url()
     }
 
     /// The read scope reads inside an activity have (`workflow`, `namespace` or `any`).
     #[getter]
     fn read_scope(&self) -> String {
-        self.read_scope.to_string()
+        self.service.read_scope().to_string()
+    }
+
+    /// The executable queries run in, if any (`None`: queries are refused).
+    #[getter]
+    fn query_sandbox(&self) -> Option<String> {
+        match &self.service.query_runner()?.place {
+            QueryPlace::Sandboxed { exe, .. } => Some(exe.display().to_string()),
+            QueryPlace::InProcess => None,
+        }
     }
 
     /// Check that the store can be used: a local root is created `0700` (or checked), a bucket
     /// answers a listing.
     fn check<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let store = self.inner.clone();
+        let service = self.service.clone();
         run(py, async move {
-            store.check().await.map_err(errors::store_error)
+            let checked = service.store().check().await;
+            checked.map_err(|e| errors::failure(Failure::store(Surface::Python, &e)))
         })
     }
 
@@ -134,14 +146,11 @@ impl Store {
         tool_name: Option<String>,
         caller: Caller,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (store, writer) = (self.inner.clone(), self.reader(&caller));
+        let (service, caller) = (self.service.clone(), self::caller(caller));
         run(py, async move {
             let tool = tool_name.unwrap_or_default();
-            let spills = store.for_tool(&tool, &writer);
-            spills
-                .write(&key, Bytes::from(data))
-                .await
-                .map_err(errors::store_error)
+            let written = service.write(&key, data.into(), &tool, &caller).await;
+            written.map_err(errors::failure)
         })
     }
 
@@ -153,13 +162,11 @@ impl Store {
         handle: String,
         caller: Caller,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (store, reader) = (self.inner.clone(), self.reader(&caller));
+        let (service, caller) = (self.service.clone(), self::caller(caller));
         run(py, async move {
-            let data = store
-                .read_as(&reader)
-                .read(&handle)
-                .await
-                .map_err(errors::store_error)?;
+            let data = service.read(&handle, &caller).await;
+            let data = data.map_err(errors::failure)?;
+            let data = data.ok_or_else(|| errors::not_found(&handle))?;
             Ok(Python::attach(|py| PyBytes::new(py, &data).unbind()))
         })
     }
@@ -197,13 +204,7 @@ impl Store {
         request: &Bound<'py, PyDict>,
         caller: Caller,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let Some(runner) = self.queries.clone() else {
-            return Err(PyRuntimeError::new_err(
-                "query_tool_result runs a model's jq filter only in a sandbox bounded in memory: \
-                 give Store(query_sandbox=…) the `overspill-query-sandbox` executable",
-            ));
-        };
-        self.page(py, Page::Query(from_dict(request)?, runner), caller)
+        self.page(py, Page::Query(from_dict(request)?), caller)
     }
 
     /// `list_tool_results`' page for `request` (`{'run_id': …, 'limit': …, 'tool_names': …}`):
@@ -221,44 +222,30 @@ impl Store {
     fn __repr__(&self) -> String {
         format!(
             "Store({:?}, read_scope={:?})",
-            self.inner.url(),
-            self.read_scope.to_string()
+            self.service.store().url(),
+            self.service.read_scope().to_string()
         )
     }
 }
 
-/// A read-back tool's request.
-enum Page {
-    Read(ReadRequest),
-    Grep(GrepRequest),
-    Query(QueryRequest, QueryRunner),
-    List(ListRequest),
-}
+/// The `overspill` command, whose `query-sandbox` runs each query (the `overspill-cli`
+/// package's script).
+const SANDBOX_COMMAND: &str = "overspill";
 
-/// The executable name of the package's query sandbox (`[project.scripts]`).
-const SANDBOX_SCRIPT: &str = "overspill-query-sandbox";
-
-/// The package's query sandbox: in this Python's scripts directory (a virtual environment's
-/// `bin/`), else on `PATH`.
+/// The `overspill` command: in this Python's scripts directory (a virtual environment's `bin/`),
+/// else on `PATH`.
 fn default_sandbox(py: Python<'_>) -> PyResult<Option<PathBuf>> {
     let scripts: PathBuf = (py
         .import("sysconfig")?
         .call_method1("get_path", ("scripts",))?)
     .extract()?;
-    let beside = scripts.join(SANDBOX_SCRIPT);
+    let beside = scripts.join(SANDBOX_COMMAND);
     if beside.is_file() {
         return Ok(Some(beside));
     }
     py.import("shutil")?
-        .call_method1("which", (SANDBOX_SCRIPT,))?
+        .call_method1("which", (SANDBOX_COMMAND,))?
         .extract()
-}
-
-/// The query sandbox's side: read one query and the spill's bytes on stdin, bound this
-/// process's memory, and answer on stdout (the `overspill-query-sandbox` script's body).
-#[pyfunction]
-pub(crate) fn serve_query_sandbox() -> PyResult<()> {
-    query::serve_sandbox().map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
 /// `future` as an awaitable of the running event loop, run on the module's Tokio runtime.

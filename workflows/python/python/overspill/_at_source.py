@@ -26,12 +26,11 @@ import asyncio
 import dataclasses
 import json
 import logging
-import math
 import typing
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from weakref import WeakKeyDictionary
 
 from temporalio import activity, workflow
@@ -51,6 +50,9 @@ from overspill._compat.temporalio import activity_name
 from overspill._markers import spill_header
 from overspill._names import default_store_url
 from overspill._native import Limits, Model, Store, reduce
+
+if TYPE_CHECKING:
+    from overspill._native import Reduction  # a TypedDict of the type stub only
 
 _logger = logging.getLogger('overspill.interceptor')
 
@@ -253,17 +255,16 @@ class OverspillInterceptor(Interceptor):
 
     async def _reduce(self, site: ToolCallSite, parts: ToolOutputParts, index: int, count: int) -> Reduced | None:
         """One output reduced, or `None` when the engine leaves it (or cannot carry it)."""
-        output = engine_output(parts.value)
-        if output is None:
-            return None  # a value the engine cannot render as the framework would: the workflow's
         call_id = parts.call_id or (site.tool_call_id if count == 1 else f'{site.tool_call_id}-{index}')
         try:
             reduced = await engine_reduce(
-                self, parts, output, tool_name=parts.tool_name or site.tool_name, run_id=site.run_id,
+                self, parts, tool_name=parts.tool_name or site.tool_name, run_id=site.run_id,
                 tool_call_id=call_id, retry=site.retry if parts.call_id is None else 0,
                 run_step=site.run_step,
             )
-        except (TypeError, ValueError) as error:  # content or metadata the engine cannot carry
+        except (TypeError, ValueError) as error:
+            # A value, content or metadata that is not JSON: the workflow's serializer knows its
+            # Python type, and renders it as the framework would.
             _logger.debug('leaving the output of tool %r to the workflow: %s', site.tool_name, error)
             return None
         return None if reduced is None else _reduced(parts, reduced)
@@ -272,23 +273,21 @@ class OverspillInterceptor(Interceptor):
 async def engine_reduce(
     interceptor: OverspillInterceptor,
     parts: ToolOutputParts,
-    output: tuple[str | bytes, bool],
     *,
     tool_name: str,
     run_id: str,
     tool_call_id: str,
     retry: int,
     run_step: int | None = None,
-) -> Mapping[str, Any] | None:
+) -> Reduction | None:
     """The engine's reduction of one output (`None`: nothing to do), as the calling activity's
-    workflow writes it: the one call across the native boundary."""
-    text, structured = output
+    workflow writes it: the one call across the native boundary, where the value crosses as it is
+    (a `str` or `bytes`, or a JSON value; anything else is a `TypeError`)."""
     return await reduce(
         interceptor.limits,
         interceptor.store,
         tool_name=tool_name,
-        output=text,
-        structured=structured,
+        output=parts.value,
         run_id=run_id,
         tool_call_id=tool_call_id,
         retry=retry,
@@ -360,56 +359,16 @@ async def heartbeating(info: activity.Info) -> AsyncIterator[None]:
             await task
 
 
-def _reduced(parts: ToolOutputParts, reduced: Mapping[str, Any]) -> Reduced:
+def _reduced(parts: ToolOutputParts, reduced: Reduction) -> Reduced:
     """The engine's reduced result, with the original objects where it left them."""
-    value = parts.value if reduced['kind'] == 'passthrough' else _python(reduced['return_value'])
-    content = parts.content if reduced.get('content_kind') == 'passthrough' else reduced.get('content')
+    value, content = reduced['return_value'], reduced['content']
     return Reduced(
-        value=value,
-        content=content,
-        metadata=reduced.get('metadata'),
-        envelope=bool(reduced.get('envelope')),
+        value=parts.value if value is None else value,
+        content=parts.content if content is None else content,
+        metadata=reduced['metadata'],
+        envelope=reduced['envelope'],
         kind=reduced['kind'],
     )
-
-
-def _python(output: Mapping[str, Any]) -> Any:
-    """An engine output form (`{'text': …}`, `{'json': …}`) as the Python value."""
-    if 'text' in output:
-        return output['text']
-    return output.get('json')
-
-
-def engine_output(value: Any) -> tuple[str | bytes, bool] | None:
-    """`value` as the engine takes it: a `str` or `bytes` as itself, a JSON value (dicts with
-    string keys, lists, strings, finite floats, integers within 64 bits, booleans, `None`) as its
-    JSON text with `structured`; anything else (`None` returned) is left to the workflow, whose
-    serializer knows its Python type."""
-    if isinstance(value, (str, bytes)):
-        return value, False
-    if not _plain_json(value, depth=0):
-        return None
-    return json.dumps(value, ensure_ascii=False, separators=(',', ':')), True
-
-
-_MAX_DEPTH = 256
-"""Deeper values are left to the workflow (the engine parses JSON up to 128 levels)."""
-
-
-def _plain_json(value: Any, depth: int) -> bool:
-    if depth > _MAX_DEPTH // 2:
-        return False
-    if value is None or isinstance(value, (bool, str)):
-        return True
-    if isinstance(value, int):
-        return -(2**63) <= value < 2**64
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if type(value) is list:
-        return all(_plain_json(item, depth + 1) for item in value)
-    if type(value) is dict:
-        return all(isinstance(k, str) and _plain_json(v, depth + 1) for k, v in value.items())
-    return False
 
 
 # --- the workflow's side: which handles this run's at-source spills gave -------------------------

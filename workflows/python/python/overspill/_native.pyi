@@ -1,18 +1,52 @@
 """Overspill's engine (Rust), as the worker runs it. See `overspill` for the overview."""
 
 from collections.abc import Awaitable
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 Caller = tuple[str, str | None] | None
 
+JsonValue = None | bool | int | float | str | list['JsonValue'] | dict[str, 'JsonValue']
+"""A JSON value as Python holds it: what `reduce` takes besides `str` and `bytes`."""
+
+ReductionKind = Literal['passthrough', 'truncated', 'spilled', 'summarized']
+"""What happened to one part of a tool return."""
+
+class Usage(TypedDict):
+    """What a reduction's model calls cost."""
+
+    requests: int
+    input_tokens: int
+    output_tokens: int
+
+class Reduction(TypedDict):
+    """What `reduce` made of a tool return: the reduce activity's reply, without the return itself."""
+
+    kind: ReductionKind
+    """What happened to the return value."""
+    content_kind: ReductionKind
+    """What happened to the envelope's text content."""
+    return_value: str | None
+    """The text the model sees instead of the return value; `None` when it is left as it was."""
+    content: str | None
+    """The envelope's content as reduced; `None` when it is left as it was."""
+    metadata: Any
+    """The envelope's metadata, with `overflow_handle` / `overflow_bytes` / `overflow_content_handle` after a spill."""
+    envelope: bool
+    """Whether the result is a ToolReturn envelope (a bare value that spilled becomes one)."""
+    usage: Usage
+    store: str | None
+    """The store a spill went to (its URL, as the worker shows it)."""
+
 class StoreError(Exception):
-    """A spill store failed: it is down, slow, refuses the credentials, or is misconfigured."""
+    """A spill store or the query sandbox failed: `kind` says how, `retryable` whether the same call may succeed later."""
 
     kind: str
+    """The failure's kind, as the worker's activities name it (`StoreUnavailable`, `StoreMisconfigured`,
+    `QuerySandboxFailed`, `QuerySandboxUnbounded`, …)."""
     retryable: bool
 
 class ArgumentError(ValueError):
-    """A read-back tool's argument is wrong: the message tells the model what to change."""
+    """An argument is wrong: a read-back tool's (the message tells the model what to change), or a call's (the message names the keyword)."""
 
 class ConfigError(ValueError):
     """A limits configuration the engine refuses (the message names the field)."""
@@ -27,6 +61,8 @@ class Store:
     def url(self) -> str: ...
     @property
     def read_scope(self) -> str: ...
+    @property
+    def query_sandbox(self) -> str | None: ...
     def check(self) -> Awaitable[None]: ...
     def write(
         self, key: str, data: bytes, *, tool_name: str | None = None, caller: Caller = None
@@ -60,8 +96,7 @@ def reduce(
     store: Store,
     *,
     tool_name: str,
-    output: str | bytes,
-    structured: bool = False,
+    output: str | bytes | JsonValue,
     run_id: str | None = None,
     tool_call_id: str | None = None,
     retry: int = 0,
@@ -72,7 +107,7 @@ def reduce(
     envelope: bool = False,
     caller: Caller = None,
     model: Model | None = None,
-) -> Awaitable[dict[str, Any] | None]: ...
+) -> Awaitable[Reduction | None]: ...
 def sanitize_key(key: str) -> str: ...
 
 class ToolSpec(TypedDict):
@@ -89,4 +124,3 @@ class ToolSpec(TypedDict):
 
 def read_back_tools() -> list[ToolSpec]: ...
 def harness_release(version: str) -> str: ...
-def serve_query_sandbox() -> None: ...
