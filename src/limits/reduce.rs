@@ -140,7 +140,7 @@ pub async fn reduce<S: SpillStore, M: Summarizer>(
         (content_unit.as_ref()).and_then(|unit| bands::select(bands, unit, limits));
     let summarizes = |action: Option<&Action>| matches!(action, Some(Action::Summarize(_)));
     if summarizer.defers() && (summarizes(value_action) || summarizes(content_action)) {
-        return assemble(result, Applied::default(), Applied::default());
+        return assemble(result, Applied::default(), Applied::default(), limits);
     }
     let reducer = Reducer {
         limits,
