@@ -20,17 +20,19 @@ adapter over:
   Temporal worker interceptor that reduces tool outputs in the tools' own activities, before
   Temporal records them; `ToolActivities` selects a framework's tool activities (by name, suffix
   or predicate) with a codec for its results (`TEXT`, `UNTYPED`, `TOOL_MESSAGE`, `MCP_RESULT`,
-  `STRANDS_RESULT`).
+  `STRANDS_RESULT`). `OverspillPlugin`: the interceptor in one line on a Temporal client.
 - The read-back tools: `READ_BACK_TOOLS`, the engine's table (`ReadBackTool`: name, activity,
   description, JSON Schema parameters, `request(...)`, and `await tool(arguments, worker=...)`
   from workflow code).
-- Masking: `MaskingSettings` and `Conversation`, the one rule each framework's hook applies.
+- Masking: `MaskingSettings` and `Conversation`, the one rule each framework's hook applies;
+  `WorkflowMasking`, a hook's settings with the Overspill worker its spills go through.
 - The Overspill worker from workflow code: `OverspillWorker` (task queue, timeouts,
   `on_unavailable`), `ModelRetry`, `NoWorkerError`, `OtherStoreError`, `OverspillUnavailable`.
 - Long runs: `overspill.external_storage` (Temporal External Storage for model-call inputs).
 
-Integrations: `overspill.pydantic_ai` (pydantic-ai agents) and `overspill.openai_agents` (the
-OpenAI Agents SDK on Temporal, with the `openai-agents` extra).
+Integrations: `overspill.pydantic_ai` (pydantic-ai agents), `overspill.openai_agents` (the
+OpenAI Agents SDK on Temporal, with the `openai-agents` extra), `overspill.google_adk` (Google ADK,
+`google-adk`) and `overspill.strands` (Strands Agents, `strands`).
 """
 
 from overspill._activity import (
@@ -57,9 +59,18 @@ from overspill._codecs import (
     ToolOutputParts,
 )
 from overspill._markers import mask_marker
-from overspill._masking import Conversation, Conversations, Entry, MaskingSettings, ToolOutput, masked_key
+from overspill._masking import (
+    Conversation,
+    Conversations,
+    Entry,
+    MaskingSettings,
+    ToolOutput,
+    WorkflowMasking,
+    masked_key,
+)
 from overspill._names import DEFAULT_TASK_QUEUE, SPILL_ACTIVITY, SUMMARIZE_ACTIVITY, default_store_url, default_task_queue
 from overspill._native import ArgumentError, ConfigError, Limits, Model, Store, StoreError, sanitize_key
+from overspill._plugin import OverspillPlugin
 from overspill._tools import READ_BACK_TOOLS, ReadBackTool
 
 __all__ = [
@@ -80,6 +91,7 @@ __all__ = [
     'OnUnavailable',
     'OtherStoreError',
     'OverspillInterceptor',
+    'OverspillPlugin',
     'OverspillUnavailable',
     'OverspillWorker',
     'READ_BACK_TOOLS',
@@ -100,6 +112,7 @@ __all__ = [
     'ToolSelection',
     'UNTYPED',
     'UnavailableError',
+    'WorkflowMasking',
     'default_store_url',
     'default_task_queue',
     'execute_activity',

@@ -43,7 +43,8 @@ from weakref import WeakKeyDictionary
 
 from temporalio import workflow
 
-from overspill._activity import UnavailableError
+from overspill._activity import OverspillWorker, UnavailableError
+from overspill._at_source import at_source_stores
 from overspill._markers import is_masked, mask_marker, spill_header
 from overspill._tools import READ_BACK_TOOLS
 
@@ -333,3 +334,37 @@ class Conversations(Generic[Item]):
         if conversation is None:
             conversation = self._by_workflow[instance] = make()
         return conversation
+
+
+@dataclass
+class WorkflowMasking(MaskingSettings):
+    """The settings of a framework's masking hook, with the Overspill worker its spills go through
+    and the masked view of each workflow's conversation: what every adapter's hook is made of.
+
+    A hook calls `masked(items, conversation)` at each model call and sends what it returns.
+    """
+
+    worker: OverspillWorker = field(default_factory=OverspillWorker)
+    """The Overspill worker that stores the outputs masking spills (its queue and timeouts)."""
+
+    _conversations: Conversations[Any] = field(default_factory=Conversations, init=False, repr=False, compare=False)
+
+    async def masked(
+        self, items: Sequence[Item], conversation: Callable[[], Conversation[Item]], *, fixed: str = ''
+    ) -> list[Item]:
+        """The items to send: this workflow's conversation (made by `conversation` the first time)
+        masked by the rule, with `fixed` text (instructions) counted. Its spills go through `worker`
+        under the workflow's run id, checked against the store this run's at-source spills went
+        to; outside a workflow nothing can be spilled, so an output that needs a spill stays (with
+        a WARNING)."""
+        in_workflow = workflow.in_workflow()
+        stores = at_source_stores()
+        store = next(iter(stores)) if len(stores) == 1 else None
+
+        async def spill(key: str, data: bytes) -> str:
+            if not in_workflow:
+                raise RuntimeError(f'{type(self).__name__} spills in a Temporal workflow')
+            return await self.worker.spill(key, data, store=store)
+
+        run_id = workflow.info().run_id if in_workflow else 'run'
+        return await self._conversations.get(conversation).mask(items, run_id=run_id, spill=spill, fixed=fixed)

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from agents.run_config import CallModelData, ModelInputData
-from temporalio import workflow
 
-from overspill._activity import OverspillWorker
-from overspill._at_source import at_source_stores
-from overspill._masking import Conversation, Conversations, Entry, MaskingSettings, ToolOutput
+from overspill._masking import Conversation, Entry, ToolOutput, WorkflowMasking
 
 
 @dataclass
-class OverspillMasking(MaskingSettings):
+class OverspillMasking(WorkflowMasking):
     """Clears tool outputs the model has already seen from its input, without losing them.
 
     A `call_model_input_filter` for the OpenAI Agents SDK:
@@ -47,30 +44,10 @@ class OverspillMasking(MaskingSettings):
     the spills' recorded results.
     """
 
-    worker: OverspillWorker = field(default_factory=OverspillWorker)
-    """The Overspill worker that stores the outputs masking spills (its queue and timeouts)."""
-
-    _conversations: Conversations[Any] = field(default_factory=Conversations, init=False, repr=False, compare=False)
-
     async def __call__(self, data: CallModelData[Any]) -> ModelInputData:
         """The input to send: the model's input with the outputs masked so far."""
         model_data = data.model_data
-        conversation = self._conversations.get(self._conversation)
-        in_workflow = workflow.in_workflow()
-        stores = at_source_stores()
-        store = next(iter(stores)) if len(stores) == 1 else None
-
-        async def spill(key: str, data: bytes) -> str:
-            if not in_workflow:
-                raise RuntimeError('OverspillMasking spills in a Temporal workflow (an agent on OpenAIAgentsPlugin)')
-            return await self.worker.spill(key, data, store=store)
-
-        items = await conversation.mask(
-            model_data.input,
-            run_id=workflow.info().run_id if in_workflow else 'run',
-            spill=spill,
-            fixed=model_data.instructions or '',
-        )
+        items = await self.masked(model_data.input, self._conversation, fixed=model_data.instructions or '')
         return ModelInputData(input=items, instructions=model_data.instructions)
 
     def _conversation(self) -> Conversation[Any]:
