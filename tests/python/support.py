@@ -1,5 +1,6 @@
 """Helpers the Python end-to-end tests share: a local OpenAI-compatible model endpoint, worker
-subprocesses, and the harness's own page of a spill."""
+subprocesses, the harness's own page of a spill, the crawl log the agents' tools return, and
+the frameworks' quickstarts run as pasted."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -36,6 +39,54 @@ def stack_env(store_url: str, name: str, model_url: str, **extra: str) -> dict[s
     }
     env.pop('LOG_AGENT_PAUSE_FILE', None)
     return env
+
+
+def page_text(n: int, chars: int) -> str:
+    """Page `n` of the crawl log: `chars` chars of numbered lines, the same on every call."""
+    line = 0
+    parts: list[str] = []
+    size = 0
+    while size < chars:
+        text = f'page {n:04d} line {line:06d} status={"ok" if (line * 7 + n) % 13 else "ERROR"} ms={(line * 37 + n) % 997}\n'
+        parts.append(text)
+        size += len(text)
+        line += 1
+    return ''.join(parts)[:chars]
+
+
+def run_quickstart(example: Path, tmp_path: Path) -> None:
+    """Run an agent framework's quickstart (`examples/<framework>_quickstart.py`) as pasted against
+    `overspill dev`, and check what it printed: the agent's 200 KB tool output was spilled in the
+    tool's own activity into the default store that `overspill dev` and the interceptor both
+    derive, and the model read its last line back through the dev worker by the marker's handle,
+    `{run id}/{activity id}.0`, the tool being the workflow's second activity (after the model's).
+    Needs `TEMPORAL_ADDRESS` and `OVERSPILL_BIN`; the package comes from the installed wheel."""
+    # A fresh TMPDIR gives the run its own default store, and a queue of its own keeps other
+    # workers on the server away.
+    env = {k: v for k, v in os.environ.items() if k not in ('OVERSPILL_STORE', 'PYTHONPATH')}
+    env.update(TMPDIR=str(tmp_path), OVERSPILL_TASK_QUEUE=f'quickstart-overspill-{uuid.uuid4()}')
+    env['OPENAI_AGENTS_DISABLE_TRACING'] = '1'
+    dev = Process('overspill-dev', [os.environ['OVERSPILL_BIN'], 'dev', '--no-demo'], env, tmp_path)
+    try:
+        dev.wait_for('overspill dev: Temporal at')
+        run = subprocess.run(
+            [sys.executable, str(example)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
+    finally:
+        dev.stop()
+    assert run.returncode == 0, f'{run.stdout}\n{run.stderr}\n{dev.output()[-3000:]}'
+    assert 'Fatal Python error' not in run.stderr, run.stderr
+    header, line = run.stdout.strip().split('\n')
+    assert header.startswith("[handle '") and header.endswith("/2.0': 9,001 matching line(s); showing 1]"), header
+    assert line == 'BUILD FAILED: disk full'
+    handle = header.split("'")[1]
+    spilled = tmp_path / f'overspill-{os.geteuid()}' / 'tool_output_limits' / handle
+    assert spilled.read_text().endswith('BUILD FAILED: disk full\n') and spilled.stat().st_size > 200_000
+
+
+def readme_shows(example: Path) -> bool:
+    """Whether the package's README shows `example` whole, as a Python block."""
+    return f'```python\n{example.read_text()}```' in (EXAMPLES.parent / 'README.md').read_text()
 
 
 # --- the local model endpoint -----------------------------------------------------------------
