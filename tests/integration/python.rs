@@ -1,6 +1,6 @@
-//! The Python package's tests: agents on Temporal (pydantic-ai, the OpenAI Agents SDK) with the
-//! `overspill` wheel and the `overspill worker` binary, and the real Python packages
-//! (pydantic-ai-slim 2.62 `TemporalDurability`, pydantic-ai-harness 0.62 `ToolOutputLimits`).
+//! The Python package's tests: agents on Temporal (pydantic-ai, the OpenAI Agents SDK, Google ADK,
+//! Strands) with the `overspill` wheel and the `overspill worker` binary, and the real Python
+//! packages (pydantic-ai-slim 2.62 `TemporalDurability`, pydantic-ai-harness 0.62 `ToolOutputLimits`).
 //!
 //! The scenarios live in `tests/python/` (pytest, in the venv where `deploy/test.sh` installs
 //! the package's wheel, `.deploy/wheel-venv`, or `$OVERSPILL_PYTHON`); a test here per file
@@ -60,6 +60,7 @@ python_suites!(
     test_core,
     test_external_storage,
     test_external_storage_gc,
+    test_google_adk,
     test_masking,
     test_newcomer,
     test_openai_agents,
@@ -68,6 +69,7 @@ python_suites!(
     test_pydantic_ai_e2e,
     test_quickstart,
     test_read_scope,
+    test_strands,
     test_wheel,
 );
 

@@ -59,7 +59,8 @@ def _describe(content: types.Content) -> Entry:
         texts.append(_part_text(part))
         response = part.function_response
         if response is not None:
-            outputs.append(ToolOutput(response.id or response.name or 'call', response.name or '', _output(response.response)))
+            name = response.name or ''
+            outputs.append(ToolOutput(response.id or name or 'call', name, _output(response.response)))
     return Entry(texts=texts, from_model=content.role == 'model', outputs=outputs)
 
 

@@ -40,9 +40,8 @@ class OverspillTool(BaseTool):
 
     def _get_declaration(self) -> types.FunctionDeclaration:
         """The table's declaration, as the model gets it (`overspill._compat.google_adk`)."""
-        return types.FunctionDeclaration(
-            name=self.name, description=self.description, parameters_json_schema=copy.deepcopy(dict(self.tool.parameters))
-        )
+        schema = copy.deepcopy(dict(self.tool.parameters))
+        return types.FunctionDeclaration(name=self.name, description=self.description, parameters_json_schema=schema)
 
     async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
         """The worker's page for the model's arguments, or the error the model is to fix."""

@@ -67,23 +67,22 @@ class OverspillTool(AgentTool):
         Strands turns a tool's exceptions into error results, and its concurrent executor
         swallows a cancellation in a tool's task: when the run is to end, the tool answers with
         the error and has the agent's loop raise `OverspillUnavailable` once the tools are done."""
-        arguments = tool_use.get('input')
+        arguments, call_id = tool_use.get('input'), tool_use['toolUseId']
         try:
             if not isinstance(arguments, dict):
                 raise ModelRetry(f'Invalid input for tool {self.tool.name}: a JSON object is expected')
             page = await self.tool(arguments, worker=self.worker)
         except ModelRetry as error:
-            yield ToolResultEvent({'toolUseId': tool_use['toolUseId'], 'status': 'error', 'content': [{'text': str(error)}]})
+            yield ToolResultEvent({'toolUseId': call_id, 'status': 'error', 'content': [{'text': str(error)}]})
             return
         except UnavailableError as error:  # the run is to end: from the agent's loop, once the tools are done
             agent = invocation_state.get('agent')
             if agent is None:
                 raise OverspillUnavailable(error.message) from None
             agent.hooks.add_callback(AfterToolsEvent, _end_run(error.message))
-            yield ToolResultEvent({'toolUseId': tool_use['toolUseId'], 'status': 'error', 'content': [{'text': error.message}]})
+            yield ToolResultEvent({'toolUseId': call_id, 'status': 'error', 'content': [{'text': error.message}]})
             return
-        yield ToolResultEvent({'toolUseId': tool_use['toolUseId'], 'status': 'success', 'content': [{'text': page}]})
-
+        yield ToolResultEvent({'toolUseId': call_id, 'status': 'success', 'content': [{'text': page}]})
 
 def _end_run(message: str) -> Callable[[AfterToolsEvent], None]:
     """An `AfterToolsEvent` hook that ends the run with `message` (a cancellation, which Strands
