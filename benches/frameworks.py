@@ -42,56 +42,44 @@ import sys
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'tests' / 'python'))
 
-from agents_support import RunFigures, fetch_page, run_agent  # noqa: E402
+from agents_support import Framework, RunFigures, Stack, overspill_stack, run_agent  # noqa: E402
 from overspill.external_storage import default_s3_client, external_storage  # noqa: E402
-from support import Process  # noqa: E402
-from temporalio.client import Client  # noqa: E402
 from temporalio.converter import DataConverter  # noqa: E402
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker  # noqa: E402
 
 SETUPS = ('without', 'with', 'long')
 
-FRAMEWORKS = {
-    # the framework's test support module, its agent workflow, its scripted model, its adapter
-    'google_adk': ('google_adk_support', 'AdkAgent', 'ScriptedLlm', 'overspill.google_adk'),
-    'strands': ('strands_support', 'StrandsAgent', 'ScriptedModel', 'overspill.strands'),
-}
+FRAMEWORKS = {'google_adk': 'google_adk_support', 'strands': 'strands_support'}
+"""Each framework's test support module, whose `FRAMEWORK` the bench drives."""
 
 
-async def run(setup: str, args: argparse.Namespace, bucket: str, queue: str) -> tuple[RunFigures, list[int], int, int]:
+async def run(setup: str, args: argparse.Namespace, framework: Framework, stack: Stack) -> tuple[RunFigures, list[int], int, int]:
     """One run of `setup`: its figures, the chars of each request the model got, and the
     External Storage objects (and bytes) it left in the bucket."""
-    name, workflow_name, model_name, adapter_name = FRAMEWORKS[args.framework]
-    framework, adapter = importlib.import_module(name), importlib.import_module(adapter_name)
-    agent, model = getattr(framework, workflow_name), getattr(framework, model_name)
-    model.requests.clear()
-    converter = DataConverter.default
+    framework.model.requests.clear()
+    converter = None
     if setup == 'long':
-        converter = DataConverter(external_storage=external_storage(f's3://{bucket}', payload_size_threshold=args.threshold))
-    plugins: list[Any] = [framework.plugin()]
-    request = framework.AgentRequest(f'fetch {args.calls} pages of {args.chars} chars')
+        converter = DataConverter(external_storage=external_storage(f's3://{stack.bucket}', payload_size_threshold=args.threshold))
+    request = framework.request(f'fetch {args.calls} pages of {args.chars} chars')
+    overspill = []
     if setup != 'without':
-        plugins.append(adapter.OverspillPlugin([fetch_page], store=f's3://{bucket}/spills'))
-        request.overspill_queue, request.masking_budget = queue, args.budget
-    client = await Client.connect(
-        os.environ['TEMPORAL_ADDRESS'], namespace=os.environ.get('TEMPORAL_NAMESPACE', 'default'),
-        data_converter=converter, plugins=plugins,
-    )
-    agent_queue = f'{args.framework}-bench-{uuid.uuid4()}'
+        overspill.append(framework.overspill(framework.activities, store=stack.store_url))
+        request.overspill_queue, request.masking_budget = stack.queue, args.budget
+    client = await framework.client(*overspill, data_converter=converter)
+    agent_queue = f'{framework.name}-bench-{uuid.uuid4()}'
     async with Worker(
-        client, task_queue=agent_queue, workflows=[agent], activities=[fetch_page],
+        client, task_queue=agent_queue, workflows=[framework.agent], activities=framework.activities,
         workflow_runner=UnsandboxedWorkflowRunner(), max_cached_workflows=10,
     ):
         figures, _ = await run_agent(
-            client, agent.run, request, task_queue=agent_queue, timeout=args.timeout, measure=framework.MEASURE
+            client, framework.agent.run, request, task_queue=agent_queue, timeout=args.timeout, measure=framework.measure
         )
-    objects, size = left_in_bucket(bucket)
-    return figures, list(model.requests), objects, size
+    objects, size = left_in_bucket(stack.bucket)
+    return figures, list(framework.model.requests), objects, size
 
 
 def left_in_bucket(bucket: str) -> tuple[int, int]:
@@ -129,34 +117,26 @@ async def main() -> None:
     parser.add_argument('--timeout', type=float, default=3_600, help='seconds a run may take')
     parser.add_argument('--setup', action='append', choices=SETUPS, help='run only this setup (repeatable)')
     args = parser.parse_args()
+    framework: Framework = importlib.import_module(FRAMEWORKS[args.framework]).FRAMEWORK
     bucket = f'frameworks-bench-{uuid.uuid4().hex[:8]}'
     s3 = default_s3_client(f's3://{bucket}')
     s3.create_bucket(Bucket=bucket)
-    queue = f'tool-output-limits-{args.framework}-bench-{bucket}'
-    with tempfile.TemporaryDirectory() as logs:
-        worker = Process(
-            'overspill-worker',
-            [os.environ['OVERSPILL_BIN'], 'worker', '--store', f's3://{bucket}/spills', '--task-queue', queue,
-             '--external-storage', f's3://{bucket}'],
-            {**os.environ, 'AWS_ALLOW_HTTP': 'true'},
-            Path(logs),
-        )
-        try:
-            worker.wait_for('overspill worker started')
+    try:
+        with tempfile.TemporaryDirectory() as logs, overspill_stack(
+            Path(logs), f'{framework.name}-bench', base_url=f's3://{bucket}', args=['--external-storage', f's3://{bucket}']
+        ) as stack:
             print(f'{args.framework}: {args.calls:,} calls of {args.chars:,} chars; masking budget {args.budget:,} chars; '
                   f'External Storage (long) from {args.threshold:,} B')
             print('\n| setup | end | tool calls | model calls | history | largest model request | chars sent to the model '
                   '| External Storage left | wall |')
             print('|---|---|---:|---:|---:|---:|---:|---:|---:|', flush=True)
             for setup in args.setup or SETUPS:
-                print(row(setup, *await run(setup, args, bucket, queue)), flush=True)
-        finally:
-            worker.stop()
-            for page in s3.get_paginator('list_objects_v2').paginate(Bucket=bucket):
-                for item in page.get('Contents', []):
-                    s3.delete_object(Bucket=bucket, Key=item['Key'])
-            s3.delete_bucket(Bucket=bucket)
-
+                print(row(setup, *await run(setup, args, framework, stack)), flush=True)
+    finally:
+        for page in s3.get_paginator('list_objects_v2').paginate(Bucket=bucket):
+            for item in page.get('Contents', []):
+                s3.delete_object(Bucket=bucket, Key=item['Key'])
+        s3.delete_bucket(Bucket=bucket)
 
 if __name__ == '__main__':
     asyncio.run(main())

@@ -180,18 +180,19 @@ class Stack:
 
 
 @contextmanager
-def overspill_stack(log_dir: Path, name: str) -> Iterator[Stack]:
-    """An `overspill worker` (`OVERSPILL_BIN`) on a queue and a store prefix named after `name`
-    and unique to this call, in the bucket of `OVERSPILL_TEST_S3_URL`."""
+def overspill_stack(log_dir: Path, name: str, *, base_url: str | None = None, args: Sequence[str] = ()) -> Iterator[Stack]:
+    """An `overspill worker` (`OVERSPILL_BIN`, with `args`) on a queue and a store prefix named
+    after `name` and unique to this call, under `base_url` (default `OVERSPILL_TEST_S3_URL`)."""
     missing = [variable for variable in REQUIRED if not os.environ.get(variable)]
     assert not missing, f'{missing} not set: source .deploy/seaweedfs.env and .deploy/temporal.env, set OVERSPILL_BIN'
     tag = f'{os.getpid()}-{uuid.uuid4().hex[:8]}'
-    bucket = os.environ['OVERSPILL_TEST_S3_URL'].removeprefix('s3://').split('/')[0]
-    store_url = f'{os.environ["OVERSPILL_TEST_S3_URL"].rstrip("/")}/{name}-{tag}'
+    base_url = (base_url or os.environ['OVERSPILL_TEST_S3_URL']).rstrip('/')
+    bucket = base_url.removeprefix('s3://').split('/')[0]
+    store_url = f'{base_url}/{name}-{tag}'
     queue = f'tool-output-limits-{name}-{tag}'
     worker = Process(
         f'overspill-worker-{name}',
-        [os.environ['OVERSPILL_BIN'], 'worker', '--store', store_url, '--task-queue', queue],
+        [os.environ['OVERSPILL_BIN'], 'worker', '--store', store_url, '--task-queue', queue, *args],
         {**os.environ, 'AWS_ALLOW_HTTP': 'true'},
         log_dir,
     )
@@ -406,3 +407,86 @@ def replay(history: Any, workflows: Sequence[type], plugins: Sequence[Any]) -> N
         await replayer.replay_workflow(history)
 
     asyncio.run(main())
+
+
+# --- a framework, as the shared tests and the bench drive it -----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Framework:
+    """An agent framework on Temporal as the shared tests (`framework_tests`) and
+    `benches/frameworks.py` drive it: its scripted agent, plugin and Overspill adapter."""
+
+    name: str
+    """As queue names and store prefixes have it: `google-adk`, `strands`."""
+    agent: Any
+    """The agent workflow (its `run` takes an `AgentRequest`)."""
+    request: Callable[..., Any]
+    """The framework's `AgentRequest`: a prompt, and how Overspill serves it."""
+    model: Any
+    """The scripted model's class (its `requests`: the chars of each request it got)."""
+    plugin: Callable[[], Any]
+    """The integration's plugin, with the scripted model and the MCP server."""
+    overspill: Callable[..., Any]
+    """The adapter's `OverspillPlugin`."""
+    activities: Sequence[Callable[..., Any]]
+    """The agent's `activity_as_tool` tools."""
+    measure: Measure
+    outputs: Callable[[Any], list[list[str]]]
+    """The texts of the tool outputs each model call's recorded input carries."""
+    records: tuple[str, str]
+    """The step that fetches 2,000 records in a form the framework's tools reduce, and a jq
+    filter of the ids of those whose status is ERROR over its spill."""
+    masked_call: Callable[[int], str]
+    """The call id masking keys the spill of the n-th output by."""
+    quickstart: str
+    """The README quickstart's file, in `workflows/python/examples/`."""
+
+    async def client(self, *plugins: Any, data_converter: Any = None) -> Client:
+        """A client with the integration's plugin, and `plugins` after it."""
+        return await Client.connect(
+            os.environ['TEMPORAL_ADDRESS'], namespace=os.environ.get('TEMPORAL_NAMESPACE', 'default'),
+            plugins=[self.plugin(), *plugins], **({'data_converter': data_converter} if data_converter else {}),
+        )
+
+    def run(
+        self, request: Any, stack: Stack | None = None, *, interceptors: Sequence[Interceptor] = (), timeout: float = 240
+    ) -> tuple[RunFigures, Any]:
+        """Run the agent on a worker in this process (workflow, tools, model) with the integration's
+        plugin, and with `stack`, Overspill's in one line (at the source, into `stack`'s store)."""
+
+        async def main() -> tuple[RunFigures, Any]:
+            overspill = [self.overspill(self.activities, store=stack.store_url)] if stack else []
+            client = await self.client(*overspill)
+            queue = f'{self.name}-agent-{uuid.uuid4()}'
+            async with Worker(
+                client, task_queue=queue, workflows=[self.agent], activities=self.activities,
+                interceptors=interceptors, workflow_runner=UnsandboxedWorkflowRunner(),
+            ):
+                return await run_agent(client, self.agent.run, request, task_queue=queue, timeout=timeout, measure=self.measure)
+
+        return asyncio.run(main())
+
+    def replay(self, history: Any) -> None:
+        """Replay `history` with the integration's plugin: no nondeterminism."""
+        replay(history, [self.agent], [self.plugin()])
+
+    def reduce_on_worker(self, stack: Stack, request: dict[str, Any]) -> dict[str, Any]:
+        """What the Overspill worker's own `tool_output_limits.reduce` makes of `request`."""
+
+        async def main() -> dict[str, Any]:
+            return await reduce_on_worker(await self.client(), stack, request)
+
+        return asyncio.run(main())
+
+
+def completed(history: Any, activity_type: str) -> list[Any]:
+    """The results of the completed activities of `activity_type`, decoded."""
+    kinds = {e.event_id: e.activity_task_scheduled_event_attributes.activity_type.name
+             for e in history.events if e.HasField('activity_task_scheduled_event_attributes')}
+    return [
+        json.loads(e.activity_task_completed_event_attributes.result.payloads[0].data)
+        for e in history.events
+        if e.HasField('activity_task_completed_event_attributes')
+        and kinds[e.activity_task_completed_event_attributes.scheduled_event_id] == activity_type
+    ]

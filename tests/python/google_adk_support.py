@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, ClassVar
 
-from agents_support import Measure, fetch_page, fetch_report, next_step, scheduled
+from agents_support import Framework, Measure, fetch_page, fetch_report, next_step, scheduled
 from google.adk import Agent
 from google.adk.agents.run_config import RunConfig
 from google.adk.models import BaseLlm, LLMRegistry
@@ -25,7 +25,7 @@ from google.adk.tools.mcp_tool import McpToolset
 from google.adk.tools.mcp_tool.mcp_session_manager import StdioConnectionParams
 from google.genai import types
 from mcp import StdioServerParameters
-from overspill.google_adk import OverspillMasking, OverspillWorker, overspill_tools
+from overspill.google_adk import OverspillMasking, OverspillPlugin, OverspillWorker, overspill_tools
 from temporalio import workflow
 from temporalio.google_adk import GoogleAdkPlugin, TemporalMcpToolSet, TemporalMcpToolSetProvider, TemporalModel
 from temporalio.google_adk.workflow import activity_as_tool
@@ -154,14 +154,6 @@ def model_input_chars(request: dict[str, Any]) -> int:
     return chars
 
 
-MEASURE = Measure(
-    is_model=lambda name: name == MODEL_ACTIVITY,
-    model_chars=lambda _, data: model_input_chars(json.loads(data)),
-    is_tool=lambda name: name in ('fetch_page', 'fetch_report') or name.endswith('-call-tool'),
-)
-"""The ADK agent's model calls and tool calls."""
-
-
 def model_responses(history: Any) -> list[list[dict[str, Any]]]:
     """The function responses (`name`, `response`) each model call's recorded input carries."""
     return [
@@ -169,3 +161,24 @@ def model_responses(history: Any) -> list[list[dict[str, Any]]]:
          for part in content.get('parts') or () if part.get('function_response')]
         for data in scheduled(history, MODEL_ACTIVITY)
     ]
+
+
+FRAMEWORK = Framework(
+    name='google-adk',
+    agent=AdkAgent,
+    request=AgentRequest,
+    model=ScriptedLlm,
+    plugin=plugin,
+    overspill=OverspillPlugin,
+    activities=(fetch_page, fetch_report),
+    measure=Measure(
+        is_model=lambda name: name == MODEL_ACTIVITY,
+        model_chars=lambda _, data: model_input_chars(json.loads(data)),
+        is_tool=lambda name: name in ('fetch_page', 'fetch_report') or name.endswith('-call-tool'),
+    ),
+    outputs=lambda history: [[response_text(r['response']) for r in call] for call in model_responses(history)],
+    records=('report 2000', '.records[] | select(.status == "ERROR") | .id'),
+    masked_call=lambda _: 'fetch_page',  # ADK leaves the call ids out of the model's request
+    quickstart='google_adk_quickstart.py',
+)
+"""Google ADK, as the shared tests and the bench drive it."""

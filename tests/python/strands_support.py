@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, ClassVar
 
-from agents_support import Measure, fetch_page, fetch_records, next_step, scheduled
+from agents_support import Framework, Measure, fetch_page, fetch_records, next_step, scheduled
 from mcp import StdioServerParameters, stdio_client
-from overspill.strands import OverspillMasking, OverspillWorker, overspill_tools
+from overspill.strands import OverspillMasking, OverspillPlugin, OverspillWorker, overspill_tools
 from strands.middleware import InvokeModelStage
 from strands.models import Model
 from strands.tools.mcp import MCPClient
@@ -144,14 +144,6 @@ def model_input_chars(model_input: dict[str, Any]) -> int:
     return chars
 
 
-MEASURE = Measure(
-    is_model=lambda name: name == MODEL_ACTIVITY,
-    model_chars=lambda _, data: model_input_chars(json.loads(data)),
-    is_tool=lambda name: name in ('fetch_page', 'fetch_records') or name.endswith('-call-tool'),
-)
-"""The Strands agent's model calls and tool calls."""
-
-
 def model_results(history: Any) -> list[list[dict[str, Any]]]:
     """The tool results each model call's recorded input carries in its messages."""
     return [
@@ -159,3 +151,24 @@ def model_results(history: Any) -> list[list[dict[str, Any]]]:
          for block in message.get('content') or () if 'toolResult' in block]
         for data in scheduled(history, MODEL_ACTIVITY)
     ]
+
+
+FRAMEWORK = Framework(
+    name='strands',
+    agent=StrandsAgent,
+    request=AgentRequest,
+    model=ScriptedModel,
+    plugin=plugin,
+    overspill=OverspillPlugin,
+    activities=(fetch_page, fetch_records),
+    measure=Measure(
+        is_model=lambda name: name == MODEL_ACTIVITY,
+        model_chars=lambda _, data: model_input_chars(json.loads(data)),
+        is_tool=lambda name: name in ('fetch_page', 'fetch_records') or name.endswith('-call-tool'),
+    ),
+    outputs=lambda history: [[result_text(r) for r in call] for call in model_results(history)],
+    records=('records 2000', 'select(.status == "ERROR") | .id'),
+    masked_call=lambda n: f'tu-{n}',
+    quickstart='strands_quickstart.py',
+)
+"""Strands, as the shared tests and the bench drive it."""
