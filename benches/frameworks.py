@@ -22,12 +22,15 @@ in the S3 of `OVERSPILL_TEST_S3_URL` (deleted at the end):
   (`overspill.external_storage`, the worker with `--external-storage`) for payloads of
   `--threshold` bytes or more, so the model calls' inputs go to the bucket.
 
+Strands runs each tool cycle one recursion level deeper than the last, so one invocation of a
+Strands agent ends in a RecursionError near 320 tool calls, whatever Overspill does: for longer
+runs, `--turn-calls N` ends the agent's turn every N tool batches and invokes it again.
+
 Prints a table: how each run ended (a run is stopped, and terminated, once a workflow task fails
 over and over, as it does for a payload over 2 MiB; the server terminates one whose history
 passes 50 MB), the tool and model calls made, the history's size as the server counts it, the
 largest model request (bytes recorded in the history, a reference's where External Storage holds
-it, and chars the model got)
-and the chars sent to the model over the run (as the model received them: instructions,
+it, and chars the model got), the chars sent to the model over the run (as the model received them: instructions,
 messages, call arguments and outputs), the External Storage objects the run left in the bucket
 (what `overspill external-storage gc` deletes once Temporal lets the run go) and the wall time.
 """
@@ -65,6 +68,8 @@ async def run(setup: str, args: argparse.Namespace, framework: Framework, stack:
     if setup == 'long':
         converter = DataConverter(external_storage=external_storage(f's3://{stack.bucket}', payload_size_threshold=args.threshold))
     request = framework.request(f'fetch {args.calls} pages of {args.chars} chars')
+    if args.turn_calls:
+        request.turn_calls = args.turn_calls
     overspill = []
     if setup != 'without':
         overspill.append(framework.overspill(framework.activities, store=stack.store_url))
@@ -96,6 +101,8 @@ def left_in_bucket(bucket: str) -> tuple[int, int]:
 
 def row(setup: str, figures: RunFigures, requests: list[int], objects: int, size: int) -> str:
     end = figures.status
+    if end == 'completed' and figures.result != f'fetched {figures.tool_calls} pages':
+        end = f'completed, answering {str(figures.result)[:60]!r}'
     if 'history size exceeds' in end.lower() or 'history size limit' in end.lower():
         end = 'terminated at the 50 MB history limit'
     elif end == 'stuck':
@@ -116,6 +123,7 @@ async def main() -> None:
     parser.add_argument('--threshold', type=int, default=32 * 1024, help='External Storage threshold, bytes')
     parser.add_argument('--timeout', type=float, default=3_600, help='seconds a run may take')
     parser.add_argument('--setup', action='append', choices=SETUPS, help='run only this setup (repeatable)')
+    parser.add_argument('--turn-calls', type=int, default=0, help="Strands: end the agent's turn every N tool batches")
     args = parser.parse_args()
     framework: Framework = importlib.import_module(FRAMEWORKS[args.framework]).FRAMEWORK
     bucket = f'frameworks-bench-{uuid.uuid4().hex[:8]}'

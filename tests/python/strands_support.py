@@ -17,6 +17,8 @@ from typing import Any, ClassVar
 from agents_support import Framework, Measure, fetch_page, fetch_records, next_step, scheduled
 from mcp import StdioServerParameters, stdio_client
 from overspill.strands import OverspillMasking, OverspillPlugin, OverspillWorker, overspill_tools
+from strands.agent.conversation_manager import NullConversationManager
+from strands.hooks import AfterToolsEvent
 from strands.middleware import InvokeModelStage
 from strands.models import Model
 from strands.tools.mcp import MCPClient
@@ -98,6 +100,14 @@ class AgentRequest:
     """`OverspillMasking`'s budget in chars (None: no masking)."""
     overspill_start_timeout: float = 10.0
     """How long an Overspill activity waits for a worker to start it, in seconds."""
+    turn_calls: int = 0
+    """End the agent's turn after this many tool batches, then invoke it again (0: one turn):
+    Strands runs each tool cycle one recursion level deeper than the last, so one invocation ends
+    in a RecursionError near 320 tool calls."""
+
+
+NEXT_TURN = 'next turn'
+"""What an agent's turn ends with when `turn_calls` ends it."""
 
 
 @workflow.defn
@@ -122,10 +132,25 @@ class StrandsAgent:
             system_prompt='Fetch the pages you are asked for, then answer.',
             tools=tools,
             callback_handler=None,
+            # The whole conversation, turn after turn: Strands' default keeps the last 40 messages
+            # once a turn ends, dropping the rest (lossy where masking is not).
+            conversation_manager=NullConversationManager(),
         )
         if masking is not None:
             agent.add_middleware(InvokeModelStage.Input, masking)
-        return str(await agent.invoke_async(request.prompt)).strip()
+        if request.turn_calls:
+            batches = [0]
+
+            def end_turn(event: AfterToolsEvent) -> None:
+                batches[0] += 1
+                if batches[0] % request.turn_calls == 0:
+                    event.end_turn = NEXT_TURN
+
+            agent.hooks.add_callback(AfterToolsEvent, end_turn)
+        answer = str(await agent.invoke_async(request.prompt)).strip()
+        while answer == NEXT_TURN:
+            answer = str(await agent.invoke_async('go on')).strip()
+        return answer
 
 
 def model_input_chars(model_input: dict[str, Any]) -> int:
