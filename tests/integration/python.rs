@@ -1,6 +1,7 @@
-//! The Python package's tests: agents on Temporal (pydantic-ai, the OpenAI Agents SDK) with the
-//! `overspill` wheel and the `overspill worker` binary, and the real Python packages
-//! (pydantic-ai-slim `TemporalDurability`, pydantic-ai-harness `ToolOutputLimits`).
+//! The Python package's tests: agents on Temporal (pydantic-ai, the OpenAI Agents SDK, LangGraph,
+//! Deep Agents, Google ADK, Strands) with the `overspill` wheel and the `overspill worker` binary,
+//! and the real Python packages (pydantic-ai-slim `TemporalDurability`, pydantic-ai-harness
+//! `ToolOutputLimits`).
 //!
 //! The scenarios live in `tests/python/` (pytest, in the venv where `deploy/test.sh` installs
 //! the package's wheel, `.deploy/wheel-venv`, or `$OVERSPILL_PYTHON`); a test here per file
@@ -76,6 +77,7 @@ python_suites!(
     test_deepagents,
     test_external_storage,
     test_external_storage_gc,
+    test_google_adk,
     test_langchain_quickstarts,
     test_langgraph,
     test_masking,
@@ -86,6 +88,7 @@ python_suites!(
     test_pydantic_ai_e2e,
     test_quickstart,
     test_read_scope,
+    test_strands,
     test_wheel,
 );
 

@@ -1,18 +1,15 @@
 """What the OpenAI Agents SDK tests (and `benches/openai_agents.py`) share: a scripted model that
 implements the SDK's own `Model` and `ModelProvider` (as `temporalio.openai_agents.testing` does;
-no network), the tool activity, the agent workflow (and the same agent on pydantic-ai, for the
-side by side), and a run's figures read off its history.
+no network), the agent workflow (and the same agent on pydantic-ai, for the side by side), and
+how a run is measured. The tools, the script and the run's figures are every framework's
+(`agents_support`).
 
 The model answers from its input alone, so a retried or replayed model activity answers the
 same: the prompt `fetch 100 pages of 200000 chars` makes it call `fetch_page` 100 times, then
 answer; `, then read <pattern> [at offset <n>]` after it makes it read back, through
 `read_tool_result`, the first line containing the pattern (after `n` of them) of the first
-output that names a handle (a spill or a mask marker), and answer with what that returned;
-`, then grep <pattern>` does the same with `grep_tool_result`, and `, then list` calls
-`list_tool_results`.
-`fetch 2000 records, then query <jq filter>` makes it call `fetch_records` once, run the filter
-over the spill with `query_tool_result` and answer with its page (`, then read <pattern>` reads the
-first record containing the pattern instead).
+output that names a handle (a spill or a mask marker), and answer with what that returned (see
+`agents_support.next_step` for every step).
 """
 
 from __future__ import annotations
@@ -28,6 +25,7 @@ from typing import Any
 # No traces to export: the runs have no OpenAI key, and the SDK would say so on every run.
 os.environ.setdefault('OPENAI_AGENTS_DISABLE_TRACING', '1')
 
+import agents_support  # noqa: E402
 from agents import (  # noqa: E402
     Agent,
     AgentOutputSchemaBase,
@@ -43,11 +41,12 @@ from agents import (  # noqa: E402
     TResponseInputItem,
     Usage,
 )
+from agents_support import Measure, RunFigures, fetch_page, fetch_records  # noqa: E402
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 from overspill.openai_agents import OverspillMasking, OverspillWorker, overspill_tools
 from pydantic_ai.usage import UsageLimits
-from support import RunFigures, page_text, run_workflow
-from temporalio import activity, workflow
+from support import page_text
+from temporalio import workflow
 from temporalio.client import Client
 from temporalio.common import RetryPolicy
 from temporalio.openai_agents import ModelActivityParameters, OpenAIAgentsPlugin
@@ -56,33 +55,7 @@ from temporalio.openai_agents.workflow import activity_as_tool
 MODEL_ACTIVITY = 'invoke_model_activity'
 """The integration's model-call activity: its input is the whole conversation so far."""
 
-_PROMPT = re.compile(r'fetch (\d+) pages? of (\d+) chars(?:, then (read|grep|list)(?: (\S+))?(?: at offset (-?\d+))?)?')
-_RECORDS = re.compile(r'fetch (\d+) records, then (query|read) (.+)')
-_HANDLE = re.compile(r"stored to handle '([^']+)'")
-
-
-# --- the tool ---------------------------------------------------------------------------------
-
-
-@activity.defn
-async def fetch_page(n: int, chars: int) -> str:
-    """Fetch page `n` of the crawl log.
-
-    Args:
-        n: The page number.
-        chars: How many chars of the page to fetch.
-    """
-    return page_text(n, chars)
-
-
-@activity.defn
-async def fetch_records(count: int) -> list[dict[str, Any]]:
-    """Fetch the first `count` records of the crawl.
-
-    Args:
-        count: How many records to fetch.
-    """
-    return [{'id': i, 'status': 'ERROR' if i % 13 == 0 else 'ok', 'page': i // 50} for i in range(count)]
+_PROMPT = re.compile(r'fetch (\d+) pages? of (\d+) chars')
 
 
 # --- the scripted model ----------------------------------------------------------------------
@@ -133,40 +106,12 @@ class ScriptedModel(Model):
 
 
 def next_step(items: Sequence[Any]) -> Any:
-    """The script: the model's next output item for a conversation."""
+    """The script (`agents_support.next_step`): the model's next output item for a conversation."""
     prompt = next(item_text(i) for i in items if isinstance(i, dict) and i.get('role') == 'user')
     calls = [i for i in items if isinstance(i, dict) and i.get('type') == 'function_call']
     outputs = [item_text(i) for i in items if isinstance(i, dict) and i.get('type') == 'function_call_output']
-    records = _RECORDS.search(prompt)
-    if records is not None:
-        if not calls:
-            return _call(0, 'fetch_records', {'count': int(records[1])})
-        handle = _HANDLE.search(outputs[0])
-        if len(calls) == 1 and handle is not None and records[2] == 'query':
-            return _call(1, 'query_tool_result', {'handle': handle[1], 'filter': records[3], 'limit': 3})
-        if len(calls) == 1 and handle is not None:
-            return _call(1, 'read_tool_result', {'handle': handle[1], 'pattern': records[3], 'limit': 2})
-        return _message(outputs[-1])
-    script = _PROMPT.search(prompt)
-    if script is None:
-        return _message(f'no script in {prompt!r}')
-    pages, chars, then, pattern, offset = int(script[1]), int(script[2]), script[3], script[4], int(script[5] or 0)
-    fetched = sum(1 for c in calls if c.get('name') == 'fetch_page')
-    if fetched < pages:
-        return _call(len(calls), 'fetch_page', {'n': fetched, 'chars': chars})
-    if then is None:
-        return _message(f'fetched {fetched} pages')
-    if calls[-1].get('name') != 'fetch_page':
-        return _message(outputs[-1])
-    if then == 'list':
-        return _call(len(calls), 'list_tool_results', {})
-    handles = [h[1] for o in outputs if (h := _HANDLE.search(o))]
-    if not handles:
-        return _message(f'no handle in any page; the last: {outputs[-1][:200]!r}')
-    arguments: dict[str, Any] = {'handle': handles[0], 'pattern': pattern, 'offset': offset}
-    if then == 'read':
-        arguments['limit'] = 1
-    return _call(len(calls), f'{then}_tool_result', arguments)
+    step = agents_support.next_step(prompt, len(calls), outputs)
+    return _message(step) if isinstance(step, str) else _call(len(calls), *step)
 
 
 def _call(k: int, name: str, arguments: dict[str, Any]) -> ResponseFunctionToolCall:
@@ -252,48 +197,17 @@ class CrawlAgent:
 # --- a run's figures -------------------------------------------------------------------------
 
 
+MEASURE = Measure(
+    is_model=lambda name: name == MODEL_ACTIVITY or name.endswith('__model_request'),
+    model_chars=lambda name, data: model_input_chars(data) if name == MODEL_ACTIVITY else pydantic_input_chars(data),
+    is_tool=lambda name: name == 'fetch_page' or name.endswith('__call_tool'),
+)
+"""The OpenAI agent's model calls and tool calls (and pydantic-ai's, for the side by side)."""
+
+
 async def run_agent(client: Client, run: Any, arg: Any, *, task_queue: str, timeout: float) -> tuple[RunFigures, Any]:
-    """Start workflow `run` and wait, at most `timeout` s, until it ends or gets stuck
-    (`support.run_workflow`). Its figures and history."""
-    ended, history = await run_workflow(client, run, arg, task_queue=task_queue, timeout=timeout)
-    return figures(history, ended.status, ended.history_bytes, ended.failure, ended.seconds, ended.result), history
-
-
-def figures(history: Any, status: str, history_bytes: int, failure: str, seconds: float, result: Any) -> RunFigures:
-    """A run's figures from its history: tool and model calls, model inputs' bytes and chars (of
-    the OpenAI Agents integration's model activity, or of pydantic-ai's `…__model_request`)."""
-    tool_calls = 0
-    model_inputs: list[tuple[bytes, int]] = []
-    scheduled: dict[int, str] = {}
-    for event in history.events:
-        if event.HasField('activity_task_scheduled_event_attributes'):
-            attributes = event.activity_task_scheduled_event_attributes
-            name = attributes.activity_type.name
-            scheduled[event.event_id] = name
-            payload = attributes.input.payloads[0] if attributes.input.payloads else None
-            # An input External Storage offloaded is a reference here: its size, but no chars.
-            inline = payload is not None and payload.metadata.get('encoding') == b'json/plain'
-            data = payload.data if payload is not None else b''
-            if name == MODEL_ACTIVITY:
-                model_inputs.append((data, model_input_chars(data) if inline else 0))
-            elif name.endswith('__model_request'):
-                model_inputs.append((data, pydantic_input_chars(data) if inline else 0))
-        elif event.HasField('activity_task_completed_event_attributes'):
-            name = scheduled.get(event.activity_task_completed_event_attributes.scheduled_event_id, '')
-            if name == 'fetch_page' or name.endswith('__call_tool'):
-                tool_calls += 1
-    return RunFigures(
-        status=status,
-        tool_calls=tool_calls,
-        model_calls=len(model_inputs),
-        history_bytes=history_bytes,
-        events=len(history.events),
-        largest_model_input=max((len(d) for d, _ in model_inputs), default=0),
-        total_model_chars=sum(c for _, c in model_inputs),
-        failure=failure,
-        seconds=seconds,
-        result=result,
-    )
+    """`agents_support.run_agent` for the OpenAI agent (or the pydantic-ai one)."""
+    return await agents_support.run_agent(client, run, arg, task_queue=task_queue, timeout=timeout, measure=MEASURE)
 
 
 def model_input_chars(data: bytes) -> int:

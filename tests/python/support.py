@@ -1,5 +1,6 @@
 """Helpers the Python end-to-end tests share: a local OpenAI-compatible model endpoint, worker
-subprocesses, and the harness's own page of a spill."""
+subprocesses, the harness's own page of a spill, the crawl log the agents' tools return, and
+the frameworks' quickstarts run as pasted."""
 
 from __future__ import annotations
 
@@ -46,6 +47,24 @@ def stack_env(store_url: str, name: str, model_url: str, **extra: str) -> dict[s
     }
     env.pop('LOG_AGENT_PAUSE_FILE', None)
     return env
+
+
+def page_text(n: int, chars: int) -> str:
+    """Page `n` of the crawl log: `chars` chars of numbered lines, the same on every call."""
+    line = 0
+    parts: list[str] = []
+    size = 0
+    while size < chars:
+        text = f'page {n:04d} line {line:06d} status={"ok" if (line * 7 + n) % 13 else "ERROR"} ms={(line * 37 + n) % 997}\n'
+        parts.append(text)
+        size += len(text)
+        line += 1
+    return ''.join(parts)[:chars]
+
+
+def readme_shows(example: Path) -> bool:
+    """Whether the package's README shows `example` whole, as a Python block."""
+    return f'```python\n{example.read_text()}```' in (EXAMPLES.parent / 'README.md').read_text()
 
 
 # --- the local model endpoint -----------------------------------------------------------------
@@ -189,19 +208,6 @@ def harness_grep(store: Any, handle: str, pattern: str, **kwargs: Any) -> Any:
 
 
 # --- agent runs on Temporal ----------------------------------------------------------------------
-
-
-def page_text(n: int, chars: int) -> str:
-    """Page `n` of the crawl log: `chars` chars of numbered lines, the same on every call."""
-    line = 0
-    parts: list[str] = []
-    size = 0
-    while size < chars:
-        text = f'page {n:04d} line {line:06d} status={"ok" if (line * 7 + n) % 13 else "ERROR"} ms={(line * 37 + n) % 997}\n'
-        parts.append(text)
-        size += len(text)
-        line += 1
-    return ''.join(parts)[:chars]
 
 
 @dataclass(frozen=True)

@@ -176,6 +176,21 @@ def test_an_adk_mcp_result_and_a_strands_tool_result() -> None:
     assert STRANDS_RESULT.outputs({**strands, 'status': 'error'}) == []
 
 
+def test_one_activity_running_several_tools_names_each_call_as_its_arguments_say() -> None:
+    """An MCP server's `-call-tool` runs each of its tools: the call's tool is the one its
+    arguments name (`tool_from_args`), else the selection's."""
+    from types import SimpleNamespace
+
+    def named(args: Any) -> Any:
+        return getattr(args[0], 'name', None) if args else None
+
+    selection = ToolActivities(suffix='-call-tool', codec=MCP_RESULT, tool_from_args=named)
+    info = SimpleNamespace(activity_type='pages-call-tool', workflow_run_id='run', activity_id='3')
+    for args, tool in (((SimpleNamespace(name='mcp_page'),), 'mcp_page'), ((), 'pages'), ((SimpleNamespace(name=7),), 'pages')):
+        site = selection.call_site(info, SimpleNamespace(args=args, fn=None))  # type: ignore[arg-type]
+        assert site == ToolCallSite(tool_name=tool, run_id='run', tool_call_id='3'), args
+
+
 def test_the_interceptor_spills_each_tool_message_under_its_call_id(tmp_path: Any) -> None:
     """The engine path outside any activity: each ToolMessage over the band is spilled under
     `{run}/{tool_call_id}.0`, the other left as it was."""

@@ -20,6 +20,20 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
+from agents_support import (
+    PAYLOAD_LIMIT,
+    FailFirstAttempt,
+    RECORD_LINES,
+    RECORDS,
+    Stack,
+    objects,
+    overspill_stack,
+    reduce_on_worker,
+    replay,
+    run_id_of,
+    stored,
+    tool_calls,
+)
 from openai_agents_support import (
     MODEL_ACTIVITY,
     AgentRequest,
@@ -34,19 +48,11 @@ from openai_agents_support import (
 )
 from overspill import Store
 from overspill.openai_agents import SPILL_ACTIVITY, OverspillInterceptor, mask_marker
-from support import FailFirstAttempt, Stack, overspill_stack, page_text, reduce_on_worker
+from support import page_text
 from temporalio.client import Client
-from temporalio.worker import (
-    Interceptor,
-    Replayer,
-    UnsandboxedWorkflowRunner,
-    Worker,
-)
+from temporalio.worker import Interceptor, UnsandboxedWorkflowRunner, Worker
 
 MASK_TOOLS = ('read_tool_result', 'grep_tool_result', 'query_tool_result')
-
-PAYLOAD_LIMIT = 2 * 1024 * 1024
-"""Temporal's default limit on one payload (the server's `limit.blobSize.error`)."""
 
 
 async def _client(provider: ScriptedProvider) -> Client:
@@ -75,8 +81,8 @@ def test_without_overspill_200_kb_outputs_stop_the_agent_at_the_12th_call() -> N
 
 @pytest.fixture(scope='module')
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    with overspill_stack('openai-agents', tmp_path_factory.mktemp('logs')) as started:
-        yield started
+    with overspill_stack(tmp_path_factory.mktemp('logs'), 'openai-agents') as stack:
+        yield stack
 
 
 def _run(request: AgentRequest, *, interceptors: Sequence[Interceptor] = (), timeout: float = 240) -> tuple[RunFigures, Any]:
@@ -96,14 +102,7 @@ def _run(request: AgentRequest, *, interceptors: Sequence[Interceptor] = (), tim
 
 def _replay(history: Any) -> None:
     """Replay `history` with the integration's plugin: no nondeterminism."""
-
-    async def main() -> None:
-        replayer = Replayer(
-            workflows=[CrawlAgent], plugins=[plugin(ScriptedProvider())], workflow_runner=UnsandboxedWorkflowRunner()
-        )
-        await replayer.replay_workflow(history)
-
-    asyncio.run(main())
+    replay(history, [CrawlAgent], [plugin(ScriptedProvider())])
 
 
 def _model_inputs(history: Any) -> list[list[Any]]:
@@ -131,7 +130,7 @@ def test_masking_clears_seen_outputs_and_the_model_reads_one_back(stack: Stack) 
         AgentRequest('fetch 8 pages of 20000 chars, then read ERROR', overspill_queue=stack.queue, masking_budget=50_000)
     )
     assert figures.status == 'completed', figures
-    run_id = history.events[0].workflow_execution_started_event_attributes.original_execution_run_id
+    run_id = run_id_of(history)
     inputs = _model_inputs(history)
     last = inputs[-2]  # the call that read back: 7 outputs seen, the 8th its current turn's
     outputs = [i['output'] for i in last if i.get('type') == 'function_call_output']
@@ -141,7 +140,7 @@ def test_masking_clears_seen_outputs_and_the_model_reads_one_back(stack: Stack) 
     assert outputs[0] == mask_marker('fetch_page', handle, '20,000 chars', MASK_TOOLS)
     assert all(o.startswith("[Tool output of 'fetch_page' cleared from context") for o in outputs[:4]), outputs
     assert outputs[4:] == [page_text(n, 20_000) for n in (4, 5, 6, 7)]
-    assert stack.stored(handle) == page.encode()
+    assert stored(stack, handle) == page.encode()
     sizes = [len(json.dumps(i)) for i in inputs]
     assert max(sizes[5:]) < max(sizes[:5]) + 10_000, f'later inputs stay near the budget: {sizes}'
     # Pages 0-3 by the read-back call and those before it (one a call), page 4 by the last call.
@@ -165,21 +164,6 @@ def test_a_bad_argument_goes_back_to_the_model_as_the_tools_error(stack: Stack) 
 # --- at the source ----------------------------------------------------------------------------
 
 
-def _tool_calls(history: Any, tool: str = 'fetch_page') -> list[tuple[str, int]]:
-    """The activity id and last attempt of each call of `tool`."""
-    attempts: dict[int, tuple[str, int]] = {}
-    for e in history.events:
-        if e.HasField('activity_task_scheduled_event_attributes'):
-            a = e.activity_task_scheduled_event_attributes
-            if a.activity_type.name == tool:
-                attempts[e.event_id] = (a.activity_id, 1)
-        elif e.HasField('activity_task_started_event_attributes'):
-            started = e.activity_task_started_event_attributes
-            if started.scheduled_event_id in attempts:
-                attempts[started.scheduled_event_id] = (attempts[started.scheduled_event_id][0], started.attempt)
-    return list(attempts.values())
-
-
 def test_a_40_mb_output_completes_without_external_storage_and_is_read_back_by_its_handle(stack: Stack) -> None:
     """The tool returns 40 MB: the interceptor spills it in the tool's activity, so it never reaches
     a payload (Temporal's limit is 2 MiB) and the history stays under 100 KB, without External
@@ -191,15 +175,15 @@ def test_a_40_mb_output_completes_without_external_storage_and_is_read_back_by_i
         interceptors=[OverspillInterceptor([fetch_page], store=stack.store_url)],
     )
     assert figures.status == 'completed', figures
-    run_id = history.events[0].workflow_execution_started_event_attributes.original_execution_run_id
-    [(activity_id, _)] = _tool_calls(history)
+    run_id = run_id_of(history)
+    [(activity_id, _)] = tool_calls(history)
     handle = f'{run_id}/{activity_id}.0'
     page = page_text(0, chars)
     errors = [line for line in page.split('\n') if 'ERROR' in line]
     assert figures.result == f"[handle {handle!r}: {len(errors):,} matching line(s); showing 1]\n{errors[3]}"
     marker = [i['output'] for i in _model_inputs(history)[1] if i.get('type') == 'function_call_output']
     assert marker[0].startswith(f"[Tool output too large ({chars:,} chars); stored to handle {handle!r}."), marker
-    assert stack.stored(handle) == page.encode()
+    assert stored(stack, handle) == page.encode()
     assert figures.history_bytes < 100_000, figures.history_bytes
     _replay(history)
 
@@ -209,16 +193,16 @@ def test_a_retried_tool_activity_writes_one_object(stack: Stack) -> None:
     object, whose handle the model reads back."""
     figures, history = _run(
         AgentRequest('fetch 1 page of 50000 chars, then read ERROR', overspill_queue=stack.queue),
-        interceptors=[FailFirstAttempt('fetch_page'), OverspillInterceptor([fetch_page], store=stack.store_url)],
+        interceptors=[FailFirstAttempt(), OverspillInterceptor([fetch_page], store=stack.store_url)],
     )
     assert figures.status == 'completed', figures
-    run_id = history.events[0].workflow_execution_started_event_attributes.original_execution_run_id
-    [(activity_id, attempt)] = _tool_calls(history)
+    run_id = run_id_of(history)
+    [(activity_id, attempt)] = tool_calls(history)
     assert attempt == 2
     handle = f'{run_id}/{activity_id}.0'
-    assert stack.objects(run_id) == [handle]
+    assert objects(stack, run_id) == [handle]
     assert figures.result.startswith(f'[handle {handle!r}: '), figures.result
-    assert stack.stored(handle) == page_text(0, 50_000).encode()
+    assert stored(stack, handle) == page_text(0, 50_000).encode()
 
 
 # --- the 100-call run, side by side with pydantic-ai -------------------------------------------
@@ -282,36 +266,29 @@ def test_100_calls_of_200_kb_side_by_side_with_pydantic_ai(stack: Stack) -> None
             assert f.largest_model_input < PAYLOAD_LIMIT // 4, (name, f)
 
 
-RECORDS = [{'id': i, 'status': 'ERROR' if i % 13 == 0 else 'ok', 'page': i // 50} for i in range(2000)]
-"""What `fetch_records(2000)` returns."""
-
-RECORD_LINES = '\n'.join(json.dumps(r, separators=(',', ':')) for r in RECORDS)
-"""How the spill of `RECORDS` reads: one compact record per line (JSON Lines)."""
-
-
 def test_records_spill_as_json_lines_that_read_and_query_back(stack: Stack) -> None:
     """A tool returning 2,000 records (a list of dicts) is spilled at the source as JSON Lines, one
     record per line: `read_tool_result` (what the marker recommends) returns whole records, and
     `query_tool_result` runs a jq filter on each."""
     interceptors = [OverspillInterceptor([fetch_page, fetch_records], store=stack.store_url)]
     figures, history = _run(
-        AgentRequest('fetch 2000 records, then query select(.status == "ERROR") | .id', overspill_queue=stack.queue),
+        AgentRequest('records 2000, then query select(.status == "ERROR") | .id', overspill_queue=stack.queue),
         interceptors=interceptors,
     )
     assert figures.status == 'completed', figures
-    run_id = history.events[0].workflow_execution_started_event_attributes.original_execution_run_id
+    run_id = run_id_of(history)
     marker = [i['output'] for i in _model_inputs(history)[1] if i.get('type') == 'function_call_output'][0]
     handle = marker.split("'")[1]
     assert handle.startswith(f'{run_id}/') and marker.startswith(f'[Tool output too large ({len(RECORD_LINES):,} chars);')
-    assert stack.stored(handle) == RECORD_LINES.encode()
+    assert stored(stack, handle) == RECORD_LINES.encode()
     header, *ids, more = figures.result.splitlines()
     assert header.startswith(f"[handle {handle!r}: 154 result(s) of filter") and ids == ['0', '13', '26'], figures.result
     assert more == '[151 more result(s): call query_tool_result again with offset=3]'
-    read, _ = _run(
-        AgentRequest('fetch 2000 records, then read "ERROR"', overspill_queue=stack.queue), interceptors=interceptors
+    read, history = _run(
+        AgentRequest('records 2000, then read "ERROR"', overspill_queue=stack.queue), interceptors=interceptors
     )
-    header, first, second = read.result.splitlines()
-    assert (first, second) == (json.dumps(RECORDS[0], separators=(',', ':')), json.dumps(RECORDS[13], separators=(',', ':')))
+    header, first = read.result.splitlines()
+    assert header.startswith(f"[handle '{run_id_of(history)}/") and first == json.dumps(RECORDS[0], separators=(',', ':'))
 
 
 def test_grep_and_list_return_the_workers_pages(stack: Stack) -> None:
@@ -322,8 +299,8 @@ def test_grep_and_list_return_the_workers_pages(stack: Stack) -> None:
         AgentRequest('fetch 1 page of 20000 chars, then grep ERROR', overspill_queue=stack.queue),
         interceptors=interceptors,
     )
-    run_id = history.events[0].workflow_execution_started_event_attributes.original_execution_run_id
-    [(activity_id, _)] = _tool_calls(history)
+    run_id = run_id_of(history)
+    [(activity_id, _)] = tool_calls(history)
     handle = f'{run_id}/{activity_id}.0'
 
     async def engine_page() -> str:
@@ -337,8 +314,8 @@ def test_grep_and_list_return_the_workers_pages(stack: Stack) -> None:
     listing, history = _run(
         AgentRequest('fetch 2 pages of 20000 chars, then list', overspill_queue=stack.queue), interceptors=interceptors
     )
-    run_id = history.events[0].workflow_execution_started_event_attributes.original_execution_run_id
-    handles = [f'{run_id}/{activity_id}.0' for activity_id, _ in _tool_calls(history)]
+    run_id = run_id_of(history)
+    handles = [f'{run_id}/{activity_id}.0' for activity_id, _ in tool_calls(history)]
     assert listing.status == 'completed' and all(h in listing.result for h in handles), listing.result
     assert listing.result.count('fetch_page') == 2, listing.result
 
@@ -372,6 +349,13 @@ def test_no_worker_on_the_queue_ends_the_run_with_one_line(stack: Stack) -> None
     assert f'no Overspill worker polls task queue {nobody!r}: tool_output_limits.read_tool_result waited 0:00:01' in figures.status
 
 
+def _reduce_on_worker(stack: Stack, request: dict[str, Any]) -> dict[str, Any]:
+    async def main() -> dict[str, Any]:
+        return await reduce_on_worker(await _client(ScriptedProvider()), stack, request)
+
+    return asyncio.run(main())
+
+
 def test_the_model_sees_the_rust_workers_text_byte_for_byte(stack: Stack) -> None:
     """What the model sees for a 200 KB text and for 2,000 records reduced at the source is what
     the Overspill worker's own `tool_output_limits.reduce` makes of the same output, call and
@@ -381,16 +365,16 @@ def test_the_model_sees_the_rust_workers_text_byte_for_byte(stack: Stack) -> Non
     interceptors = [OverspillInterceptor([fetch_page, fetch_records], store=stack.store_url)]
     cases = [
         ('fetch 1 page of 200000 chars', 'fetch_page', {'text': page_text(0, 200_000)}),
-        ('fetch 2000 records, then query .id', 'fetch_records', {'json': RECORDS}),
+        ('records 2000, then query .id', 'fetch_records', {'json': RECORDS}),
     ]
     for prompt, tool, output in cases:
         figures, history = _run(AgentRequest(prompt, overspill_queue=stack.queue), interceptors=interceptors)
         assert figures.status == 'completed', figures
-        run_id = history.events[0].workflow_execution_started_event_attributes.original_execution_run_id
-        [(activity_id, _)] = _tool_calls(history, tool)
+        run_id = run_id_of(history)
+        [(activity_id, _)] = tool_calls(history, tool)
         [seen] = [i['output'] for i in _model_inputs(history)[1] if i.get('type') == 'function_call_output']
         request = {'tool_name': tool, 'run_id': run_id, 'tool_call_id': activity_id, 'output': output, 'config': dict(DEFAULT_LIMITS)}
-        reduced = asyncio.run(reduce_on_worker(stack, request, plugins=[plugin(ScriptedProvider())]))
+        reduced = _reduce_on_worker(stack, request)
         assert reduced['return_value'] == {'text': seen} and seen.startswith('[Tool output too large ('), (tool, seen[:300])
 
 

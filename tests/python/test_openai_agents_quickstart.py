@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from support import EXAMPLES, quickstart_read_back, run_quickstart
+from support import EXAMPLES, quickstart_read_back, readme_shows, run_quickstart
 
 EXAMPLE = EXAMPLES / 'openai_agents_quickstart.py'
 
@@ -22,5 +22,4 @@ def test_the_quickstart_spills_at_the_source_and_reads_back_against_overspill_de
 
 
 def test_the_package_readme_shows_the_openai_agents_quickstart_whole() -> None:
-    readme = (EXAMPLES.parent / 'README.md').read_text()
-    assert f'```python\n{EXAMPLE.read_text()}```' in readme
+    assert readme_shows(EXAMPLE)

@@ -24,13 +24,16 @@ adapter over:
 - The read-back tools: `READ_BACK_TOOLS`, the engine's table (`ReadBackTool`: name, activity,
   description, JSON Schema parameters, `request(...)`, and `await tool(arguments, worker=...)`
   from workflow code).
-- Masking: `MaskingSettings` and `Conversation`, the one rule each framework's hook applies.
+- Masking: `MaskingSettings` and `Conversation`, the one rule each framework's hook applies;
+  `WorkflowMasking`, a hook's settings with the Overspill worker its spills go through.
 - The Overspill worker from workflow code: `OverspillWorker` (task queue, timeouts,
   `on_unavailable`), `ModelRetry`, `NoWorkerError`, `OtherStoreError`, `OverspillUnavailable`.
 - Long runs: `overspill.external_storage` (Temporal External Storage for model-call inputs).
 
-Integrations: `overspill.pydantic_ai` (pydantic-ai agents) and `overspill.openai_agents` (the
-OpenAI Agents SDK on Temporal, with the `openai-agents` extra).
+Integrations: `overspill.pydantic_ai` (pydantic-ai agents), `overspill.openai_agents` (the
+OpenAI Agents SDK on Temporal, with the `openai-agents` extra), `overspill.langgraph` (LangGraph,
+`langgraph`), `overspill.deepagents` (Deep Agents, `deepagents`), `overspill.google_adk` (Google
+ADK, `google-adk`) and `overspill.strands` (Strands Agents, `strands`).
 """
 
 from overspill._activity import (
@@ -57,7 +60,15 @@ from overspill._codecs import (
     ToolOutputParts,
 )
 from overspill._markers import mask_marker
-from overspill._masking import Conversation, Conversations, Entry, MaskingSettings, ToolOutput, masked_key
+from overspill._masking import (
+    Conversation,
+    Conversations,
+    Entry,
+    MaskingSettings,
+    ToolOutput,
+    WorkflowMasking,
+    masked_key,
+)
 from overspill._names import DEFAULT_TASK_QUEUE, SPILL_ACTIVITY, SUMMARIZE_ACTIVITY, default_store_url, default_task_queue
 from overspill._native import ArgumentError, ConfigError, Limits, Model, Store, StoreError, sanitize_key
 from overspill._plugin import OverspillPlugin
@@ -102,6 +113,7 @@ __all__ = [
     'ToolSelection',
     'UNTYPED',
     'UnavailableError',
+    'WorkflowMasking',
     'default_store_url',
     'default_task_queue',
     'execute_activity',

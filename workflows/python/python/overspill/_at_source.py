@@ -125,6 +125,10 @@ class ToolActivities:
     codec: Codec = UNTYPED
     """Where the outputs are in the result (see `overspill._codecs`)."""
 
+    tool_from_args: Callable[[Sequence[Any]], str | None] | None = None
+    """The tool's name as the activity's arguments say it, where one activity runs several tools
+    (an MCP server's `-call-tool`); the name above where it says none."""
+
     call_ids: bool = True
     """Key each spill by the tool call id the result carries, where it has one (the handle then
     names the framework's call); `False`: always by the activity. A model-chosen id that repeats
@@ -160,6 +164,8 @@ class ToolActivities:
         tool_name = self._tool_name(info.activity_type)
         if tool_name is None or not info.workflow_run_id or not self.codec.fits(return_annotation(input.fn)):
             return None
+        named = self.tool_from_args(input.args) if self.tool_from_args is not None else None
+        tool_name = named if isinstance(named, str) and named else tool_name
         return ToolCallSite(tool_name=tool_name, run_id=info.workflow_run_id, tool_call_id=info.activity_id)
 
     def outputs(self, result: Any) -> Sequence[ToolOutputParts]:

@@ -350,3 +350,27 @@ class Conversations(Generic[Item]):
         if conversation is None:
             conversation = self._by_workflow[instance] = make()
         return conversation
+
+
+@dataclass
+class WorkflowMasking(MaskingSettings):
+    """The settings of a framework's masking hook, with the Overspill worker its spills go through
+    and the masked view of each workflow's conversation: what every adapter's hook is made of.
+
+    A hook calls `masked(items, conversation)` at each model call and sends what it returns.
+    """
+
+    worker: OverspillWorker = field(default_factory=OverspillWorker)
+    """The Overspill worker that stores the outputs masking spills (its queue and timeouts)."""
+
+    _conversations: Conversations[Any] = field(default_factory=Conversations, init=False, repr=False, compare=False)
+
+    async def masked(
+        self, items: Sequence[Item], conversation: Callable[[], Conversation[Item]], *, fixed: str = ''
+    ) -> list[Item]:
+        """The items to send: this workflow's conversation (made by `conversation` the first time)
+        masked by the rule, with `fixed` text (instructions) counted. Its spills go through `worker`
+        under the workflow's run id, checked against the store this run's at-source spills went
+        to; outside a workflow nothing can be spilled, so an output that needs a spill stays (with
+        a WARNING)."""
+        return await self._conversations.get(conversation).mask_in_workflow(items, self.worker, fixed=fixed)

@@ -8,6 +8,7 @@ one, so the suite fails on an unsupported version with that message.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 from typing import Any
 
@@ -35,3 +36,15 @@ def installed(package: str) -> str:
         return importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
         return 'unknown'
+
+
+def fields(owner: Any, names: tuple[str, ...], *, package: str, supported: str) -> None:
+    """Check that the dataclass `owner`, a private API of `package`, still has the fields `names`:
+    `UnsupportedVersion` naming the installed version when one is gone."""
+    have = {f.name for f in dataclasses.fields(owner)} if dataclasses.is_dataclass(owner) else set()
+    for name in names:
+        if name not in have:
+            raise UnsupportedVersion(
+                f'{package} {installed(package)} has no field {getattr(owner, "__name__", owner)}.{name}, '
+                f'which Overspill relies on: Overspill supports {package}{supported}'
+            )

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from agents.run_config import CallModelData, ModelInputData
 
-from overspill._activity import OverspillWorker
-from overspill._masking import Conversation, Conversations, Entry, MaskingSettings, ToolOutput
+from overspill._masking import Conversation, Entry, ToolOutput, WorkflowMasking
 
 
 @dataclass
-class OverspillMasking(MaskingSettings):
+class OverspillMasking(WorkflowMasking):
     """Clears tool outputs the model has already seen from its input, without losing them.
 
     A `call_model_input_filter` for the OpenAI Agents SDK:
@@ -45,16 +44,10 @@ class OverspillMasking(MaskingSettings):
     the spills' recorded results.
     """
 
-    worker: OverspillWorker = field(default_factory=OverspillWorker)
-    """The Overspill worker that stores the outputs masking spills (its queue and timeouts)."""
-
-    _conversations: Conversations[Any] = field(default_factory=Conversations, init=False, repr=False, compare=False)
-
     async def __call__(self, data: CallModelData[Any]) -> ModelInputData:
         """The input to send: the model's input with the outputs masked so far."""
         model_data = data.model_data
-        conversation = self._conversations.get(self._conversation)
-        items = await conversation.mask_in_workflow(model_data.input, self.worker, fixed=model_data.instructions or '')
+        items = await self.masked(model_data.input, self._conversation, fixed=model_data.instructions or '')
         return ModelInputData(input=items, instructions=model_data.instructions)
 
     def _conversation(self) -> Conversation[Any]:
