@@ -113,14 +113,19 @@ impl Default for QueryRunner {
 }
 
 impl QueryRunner {
+    /// `exe` (the `overspill` executable) run as `exe query-sandbox` for each query, bounded by
+    /// `memory` and [`QUERY_DEADLINE`](super::QUERY_DEADLINE): how the worker, the Python module
+    /// and the Node addon run a model's jq filter.
+    pub fn sandboxed(exe: PathBuf, memory: u64) -> Self {
+        Self {
+            place: QueryPlace::Sandboxed { exe, memory },
+            ..Self::default()
+        }
+    }
+
     /// This executable ([`std::env::current_exe`]) re-run as the sandbox, bounded by `memory`.
     pub fn sandboxed_self(memory: u64) -> std::io::Result<Self> {
-        let exe = std::env::current_exe()?;
-        let place = QueryPlace::Sandboxed { exe, memory };
-        Ok(Self {
-            place,
-            ..Self::default()
-        })
+        Ok(Self::sandboxed(std::env::current_exe()?, memory))
     }
 
     /// The memory one query holds while it runs, as the in-flight budget charges it: the bound

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use overspill::api::{GrepRequest, ListRequest, QueryRequest, ReadRequest};
-use overspill::query::{self, DEFAULT_QUERY_MEMORY, QueryPlace, QueryRunner};
+use overspill::query::{DEFAULT_QUERY_MEMORY, QueryPlace, QueryRunner};
 use overspill::service::{Caller as ServiceCaller, Failure, Service, Surface};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -89,13 +89,7 @@ impl Store {
             Some(exe) => Some(exe),
             None => default_sandbox(py)?,
         };
-        let queries = query_sandbox.map(|exe| QueryRunner {
-            place: QueryPlace::Sandboxed {
-                exe,
-                memory: DEFAULT_QUERY_MEMORY,
-            },
-            deadline: query::QUERY_DEADLINE,
-        });
+        let queries = query_sandbox.map(|exe| QueryRunner::sandboxed(exe, DEFAULT_QUERY_MEMORY));
         let service = Service::new(Arc::new(store), Surface::Python)
             .with_read_scope(read_scope)
             .with_query_runner(queries);

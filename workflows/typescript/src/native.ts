@@ -96,7 +96,7 @@ export class StoreError extends OverspillError {
   override name = 'StoreError';
   constructor(
     message: string,
-    /** The engine's error type (`Timeout`, `Misconfigured`, …). */
+    /** The failure's kind (`StoreUnavailable`, `StoreMisconfigured`, …). */
     readonly kind: string,
     /** Whether a later try may succeed. */
     readonly retryable: boolean,
@@ -268,7 +268,7 @@ export async function reduce(
   output: Output,
   options: { caller?: Caller; model?: Model } = {},
 ): Promise<Reduced | null> {
-  const reduced = await native.reduce(limits.native, store.native, call, output, options.caller, options.model?.native);
+  const reduced = unwrap(await native.reduce(limits.native, store.native, call, output, options.caller, options.model?.native));
   return reduced as Reduced | null;
 }
 

@@ -75,7 +75,23 @@ describe('the native engine', () => {
   it('refuses queries without a sandbox rather than run them in this process', async () => {
     const store = localStore({ querySandbox: null });
     await store.write('r/q.0', '[1, 2, 3]');
-    await assert.rejects(store.queryToolResult({ handle: 'r/q.0', filter: '.[]' }), QuerySandboxError);
+    await assert.rejects(
+      store.queryToolResult({ handle: 'r/q.0', filter: '.[]' }),
+      (e: unknown) => e instanceof QuerySandboxError && e.message.includes('give `querySandbox` the `overspill` executable'),
+    );
+  });
+
+  it("names the fix in this API's terms, as the engine's service layer does for each caller", async () => {
+    const store = localStore();
+    await assert.rejects(
+      reduce(new Limits(), store, { toolName: '' }, { value: 'x'.repeat(20_000) }),
+      (e: unknown) => e instanceof ArgumentError && e.message.includes('`toolName`'),
+    );
+    const long = 'r'.repeat(2_000);
+    await assert.rejects(
+      store.write(`${long}/c.0`, 'data'),
+      (e: unknown) => e instanceof StoreError && /shorten `runId` or `toolCallId`/.test(e.message),
+    );
   });
 
   it('throws typed errors, and answers an unknown handle as the worker does', async () => {

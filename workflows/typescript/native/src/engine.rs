@@ -1,45 +1,44 @@
-//! Every call this addon makes into the engine, in one place: opening a store, who a caller reads
-//! as, writing and reading spills, the four read-back pages, reducing one tool return, and what
-//! an engine error becomes. The rest of the addon only converts JavaScript values.
-//!
-//! These are the calls the Python module (`workflows/python/src/store.rs`, `reduce.rs`,
-//! `errors.rs`) makes, made the same way, so that a spill written here is the worker's and a page
-//! read here is the worker's text.
+//! Every call this addon makes into the engine, in one place, each through the engine's service
+//! layer (`overspill::service`), which the worker's activities and the Python module call too:
+//! opening a store, writing and reading spills, the four read-back pages, reducing one tool
+//! return, and what a service failure becomes for the package's error classes. The rest of the
+//! addon only converts JavaScript values.
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use bytes::Bytes;
 use overspill::api::{GrepRequest, ListRequest, QueryRequest, ReadRequest};
-use overspill::limits::{self, Limits, Reduced, SpillStore as _, ToolCall, ToolResult};
-use overspill::query::{self, DEFAULT_QUERY_MEMORY, QueryPlace, QueryRunner};
-use overspill::read::{self, ReadOutcomeError};
-use overspill::store::{ReadScope, Reader, Scope, Store, StoreError};
+use overspill::limits::{Limits, Reduced, ToolCall, ToolResult};
+use overspill::query::{DEFAULT_QUERY_MEMORY, QueryRunner};
+use overspill::service::{self, INVALID_CONFIG, INVALID_INPUT, Service, Surface};
+use overspill::store::{Store, StoreError};
 use overspill::summarize::{ChunkBudget, Chunked, OpenAiSummarizer};
 use serde::de::DeserializeOwned;
 
 /// The activities' names and the default task queue, as the worker registers them.
 pub(crate) use overspill::names;
 
-/// Why a call failed, in the terms a binding reports it.
+/// Why a call failed, as the package's error classes tell failures apart.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum Failure {
     /// The store has no spill under the handle, or the caller may not see it.
     #[error("{0}")]
     NotFound(String),
-    /// The store failed: `kind` is the engine's error type (`Timeout`, `Misconfigured`, …),
+    /// The store failed: `kind` is the service's (`StoreUnavailable`, `StoreMisconfigured`, …),
     /// `retryable` whether trying again later may succeed.
     #[error("{message}")]
     Store {
         /// What happened.
         message: String,
-        /// The engine's error type.
+        /// The failure's kind.
         kind: &'static str,
         /// Whether a later try may succeed.
         retryable: bool,
     },
-    /// A read-back tool's argument is wrong: the message tells the model what to change.
+    /// An argument is wrong: a read-back tool's (the message tells the model what to change), or
+    /// a call's (the message names the property).
     #[error("{0}")]
     Argument(String),
     /// A limits configuration, store URL or option the engine refuses.
@@ -50,16 +49,33 @@ pub(crate) enum Failure {
     Sandbox(String),
 }
 
-impl From<StoreError> for Failure {
-    fn from(error: StoreError) -> Self {
-        if error.is_unknown_handle() {
-            return Self::NotFound(error.to_string());
+impl From<service::Failure> for Failure {
+    fn from(failure: service::Failure) -> Self {
+        let service::Failure {
+            type_name,
+            message,
+            retryable,
+            ..
+        } = failure;
+        match type_name {
+            _ if type_name == INVALID_INPUT || type_name == service::MODEL_RETRY => {
+                Self::Argument(message)
+            }
+            INVALID_CONFIG => Self::Config(message),
+            _ if type_name.starts_with("QuerySandbox") => Self::Sandbox(message),
+            kind => Self::Store {
+                message,
+                kind,
+                retryable,
+            },
         }
-        Self::Store {
-            kind: error.type_name(),
-            retryable: error.is_retryable(),
-            message: error.to_string(),
-        }
+    }
+}
+
+impl Failure {
+    /// A store that failed, in the Node API's terms.
+    fn store(error: &StoreError) -> Self {
+        service::Failure::store(Surface::Node, error).into()
     }
 }
 
@@ -67,6 +83,16 @@ impl From<StoreError> for Failure {
 /// no workflow), or an activity of `workflow_id` (`None` or empty: a standalone activity, which
 /// sees no scoped spill) in `namespace`.
 pub(crate) type Caller = Option<(String, Option<String>)>;
+
+/// The service's caller for `caller`.
+fn service_caller(caller: &Caller) -> service::Caller {
+    match caller {
+        None => service::Caller::Operator,
+        Some((namespace, workflow_id)) => {
+            service::Caller::activity(namespace, workflow_id.as_deref(), None)
+        }
+    }
+}
 
 /// A read-back tool's request: the JSON the worker's activity of that name takes.
 pub(crate) enum Page {
@@ -93,61 +119,42 @@ impl Page {
     }
 }
 
-/// A spill store with the read scope activities read it under and the sandbox queries run in.
+/// A spill store, served as the worker serves it.
 pub(crate) struct Spills {
-    store: Arc<Store>,
-    read_scope: ReadScope,
-    queries: Option<QueryRunner>,
+    service: Service,
 }
 
 impl Spills {
-    /// Open the store at `url` (`None`: the local default every command shares); queries run in
-    /// `query_sandbox` (`exe query-sandbox`), or are refused without one.
+    /// Open the store at `url` (`None`: the local default every command shares); reads inside an
+    /// activity see what `read_scope` admits; queries run in `query_sandbox` (`exe
+    /// query-sandbox`), or are refused without one.
     pub(crate) fn open(
         url: Option<&str>,
         read_scope: &str,
         query_sandbox: Option<PathBuf>,
     ) -> Result<Self, Failure> {
         let read_scope = read_scope.parse().map_err(Failure::Config)?;
-        let store = Store::open(url)?;
-        let queries = query_sandbox.map(|exe| QueryRunner {
-            place: QueryPlace::Sandboxed {
-                exe,
-                memory: DEFAULT_QUERY_MEMORY,
-            },
-            deadline: query::QUERY_DEADLINE,
-        });
-        Ok(Self {
-            store: Arc::new(store),
-            read_scope,
-            queries,
-        })
+        let store = Store::open(url).map_err(|e| Failure::store(&e))?;
+        let queries = query_sandbox.map(|exe| QueryRunner::sandboxed(exe, DEFAULT_QUERY_MEMORY));
+        let service = Service::new(Arc::new(store), Surface::Node)
+            .with_read_scope(read_scope)
+            .with_query_runner(queries);
+        Ok(Self { service })
     }
 
     /// The URL as the worker shows it (no query parameters, no password).
     pub(crate) fn url(&self) -> &str {
-        self.store.url()
+        self.service.store().url()
     }
 
     /// The read scope, as `overspill worker --read-scope` takes it.
     pub(crate) fn read_scope(&self) -> String {
-        self.read_scope.to_string()
+        self.service.read_scope().to_string()
     }
 
     /// Check that the store can be used (a local root created `0700`, a bucket that lists).
     pub(crate) async fn check(&self) -> Result<(), Failure> {
-        Ok(self.store.check().await?)
-    }
-
-    /// How `caller` reads and writes here.
-    fn reader(&self, caller: &Caller) -> Reader {
-        match caller {
-            None => Reader::operator(),
-            Some((namespace, workflow_id)) => {
-                let scope = (workflow_id.as_deref()).and_then(|id| Scope::new(namespace, id));
-                Reader::new(self.read_scope, scope)
-            }
-        }
+        (self.service.store().check().await).map_err(|e| Failure::store(&e))
     }
 
     /// Store `data` under `key` (an overwrite) with its line index and the facts of its writer
@@ -159,48 +166,52 @@ impl Spills {
         tool_name: &str,
         caller: &Caller,
     ) -> Result<String, Failure> {
-        let writer = self.reader(caller);
-        let spills = self.store.for_tool(tool_name, &writer);
-        Ok(spills.write(key, data).await?)
+        let caller = service_caller(caller);
+        Ok(self.service.write(key, data, tool_name, &caller).await?)
     }
 
     /// The whole payload of `handle`, as `caller` may see it.
     pub(crate) async fn read(&self, handle: &str, caller: &Caller) -> Result<Bytes, Failure> {
-        let reader = self.reader(caller);
-        Ok(self.store.read_as(&reader).read(handle).await?)
+        match self.service.read(handle, &service_caller(caller)).await? {
+            Some(data) => Ok(data),
+            None => Err(Failure::NotFound(
+                StoreError::NotFound {
+                    handle: handle.to_owned(),
+                }
+                .to_string(),
+            )),
+        }
     }
 
     /// `page`'s model-visible text, as `caller` may see the spill: the worker's answer, an
     /// unknown handle's included.
     pub(crate) async fn page(&self, page: Page, caller: &Caller) -> Result<String, Failure> {
-        let reader = self.reader(caller);
-        let spills = self.store.read_as(&reader);
+        let (service, caller) = (&self.service, service_caller(caller));
         let answer = match page {
-            Page::Read(request) => read::read_tool_result(&spills, &request).await,
-            Page::Grep(request) => read::grep_tool_result(&spills, &request).await,
-            Page::Query(request) => {
-                let Some(runner) = &self.queries else {
-                    return Err(Failure::Sandbox(
-                        "query_tool_result runs a model's jq filter only in a sandbox bounded in \
-                         memory: give the store the `overspill` executable (querySandbox), or put \
-                         it on PATH"
-                            .into(),
-                    ));
-                };
-                query::query_tool_result_with(&spills, &request, runner).await
-            }
-            Page::List(request) => (self.store.list_run(&request, &reader).await)
-                .map(|listing| listing.render(SystemTime::now())),
+            Page::Read(request) => service.read_tool_result(&request, &caller).await,
+            Page::Grep(request) => service.grep_tool_result(&request, &caller).await,
+            Page::Query(request) => service.query_tool_result(&request, &caller).await,
+            Page::List(request) => service.list_tool_results(request, &caller).await,
         };
-        match answer {
-            Ok(page) => Ok(page),
-            Err(missing @ ReadOutcomeError::NoStoredResult(_)) => Ok(missing.to_string()),
-            Err(ReadOutcomeError::Retry(retry)) => Err(Failure::Argument(retry.to_string())),
-            Err(ReadOutcomeError::Store(e)) => Err(e.into()),
-            Err(ReadOutcomeError::Sandbox(e)) => {
-                Err(Failure::Sandbox(format!("the query sandbox failed: {e}")))
-            }
-        }
+        Ok(answer?.text)
+    }
+
+    /// Reduce one tool return as the worker's `tool_output_limits.reduce` does, spilling under
+    /// `call`'s key for `caller`; `None` when it is left as it is. A Summarize band without a
+    /// `model` falls back to its `then`, as on a worker without one.
+    pub(crate) async fn reduce(
+        &self,
+        limits: &Limits,
+        call: ToolCall,
+        result: ToolResult,
+        caller: &Caller,
+        model: Option<Chunked<OpenAiSummarizer>>,
+    ) -> Result<Option<Reduced>, Failure> {
+        let caller = service_caller(caller);
+        let reduction = (self.service)
+            .reduce(limits, &call, result, &model, &caller)
+            .await?;
+        Ok(Some(reduction.reduced).filter(Reduced::changed))
     }
 }
 
@@ -208,7 +219,8 @@ impl Spills {
 pub(crate) fn limits(config: Option<&str>) -> Result<Limits, Failure> {
     match config {
         None => Ok(Limits::default()),
-        Some(json) => Limits::from_json(json).map_err(|e| Failure::Config(e.to_string())),
+        Some(json) => Limits::from_json(json)
+            .map_err(|e| service::Failure::invalid_config(Surface::Node, &e).into()),
     }
 }
 
@@ -232,29 +244,6 @@ pub(crate) fn model(
         summarizer,
         ChunkBudget::from_context_tokens(context),
     ))
-}
-
-/// Reduce one tool return as the worker's `tool_output_limits.reduce` does, spilling to `spills`
-/// under `call`'s key for `caller`; `None` when it is left as it is. A Summarize band without a
-/// `model` falls back to its `then`, as on a worker without one.
-pub(crate) async fn reduce(
-    limits: &Limits,
-    spills: &Spills,
-    call: ToolCall,
-    result: ToolResult,
-    caller: &Caller,
-    model: Option<Chunked<OpenAiSummarizer>>,
-) -> Option<Reduced> {
-    let writer = spills.reader(caller);
-    let store = spills.store.for_tool(&call.tool_name, &writer);
-    let mut reduced = limits::reduce(limits, &call, result, &store, &model).await;
-    if !reduced.changed() {
-        return None;
-    }
-    if reduced.overflow_handle().is_some() || reduced.overflow_content_handle().is_some() {
-        reduced.store = Some(spills.url().to_owned());
-    }
-    Some(reduced)
 }
 
 /// The read-back tools as a model sees them: name, activity, description, JSON Schema parameters.

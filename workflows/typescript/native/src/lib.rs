@@ -41,7 +41,7 @@ pub struct Failure {
     pub error: String,
     /// What happened.
     pub message: String,
-    /// A store failure's kind (`Timeout`, `Misconfigured`, …).
+    /// A store failure's kind (`StoreUnavailable`, `StoreMisconfigured`, …).
     pub kind: Option<String>,
     /// Whether a store failure may go away if tried again later.
     pub retryable: Option<bool>,
@@ -300,7 +300,7 @@ pub struct Output {
 /// falls back to its `then`. Resolves to the reduce activity's reply (`kind`, `content_kind`,
 /// `return_value`, `content`, `metadata`, `envelope`, `usage`, `store`), or `null` when the
 /// return is left as it is.
-#[napi(ts_return_type = "Promise<Record<string, any> | null>")]
+#[napi(ts_return_type = "Promise<Record<string, any> | null | Failure>")]
 pub fn reduce<'env>(
     env: &'env Env,
     limits: &Limits,
@@ -309,7 +309,7 @@ pub fn reduce<'env>(
     output: Output,
     by: Option<Caller>,
     model: Option<&Model>,
-) -> napi::Result<PromiseRaw<'env, Option<Value>>> {
+) -> napi::Result<PromiseRaw<'env, Outcome<Option<Value>>>> {
     let return_value = match output.value {
         Either::A(text) if output.structured.unwrap_or(false) => {
             ToolOutput::Json(serde_json::from_str(&text).map_err(|e| {
@@ -343,11 +343,14 @@ pub fn reduce<'env>(
     let (limits, spills) = (limits.inner.clone(), store.spills.clone());
     let (by, model) = (caller(by), model.map(|m| m.inner.clone()));
     env.spawn_future(async move {
-        let reduced = engine::reduce(&limits, &spills, call, result, &by, model).await;
-        reduced
-            .map(serde_json::to_value)
-            .transpose()
-            .map_err(|e| napi::Error::from_reason(e.to_string()))
+        let reduced = spills.reduce(&limits, call, result, &by, model).await;
+        let reply = reduced.map(|reduced| reduced.map(serde_json::to_value).transpose());
+        match reply {
+            Ok(reply) => Ok(Either::A(
+                reply.map_err(|e| napi::Error::from_reason(e.to_string()))?,
+            )),
+            Err(failure) => Ok(Either::B(Failure::from(failure))),
+        }
     })
 }
 
