@@ -344,3 +344,25 @@ def test_masking_settings_are_validated_once_for_every_framework() -> None:
     for bad in ({'budget': -1}, {'keep_recent': -1}, {'unit': 'bytes'}, {'read_tools': ()}):
         with pytest.raises(ValueError):
             MaskingSettings(**bad)
+
+
+def test_every_integration_names_the_core_s_classes_and_activities() -> None:
+    """The integrations re-export the core's failures, names and External Storage rather than
+    define their own: one `NoWorkerError` to catch whichever framework raised it, one spill
+    activity, and pydantic-ai's former `READ_ACTIVITY` (its agent-side read, another activity than
+    the OpenAI Agents SDK's `READ_ACTIVITY`) kept as a deprecated alias of `READ_SPILL_ACTIVITY`."""
+    import overspill
+    import overspill.external_storage
+    import overspill.openai_agents
+    import overspill.pydantic_ai as pydantic_ai
+
+    for name in ('NoWorkerError', 'OtherStoreError', 'UnavailableError', 'OverspillUnavailable'):
+        assert getattr(pydantic_ai, name) is getattr(overspill, name), name
+    assert overspill.openai_agents.NoWorkerError is overspill.NoWorkerError
+    assert pydantic_ai.SPILL_ACTIVITY == overspill.SPILL_ACTIVITY == overspill.openai_agents.SPILL_ACTIVITY
+    assert pydantic_ai.DEFAULT_TASK_QUEUE == overspill.DEFAULT_TASK_QUEUE
+    assert pydantic_ai.GREP_ACTIVITY == overspill.READ_BACK_TOOLS[1].activity
+    assert pydantic_ai.external_storage is overspill.external_storage.external_storage
+    assert pydantic_ai.READ_SPILL_ACTIVITY == 'overspill.read_spill' != overspill.openai_agents.READ_ACTIVITY
+    with pytest.warns(DeprecationWarning, match='READ_SPILL_ACTIVITY'):
+        assert pydantic_ai.READ_ACTIVITY == pydantic_ai.READ_SPILL_ACTIVITY

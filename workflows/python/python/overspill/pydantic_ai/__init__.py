@@ -60,17 +60,11 @@ from overspill.pydantic_ai._at_source import OverspillInterceptor, PydanticAiToo
 from overspill.pydantic_ai._external_storage import Boto3StorageDriverClient, external_storage
 from overspill._markers import mask_marker
 from overspill.pydantic_ai._masking import OverspillMasking
-from overspill.pydantic_ai._store import (
-    DEFAULT_TASK_QUEUE,
-    READ_ACTIVITY,
-    SPILL_ACTIVITY,
-    OverspillStore,
-    SpillError,
-    SpillReadError,
-    default_store_url,
-)
-from overspill.pydantic_ai._summarize import SUMMARIZE_ACTIVITY, OverspillSummarizer, SummarizeError
-from overspill.pydantic_ai._toolset import GREP_ACTIVITY, LIST_ACTIVITY, QUERY_ACTIVITY, OverspillToolset
+from overspill._names import DEFAULT_TASK_QUEUE, SPILL_ACTIVITY, SUMMARIZE_ACTIVITY, default_store_url
+from overspill._tools import GREP_ACTIVITY, LIST_ACTIVITY, QUERY_ACTIVITY
+from overspill.pydantic_ai._store import READ_SPILL_ACTIVITY, OverspillStore, SpillError, SpillReadError
+from overspill.pydantic_ai._summarize import OverspillSummarizer, SummarizeError
+from overspill.pydantic_ai._toolset import OverspillToolset
 
 __all__ = [
     'Boto3StorageDriverClient',
@@ -79,7 +73,7 @@ __all__ = [
     'LIST_ACTIVITY',
     'NoWorkerError',
     'OtherStoreError',
-    'READ_ACTIVITY',
+    'READ_SPILL_ACTIVITY',
     'SPILL_ACTIVITY',
     'SUMMARIZE_ACTIVITY',
     'OverspillInterceptor',
@@ -100,3 +94,17 @@ __all__ = [
     'mask_marker',
     'sanitize_key',
 ]
+
+
+def __getattr__(name: str) -> object:
+    """`READ_ACTIVITY`, the former name of `READ_SPILL_ACTIVITY` (the agent worker's activity that
+    reads a spill whole), with a `DeprecationWarning`: `overspill.READ_ACTIVITY` is the Overspill
+    worker's `read_tool_result`, another activity."""
+    if name == 'READ_ACTIVITY':
+        import warnings
+
+        warnings.warn(
+            'overspill.pydantic_ai.READ_ACTIVITY is now READ_SPILL_ACTIVITY', DeprecationWarning, stacklevel=2
+        )
+        return READ_SPILL_ACTIVITY
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

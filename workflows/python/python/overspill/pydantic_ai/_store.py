@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import base64
-import os
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cached_property
-from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from temporalio import activity, workflow
 from temporalio.exceptions import ApplicationError
 
-from overspill.pydantic_ai._activity import ON_UNAVAILABLE, OnUnavailable, OtherStoreError, execute_activity, unavailable
 from overspill._caller import current_caller
+from overspill._names import DEFAULT_TASK_QUEUE, SPILL_ACTIVITY, default_store_url, default_task_queue
+from overspill.pydantic_ai._activity import ON_UNAVAILABLE, OnUnavailable, OtherStoreError, execute_activity, unavailable
 
 if TYPE_CHECKING:
     from overspill._native import Store
@@ -22,26 +21,9 @@ if TYPE_CHECKING:
 READ_SCOPES = ('workflow', 'namespace', 'any')
 """The read scopes, as `overspill worker --read-scope` names them."""
 
-SPILL_ACTIVITY = 'tool_output_limits.spill'
-"""The Overspill activity that persists a payload under its key."""
-
-DEFAULT_TASK_QUEUE = 'tool-output-limits'
-"""The task queue an Overspill worker polls by default."""
-
-
-def default_store_url() -> str:
-    """The store every Overspill command uses without `--store`: `OVERSPILL_STORE`, else
-    `file://$TMPDIR/overspill-<euid>` (`/tmp` without `TMPDIR`), as `overspill dev` and the worker."""
-    tmp = os.environ.get('TMPDIR') or '/tmp'
-    return os.environ.get('OVERSPILL_STORE') or PurePosixPath(tmp, f'overspill-{os.geteuid()}').as_uri()
-
-
-def default_task_queue() -> str:
-    """`OVERSPILL_TASK_QUEUE`, else `tool-output-limits`: the queue `overspill worker` and `overspill dev` poll."""
-    return os.environ.get('OVERSPILL_TASK_QUEUE') or DEFAULT_TASK_QUEUE
-
-READ_ACTIVITY = 'overspill.read_spill'
-"""The default name of the Python read activity (see `OverspillStore.read_activity`)."""
+READ_SPILL_ACTIVITY = 'overspill.read_spill'
+"""The default name of the activity that reads a spill whole on the agent's worker
+(`OverspillStore.read_activity`): not one of the Overspill worker's read-back tools."""
 
 
 class SpillError(Exception):
@@ -137,7 +119,7 @@ class OverspillStore:
     read_timeout: timedelta = timedelta(minutes=1)
     """`schedule_to_close_timeout` of a workflow-side read through `read_activity()`."""
 
-    read_activity_name: str = READ_ACTIVITY
+    read_activity_name: str = READ_SPILL_ACTIVITY
     """The activity name `read_activity()` registers under and workflow-side reads call
     (`overspill.read_spill`); set it when two stores' read activities share one worker."""
 

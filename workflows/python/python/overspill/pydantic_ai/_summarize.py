@@ -8,10 +8,7 @@ from datetime import timedelta
 from temporalio import workflow
 
 from overspill.pydantic_ai._activity import ON_UNAVAILABLE, OnUnavailable, execute_activity
-from overspill.pydantic_ai._store import default_task_queue
-
-SUMMARIZE_ACTIVITY = 'tool_output_limits.summarize'
-"""The Overspill activity that makes one model call."""
+from overspill._names import SUMMARIZE_ACTIVITY, default_task_queue
 
 
 class SummarizeError(Exception):

@@ -17,19 +17,11 @@ from overspill._caller import current_caller
 from overspill._native import read_back_tools
 from overspill.pydantic_ai._activity import UnavailableError, execute_activity
 from overspill.pydantic_ai._harness import READ_KIND, harness_has_grep, installed_harness
+from overspill._tools import GREP_ACTIVITY, LIST_ACTIVITY, QUERY_ACTIVITY
 from overspill.pydantic_ai._store import OverspillStore
 
 if TYPE_CHECKING:
     from overspill._native import ToolSpec
-
-GREP_ACTIVITY = 'tool_output_limits.grep_tool_result'
-"""The Overspill activity that searches a spill."""
-
-QUERY_ACTIVITY = 'tool_output_limits.query_tool_result'
-"""The Overspill activity that runs a jq filter over a spill."""
-
-LIST_ACTIVITY = 'tool_output_limits.list_tool_results'
-"""The Overspill activity that lists a run's spills."""
 
 _NO_ACTIVITY: dict[str, Any] = {'temporal': False}
 """Tool metadata that keeps a tool in workflow code under `TemporalDurability`: the tool itself
