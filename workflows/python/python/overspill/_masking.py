@@ -60,9 +60,10 @@ MASKED_TOOLS = tuple(tool.name for tool in READ_BACK_TOOLS if not tool.lists)
 _logger = logging.getLogger('overspill.masking')
 
 
-@dataclass
+@dataclass(kw_only=True)
 class MaskingSettings:
-    """When masking clears outputs, and which (see the module's rule); each framework's hook has these."""
+    """When masking clears outputs, and which (see the module's rule); each framework's hook has
+    these. Keyword-only, so an adapter's own required settings (pydantic-ai's `store`) come first."""
 
     budget: int = 100_000
     """Mask once the model's input measures more than this, in `unit`s (100,000 chars ≈ 25,000 tokens)."""
@@ -193,6 +194,12 @@ class Conversation(Generic[Item]):
         if self._measure(fixed) > self.settings.budget:
             await self._batch(run_id, spill)
         return list(self._state.view)
+
+    def measure(self, items: Sequence[Item], *, fixed: str = '') -> int:
+        """The size of the input `items` and `fixed` make, in `unit`s, as the rule compares it
+        with `budget` (the masked view's, for items seen before)."""
+        self._catch_up(items)
+        return self._measure(fixed)
 
     async def mask_in_workflow(self, items: Sequence[Item], worker: OverspillWorker, *, fixed: str = '') -> list[Item]:
         """`mask` as a framework's hook runs it in workflow code: spills go through `worker`'s
