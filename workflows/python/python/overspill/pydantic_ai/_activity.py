@@ -48,9 +48,12 @@ def unavailable(
 ) -> OverspillUnavailable | UnavailableError:
     """The exception that says `message` (one line): `OverspillUnavailable`, logged at ERROR,
     which ends the run (pydantic-ai-harness would catch any `Exception` and fall back); or, with
-    `on_unavailable='fallback'`, `fallback(message)`, which the harness's fallback logs."""
+    `on_unavailable='fallback'`, `fallback(message)`, marked not to end it (`ends_run`, which the
+    masking core reads), which the harness's fallback logs."""
     if on_unavailable == 'fallback':
-        return fallback(message)
+        error = fallback(message)
+        error.ends_run = False
+        return error
     workflow.logger.error(message)
     return OverspillUnavailable(message)
 
