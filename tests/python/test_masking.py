@@ -373,6 +373,20 @@ def test_keep_recent_and_min_chars_and_tokens(tmp_path: Path) -> None:
     assert _texts(asyncio.run(per_char(_ctx(), history)))[1].startswith('[Tool output of ')
 
 
+def test_the_request_instructions_count_toward_the_budget(tmp_path: Path) -> None:
+    """The model is sent the last request's instructions with the messages: they are measured too."""
+    store = OverspillStore(f'file://{tmp_path}')
+    history = _history([5_000, 5_000, 5_000])
+    size = OverspillMasking(store).measure(history)
+    instructed = [*history[:-1], dataclasses.replace(history[-1], instructions='x' * 1_000)]
+    assert OverspillMasking(store).measure(instructed) == size + 1_000
+    earlier = [dataclasses.replace(history[0], instructions='x' * 1_000), *history[1:]]
+    assert OverspillMasking(store).measure(earlier) == size, 'an earlier request\'s are not sent'
+    masking = OverspillMasking(store, budget=size, keep_recent=0)
+    assert asyncio.run(masking(_ctx(), history)) is history, 'at the budget: nothing masked'
+    assert _texts(asyncio.run(masking(_ctx(), instructed)))[0].startswith("[Tool output of 'fetch' cleared")
+
+
 def test_an_already_spilled_return_keeps_its_handle_without_a_new_write(tmp_path: Path) -> None:
     store = OverspillStore(f'file://{tmp_path}')
     history = _history([40_000, 2_000, 2_000], spilled={0: 'run-1/call-0.0'})
