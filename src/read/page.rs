@@ -194,6 +194,13 @@ pub(crate) struct Reader<'a> {
     name: &'a str,
 }
 
+impl ReadRequest {
+    /// The read tool as the page's header names it.
+    pub(crate) fn reader(&self) -> Reader<'_> {
+        Reader::new(&self.handle, self.read_tool_name.as_deref())
+    }
+}
+
 impl<'a> Reader<'a> {
     /// The read tool for spill `handle`, under `name` (`None`: `read_tool_result`).
     pub(crate) fn new(handle: &'a str, name: Option<&'a str>) -> Self {

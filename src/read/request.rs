@@ -129,11 +129,6 @@ impl ReadRequest {
     pub fn harness(&self) -> Harness {
         self.harness.unwrap_or(Harness::NEWEST)
     }
-
-    /// The read tool as the page's header names it.
-    pub(crate) fn reader(&self) -> super::page::Reader<'_> {
-        super::page::Reader::new(&self.handle, self.read_tool_name.as_deref())
-    }
 }
 
 /// Items `[start, end)` of `total` that `offset`, `limit` and `from_end` select: from the start,
