@@ -221,12 +221,15 @@ def model_input_chars(data: bytes) -> int:
 # --- the same agent on pydantic-ai, for the side by side ---------------------------------------
 
 
-def pydantic_agent(name: str, store_url: str | None, overspill_queue: str = '') -> tuple[type, Any, Any]:
+def pydantic_agent(
+    name: str, store_url: str | None, overspill_queue: str = '', masking_budget: int | None = None
+) -> tuple[type, Any, Any]:
     """The crawler as a pydantic-ai agent on `TemporalDurability`, with the same scripted model:
     its workflow class, and the `ToolOutputLimits` it has (`None` without Overspill: nothing limits
     what the tool returns) and the `OverspillInterceptor` for its worker (or `None`). With a store,
     outputs are reduced under the limits' defaults (spilled over 10,000 chars) by the interceptor,
-    in the tool's activity."""
+    in the tool's activity, and with `masking_budget` older returns are masked
+    (`ProcessHistory(OverspillMasking(store, budget=masking_budget))`)."""
     from overspill.pydantic_ai import OverspillInterceptor as PydanticInterceptor
     from overspill.pydantic_ai import OverspillStore
     from pydantic_ai import Agent as PydanticAgent
@@ -254,9 +257,15 @@ def pydantic_agent(name: str, store_url: str | None, overspill_queue: str = '') 
     capabilities: list[Any] = []
     limits = interceptor = None
     if store_url is not None:
-        limits = ToolOutputLimits(store=OverspillStore(store_url, task_queue=overspill_queue))
+        store = OverspillStore(store_url, task_queue=overspill_queue)
+        limits = ToolOutputLimits(store=store)
         capabilities.append(limits)
         interceptor = PydanticInterceptor(limits)
+        if masking_budget is not None:
+            from overspill.pydantic_ai import OverspillMasking as PydanticMasking
+            from pydantic_ai.capabilities import ProcessHistory
+
+            capabilities.append(ProcessHistory(PydanticMasking(store, budget=masking_budget)))
     capabilities.append(TemporalDurability(activity_config={'start_to_close_timeout': timedelta(seconds=60)}))
     agent = PydanticAgent(FunctionModel(model, model_name='scripted'), name=name, tools=[fetch_page], capabilities=capabilities)
 
