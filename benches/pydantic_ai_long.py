@@ -77,7 +77,7 @@ async def run(setup: str, args: argparse.Namespace, store_url: str, queue: str, 
             timeout=args.timeout,
         )
     objects, size = bucket_bytes(default_s3_client(f's3://{bucket}'), bucket)
-    end = f.status if len(f.status) < 80 else f.status[:77] + '…'
+    end = f'{f.status} ({f.failure[:100]})' if f.status == 'stuck' else f.status[:100]
     return (
         f'| {setup} | {end} | {f.tool_calls:,} | {f.model_calls:,} | {f.history_bytes:,} B | {f.largest_model_input:,} B '
         f'| {f.total_model_chars:,} | {objects:,} objects, {size / 1e6:.1f} MB | {f.seconds:.0f} s |'

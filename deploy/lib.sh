@@ -74,7 +74,8 @@ ensure_typescript() {
 
 # The pydantic-ai integration on the oldest releases the package declares (the lower bounds of
 # pydantic-ai-harness and pydantic-ai-slim in workflows/python/pyproject.toml), the rest at
-# requirements.txt's versions: the wheel ensure_wheel_venv built, in .deploy/wheel-venv-lowest,
+# requirements.txt's versions: the wheel ensure_wheel_venv built, with the `external-storage` extra
+# (the pydantic-ai suites use External Storage), in .deploy/wheel-venv-lowest,
 # where tests/integration/python.rs runs the pydantic-ai suites again.
 LOWEST_WHEEL_VENV="$DEPLOY_DIR/wheel-venv-lowest"
 ensure_lowest_wheel_venv() {
@@ -85,7 +86,7 @@ ensure_lowest_wheel_venv() {
     "$OVERSPILL_ROOT/workflows/python/pyproject.toml" "$wheels/constraints.txt" >"$wheels/constraints-lowest.txt"
   local wheel=("$wheels"/overspill-*.whl)
   "$LOWEST_WHEEL_VENV/bin/pip" install "${pip[@]}" -c "$wheels/constraints-lowest.txt" --find-links "$wheels" \
-    "${wheel[0]}" pytest
+    "${wheel[0]}[external-storage]" pytest
 }
 
 # The benchmarks' venv: the reference (pydantic-ai-harness 0.62.0) alone, in .deploy/bench-venv.
