@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, ClassVar
 
+from agents_support import RunFigures, run_workflow
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage, convert_to_messages
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -36,7 +37,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 from langgraph.types import Command
-from support import RunFigures, page_text, run_workflow
+from support import page_text
 from temporalio import activity, workflow
 from temporalio.client import Client
 from typing_extensions import Annotated
@@ -313,7 +314,7 @@ def deep_agents_plugin() -> Any:
 
 
 async def run_agent(client: Client, run: Any, arg: Any, *, task_queue: str, timeout: float, model: str) -> tuple[RunFigures, Any]:
-    """Run workflow `run` (`support.run_workflow`) and its figures: model calls are activities of
+    """Run workflow `run` (`agents_support.run_workflow`) and its figures: model calls are activities of
     type `model`, tool calls the completed activities of the fetching tools (or of a ToolNode)."""
     ScriptedChatModel.requests.clear()
     ended, history = await run_workflow(client, run, arg, task_queue=task_queue, timeout=timeout)
