@@ -353,7 +353,7 @@ async def run_agent(
 ) -> tuple[RunFigures, Any]:
     """`run_workflow`, and the run's figures as `measure` reads them off its history."""
     ended, history = await run_workflow(client, run, arg, task_queue=task_queue, timeout=timeout)
-    return figures(history, measure, ended.status, ended.history_bytes, ended.failure, ended.seconds, ended.result), history
+    return figures(history, measure, ended), history
 
 
 async def task_failure(handle: WorkflowHandle[Any, Any]) -> str:
@@ -367,10 +367,9 @@ async def task_failure(handle: WorkflowHandle[Any, Any]) -> str:
     return ''
 
 
-def figures(
-    history: Any, measure: Measure, status: str, history_bytes: int, failure: str, seconds: float, result: Any
-) -> RunFigures:
-    """A run's figures from its history: tool and model calls, model inputs' bytes and chars."""
+def figures(history: Any, measure: Measure, ended: Ended) -> RunFigures:
+    """How a run ended, and its figures read off its history: tool and model calls, model inputs'
+    bytes and chars."""
     tool_calls = 0
     model_inputs: list[tuple[bytes, int]] = []
     scheduled: dict[int, str] = {}
@@ -389,16 +388,16 @@ def figures(
             if measure.is_tool(scheduled.get(event.activity_task_completed_event_attributes.scheduled_event_id, '')):
                 tool_calls += 1
     return RunFigures(
-        status=status,
+        status=ended.status,
         tool_calls=tool_calls,
         model_calls=len(model_inputs),
-        history_bytes=history_bytes,
+        history_bytes=ended.history_bytes,
         events=len(history.events),
         largest_model_input=max((len(d) for d, _ in model_inputs), default=0),
         total_model_chars=sum(c for _, c in model_inputs),
-        failure=failure,
-        seconds=seconds,
-        result=result,
+        failure=ended.failure,
+        seconds=ended.seconds,
+        result=ended.result,
     )
 
 
