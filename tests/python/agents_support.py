@@ -32,7 +32,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from support import Process, bucket_of, page_text
+from support import Process, bucket_of, page_text, s3_client
 from temporalio import activity, workflow
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
@@ -205,21 +205,15 @@ def overspill_stack(log_dir: Path, name: str, *, base_url: str | None = None, ar
         worker.stop()
 
 
-def _s3() -> Any:
-    import boto3
-
-    return boto3.client('s3', endpoint_url=os.environ['AWS_ENDPOINT_URL'])
-
-
 def stored(stack: Stack, handle: str) -> bytes:
     """The bytes the store keeps for `handle`."""
-    body: bytes = _s3().get_object(Bucket=stack.bucket, Key=f'{stack.prefix}/{handle}')['Body'].read()
+    body: bytes = s3_client(stack.store_url).get_object(Bucket=stack.bucket, Key=f'{stack.prefix}/{handle}')['Body'].read()
     return body
 
 
 def objects(stack: Stack, run_id: str) -> list[str]:
     """The spills (not their line indexes) the store keeps for run `run_id`."""
-    listing = _s3().list_objects_v2(Bucket=stack.bucket, Prefix=f'{stack.prefix}/{run_id}/')
+    listing = s3_client(stack.store_url).list_objects_v2(Bucket=stack.bucket, Prefix=f'{stack.prefix}/{run_id}/')
     return [o['Key'].removeprefix(f'{stack.prefix}/') for o in listing.get('Contents', []) if not o['Key'].endswith('.idx')]
 
 
