@@ -28,7 +28,7 @@ from datetime import timedelta
 from typing import Any, ClassVar
 
 import agents_support
-from agents_support import Measure, RunFigures
+from agents_support import HANDLE, Measure, RunFigures
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage, convert_to_messages
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -52,7 +52,6 @@ _PROMPT = re.compile(
     r'(?:, then (read|grep|query|list)(?: (\S+))?(?: at offset (-?\d+))?)?'
 )
 _RECORDS = re.compile(r'fetch (\d+) records, then query (.+)')
-_HANDLE = re.compile(r"stored to handle '([^']+)'")
 FETCHERS = ('fetch_page', 'fetch_spec', 'fetch_page_command')
 """The tools that fetch pages (the others read back)."""
 TOOL_ACTIVITIES = (*FETCHERS, 'deepagents.invoke_tool', 'crawl.tools')
@@ -123,7 +122,7 @@ def next_step(messages: Sequence[BaseMessage]) -> AIMessage:
     prompt = next(str(m.content) for m in messages if isinstance(m, HumanMessage))
     calls = [c for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
     outputs = [str(m.content) for m in messages if isinstance(m, ToolMessage)]
-    handles = [h[1] for o in outputs if (h := _HANDLE.search(o))]
+    handles = [h[1] for o in outputs if (h := HANDLE.search(o))]
     records_script = _RECORDS.search(prompt)
     if records_script is not None:
         if not calls:
