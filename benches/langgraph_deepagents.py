@@ -45,6 +45,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'tests' / 'python'))
 
+from agents_support import RunFigures, Stack, overspill_stack  # noqa: E402
 from langchain_support import (  # noqa: E402
     DeepCrawl,
     DeepRequest,
@@ -60,7 +61,7 @@ from langchain_support import (  # noqa: E402
 from overspill import deepagents as overspill_deepagents  # noqa: E402
 from overspill import langgraph as overspill_langgraph  # noqa: E402
 from overspill.external_storage import default_s3_client, external_storage  # noqa: E402
-from support import RunFigures, Stack, bucket_of, overspill_stack  # noqa: E402
+from support import bucket_of  # noqa: E402
 from temporalio.client import Client  # noqa: E402
 from temporalio.converter import DataConverter  # noqa: E402
 from temporalio.langgraph import LangGraphPlugin  # noqa: E402
@@ -138,7 +139,7 @@ async def main() -> None:
     parser.add_argument('--threshold', type=int, default=32 * 1024, help='External Storage threshold, bytes')
     parser.add_argument('--timeout', type=float, default=3_600, help='seconds a run may take')
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as logs, overspill_stack('langchain-bench', Path(logs)) as stack:
+    with tempfile.TemporaryDirectory() as logs, overspill_stack(Path(logs), 'langchain-bench') as stack:
         for table in args.table or TABLES:
             print(f'\n{table}: masking budget {args.budget:,} chars; External Storage from {args.threshold:,} B\n')
             print('| framework | setup | end | tool calls | model calls | history | largest model request '

@@ -1,6 +1,7 @@
-"""What the agent framework suites share (the OpenAI Agents SDK, Google ADK, Strands) and
-`benches/` with them: the tools their agents run as activities, the script their scripted models
-follow, an Overspill worker on a queue and a store prefix of a suite's own, and what a run
+"""What the agent framework suites share (the OpenAI Agents SDK, Google ADK, Strands; LangGraph
+and Deep Agents for running agents and reading their runs) and `benches/` with them: the tools
+their agents run as activities, the script their scripted models follow, an Overspill worker on a
+queue and a store prefix of a suite's own, an agent run until it ends or is stuck, and what a run
 recorded.
 
 The script (`next_step`): a prompt is steps separated by `, then `, done in order, one tool call
@@ -31,7 +32,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from support import Process, page_text
+from support import Process, bucket_of, page_text, s3_client
 from temporalio import activity, workflow
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
@@ -93,9 +94,10 @@ async def fetch_report(count: int) -> dict[str, Any]:
 
 
 class FailFirstAttempt(Interceptor):
-    """Fails the first attempt of each call of `tool` after everything inside it ran (the spill
-    included), as a worker that crashed right after the write would. Put it before Overspill's
-    interceptor (a plugin's comes after a worker's own)."""
+    """Fails the first attempt of each activity of type `tool` (a tool, or an activity running
+    tools: `deepagents.invoke_tool`) after everything inside it ran (the spill included), as a
+    worker that crashed right after the write would. Put it before Overspill's interceptor (a
+    plugin's comes after a worker's own)."""
 
     def __init__(self, tool: str = 'fetch_page') -> None:
         self.tool = tool
@@ -187,7 +189,7 @@ def overspill_stack(log_dir: Path, name: str, *, base_url: str | None = None, ar
     assert not missing, f'{missing} not set: source .deploy/seaweedfs.env and .deploy/temporal.env, set OVERSPILL_BIN'
     tag = f'{os.getpid()}-{uuid.uuid4().hex[:8]}'
     base_url = (base_url or os.environ['OVERSPILL_TEST_S3_URL']).rstrip('/')
-    bucket = base_url.removeprefix('s3://').split('/')[0]
+    bucket = bucket_of(base_url)
     store_url = f'{base_url}/{name}-{tag}'
     queue = f'tool-output-limits-{name}-{tag}'
     worker = Process(
@@ -203,22 +205,24 @@ def overspill_stack(log_dir: Path, name: str, *, base_url: str | None = None, ar
         worker.stop()
 
 
-def _s3() -> Any:
-    import boto3
-
-    return boto3.client('s3', endpoint_url=os.environ['AWS_ENDPOINT_URL'])
-
-
 def stored(stack: Stack, handle: str) -> bytes:
     """The bytes the store keeps for `handle`."""
-    body: bytes = _s3().get_object(Bucket=stack.bucket, Key=f'{stack.prefix}/{handle}')['Body'].read()
+    body: bytes = s3_client(stack.store_url).get_object(Bucket=stack.bucket, Key=f'{stack.prefix}/{handle}')['Body'].read()
     return body
 
 
 def objects(stack: Stack, run_id: str) -> list[str]:
     """The spills (not their line indexes) the store keeps for run `run_id`."""
-    listing = _s3().list_objects_v2(Bucket=stack.bucket, Prefix=f'{stack.prefix}/{run_id}/')
+    listing = s3_client(stack.store_url).list_objects_v2(Bucket=stack.bucket, Prefix=f'{stack.prefix}/{run_id}/')
     return [o['Key'].removeprefix(f'{stack.prefix}/') for o in listing.get('Contents', []) if not o['Key'].endswith('.idx')]
+
+
+async def connect(*plugins: Any, data_converter: Any = None) -> Client:
+    """A client of the Temporal server at `TEMPORAL_ADDRESS` (namespace `TEMPORAL_NAMESPACE`) with `plugins`."""
+    return await Client.connect(
+        os.environ['TEMPORAL_ADDRESS'], namespace=os.environ.get('TEMPORAL_NAMESPACE', 'default'),
+        plugins=list(plugins), **({'data_converter': data_converter} if data_converter else {}),
+    )
 
 
 @workflow.defn
@@ -233,9 +237,10 @@ class ReduceOnTheWorker:
         return reply
 
 
-async def reduce_on_worker(client: Client, stack: Stack, request: dict[str, Any]) -> dict[str, Any]:
-    """What the Overspill worker's own `tool_output_limits.reduce` makes of `request` (through
-    `client`'s converter: a framework plugin's keeps a dict's key order)."""
+async def reduce_on_worker(stack: Stack, request: dict[str, Any], *, plugins: Sequence[Any] = ()) -> dict[str, Any]:
+    """What the Overspill worker's own `tool_output_limits.reduce` makes of `request` (through a
+    client with `plugins`, whose converter must keep a dict's key order: a framework plugin's does)."""
+    client = await connect(*plugins)
     queue = f'reduce-probe-{uuid.uuid4()}'
     async with Worker(client, task_queue=queue, workflows=[ReduceOnTheWorker], workflow_runner=UnsandboxedWorkflowRunner()):
         reply: dict[str, Any] = await client.execute_workflow(
@@ -254,7 +259,7 @@ class RunFigures:
     status: str
     """`completed`, `stuck` (a workflow task failing over and over; terminated) or another end."""
     tool_calls: int
-    """Tool activities completed (`fetch_page`, or pydantic-ai's `…__call_tool`)."""
+    """Tool activities completed (the framework's tool activities: `fetch_page`, pydantic-ai's `…__call_tool`, …)."""
     model_calls: int
     """Model-call activities scheduled."""
     history_bytes: int
@@ -285,12 +290,27 @@ class Measure:
     """Whether an activity type is one of the agent's tool calls."""
 
 
-async def run_agent(
-    client: Client, run: Any, arg: Any, *, task_queue: str, timeout: float, measure: Measure
-) -> tuple[RunFigures, Any]:
+@dataclass(frozen=True)
+class Ended:
+    """How a workflow run ended."""
+
+    status: str
+    """`completed`, `stuck` (a workflow task failing over and over; terminated), `failed: <why>`
+    or `timed out` (terminated)."""
+    failure: str
+    """The workflow task's failure, when stuck."""
+    result: Any
+    """The workflow's result, when completed."""
+    seconds: float
+    """Wall time of the run."""
+    history_bytes: int
+    """The history's size as the server counts it (what its 50 MB limit applies to)."""
+
+
+async def run_workflow(client: Client, run: Any, arg: Any, *, task_queue: str, timeout: float) -> tuple[Ended, Any]:
     """Start workflow `run` and wait, at most `timeout` s, until it ends or a workflow task fails
     (a payload over the limit fails every retry of the task while the run shows Running: it is
-    then terminated). Its figures and history."""
+    then terminated). How it ended, and its history."""
     started = time.monotonic()
     handle: WorkflowHandle[Any, Any] = await client.start_workflow(
         run, arg, id=f'agent-{uuid.uuid4()}', task_queue=task_queue, execution_timeout=timedelta(seconds=timeout)
@@ -319,7 +339,15 @@ async def run_agent(
         await handle.terminate('no end within the test bound')
     history = await handle.fetch_history()
     history_bytes = (await handle.describe()).raw_description.workflow_execution_info.history_size_bytes
-    return figures(history, measure, status, history_bytes, failure, seconds, result), history
+    return Ended(status, failure, result, seconds, history_bytes), history
+
+
+async def run_agent(
+    client: Client, run: Any, arg: Any, *, task_queue: str, timeout: float, measure: Measure
+) -> tuple[RunFigures, Any]:
+    """`run_workflow`, and the run's figures as `measure` reads them off its history."""
+    ended, history = await run_workflow(client, run, arg, task_queue=task_queue, timeout=timeout)
+    return figures(history, measure, ended), history
 
 
 async def task_failure(handle: WorkflowHandle[Any, Any]) -> str:
@@ -333,10 +361,9 @@ async def task_failure(handle: WorkflowHandle[Any, Any]) -> str:
     return ''
 
 
-def figures(
-    history: Any, measure: Measure, status: str, history_bytes: int, failure: str, seconds: float, result: Any
-) -> RunFigures:
-    """A run's figures from its history: tool and model calls, model inputs' bytes and chars."""
+def figures(history: Any, measure: Measure, ended: Ended) -> RunFigures:
+    """How a run ended, and its figures read off its history: tool and model calls, model inputs'
+    bytes and chars."""
     tool_calls = 0
     model_inputs: list[tuple[bytes, int]] = []
     scheduled: dict[int, str] = {}
@@ -355,16 +382,16 @@ def figures(
             if measure.is_tool(scheduled.get(event.activity_task_completed_event_attributes.scheduled_event_id, '')):
                 tool_calls += 1
     return RunFigures(
-        status=status,
+        status=ended.status,
         tool_calls=tool_calls,
         model_calls=len(model_inputs),
-        history_bytes=history_bytes,
+        history_bytes=ended.history_bytes,
         events=len(history.events),
         largest_model_input=max((len(d) for d, _ in model_inputs), default=0),
         total_model_chars=sum(c for _, c in model_inputs),
-        failure=failure,
-        seconds=seconds,
-        result=result,
+        failure=ended.failure,
+        seconds=ended.seconds,
+        result=ended.result,
     )
 
 
@@ -373,19 +400,27 @@ def run_id_of(history: Any) -> str:
     return str(history.events[0].workflow_execution_started_event_attributes.original_execution_run_id)
 
 
+def activity_calls(history: Any, activity_type: str) -> list[tuple[str, int, Any]]:
+    """Each activity of `activity_type` the run scheduled: its id, its last attempt and its input
+    (its first payload as decoded JSON; None without one)."""
+    found: dict[int, tuple[str, int, Any]] = {}
+    for event in history.events:
+        if event.HasField('activity_task_scheduled_event_attributes'):
+            attributes = event.activity_task_scheduled_event_attributes
+            if attributes.activity_type.name == activity_type:
+                payloads = attributes.input.payloads
+                found[event.event_id] = (attributes.activity_id, 1, json.loads(payloads[0].data) if payloads else None)
+        elif event.HasField('activity_task_started_event_attributes'):
+            started = event.activity_task_started_event_attributes
+            if started.scheduled_event_id in found:
+                activity_id, _, data = found[started.scheduled_event_id]
+                found[started.scheduled_event_id] = (activity_id, started.attempt, data)
+    return list(found.values())
+
+
 def tool_calls(history: Any, tool: str = 'fetch_page') -> list[tuple[str, int]]:
-    """The activity id and last attempt of each call of `tool`."""
-    attempts: dict[int, tuple[str, int]] = {}
-    for e in history.events:
-        if e.HasField('activity_task_scheduled_event_attributes'):
-            a = e.activity_task_scheduled_event_attributes
-            if a.activity_type.name == tool:
-                attempts[e.event_id] = (a.activity_id, 1)
-        elif e.HasField('activity_task_started_event_attributes'):
-            started = e.activity_task_started_event_attributes
-            if started.scheduled_event_id in attempts:
-                attempts[started.scheduled_event_id] = (attempts[started.scheduled_event_id][0], started.attempt)
-    return list(attempts.values())
+    """The activity id and last attempt of each call of `tool` (`activity_calls` without inputs)."""
+    return [(activity_id, attempt) for activity_id, attempt, _ in activity_calls(history, tool)]
 
 
 def scheduled(history: Any, activity_type: str) -> list[bytes]:
@@ -444,10 +479,7 @@ class Framework:
 
     async def client(self, *plugins: Any, data_converter: Any = None) -> Client:
         """A client with the integration's plugin, and `plugins` after it."""
-        return await Client.connect(
-            os.environ['TEMPORAL_ADDRESS'], namespace=os.environ.get('TEMPORAL_NAMESPACE', 'default'),
-            plugins=[self.plugin(), *plugins], **({'data_converter': data_converter} if data_converter else {}),
-        )
+        return await connect(self.plugin(), *plugins, data_converter=data_converter)
 
     def run(
         self, request: Any, stack: Stack | None = None, *, interceptors: Sequence[Interceptor] = (), timeout: float = 240
@@ -473,11 +505,7 @@ class Framework:
 
     def reduce_on_worker(self, stack: Stack, request: dict[str, Any]) -> dict[str, Any]:
         """What the Overspill worker's own `tool_output_limits.reduce` makes of `request`."""
-
-        async def main() -> dict[str, Any]:
-            return await reduce_on_worker(await self.client(), stack, request)
-
-        return asyncio.run(main())
+        return asyncio.run(reduce_on_worker(stack, request, plugins=[self.plugin()]))
 
 
 def completed(history: Any, activity_type: str) -> list[Any]:

@@ -23,10 +23,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any, ClassVar
 
+import agents_support
+from agents_support import HANDLE, Measure, RunFigures
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage, convert_to_messages
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -36,7 +38,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 from langgraph.types import Command
-from support import RunFigures, page_text, run_workflow
+from support import page_text
 from temporalio import activity, workflow
 from temporalio.client import Client
 from typing_extensions import Annotated
@@ -50,9 +52,10 @@ _PROMPT = re.compile(
     r'(?:, then (read|grep|query|list)(?: (\S+))?(?: at offset (-?\d+))?)?'
 )
 _RECORDS = re.compile(r'fetch (\d+) records, then query (.+)')
-_HANDLE = re.compile(r"stored to handle '([^']+)'")
 FETCHERS = ('fetch_page', 'fetch_spec', 'fetch_page_command')
 """The tools that fetch pages (the others read back)."""
+TOOL_ACTIVITIES = (*FETCHERS, 'deepagents.invoke_tool', 'crawl.tools')
+"""The activities a run's tool calls are: a fetching tool's, Deep Agents' `invoke_tool`, the crawl graph's ToolNode."""
 
 
 # --- the tools -----------------------------------------------------------------------------------
@@ -119,7 +122,7 @@ def next_step(messages: Sequence[BaseMessage]) -> AIMessage:
     prompt = next(str(m.content) for m in messages if isinstance(m, HumanMessage))
     calls = [c for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
     outputs = [str(m.content) for m in messages if isinstance(m, ToolMessage)]
-    handles = [h[1] for o in outputs if (h := _HANDLE.search(o))]
+    handles = [h[1] for o in outputs if (h := HANDLE.search(o))]
     records_script = _RECORDS.search(prompt)
     if records_script is not None:
         if not calls:
@@ -313,32 +316,11 @@ def deep_agents_plugin() -> Any:
 
 
 async def run_agent(client: Client, run: Any, arg: Any, *, task_queue: str, timeout: float, model: str) -> tuple[RunFigures, Any]:
-    """Run workflow `run` (`support.run_workflow`) and its figures: model calls are activities of
-    type `model`, tool calls the completed activities of the fetching tools (or of a ToolNode)."""
+    """`agents_support.run_agent` for the crawl graph or the deep agent: model calls are the
+    activities of type `model`, tool calls the completed activities of the fetching tools (or of a
+    ToolNode); the chars sent to the model are those it counted (`ScriptedChatModel.requests`),
+    also when External Storage keeps the model calls' inputs out of the history."""
     ScriptedChatModel.requests.clear()
-    ended, history = await run_workflow(client, run, arg, task_queue=task_queue, timeout=timeout)
-    scheduled: dict[int, str] = {}
-    model_inputs: list[int] = []
-    tool_calls = 0
-    for event in history.events:
-        if event.HasField('activity_task_scheduled_event_attributes'):
-            attributes = event.activity_task_scheduled_event_attributes
-            scheduled[event.event_id] = attributes.activity_type.name
-            if attributes.activity_type.name == model:
-                model_inputs.append(sum(len(p.data) for p in attributes.input.payloads))
-        elif event.HasField('activity_task_completed_event_attributes'):
-            name = scheduled.get(event.activity_task_completed_event_attributes.scheduled_event_id, '')
-            tool_calls += name in (*FETCHERS, 'deepagents.invoke_tool', 'crawl.tools')
-    figures = RunFigures(
-        status=ended.status,
-        tool_calls=tool_calls,
-        model_calls=len(model_inputs),
-        history_bytes=ended.history_bytes,
-        events=len(history.events),
-        largest_model_input=max(model_inputs, default=0),
-        total_model_chars=sum(ScriptedChatModel.requests),
-        failure=ended.failure,
-        seconds=ended.seconds,
-        result=ended.result,
-    )
-    return figures, history
+    measure = Measure(is_model=lambda name: name == model, model_chars=lambda name, data: 0, is_tool=TOOL_ACTIVITIES.__contains__)
+    figures, history = await agents_support.run_agent(client, run, arg, task_queue=task_queue, timeout=timeout, measure=measure)
+    return replace(figures, total_model_chars=sum(ScriptedChatModel.requests)), history

@@ -1,6 +1,7 @@
 """Helpers the Python end-to-end tests share: a local OpenAI-compatible model endpoint, worker
-subprocesses, the harness's own page of a spill, the crawl log the agents' tools return, and
-the frameworks' quickstarts run as pasted."""
+subprocesses, the harness's own page of a spill, the crawl log the agents' tools return, a
+store's objects in its bucket, and the frameworks' quickstarts run as pasted. (Agent runs on
+Temporal, and an Overspill worker of a suite's own: `agents_support`.)"""
 
 from __future__ import annotations
 
@@ -13,18 +14,10 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-
-from temporalio import activity, workflow
-from temporalio.api.enums.v1 import EventType
-from temporalio.exceptions import ApplicationError
-from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / 'workflows' / 'python' / 'examples'
@@ -207,144 +200,6 @@ def harness_grep(store: Any, handle: str, pattern: str, **kwargs: Any) -> Any:
     return _capability._grep(store, handle, pattern, reader_name='read_tool_result', **args)
 
 
-# --- agent runs on Temporal ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Ended:
-    """How a workflow run ended."""
-
-    status: str
-    """`completed`, `stuck` (a workflow task failing over and over; terminated), `failed: <why>`
-    or `timed out` (terminated)."""
-    failure: str
-    """The workflow task's failure, when stuck."""
-    result: Any
-    """The workflow's result, when completed."""
-    seconds: float
-    """Wall time of the run."""
-    history_bytes: int
-    """The history's size as the server counts it (what its 50 MB limit applies to)."""
-
-
-@dataclass
-class RunFigures:
-    """How a run ended and what it recorded."""
-
-    status: str
-    """`completed`, `stuck` (a workflow task failing over and over; terminated) or another end."""
-    tool_calls: int
-    """Tool activities completed (the framework's tool activities: `fetch_page`, pydantic-ai's `…__call_tool`, …)."""
-    model_calls: int
-    """Model-call activities scheduled."""
-    history_bytes: int
-    """The history's size as the server counts it (what its 50 MB limit applies to)."""
-    events: int
-    """The history's events (the server's limit is 51,200)."""
-    largest_model_input: int
-    """Bytes of the largest model-call activity input recorded."""
-    total_model_chars: int
-    """Chars of model-visible text sent to the model over the run (instructions and items)."""
-    failure: str = ''
-    """The workflow task's failure, when stuck."""
-    seconds: float = 0.0
-    """Wall time of the run."""
-    result: Any = None
-    """The workflow's result, when completed."""
-
-
-async def run_workflow(client: Any, run: Any, arg: Any, *, task_queue: str, timeout: float) -> tuple[Ended, Any]:
-    """Start workflow `run` and wait, at most `timeout` s, until it ends or a workflow task fails
-    (a payload over the limit fails every retry of the task while the run shows Running: it is
-    then terminated). How it ended, and its history."""
-    started = time.monotonic()
-    handle = await client.start_workflow(
-        run, arg, id=f'agent-{uuid.uuid4()}', task_queue=task_queue, execution_timeout=timedelta(seconds=timeout)
-    )
-    status, failure, result = 'timed out', '', None
-    waiter = asyncio.ensure_future(handle.result())
-    try:
-        while time.monotonic() - started < timeout:
-            await asyncio.wait({waiter}, timeout=2)
-            if waiter.done():
-                error = waiter.exception()
-                if error is None:
-                    status, result = 'completed', waiter.result()
-                else:
-                    status = f'failed: {error.__cause__ or error}'
-                break
-            failure = await task_failure(handle)
-            if failure:
-                status = 'stuck'
-                await handle.terminate('a workflow task fails over and over')
-                break
-    finally:
-        waiter.cancel()
-    seconds = time.monotonic() - started
-    if status == 'timed out':
-        await handle.terminate('no end within the test bound')
-    history = await handle.fetch_history()
-    description = await handle.describe()
-    size = description.raw_description.workflow_execution_info.history_size_bytes
-    return Ended(status, failure, result, seconds, size), history
-
-
-async def task_failure(handle: Any) -> str:
-    """The message of the run's failed workflow task, when its pending task is being retried, or `''`."""
-    description = await handle.describe()
-    if description.raw_description.pending_workflow_task.attempt < 2:
-        return ''
-    async for event in handle.fetch_history_events():
-        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
-            return str(event.workflow_task_failed_event_attributes.failure.message)
-    return ''
-
-
-class FailFirstAttempt(Interceptor):
-    """A worker interceptor failing the first attempt of each activity of type `activity_type`
-    after everything inside it ran (a spill included), as a worker that crashed right after the
-    write would. (Give it before the Overspill interceptor, so that the spill runs inside it.)"""
-
-    def __init__(self, activity_type: str) -> None:
-        self.activity_type = activity_type
-
-    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
-        activity_type = self.activity_type
-
-        class FailFirst(ActivityInboundInterceptor):
-            async def execute_activity(self, input: ExecuteActivityInput) -> Any:
-                result = await super().execute_activity(input)
-                info = activity.info()
-                if info.activity_type == activity_type and info.attempt == 1:
-                    raise ApplicationError('the first attempt fails after its spill')
-                return result
-
-        return FailFirst(next)
-
-# --- a run's history -------------------------------------------------------------------------------
-
-
-def run_id_of(history: Any) -> str:
-    """The run id a run's spills are keyed by (its first run's)."""
-    return str(history.events[0].workflow_execution_started_event_attributes.original_execution_run_id)
-
-
-def activity_calls(history: Any, activity_type: str) -> list[tuple[str, int, Any]]:
-    """Each activity of `activity_type` the run scheduled: its id, its last attempt and its input (decoded JSON)."""
-    found: dict[int, tuple[str, int, Any]] = {}
-    for event in history.events:
-        if event.HasField('activity_task_scheduled_event_attributes'):
-            scheduled = event.activity_task_scheduled_event_attributes
-            if scheduled.activity_type.name == activity_type:
-                found[event.event_id] = (scheduled.activity_id, 1, json.loads(scheduled.input.payloads[0].data))
-        elif event.HasField('activity_task_started_event_attributes'):
-            started = event.activity_task_started_event_attributes
-            if started.scheduled_event_id in found:
-                activity_id, _, data = found[started.scheduled_event_id]
-                found[started.scheduled_event_id] = (activity_id, started.attempt, data)
-    return list(found.values())
-
-
 # --- a store's objects, inspected straight in its bucket ------------------------------------------
 
 
@@ -368,84 +223,6 @@ def s3_client(store_url: str) -> Any:
     from overspill.external_storage import default_s3_client
 
     return default_s3_client(store_url)
-
-
-# --- an Overspill worker on its own queue and store prefix --------------------------------------
-
-STACK_ENV = ('TEMPORAL_ADDRESS', 'OVERSPILL_TEST_S3_URL', 'AWS_ENDPOINT_URL', 'AWS_ACCESS_KEY_ID', 'OVERSPILL_BIN')
-"""What a test's Overspill worker needs: source .deploy/seaweedfs.env and .deploy/temporal.env, set OVERSPILL_BIN."""
-
-
-@dataclass
-class Stack:
-    """An Overspill worker (`OVERSPILL_BIN`) on its own queue and store prefix under `OVERSPILL_TEST_S3_URL`."""
-
-    store_url: str
-    queue: str
-    bucket: str
-    prefix: str
-    """Where the store keeps its spills in the bucket."""
-    worker: Process
-
-    def stored(self, handle: str) -> bytes:
-        """The bytes the store keeps for `handle`."""
-        body: bytes = s3_client(self.store_url).get_object(Bucket=self.bucket, Key=f'{self.prefix}/{handle}')['Body'].read()
-        return body
-
-    def objects(self, run_id: str) -> list[str]:
-        """The spills (not their line indexes) the store keeps for run `run_id`."""
-        listing = s3_client(self.store_url).list_objects_v2(Bucket=self.bucket, Prefix=f'{self.prefix}/{run_id}/')
-        keys = [o['Key'] for o in listing.get('Contents', []) if not o['Key'].endswith('.idx')]
-        return [key.removeprefix(f'{self.prefix}/') for key in keys]
-
-
-@contextmanager
-def overspill_stack(name: str, log_dir: Path) -> Iterator[Stack]:
-    """An Overspill worker of its own for a suite named `name`, stopped at the end."""
-    missing = [variable for variable in STACK_ENV if not os.environ.get(variable)]
-    assert not missing, f'{missing} not set: source .deploy/seaweedfs.env and .deploy/temporal.env, set OVERSPILL_BIN'
-    tag = f'{os.getpid()}-{uuid.uuid4().hex[:8]}'
-    bucket = bucket_of(os.environ['OVERSPILL_TEST_S3_URL'])
-    store_url = f'{os.environ["OVERSPILL_TEST_S3_URL"].rstrip("/")}/{name}-{tag}'
-    queue = f'tool-output-limits-{name}-{tag}'
-    worker = Process(
-        f'overspill-worker-{name}',
-        [os.environ['OVERSPILL_BIN'], 'worker', '--store', store_url, '--task-queue', queue],
-        {**os.environ, 'AWS_ALLOW_HTTP': 'true'},
-        log_dir,
-    )
-    try:
-        worker.wait_for('overspill worker started')
-        yield Stack(store_url, queue, bucket, f'{name}-{tag}/tool_output_limits', worker)
-    finally:
-        worker.stop()
-
-
-@workflow.defn
-class ReduceOnTheWorker:
-    """Runs the Overspill worker's own `tool_output_limits.reduce` on a request."""
-
-    @workflow.run
-    async def run(self, queue: str, request: dict[str, Any]) -> dict[str, Any]:
-        reply: dict[str, Any] = await workflow.execute_activity(
-            'tool_output_limits.reduce', request, task_queue=queue, start_to_close_timeout=timedelta(seconds=60)
-        )
-        return reply
-
-
-async def reduce_on_worker(stack: Stack, request: dict[str, Any], *, plugins: Sequence[Any] = ()) -> dict[str, Any]:
-    """What the stack's Overspill worker makes of a `tool_output_limits.reduce` request (through a
-    client with `plugins`, whose converter must keep a dict's key order)."""
-    from temporalio.client import Client
-    from temporalio.worker import UnsandboxedWorkflowRunner, Worker
-
-    client = await Client.connect(
-        os.environ['TEMPORAL_ADDRESS'], namespace=os.environ.get('TEMPORAL_NAMESPACE', 'default'), plugins=list(plugins)
-    )
-    queue = f'reduce-probe-{uuid.uuid4()}'
-    async with Worker(client, task_queue=queue, workflows=[ReduceOnTheWorker], workflow_runner=UnsandboxedWorkflowRunner()):
-        reply: dict[str, Any] = await client.execute_workflow(ReduceOnTheWorker.run, args=[stack.queue, request], id=queue, task_queue=queue)
-    return reply
 
 
 # --- the README's quickstarts, as pasted, against `overspill dev` ---------------------------------

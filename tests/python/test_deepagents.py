@@ -13,19 +13,30 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import uuid
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
+from agents_support import (
+    FailFirstAttempt,
+    RunFigures,
+    Stack,
+    activity_calls,
+    connect,
+    objects,
+    overspill_stack,
+    reduce_on_worker,
+    replay,
+    run_id_of,
+    stored,
+)
 from langchain_support import DeepCrawl, DeepRequest, deep_agents_plugin, fetch_spec, records, run_agent
 from overspill import DEFAULT_LIMITS, mask_marker, masked_key
 from overspill.deepagents import OverspillPlugin, overspill_tools
-from support import FailFirstAttempt, activity_calls, run_id_of, RunFigures, Stack, overspill_stack, page_text, reduce_on_worker
-from temporalio.client import Client
-from temporalio.worker import Interceptor, Replayer, UnsandboxedWorkflowRunner, Worker
+from support import page_text
+from temporalio.worker import Interceptor, UnsandboxedWorkflowRunner, Worker
 
 MODEL = 'deepagents.invoke_model'
 INVOKE_TOOL = 'deepagents.invoke_tool'
@@ -34,7 +45,7 @@ MASK_TOOLS = ('read_tool_result', 'grep_tool_result', 'query_tool_result')
 
 @pytest.fixture(scope='module')
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    with overspill_stack('deepagents', tmp_path_factory.mktemp('logs')) as started:
+    with overspill_stack(tmp_path_factory.mktemp('logs'), 'deepagents') as started:
         yield started
 
 
@@ -42,9 +53,7 @@ def _run(request: DeepRequest, *, store: str | None = None, interceptors: Sequen
     """Run the deep agent on a worker in this process, with `OverspillPlugin` on `store` (if any)."""
 
     async def main() -> tuple[RunFigures, Any]:
-        client = await Client.connect(
-            os.environ['TEMPORAL_ADDRESS'], namespace=os.environ.get('TEMPORAL_NAMESPACE', 'default'), plugins=[deep_agents_plugin()]
-        )
+        client = await connect(deep_agents_plugin())
         queue = f'da-agent-{uuid.uuid4()}'
         async with Worker(
             client, task_queue=queue, workflows=[DeepCrawl], activities=[fetch_spec],
@@ -58,8 +67,7 @@ def _run(request: DeepRequest, *, store: str | None = None, interceptors: Sequen
 
 def _replay(history: Any) -> None:
     """Replay `history` with the Deep Agents plugin alone: no nondeterminism."""
-    replayer = Replayer(workflows=[DeepCrawl], plugins=[deep_agents_plugin()], workflow_runner=UnsandboxedWorkflowRunner())
-    asyncio.run(replayer.replay_workflow(history))
+    replay(history, [DeepCrawl], [deep_agents_plugin()])
 
 
 def _tool_outputs(history: Any) -> list[list[str]]:
@@ -88,7 +96,7 @@ def test_a_40_mb_output_completes_without_external_storage_and_is_read_back_by_i
     errors = [line for line in page_text(0, chars).split('\n') if 'ERROR' in line]
     assert figures.result['answer'] == f"[handle {handle!r}: {len(errors):,} matching line(s); showing 1]\n{errors[3]}"
     assert _tool_outputs(history)[1][0].startswith(f"[Tool output too large ({chars:,} chars); stored to handle {handle!r}.")
-    assert stack.stored(handle) == page_text(0, chars).encode()
+    assert stored(stack, handle) == page_text(0, chars).encode()
     assert figures.history_bytes < 100_000, figures.history_bytes
     _replay(history)
 
@@ -132,7 +140,7 @@ def test_a_retried_tool_activity_writes_one_object(stack: Stack) -> None:
     assert figures.status == 'completed', figures
     [(_, attempt, _)] = activity_calls(history, INVOKE_TOOL)
     handle = _invoke_tool_handle(history)
-    assert attempt == 2 and stack.objects(run_id_of(history)) == [handle]
+    assert attempt == 2 and objects(stack, run_id_of(history)) == [handle]
     assert figures.result['answer'].startswith(f'[handle {handle!r}: '), figures.result
 
 
@@ -166,7 +174,7 @@ def test_masking_clears_seen_outputs_in_the_state_and_the_model_reads_one_back(s
     assert all(o.startswith("[Tool output of 'fetch_page' cleared from context") for o in outputs[-2][:4]), outputs[-2]
     assert outputs[-2][4:] == [page_text(n, 20_000) for n in (4, 5, 6, 7)], 'the 3 newest seen and the current turn stay'
     assert figures.result['outputs'][:5] == outputs[-1][:5], 'the state keeps the markers'
-    assert stack.stored(handle) == page.encode()
+    assert stored(stack, handle) == page.encode()
     spills = [data['key'] for _, _, data in activity_calls(history, 'tool_output_limits.spill')]
     assert [key.split('/')[1].split('.')[0] for key in spills] == [f'call-{k}' for k in range(5)], 'each spilled once'
     errors = [line for line in page.split('\n') if 'ERROR' in line]

@@ -13,12 +13,24 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
+from agents_support import (
+    FailFirstAttempt,
+    RunFigures,
+    Stack,
+    activity_calls,
+    connect,
+    objects,
+    overspill_stack,
+    reduce_on_worker,
+    replay,
+    run_id_of,
+    stored,
+)
 from langchain_support import (
     GraphCrawl,
     GraphSetup,
@@ -30,17 +42,16 @@ from langchain_support import (
 )
 from overspill import DEFAULT_LIMITS, READ_BACK_TOOLS, Store, mask_marker, masked_key
 from overspill.langgraph import OverspillPlugin, overspill_tools
-from support import FailFirstAttempt, activity_calls, run_id_of, RunFigures, Stack, overspill_stack, page_text, reduce_on_worker
-from temporalio.client import Client
+from support import page_text
 from temporalio.langgraph import LangGraphPlugin
-from temporalio.worker import Interceptor, Replayer, UnsandboxedWorkflowRunner, Worker
+from temporalio.worker import Interceptor, UnsandboxedWorkflowRunner, Worker
 
 MASK_TOOLS = ('read_tool_result', 'grep_tool_result', 'query_tool_result')
 
 
 @pytest.fixture(scope='module')
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    with overspill_stack('langgraph', tmp_path_factory.mktemp('logs')) as started:
+    with overspill_stack(tmp_path_factory.mktemp('logs'), 'langgraph') as started:
         yield started
 
 
@@ -48,7 +59,7 @@ def _run(prompt: str, setup: GraphSetup, *, store: str | None = None, intercepto
     """Run the crawl graph on a worker in this process, with `OverspillPlugin` on `store` (if any)."""
 
     async def main() -> tuple[RunFigures, Any]:
-        client = await Client.connect(os.environ['TEMPORAL_ADDRESS'], namespace=os.environ.get('TEMPORAL_NAMESPACE', 'default'))
+        client = await connect()
         plugins: list[Any] = [LangGraphPlugin(graphs={'crawl': crawl_graph(setup)})]
         if store is not None:
             plugins.append(OverspillPlugin([fetch_page, fetch_records], tool_nodes=['crawl.tools'], store=store))
@@ -64,11 +75,7 @@ def _run(prompt: str, setup: GraphSetup, *, store: str | None = None, intercepto
 
 def _replay(history: Any, setup: GraphSetup) -> None:
     """Replay `history` with the graph's plugin alone: no nondeterminism."""
-    replayer = Replayer(
-        workflows=[GraphCrawl], plugins=[LangGraphPlugin(graphs={'crawl': crawl_graph(setup)})],
-        workflow_runner=UnsandboxedWorkflowRunner(),
-    )
-    asyncio.run(replayer.replay_workflow(history))
+    replay(history, [GraphCrawl], [LangGraphPlugin(graphs={'crawl': crawl_graph(setup)})])
 
 
 def _tool_outputs(history: Any) -> list[list[str]]:
@@ -91,7 +98,7 @@ def test_a_40_mb_output_completes_without_external_storage_and_is_read_back_by_i
     errors = [line for line in page_text(0, chars).split('\n') if 'ERROR' in line]
     assert figures.result == f"[handle {handle!r}: {len(errors):,} matching line(s); showing 1]\n{errors[3]}"
     assert _tool_outputs(history)[1][0].startswith(f"[Tool output too large ({chars:,} chars); stored to handle {handle!r}.")
-    assert stack.stored(handle) == page_text(0, chars).encode()
+    assert stored(stack, handle) == page_text(0, chars).encode()
     assert figures.history_bytes < 100_000, figures.history_bytes
     _replay(history, setup)
 
@@ -138,7 +145,7 @@ def test_a_retried_tool_activity_writes_one_object(stack: Stack) -> None:
     assert figures.status == 'completed', figures
     [(activity_id, attempt, _)] = activity_calls(history, 'fetch_page')
     handle = f'{run_id_of(history)}/{activity_id}.0'
-    assert attempt == 2 and stack.objects(run_id_of(history)) == [handle]
+    assert attempt == 2 and objects(stack, run_id_of(history)) == [handle]
     assert figures.result.startswith(f'[handle {handle!r}: '), figures.result
 
 
@@ -157,7 +164,7 @@ def test_masking_clears_seen_outputs_in_the_state_and_the_model_reads_one_back(s
     assert all(o.startswith("[Tool output of 'fetch_page' cleared from context") for o in outputs[-2][:4]), outputs[-2]
     assert outputs[-2][4:] == [page_text(n, 20_000) for n in (4, 5, 6, 7)], 'the 3 newest seen and the current turn stay'
     assert outputs[4] == [page_text(n, 20_000) for n in range(4)], 'under the budget nothing is masked'
-    assert stack.stored(handle) == page.encode()
+    assert stored(stack, handle) == page.encode()
     spills = [data['key'] for _, _, data in activity_calls(history, 'tool_output_limits.spill')]
     assert [key.split('/')[1].split('.')[0] for key in spills] == [f'call-{k}' for k in range(5)], 'each spilled once'
     sizes = [len(json.dumps(data)) for _, _, data in activity_calls(history, 'crawl.agent')]
@@ -178,7 +185,7 @@ def test_a_tool_node_run_as_an_activity_has_each_tool_message_reduced(stack: Sta
         assert figures.status == 'completed', (fetcher, figures)
         [(activity_id, _, _)] = activity_calls(history, 'crawl.tools')
         handles = [f'{run_id_of(history)}/{activity_id}-{k}.0' for k in (0, 1)]
-        assert sorted(stack.objects(run_id_of(history))) == handles and stack.stored(handles[1]) == page_text(1, 50_000).encode()
+        assert sorted(objects(stack, run_id_of(history))) == handles and stored(stack, handles[1]) == page_text(1, 50_000).encode()
         assert [o[:80] for o in _tool_outputs(history)[1]] == [f"[Tool output too large (50,000 chars); stored to handle {h!r}."[:80] for h in handles]
         assert figures.result.startswith(f'[handle {handles[0]!r}: '), figures.result
         _replay(history, setup)

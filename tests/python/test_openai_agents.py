@@ -350,10 +350,7 @@ def test_no_worker_on_the_queue_ends_the_run_with_one_line(stack: Stack) -> None
 
 
 def _reduce_on_worker(stack: Stack, request: dict[str, Any]) -> dict[str, Any]:
-    async def main() -> dict[str, Any]:
-        return await reduce_on_worker(await _client(ScriptedProvider()), stack, request)
-
-    return asyncio.run(main())
+    return asyncio.run(reduce_on_worker(stack, request, plugins=[plugin(ScriptedProvider())]))
 
 
 def test_the_model_sees_the_rust_workers_text_byte_for_byte(stack: Stack) -> None:
