@@ -10,7 +10,7 @@ composes with each framework's plugin in any order, and a client's External Stor
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from temporalio.plugin import SimplePlugin
 
@@ -39,3 +39,32 @@ class OverspillPlugin(SimplePlugin):
         self.interceptor = OverspillInterceptor(tools, limits, store, model=model)
         """The interceptor every worker gets."""
         super().__init__(name, interceptors=[self.interceptor])
+
+
+class AdapterPlugin(OverspillPlugin):
+    """A framework adapter's `OverspillPlugin`: the framework's tool activities come from the
+    activities its tools run (`select`), and the plugin has the adapter's `plugin_name`.
+
+    ```python
+    class OverspillPlugin(AdapterPlugin):
+        plugin_name = 'overspill.google_adk'
+        select = staticmethod(tool_activities)
+    ```
+    """
+
+    plugin_name: ClassVar[str]
+    """The plugin's name, as Temporal lists it."""
+
+    select: ClassVar[Callable[[Sequence[Callable[..., Any] | str]], Sequence[ToolSelection]]]
+    """The framework's tool activities, given the activities its tools run."""
+
+    def __init__(
+        self,
+        activities: Sequence[Callable[..., Any] | str] = (),
+        *,
+        limits: Limits | str | Mapping[str, Any] | None = None,
+        store: Store | str | None = None,
+        model: Model | None = None,
+    ) -> None:
+        cls = type(self)
+        super().__init__(cls.select(activities), limits, store, model=model, name=cls.plugin_name)

@@ -24,7 +24,7 @@ compose with a custom data_converter"): give it before those.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +37,6 @@ from overspill._at_source import OverspillInterceptor, ToolActivities, ToolSelec
 from overspill._codecs import TEXT, TOOL_MESSAGE
 from overspill._compat.deepagents import invoke_tool_activity, routed_tool_names
 from overspill._langchain import MessageMasking
-from overspill._native import Limits, Model, Store
 
 __all__ = ['OverspillInterceptor', 'OverspillMasking', 'OverspillPlugin', 'OverspillWorker', 'overspill_tools', 'tool_activities']
 
@@ -62,20 +61,13 @@ def tool_activities(activities: Sequence[Callable[..., Any] | str] = ()) -> list
     return [invoke_tool, ToolActivities.of(activities, codec=TEXT, named_by='activity')]
 
 
-class OverspillPlugin(_plugin.OverspillPlugin):
+class OverspillPlugin(_plugin.AdapterPlugin):
     """Reduction at the source of the agent's tool activities (`tool_activities(activities)`), in
     one line: `Client.connect(..., plugins=[DeepAgentsPlugin(...), OverspillPlugin([fetch])])`.
     `limits`, `store` and `model` as `OverspillInterceptor`'s."""
 
-    def __init__(
-        self,
-        activities: Sequence[Callable[..., Any] | str] = (),
-        *,
-        limits: Limits | str | Mapping[str, Any] | None = None,
-        store: Store | str | None = None,
-        model: Model | None = None,
-    ) -> None:
-        super().__init__(tool_activities(activities), limits, store, model=model, name='overspill.deepagents')
+    plugin_name = 'overspill.deepagents'
+    select = staticmethod(tool_activities)
 
 
 @dataclass

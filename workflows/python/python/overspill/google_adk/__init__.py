@@ -29,15 +29,14 @@ agent = Agent(..., tools=[activity_as_tool(fetch, ...), TemporalMcpToolSet('logs
 Install with `pip install 'overspill[google-adk]'`.
 """
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from overspill._activity import ModelRetry, NoWorkerError, OtherStoreError, OverspillWorker
 from overspill._at_source import OverspillInterceptor, ToolActivities
-from overspill._native import Limits, Model, Store
 from overspill._codecs import MCP_RESULT, TEXT
 from overspill._compat.google_adk import mcp_tool_name
-from overspill._plugin import OverspillPlugin as CorePlugin
+from overspill._plugin import AdapterPlugin
 from overspill.google_adk._masking import OverspillMasking
 from overspill.google_adk._tools import OverspillTool, overspill_tools
 
@@ -53,20 +52,13 @@ def tool_activities(activities: Sequence[Callable[..., Any] | str] = ()) -> list
     return [ToolActivities.of(activities, codec=TEXT), mcp] if activities else [mcp]
 
 
-class OverspillPlugin(CorePlugin):
+class OverspillPlugin(AdapterPlugin):
     """Reduction at the source of an ADK agent's tool activities (`tool_activities(activities)`), in
     one line: `Client.connect(..., plugins=[GoogleAdkPlugin(...), OverspillPlugin([fetch])])`.
     `limits`, `store` and `model` as `OverspillInterceptor`'s."""
 
-    def __init__(
-        self,
-        activities: Sequence[Callable[..., Any] | str] = (),
-        *,
-        limits: Limits | str | Mapping[str, Any] | None = None,
-        store: Store | str | None = None,
-        model: Model | None = None,
-    ) -> None:
-        super().__init__(tool_activities(activities), limits, store, model=model, name='overspill.google_adk')
+    plugin_name = 'overspill.google_adk'
+    select = staticmethod(tool_activities)
 
 
 __all__ = [

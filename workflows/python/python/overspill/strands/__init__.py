@@ -29,15 +29,14 @@ agent.add_middleware(InvokeModelStage.Input, OverspillMasking())
 Install with `pip install 'overspill[strands]'`.
 """
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from overspill._activity import ModelRetry, NoWorkerError, OtherStoreError, OverspillUnavailable, OverspillWorker
 from overspill._at_source import OverspillInterceptor, ToolActivities
-from overspill._native import Limits, Model, Store
 from overspill._codecs import STRANDS_RESULT, UNTYPED
 from overspill._compat.strands import mcp_tool_name
-from overspill._plugin import OverspillPlugin as CorePlugin
+from overspill._plugin import AdapterPlugin
 from overspill.strands._masking import OverspillMasking
 from overspill.strands._tools import OverspillTool, overspill_tools
 
@@ -54,20 +53,13 @@ def tool_activities(activities: Sequence[Callable[..., Any] | str] = ()) -> list
     return [ToolActivities.of(activities, named_by='activity'), mcp] if activities else [mcp]
 
 
-class OverspillPlugin(CorePlugin):
+class OverspillPlugin(AdapterPlugin):
     """Reduction at the source of a Strands agent's tool activities (`tool_activities(activities)`), in
     one line: `Client.connect(..., plugins=[StrandsPlugin(...), OverspillPlugin([fetch])])`.
     `limits`, `store` and `model` as `OverspillInterceptor`'s."""
 
-    def __init__(
-        self,
-        activities: Sequence[Callable[..., Any] | str] = (),
-        *,
-        limits: Limits | str | Mapping[str, Any] | None = None,
-        store: Store | str | None = None,
-        model: Model | None = None,
-    ) -> None:
-        super().__init__(tool_activities(activities), limits, store, model=model, name='overspill.strands')
+    plugin_name = 'overspill.strands'
+    select = staticmethod(tool_activities)
 
 
 __all__ = [
