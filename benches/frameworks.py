@@ -49,8 +49,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'tests' / 'python'))
 
-from agents_support import Framework, RunFigures, Stack, overspill_stack, run_agent  # noqa: E402
-from overspill.external_storage import default_s3_client, external_storage  # noqa: E402
+from agents_support import Framework, RunFigures, Stack, left_in_bucket, overspill_stack, run_agent, scratch_bucket  # noqa: E402
+from overspill.external_storage import external_storage  # noqa: E402
 from temporalio.converter import DataConverter  # noqa: E402
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker  # noqa: E402
 
@@ -87,18 +87,6 @@ async def run(setup: str, args: argparse.Namespace, framework: Framework, stack:
     return figures, list(framework.model.requests), objects, size
 
 
-def left_in_bucket(bucket: str) -> tuple[int, int]:
-    """The External Storage objects (`v0/…`) in the bucket, and their bytes; deleted after
-    counting, so that each run counts its own."""
-    s3 = default_s3_client(f's3://{bucket}')
-    count = size = 0
-    for page in s3.get_paginator('list_objects_v2').paginate(Bucket=bucket, Prefix='v0/'):
-        for item in page.get('Contents', []):
-            count, size = count + 1, size + item['Size']
-            s3.delete_object(Bucket=bucket, Key=item['Key'])
-    return count, size
-
-
 def row(setup: str, figures: RunFigures, requests: list[int], objects: int, size: int) -> str:
     end = figures.status
     if end == 'completed' and figures.result != f'fetched {figures.tool_calls} pages':
@@ -126,25 +114,17 @@ async def main() -> None:
     parser.add_argument('--turn-calls', type=int, default=0, help="Strands: end the agent's turn every N tool batches")
     args = parser.parse_args()
     framework: Framework = importlib.import_module(FRAMEWORKS[args.framework]).FRAMEWORK
-    bucket = f'frameworks-bench-{uuid.uuid4().hex[:8]}'
-    s3 = default_s3_client(f's3://{bucket}')
-    s3.create_bucket(Bucket=bucket)
-    try:
-        with tempfile.TemporaryDirectory() as logs, overspill_stack(
-            Path(logs), f'{framework.name}-bench', base_url=f's3://{bucket}', args=['--external-storage', f's3://{bucket}']
-        ) as stack:
-            print(f'{args.framework}: {args.calls:,} calls of {args.chars:,} chars; masking budget {args.budget:,} chars; '
-                  f'External Storage (long) from {args.threshold:,} B')
-            print('\n| setup | end | tool calls | model calls | history | largest model request | chars sent to the model '
-                  '| External Storage left | wall |')
-            print('|---|---|---:|---:|---:|---:|---:|---:|---:|', flush=True)
-            for setup in args.setup or SETUPS:
-                print(row(setup, *await run(setup, args, framework, stack)), flush=True)
-    finally:
-        for page in s3.get_paginator('list_objects_v2').paginate(Bucket=bucket):
-            for item in page.get('Contents', []):
-                s3.delete_object(Bucket=bucket, Key=item['Key'])
-        s3.delete_bucket(Bucket=bucket)
+    with scratch_bucket('frameworks-bench') as bucket, tempfile.TemporaryDirectory() as logs, overspill_stack(
+        Path(logs), f'{framework.name}-bench', base_url=f's3://{bucket}', args=['--external-storage', f's3://{bucket}']
+    ) as stack:
+        print(f'{args.framework}: {args.calls:,} calls of {args.chars:,} chars; masking budget {args.budget:,} chars; '
+              f'External Storage (long) from {args.threshold:,} B')
+        print('\n| setup | end | tool calls | model calls | history | largest model request | chars sent to the model '
+              '| External Storage left | wall |')
+        print('|---|---|---:|---:|---:|---:|---:|---:|---:|', flush=True)
+        for setup in args.setup or SETUPS:
+            print(row(setup, *await run(setup, args, framework, stack)), flush=True)
+
 
 if __name__ == '__main__':
     asyncio.run(main())

@@ -36,24 +36,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'tests' / 'python'))
 
-from agents_support import overspill_stack  # noqa: E402
+from agents_support import left_in_bucket, overspill_stack, scratch_bucket  # noqa: E402
 from openai_agents_support import AgentRequest, pydantic_agent, run_agent  # noqa: E402
-from overspill.external_storage import default_s3_client, external_storage  # noqa: E402
+from overspill.external_storage import external_storage  # noqa: E402
 from pydantic_ai.durable_exec.temporal import PydanticAIPlugin  # noqa: E402
 from temporalio.client import Client  # noqa: E402
 from temporalio.converter import DataConverter  # noqa: E402
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker  # noqa: E402
 
 SETUPS = ('masking', 'long')
-
-
-def bucket_bytes(s3: object, bucket: str) -> tuple[int, int]:
-    """The objects External Storage left in `bucket` (its `v0/` keys), and their bytes."""
-    count = size = 0
-    for page in s3.get_paginator('list_objects_v2').paginate(Bucket=bucket, Prefix='v0/'):  # type: ignore[attr-defined]
-        for item in page.get('Contents', []):
-            count, size = count + 1, size + item['Size']
-    return count, size
 
 
 async def run(setup: str, args: argparse.Namespace, store_url: str, queue: str, bucket: str) -> str:
@@ -76,7 +67,7 @@ async def run(setup: str, args: argparse.Namespace, store_url: str, queue: str, 
             client, workflow_class.run, AgentRequest(prompt, max_turns=args.calls + 10), task_queue=task_queue,
             timeout=args.timeout,
         )
-    objects, size = bucket_bytes(default_s3_client(f's3://{bucket}'), bucket)
+    objects, size = left_in_bucket(bucket)
     end = f'{f.status} ({f.failure[:100]})' if f.status == 'stuck' else f.status[:100]
     return (
         f'| {setup} | {end} | {f.tool_calls:,} | {f.model_calls:,} | {f.history_bytes:,} B | {f.largest_model_input:,} B '
@@ -93,25 +84,16 @@ async def main() -> None:
     parser.add_argument('--timeout', type=float, default=3_600, help='seconds a run may take')
     parser.add_argument('--setup', action='append', choices=SETUPS, help='run only this setup (repeatable)')
     args = parser.parse_args()
-    bucket = f'pydantic-bench-{uuid.uuid4().hex[:8]}'
-    s3 = default_s3_client(f's3://{bucket}')
-    s3.create_bucket(Bucket=bucket)
-    try:
-        with tempfile.TemporaryDirectory() as logs, overspill_stack(
-            Path(logs), 'pydantic-bench', base_url=f's3://{bucket}', args=['--external-storage', f's3://{bucket}']
-        ) as stack:
-            print(f'pydantic-ai: {args.calls:,} calls of {args.chars:,} chars; masking budget {args.budget:,} chars; '
-                  f'External Storage (long) from {args.threshold:,} B')
-            print('\n| setup | end | tool calls | model calls | history | largest model request | chars sent to the model '
-                  '| External Storage left | wall |')
-            print('|---|---|---:|---:|---:|---:|---:|---:|---:|', flush=True)
-            for setup in args.setup or SETUPS:
-                print(await run(setup, args, stack.store_url, stack.queue, bucket), flush=True)
-    finally:
-        for page in s3.get_paginator('list_objects_v2').paginate(Bucket=bucket):
-            for item in page.get('Contents', []):
-                s3.delete_object(Bucket=bucket, Key=item['Key'])
-        s3.delete_bucket(Bucket=bucket)
+    with scratch_bucket('pydantic-bench') as bucket, tempfile.TemporaryDirectory() as logs, overspill_stack(
+        Path(logs), 'pydantic-bench', base_url=f's3://{bucket}', args=['--external-storage', f's3://{bucket}']
+    ) as stack:
+        print(f'pydantic-ai: {args.calls:,} calls of {args.chars:,} chars; masking budget {args.budget:,} chars; '
+              f'External Storage (long) from {args.threshold:,} B')
+        print('\n| setup | end | tool calls | model calls | history | largest model request | chars sent to the model '
+              '| External Storage left | wall |')
+        print('|---|---|---:|---:|---:|---:|---:|---:|---:|', flush=True)
+        for setup in args.setup or SETUPS:
+            print(await run(setup, args, stack.store_url, stack.queue, bucket), flush=True)
 
 
 if __name__ == '__main__':

@@ -205,6 +205,34 @@ def overspill_stack(log_dir: Path, name: str, *, base_url: str | None = None, ar
         worker.stop()
 
 
+@contextmanager
+def scratch_bucket(name: str) -> Iterator[str]:
+    """A bucket of its own in the tests' S3 (`AWS_*`), named after `name`: a bench's External
+    Storage and spills, emptied and deleted at the end."""
+    bucket = f'{name}-{uuid.uuid4().hex[:8]}'
+    s3 = s3_client(f's3://{bucket}')
+    s3.create_bucket(Bucket=bucket)
+    try:
+        yield bucket
+    finally:
+        for page in s3.get_paginator('list_objects_v2').paginate(Bucket=bucket):
+            for item in page.get('Contents', []):
+                s3.delete_object(Bucket=bucket, Key=item['Key'])
+        s3.delete_bucket(Bucket=bucket)
+
+
+def left_in_bucket(bucket: str) -> tuple[int, int]:
+    """The External Storage objects (`v0/…`) in `bucket`, and their bytes; deleted after
+    counting, so that each run counts its own."""
+    s3 = s3_client(f's3://{bucket}')
+    count = size = 0
+    for page in s3.get_paginator('list_objects_v2').paginate(Bucket=bucket, Prefix='v0/'):
+        for item in page.get('Contents', []):
+            count, size = count + 1, size + item['Size']
+            s3.delete_object(Bucket=bucket, Key=item['Key'])
+    return count, size
+
+
 def stored(stack: Stack, handle: str) -> bytes:
     """The bytes the store keeps for `handle`."""
     body: bytes = s3_client(stack.store_url).get_object(Bucket=stack.bucket, Key=f'{stack.prefix}/{handle}')['Body'].read()
